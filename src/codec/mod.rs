@@ -1,0 +1,13 @@
+//! gptme's file formats: message lines (`conversation.jsonl`, branches, views), the event log,
+//! conversation checkpoints and `config.toml`, all in Python's JSON dialect ([`json`]).
+//!
+//! Every decoder here says, for each line, whether the matching encoder reproduces it byte for
+//! byte; that single rule is what makes import followed by export lossless.
+
+pub mod config;
+pub mod conv_checkpoints;
+pub mod events;
+pub mod json;
+pub mod lines;
+pub mod message_line;
+pub mod timestamp;

@@ -1,0 +1,156 @@
+//! ISO 8601 timestamps as gptme reads them (`dateutil.parser.isoparse`).
+//!
+//! Timestamps are stored exactly as written; this module only decides whether a string is one
+//! gptme would accept and turns it into seconds since the epoch for ordering and listing. A
+//! naive timestamp (what gptme writes for messages) means local time, as Python's
+//! `datetime.timestamp()` takes it.
+
+use chrono::{DateTime, FixedOffset, Local, NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
+
+/// A parsed timestamp: a wall-clock time and, when the text had one, its UTC offset.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timestamp {
+    pub naive: NaiveDateTime,
+    pub offset_seconds: Option<i32>,
+}
+
+impl Timestamp {
+    /// Seconds since the Unix epoch; naive times are read in the local time zone.
+    pub fn epoch_seconds(&self) -> f64 {
+        let micros = |dt: DateTime<FixedOffset>| dt.timestamp_micros() as f64 / 1e6;
+        match self.offset_seconds {
+            Some(off) => {
+                let tz = FixedOffset::east_opt(off).unwrap_or(FixedOffset::east_opt(0).unwrap());
+                micros(tz.from_local_datetime(&self.naive).unwrap())
+            }
+            None => match Local.from_local_datetime(&self.naive).earliest() {
+                Some(dt) => dt.timestamp_micros() as f64 / 1e6,
+                None => self.naive.and_utc().timestamp_micros() as f64 / 1e6,
+            },
+        }
+    }
+}
+
+/// Parses `YYYY-MM-DD`, optionally followed by one separator character and
+/// `HH[:MM[:SS[.fraction]]]`, optionally followed by `Z` or `±HH[:MM]`.
+pub fn parse(text: &str) -> Option<Timestamp> {
+    let b = text.as_bytes();
+    let num = |range: std::ops::Range<usize>| -> Option<u32> {
+        let s = text.get(range)?;
+        if s.bytes().all(|c| c.is_ascii_digit()) {
+            s.parse().ok()
+        } else {
+            None
+        }
+    };
+    if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let date = NaiveDate::from_ymd_opt(num(0..4)? as i32, num(5..7)?, num(8..10)?)?;
+    if b.len() == 10 {
+        return Some(Timestamp { naive: date.and_hms_opt(0, 0, 0)?, offset_seconds: None });
+    }
+    // One separator character (gptme writes 'T'; isoparse takes any).
+    let rest = text.get(10..)?;
+    let mut chars = rest.chars();
+    chars.next()?;
+    let time_text = chars.as_str();
+    let (clock, offset_seconds) = split_offset(time_text)?;
+    let time = parse_clock(clock)?;
+    Some(Timestamp { naive: date.and_time(time), offset_seconds })
+}
+
+fn split_offset(text: &str) -> Option<(&str, Option<i32>)> {
+    if let Some(clock) = text.strip_suffix('Z') {
+        return Some((clock, Some(0)));
+    }
+    match text.find(['+', '-']) {
+        None => Some((text, None)),
+        Some(i) => {
+            let sign = if text.as_bytes()[i] == b'-' { -1 } else { 1 };
+            let off = &text[i + 1..];
+            let (h, m) = match off.len() {
+                2 => (off, "00"),
+                4 => (&off[..2], &off[2..]),
+                5 if off.as_bytes()[2] == b':' => (&off[..2], &off[3..]),
+                _ => return None,
+            };
+            if !(h.bytes().chain(m.bytes())).all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            let (h, m): (i32, i32) = (h.parse().ok()?, m.parse().ok()?);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            Some((&text[..i], Some(sign * (h * 3600 + m * 60))))
+        }
+    }
+}
+
+fn parse_clock(text: &str) -> Option<NaiveTime> {
+    let (main, fraction) = match text.split_once(['.', ',']) {
+        Some((m, f)) => (m, Some(f)),
+        None => (text, None),
+    };
+    let parts: Vec<&str> = main.split(':').collect();
+    if parts.is_empty() || parts.len() > 3 || parts.iter().any(|p| p.len() != 2 || !p.bytes().all(|c| c.is_ascii_digit())) {
+        return None;
+    }
+    let field = |i: usize| parts.get(i).map_or(Some(0), |p| p.parse::<u32>().ok());
+    let micros = match fraction {
+        None => 0,
+        Some(f) if !f.is_empty() && f.bytes().all(|c| c.is_ascii_digit()) => {
+            let digits: String = f.chars().chain(std::iter::repeat('0')).take(6).collect();
+            digits.parse().ok()?
+        }
+        Some(_) => return None,
+    };
+    let (h, m, s) = (field(0)?, field(1)?, field(2)?);
+    if h == 24 && m == 0 && s == 0 && micros == 0 {
+        return NaiveTime::from_hms_opt(0, 0, 0);
+    }
+    NaiveTime::from_hms_micro_opt(h, m, s, micros)
+}
+
+/// Formats a naive local time as Python's `datetime.isoformat()` (microseconds only when
+/// non-zero), which is how gptme writes message timestamps.
+pub fn format_naive(dt: NaiveDateTime) -> String {
+    let micros = dt.and_utc().timestamp_subsec_micros();
+    if micros == 0 {
+        dt.format("%Y-%m-%dT%H:%M:%S").to_string()
+    } else {
+        format!("{}.{:06}", dt.format("%Y-%m-%dT%H:%M:%S"), micros)
+    }
+}
+
+/// Formats epoch seconds as Python's `datetime.fromtimestamp(t, tz=timezone.utc).isoformat()`.
+pub fn format_utc(epoch_seconds: f64) -> String {
+    let micros = (epoch_seconds * 1e6).round() as i64;
+    let dt = DateTime::from_timestamp_micros(micros).unwrap_or_default().naive_utc();
+    format!("{}+00:00", format_naive(dt))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_gptme_forms() {
+        for s in ["2026-07-16T10:00:00", "2026-07-16T10:00:00.123456", "2026-07-16T10:00:00+00:00", "2026-07-16", "2026-07-16 10:00", "2026-07-16T10:00:00.5Z", "2026-07-16T10:00:00-0530"] {
+            assert!(parse(s).is_some(), "{s}");
+        }
+        for s in ["yesterday", "2026-13-01T00:00:00", "2026-07-16T10", "2026-07-16T1:00", "2026-07-16T10:00:00+5", ""] {
+            let _ = parse(s); // must not panic
+        }
+        assert!(parse("2026-13-01T00:00:00").is_none());
+        assert!(parse("yesterday").is_none());
+    }
+
+    #[test]
+    fn aware_epoch() {
+        let t = parse("1970-01-01T01:00:00+01:00").unwrap();
+        assert_eq!(t.epoch_seconds(), 0.0);
+        assert_eq!(format_utc(1.5), "1970-01-01T00:00:01.500000+00:00");
+        assert_eq!(format_utc(0.0), "1970-01-01T00:00:00+00:00");
+    }
+}

@@ -1,0 +1,11 @@
+//! sessiondb: gptme's conversation history in SQLite, kept in step with gptme's own files.
+//!
+//! The crate is organised by concern:
+//! - [`model`]: `Message`, `Log` and chat ids, with gptme's semantics;
+//! - [`codec`]: gptme's file formats, byte for byte;
+//! - [`store`]: the SQLite database (schema migrations, writes, queries);
+//! - [`sync`]: moving conversations between gptme directories and the store;
+//! - [`cli`]: the `sessiondb` command line.
+
+pub mod codec;
+pub mod model;

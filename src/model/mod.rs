@@ -1,0 +1,13 @@
+//! The conversation model: immutable [`Message`] values and the [`Log`] that orders them.
+//!
+//! These types carry gptme's semantics (equality by role and content, concatenation rules,
+//! append-returns-a-new-log) and nothing about files or databases: the codec turns them into
+//! gptme's bytes, the store into rows.
+
+mod chat_id;
+mod log;
+mod message;
+
+pub use chat_id::{ChatId, ChatIdError};
+pub use log::Log;
+pub use message::{Message, Role, Usage};
