@@ -9,3 +9,6 @@
 
 pub mod codec;
 pub mod model;
+pub mod store;
+pub mod sync;
+pub mod cli;

@@ -125,7 +125,9 @@ pub fn format_naive(dt: NaiveDateTime) -> String {
 
 /// Formats epoch seconds as Python's `datetime.fromtimestamp(t, tz=timezone.utc).isoformat()`.
 pub fn format_utc(epoch_seconds: f64) -> String {
-    let micros = (epoch_seconds * 1e6).round() as i64;
+    // Python splits off the fraction and rounds it to microseconds half-to-even.
+    let whole = epoch_seconds.trunc();
+    let micros = ((epoch_seconds - whole) * 1e6).round_ties_even() as i64 + whole as i64 * 1_000_000;
     let dt = DateTime::from_timestamp_micros(micros).unwrap_or_default().naive_utc();
     format!("{}+00:00", format_naive(dt))
 }

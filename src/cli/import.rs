@@ -1,0 +1,120 @@
+//! `sessiondb import [LOGS_DIR] [--json]`.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::{human_bytes, Failure};
+use crate::store::Store;
+use crate::sync::ingest::{self, format_warning, IngestError, Outcome};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// gptme's logs root [default: $GPTME_LOGS_HOME, else $XDG_DATA_HOME/gptme/logs, else ~/.local/share/gptme/logs]
+    logs_dir: Option<PathBuf>,
+    /// Print a machine-readable summary
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Default)]
+struct Summary {
+    conversations: u64,
+    unchanged: u64,
+    failed: u64,
+    skipped: u64,
+    messages: u64,
+    branches: u64,
+    views: u64,
+    events: u64,
+    attachments: u64,
+    bytes: u64,
+    warnings: u64,
+}
+
+pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
+    let root = args
+        .logs_dir
+        .or_else(ingest::default_logs_root)
+        .ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?;
+    if !root.is_dir() {
+        return Err(Failure(format!("{}: not a directory", root.display())));
+    }
+    let started = Instant::now();
+    let (dirs, others) = ingest::conversation_dirs(&root)?;
+    let mut summary = Summary { skipped: others.len() as u64, ..Summary::default() };
+    for other in &others {
+        eprintln!("sessiondb: skipped {}: no conversation.jsonl", other.display());
+    }
+    let progress = ProgressBar::new(dirs.len() as u64);
+    progress.set_style(
+        ProgressStyle::with_template("{spinner} importing {pos}/{len} {wide_bar} {eta}").expect("valid template"),
+    );
+    let mut conn = store.connection()?;
+    for dir in &dirs {
+        match ingest::import_conversation(&mut conn, dir) {
+            Ok(Outcome::Imported(stats)) => {
+                summary.conversations += 1;
+                summary.messages += stats.messages;
+                summary.branches += stats.branches;
+                summary.views += stats.views;
+                summary.events += stats.events;
+                summary.attachments += stats.attachments;
+                summary.bytes += stats.bytes;
+                summary.warnings += stats.warnings.len() as u64 + stats.more_warnings;
+                for warning in &stats.warnings {
+                    progress.suspend(|| eprintln!("warning: {}", format_warning(dir, warning)));
+                }
+                if stats.more_warnings > 0 {
+                    progress.suspend(|| eprintln!("warning: {}: {} more malformed lines", dir.display(), stats.more_warnings));
+                }
+            }
+            Ok(Outcome::Unchanged) => summary.unchanged += 1,
+            Err(e) => {
+                summary.failed += 1;
+                progress.suspend(|| eprintln!("error: {}", describe(&e)));
+            }
+        }
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    let seconds = started.elapsed().as_secs_f64();
+    if args.json {
+        let json = serde_json::json!({
+            "logs_dir": root.display().to_string(),
+            "conversations": summary.conversations,
+            "unchanged": summary.unchanged,
+            "failed": summary.failed,
+            "skipped": summary.skipped,
+            "messages": summary.messages,
+            "branches": summary.branches,
+            "views": summary.views,
+            "events": summary.events,
+            "attachments": summary.attachments,
+            "bytes": summary.bytes,
+            "warnings": summary.warnings,
+            "seconds": (seconds * 1000.0).round() / 1000.0,
+        });
+        println!("{}", serde_json::to_string_pretty(&json).expect("serialisable"));
+    } else {
+        println!(
+            "imported {} conversations ({} unchanged, {} failed): {} messages, {} branches, {} views, {} events, {} attachments, {} in {:.2} s",
+            summary.conversations,
+            summary.unchanged,
+            summary.failed,
+            summary.messages,
+            summary.branches,
+            summary.views,
+            summary.events,
+            summary.attachments,
+            human_bytes(summary.bytes),
+            seconds
+        );
+    }
+    Ok(if summary.failed > 0 { 1 } else { 0 })
+}
+
+fn describe(e: &IngestError) -> String {
+    format!("{e}; nothing of this conversation was imported")
+}

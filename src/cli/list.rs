@@ -1,0 +1,82 @@
+//! `sessiondb list [--json] [--all] [-n N]`.
+
+use std::io::Write;
+
+use super::Failure;
+use crate::codec::timestamp::format_utc;
+use crate::store::queries::{self, ConversationSummary};
+use crate::store::Store;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Print JSON with the field names of `gptme-util chats list --json`
+    #[arg(long)]
+    json: bool,
+    /// Include test and eval conversations (ids starting with `tmp` or `test-`, or containing `gptme-evals-`)
+    #[arg(long)]
+    all: bool,
+    /// Show at most N conversations
+    #[arg(short = 'n', long = "limit", value_name = "N")]
+    limit: Option<usize>,
+}
+
+/// `round(x, 4)` as Python computes it (correctly rounded from the exact binary value).
+fn round4(x: f64) -> f64 {
+    format!("{x:.4}").parse().unwrap_or(x)
+}
+
+/// One conversation in gptme's JSON shape (`_conv_to_dict`), plus the other `ConversationMeta`
+/// fields gptme computes for it.
+pub fn summary_json(c: &ConversationSummary) -> serde_json::Value {
+    let models_usage: serde_json::Value = serde_json::from_str(&c.models_usage).unwrap_or_default();
+    serde_json::json!({
+        "id": c.chat_id,
+        "name": c.name,
+        "path": format!("{}/conversation.jsonl", c.source_dir),
+        "created": format_utc(c.created),
+        "modified": format_utc(c.modified),
+        "messages": c.messages,
+        "branches": c.branches,
+        "workspace": c.workspace,
+        "agent_name": serde_json::Value::Null,
+        "model": c.model,
+        "total_cost": c.total_cost.map(round4),
+        "total_input_tokens": c.total_input_tokens,
+        "total_output_tokens": c.total_output_tokens,
+        "total_cache_read_tokens": c.total_cache_read_tokens,
+        "models_usage": models_usage,
+        "last_message_role": c.last_message_role,
+        "last_message_preview": c.last_message_preview,
+    })
+}
+
+pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
+    let conn = store.connection()?;
+    let conversations = queries::list_conversations(&conn, args.all, args.limit)?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let result = if args.json {
+        let rows: Vec<_> = conversations.iter().map(summary_json).collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&rows).expect("serialisable"))
+    } else {
+        write_table(&mut out, &conversations)
+    };
+    match result {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        other => other.map(|_| 0).map_err(Failure::from),
+    }
+}
+
+fn write_table(out: &mut impl Write, conversations: &[ConversationSummary]) -> std::io::Result<()> {
+    writeln!(out, "{:<19}  {:>5}  {:>8}  {:<24}  NAME / LAST MESSAGE", "MODIFIED (UTC)", "MSGS", "COST", "MODEL")?;
+    for c in conversations {
+        let modified = format_utc(c.modified);
+        let modified = modified.get(..19).unwrap_or(&modified).replace('T', " ");
+        let model: String = c.model.as_deref().unwrap_or("-").chars().take(24).collect();
+        writeln!(out, "{:<19}  {:>5}  {:>8}  {:<24}  {}", modified, c.messages, c.total_cost.map_or("NaN".to_owned(), |cost| format!("${cost:.4}")), model, c.name)?;
+        if let (Some(role), Some(preview)) = (&c.last_message_role, &c.last_message_preview) {
+            writeln!(out, "{:<63}  {role}: {preview}", "")?;
+        }
+    }
+    writeln!(out, "{} conversations", conversations.len())
+}

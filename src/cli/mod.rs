@@ -1,0 +1,92 @@
+//! The `sessiondb` command line: argument parsing and plain reporting, nothing else. Every
+//! command is a thin call into the library; errors are printed as one sentence naming the file
+//! or conversation, and the exit code says whether everything succeeded.
+
+mod export;
+mod import;
+mod list;
+mod show;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::store::{default_db_path, Store};
+
+#[derive(Parser)]
+#[command(name = "sessiondb", version, about = "gptme conversation history in SQLite, kept in step with gptme's files")]
+pub struct Cli {
+    /// The database file [default: $XDG_DATA_HOME/sessiondb/sessions.db]
+    #[arg(long, global = true, env = "SESSIONDB_DB", value_name = "PATH")]
+    db: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Import gptme conversation directories into the store
+    Import(import::Args),
+    /// Write conversations back as gptme directories
+    Export(export::Args),
+    /// List conversations, most recently modified first
+    List(list::Args),
+    /// Print the messages of one branch of a conversation
+    Show(show::Args),
+}
+
+/// A failure to report: the message is printed as `sessiondb: <message>`.
+#[derive(Debug)]
+pub struct Failure(pub String);
+
+impl<E: std::error::Error> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure(e.to_string())
+    }
+}
+
+/// Runs the command line; returns the process exit code.
+pub fn run() -> i32 {
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(Failure(message)) => {
+            eprintln!("sessiondb: {message}");
+            1
+        }
+    }
+}
+
+fn open_store(db: Option<PathBuf>) -> Result<Store, Failure> {
+    let path = db
+        .or_else(default_db_path)
+        .ok_or_else(|| Failure("cannot find a place for the database: set --db, SESSIONDB_DB or HOME".into()))?;
+    Ok(Store::open(&path)?)
+}
+
+fn dispatch(cli: Cli) -> Result<i32, Failure> {
+    let store = open_store(cli.db)?;
+    match cli.command {
+        Command::Import(args) => import::run(&store, args),
+        Command::Export(args) => export::run(&store, args),
+        Command::List(args) => list::run(&store, args),
+        Command::Show(args) => show::run(&store, args),
+    }
+}
+
+/// Formats a byte count for people.
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}

@@ -1,0 +1,48 @@
+//! `sessiondb show CHAT_ID [--branch B] [--json]`.
+
+use std::io::Write;
+
+use super::Failure;
+use crate::store::{queries, Store};
+
+#[derive(clap::Args)]
+pub struct Args {
+    chat_id: String,
+    /// The branch to show
+    #[arg(long, default_value = "main")]
+    branch: String,
+    /// Print the messages as gptme JSONL lines, exactly as stored
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
+    let conn = store.connection()?;
+    let messages = queries::branch_messages(&conn, &args.chat_id, &args.branch)?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let result: std::io::Result<()> = (|| {
+        for (message, line) in &messages {
+            if args.json {
+                out.write_all(line)?;
+                out.write_all(b"\n")?;
+            } else {
+                let mut flags = Vec::new();
+                if message.pinned {
+                    flags.push("pinned");
+                }
+                if message.hide {
+                    flags.push("hidden");
+                }
+                let flags = if flags.is_empty() { String::new() } else { format!(" ({})", flags.join(", ")) };
+                writeln!(out, "{}{} [{}]:", message.role.as_str(), flags, message.timestamp.as_deref().unwrap_or("no timestamp"))?;
+                writeln!(out, "{}\n", message.content)?;
+            }
+        }
+        out.flush()
+    })();
+    match result {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        other => other.map(|_| 0).map_err(Failure::from),
+    }
+}

@@ -1,0 +1,106 @@
+//! The SQLite working store.
+//!
+//! One database file in WAL mode holds every imported conversation. Connections come from an
+//! r2d2 pool; each has foreign keys on and a busy timeout, and every write transaction starts
+//! with `BEGIN IMMEDIATE` so concurrent writers queue for the lock instead of failing midway.
+//! A conversation is always written whole in one transaction: readers see it before or after,
+//! never half-imported.
+
+mod import;
+pub mod queries;
+pub mod schema;
+mod totals;
+
+use std::path::{Path, PathBuf};
+
+use r2d2_sqlite::SqliteConnectionManager;
+
+pub use import::{ConversationWriter, DocumentKind, LineWarning, WriteStats};
+pub use totals::ListingTotals;
+
+/// Errors of the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("connection pool error: {0}")]
+    Pool(#[from] r2d2::Error),
+    #[error("the database uses schema version {found}, newer than this sessiondb supports ({supported}); upgrade sessiondb")]
+    NewerSchema { found: i64, supported: i64 },
+    #[error("cannot create the database at {path}: {source}")]
+    Create { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("no conversation {0:?} in the store")]
+    NoConversation(String),
+    #[error("conversation {chat_id:?} has no branch {branch:?}")]
+    NoBranch { chat_id: String, branch: String },
+}
+
+pub type Connection = r2d2::PooledConnection<SqliteConnectionManager>;
+
+/// A handle on the database: cheap to clone, safe to share between threads.
+#[derive(Clone)]
+pub struct Store {
+    pool: r2d2::Pool<SqliteConnectionManager>,
+    path: PathBuf,
+}
+
+/// How long a connection waits for another process's write lock before giving up.
+const BUSY_TIMEOUT_MS: u32 = 30_000;
+
+impl Store {
+    /// Opens (creating when absent, with mode 0600) the database at `path` and brings its
+    /// schema up to date.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        create_private_file(path).map_err(|source| StoreError::Create { path: path.to_owned(), source })?;
+        let manager = SqliteConnectionManager::file(path).with_init(|c| {
+            c.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS as u64))?;
+            c.execute_batch(
+                "PRAGMA journal_mode = WAL;
+                 PRAGMA foreign_keys = ON;
+                 PRAGMA synchronous = NORMAL;",
+            )
+        });
+        let pool = r2d2::Pool::builder().max_size(4).build(manager)?;
+        let mut conn = pool.get()?;
+        schema::migrate(&mut conn)?;
+        drop(conn);
+        Ok(Store { pool, path: path.to_owned() })
+    }
+
+    pub fn connection(&self) -> Result<Connection, StoreError> {
+        Ok(self.pool.get()?)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Creates the database file (and its parent directories) readable by the owner only; an
+/// existing file is left as it is.
+fn create_private_file(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if path.exists() {
+        return Ok(());
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The default database path: `$XDG_DATA_HOME/sessiondb/sessions.db`, else
+/// `~/.local/share/sessiondb/sessions.db`.
+pub fn default_db_path() -> Option<PathBuf> {
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
+    Some(data.join("sessiondb").join("sessions.db"))
+}

@@ -1,0 +1,308 @@
+//! Reading from the store: conversation listings, entries, and the lines of documents.
+//!
+//! Lines come back exactly as they were imported: a row's `raw` bytes when it has them, else
+//! the codec's encoding of its typed columns (which import verified to be identical).
+
+use rusqlite::{params, OptionalExtension, Row};
+
+use super::import::DocumentKind;
+use super::StoreError;
+use crate::codec::conv_checkpoints::{encode_checkpoint, ConvCheckpoint};
+use crate::codec::events::{encode_event, Event, Payload};
+use crate::codec::json::{self, Json};
+use crate::codec::message_line::encode_message;
+use crate::model::{Message, Role};
+
+/// One row of a listing, with gptme's `ConversationMeta` meanings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationSummary {
+    pub chat_id: String,
+    /// Display name: config.toml's `[chat] name`, else the chat id.
+    pub name: String,
+    pub source_dir: String,
+    pub workspace: Option<String>,
+    pub created: f64,
+    pub modified: f64,
+    pub messages: i64,
+    pub branches: i64,
+    pub model: Option<String>,
+    /// `None` when the sum is not a finite number.
+    pub total_cost: Option<f64>,
+    pub total_input_tokens: i64,
+    pub total_output_tokens: i64,
+    pub total_cache_read_tokens: i64,
+    pub total_cache_creation_tokens: i64,
+    /// JSON object text: `{model: {cost, input_tokens, output_tokens, cache_read_tokens}}`.
+    pub models_usage: String,
+    pub last_message_role: Option<String>,
+    pub last_message_preview: Option<String>,
+}
+
+const SUMMARY_COLUMNS: &str = "chat_id, coalesce(name, chat_id), source_dir, workspace, created, modified,
+    message_count, branch_count, model, total_cost, input_tokens, output_tokens, cache_read_tokens,
+    cache_creation_tokens, models_usage, last_role, last_preview";
+
+fn summary_from_row(r: &Row) -> rusqlite::Result<ConversationSummary> {
+    Ok(ConversationSummary {
+        chat_id: r.get(0)?,
+        name: r.get(1)?,
+        source_dir: r.get(2)?,
+        workspace: r.get(3)?,
+        created: r.get(4)?,
+        modified: r.get(5)?,
+        messages: r.get(6)?,
+        branches: r.get(7)?,
+        model: r.get(8)?,
+        total_cost: r.get(9)?,
+        total_input_tokens: r.get(10)?,
+        total_output_tokens: r.get(11)?,
+        total_cache_read_tokens: r.get(12)?,
+        total_cache_creation_tokens: r.get(13)?,
+        models_usage: r.get(14)?,
+        last_message_role: r.get(15)?,
+        last_message_preview: r.get(16)?,
+    })
+}
+
+/// Every conversation, most recently modified first (gptme's order). Test conversations
+/// (`tmp*`, `test-*`, `*gptme-evals-*`) only when `include_test`. Served by the
+/// `conversations_by_modified` index; no message is read.
+pub fn list_conversations(conn: &rusqlite::Connection, include_test: bool, limit: Option<usize>) -> Result<Vec<ConversationSummary>, StoreError> {
+    let filter = if include_test {
+        ""
+    } else {
+        "WHERE NOT (chat_id GLOB 'tmp*' OR chat_id GLOB 'test-*' OR chat_id GLOB '*gptme-evals-*')"
+    };
+    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM conversations {filter} ORDER BY modified DESC, chat_id LIMIT ?1");
+    let limit = limit.map_or(-1, |l| l as i64);
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map([limit], summary_from_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The store's id of a conversation, or an error naming it.
+pub fn conversation_id(conn: &rusqlite::Connection, chat_id: &str) -> Result<i64, StoreError> {
+    conn.query_row("SELECT id FROM conversations WHERE chat_id = ?1", [chat_id], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| StoreError::NoConversation(chat_id.to_owned()))
+}
+
+/// All chat ids, sorted.
+pub fn chat_ids(conn: &rusqlite::Connection) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn.prepare("SELECT chat_id FROM conversations ORDER BY chat_id")?;
+    let rows = stmt.query_map([], |r| r.get(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A filesystem entry of a conversation directory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub path: String,
+    pub kind: EntryKind,
+    pub mode: u32,
+    pub mtime_ns: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum EntryKind {
+    Dir,
+    Symlink(Vec<u8>),
+    Blob([u8; 32]),
+    Document { id: i64, kind: DocumentKind, ends_with_newline: bool },
+}
+
+/// Every entry of a conversation, in path order (parents before children).
+pub fn entries(conn: &rusqlite::Connection, conversation_id: i64) -> Result<Vec<Entry>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT e.path, e.kind, e.mode, e.mtime_ns, e.link_target, e.blob_sha256, d.id, d.kind, d.ends_with_newline
+         FROM entries e LEFT JOIN documents d ON d.conversation_id = e.conversation_id AND d.path = e.path
+         WHERE e.conversation_id = ?1 ORDER BY e.path",
+    )?;
+    let rows = stmt.query_map([conversation_id], |r| {
+        let kind: String = r.get(1)?;
+        let kind = match kind.as_str() {
+            "dir" => EntryKind::Dir,
+            "symlink" => EntryKind::Symlink(r.get(4)?),
+            "blob" => {
+                let sha: Vec<u8> = r.get(5)?;
+                EntryKind::Blob(sha.try_into().unwrap_or([0; 32]))
+            }
+            _ => {
+                let doc_kind: String = r.get(7)?;
+                EntryKind::Document {
+                    id: r.get(6)?,
+                    kind: DocumentKind::parse(&doc_kind).unwrap_or(DocumentKind::Branch),
+                    ends_with_newline: r.get(8)?,
+                }
+            }
+        };
+        Ok(Entry { path: r.get(0)?, kind, mode: r.get(2)?, mtime_ns: r.get(3)? })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Opens a blob for streaming reads.
+pub fn open_blob<'c>(conn: &'c rusqlite::Connection, sha256: &[u8; 32]) -> Result<rusqlite::blob::Blob<'c>, StoreError> {
+    let rowid: i64 = conn.query_row("SELECT id FROM blobs WHERE sha256 = ?1", [&sha256[..]], |r| r.get(0))?;
+    Ok(conn.blob_open(rusqlite::MAIN_DB, "blobs", "data", rowid, true)?)
+}
+
+const MESSAGE_COLUMNS: &str =
+    "m.role, m.content, m.timestamp, m.files, m.file_hashes, m.call_id, m.pinned, m.hide, m.ui_only, m.ephemeral_ttl, m.metadata, m.extra, m.raw";
+
+/// A message row: the typed message (absent for blank or malformed lines) and its raw bytes.
+struct MessageRow {
+    message: Option<Message>,
+    raw: Option<Vec<u8>>,
+}
+
+impl MessageRow {
+    fn line(&self) -> Vec<u8> {
+        match (&self.raw, &self.message) {
+            (Some(raw), _) => raw.clone(),
+            (None, Some(m)) => encode_message(m).into_bytes(),
+            (None, None) => Vec::new(),
+        }
+    }
+}
+
+fn parse_stored_json(text: Option<String>) -> Option<Json> {
+    text.and_then(|t| json::parse(&t).ok()).map(|p| p.value)
+}
+
+/// Reads [`MESSAGE_COLUMNS`] starting at column `at`.
+fn message_from_row(r: &Row, at: usize) -> rusqlite::Result<MessageRow> {
+    let raw: Option<Vec<u8>> = r.get(at + 12)?;
+    let Some(role) = r.get::<_, Option<String>>(at)? else {
+        return Ok(MessageRow { message: None, raw });
+    };
+    let mut m = Message::new(Role::parse(&role), r.get::<_, String>(at + 1)?, r.get(at + 2)?);
+    if let Some(Json::Array(files)) = parse_stored_json(r.get(at + 3)?) {
+        m.files = files.into_iter().filter_map(|f| if let Json::Str(s) = f { Some(s) } else { None }).collect();
+    }
+    if let Some(Json::Object(hashes)) = parse_stored_json(r.get(at + 4)?) {
+        m.file_hashes = hashes.into_iter().filter_map(|(p, h)| if let Json::Str(h) = h { Some((p, h)) } else { None }).collect();
+    }
+    m.call_id = r.get(at + 5)?;
+    m.pinned = r.get(at + 6)?;
+    m.hide = r.get(at + 7)?;
+    m.ui_only = r.get(at + 8)?;
+    m.ephemeral_ttl = r.get(at + 9)?;
+    m.metadata = parse_stored_json(r.get(at + 10)?);
+    if let Some(Json::Object(extra)) = parse_stored_json(r.get(at + 11)?) {
+        m.extra = extra;
+    }
+    Ok(MessageRow { message: Some(m), raw })
+}
+
+/// Calls `f` with each line of a document, in order, exactly as imported.
+pub fn for_each_line(
+    conn: &rusqlite::Connection,
+    document_id: i64,
+    kind: DocumentKind,
+    mut f: impl FnMut(&[u8]) -> std::io::Result<()>,
+) -> Result<(), StoreError> {
+    let io = |source| StoreError::Io { path: format!("document {document_id}"), source };
+    match kind {
+        DocumentKind::Branch | DocumentKind::View | DocumentKind::Lossless => {
+            let sql = format!(
+                "SELECT {MESSAGE_COLUMNS} FROM document_lines dl JOIN messages m ON m.id = dl.message_id
+                 WHERE dl.document_id = ?1 ORDER BY dl.line_no"
+            );
+            let mut stmt = conn.prepare(&sql)?;
+            let mut rows = stmt.query([document_id])?;
+            while let Some(row) = rows.next()? {
+                f(&message_from_row(row, 0)?.line()).map_err(io)?;
+            }
+        }
+        DocumentKind::Events => {
+            let mut stmt = conn.prepare(
+                "SELECT line_no, seq, ts, type, payload_form, payload, raw FROM events WHERE document_id = ?1 ORDER BY line_no",
+            )?;
+            let sql = format!(
+                "SELECT {MESSAGE_COLUMNS} FROM event_messages em JOIN messages m ON m.id = em.message_id
+                 WHERE em.document_id = ?1 AND em.line_no = ?2 ORDER BY em.position"
+            );
+            let mut nested = conn.prepare(&sql)?;
+            let mut rows = stmt.query([document_id])?;
+            while let Some(row) = rows.next()? {
+                if let Some(raw) = row.get::<_, Option<Vec<u8>>>(6)? {
+                    f(&raw).map_err(io)?;
+                    continue;
+                }
+                let line_no: i64 = row.get(0)?;
+                let form: Option<String> = row.get(4)?;
+                let payload = match form.as_deref() {
+                    Some("message") | Some("messages") => {
+                        let messages: Vec<Message> = nested
+                            .query_map(params![document_id, line_no], |r| message_from_row(r, 0))?
+                            .filter_map(|m| m.ok().and_then(|m| m.message))
+                            .collect();
+                        if form.as_deref() == Some("message") {
+                            Payload::Message(messages.into_iter().next().unwrap_or_else(|| Message::new(Role::User, "", None)))
+                        } else {
+                            Payload::Messages(messages)
+                        }
+                    }
+                    _ => Payload::Other(parse_stored_json(row.get(5)?).unwrap_or(Json::Null)),
+                };
+                let event = Event { seq: row.get(1)?, ts: row.get(2)?, kind: row.get(3)?, payload };
+                f(encode_event(&event).as_bytes()).map_err(io)?;
+            }
+        }
+        DocumentKind::ConvCheckpoints => {
+            let mut stmt =
+                conn.prepare("SELECT idx, label, timestamp, raw FROM conv_checkpoints WHERE document_id = ?1 ORDER BY line_no")?;
+            let mut rows = stmt.query([document_id])?;
+            while let Some(row) = rows.next()? {
+                match row.get::<_, Option<Vec<u8>>>(3)? {
+                    Some(raw) => f(&raw).map_err(io)?,
+                    None => {
+                        let c = ConvCheckpoint { index: row.get(0)?, label: row.get(1)?, timestamp: row.get(2)? };
+                        f(encode_checkpoint(&c).as_bytes()).map_err(io)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The messages of one branch (`main` is `conversation.jsonl`), skipping lines that are not
+/// messages, each with its line as stored.
+pub fn branch_messages(conn: &rusqlite::Connection, chat_id: &str, branch: &str) -> Result<Vec<(Message, Vec<u8>)>, StoreError> {
+    let conversation_id = conversation_id(conn, chat_id)?;
+    let document_id: i64 = conn
+        .query_row(
+            "SELECT id FROM documents WHERE conversation_id = ?1 AND kind = 'branch' AND name = ?2",
+            params![conversation_id, branch],
+            |r| r.get(0),
+        )
+        .optional()?
+        .ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: branch.to_owned() })?;
+    let sql = format!(
+        "SELECT {MESSAGE_COLUMNS} FROM document_lines dl JOIN messages m ON m.id = dl.message_id
+         WHERE dl.document_id = ?1 ORDER BY dl.line_no"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map([document_id], |r| message_from_row(r, 0))?;
+    let mut out = Vec::new();
+    for row in rows {
+        let row = row?;
+        let line = row.line();
+        if let Some(m) = row.message {
+            out.push((m, line));
+        }
+    }
+    Ok(out)
+}
+
+/// Branch names of a conversation, `main` first.
+pub fn branch_names(conn: &rusqlite::Connection, chat_id: &str) -> Result<Vec<String>, StoreError> {
+    let conversation_id = conversation_id(conn, chat_id)?;
+    let mut stmt = conn.prepare(
+        "SELECT name FROM documents WHERE conversation_id = ?1 AND kind = 'branch' ORDER BY name != 'main', name",
+    )?;
+    let rows = stmt.query_map([conversation_id], |r| r.get(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}

@@ -1,0 +1,51 @@
+//! Schema migrations, applied in order and recorded in `PRAGMA user_version`.
+//!
+//! Migration N (1-based) brings a database from version N-1 to N inside one transaction, so a
+//! crash leaves the database at a whole version. A database whose version is newer than this
+//! build knows is refused untouched: an older sessiondb must not write rows it cannot read.
+
+use rusqlite::Connection;
+
+use super::StoreError;
+
+/// The SQL files in `schema/`, in order. Append only; never edit a released migration.
+const MIGRATIONS: &[&str] = &[include_str!("../../schema/0001_init.sql")];
+
+/// The schema version this build writes.
+pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Brings the database to [`CURRENT_VERSION`], or refuses a newer one.
+pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version > CURRENT_VERSION {
+        return Err(StoreError::NewerSchema { found: version, supported: CURRENT_VERSION });
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        // Another process may have migrated while we waited for the write lock.
+        let now: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if now > i as i64 {
+            continue;
+        }
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrates_once_and_refuses_newer() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn).unwrap();
+        migrate(&mut conn).unwrap();
+        let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(v, CURRENT_VERSION);
+        conn.pragma_update(None, "user_version", CURRENT_VERSION + 1).unwrap();
+        assert!(matches!(migrate(&mut conn), Err(StoreError::NewerSchema { .. })));
+    }
+}

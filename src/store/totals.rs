@@ -1,0 +1,238 @@
+//! Per-conversation listing totals, computed the way gptme's `get_conversations(detail=True)`
+//! computes them, so `sessiondb list` and `gptme-util chats list` agree figure for figure.
+//!
+//! gptme derives them from the raw bytes of `conversation.jsonl` (a line counts when it is not
+//! blank, the preview line is found by a byte search for `"user"`/`"assistant"`, metadata is
+//! read from lines containing `"metadata"`). The accumulator is fed the same bytes, line by line,
+//! so totals can be kept up to date on append without re-reading anything.
+
+use crate::codec::json::{self, Json};
+use crate::codec::message_line::{decode_line, LineContent};
+use crate::codec::timestamp;
+
+/// Running totals over the lines of a main branch.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListingTotals {
+    pub message_count: i64,
+    pub model: Option<String>,
+    pub total_cost: f64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_creation_tokens: i64,
+    /// `{model: {cost, input_tokens, output_tokens, cache_read_tokens}}`, in first-seen order.
+    pub models_usage: Vec<(String, ModelUsage)>,
+    /// The last line that mentions a user or assistant role, as gptme picks it.
+    last_role_line: Option<Vec<u8>>,
+    /// The first line gptme would load as a message: `Some(None)` when it has no timestamp.
+    first_message_time: Option<Option<f64>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelUsage {
+    pub cost: f64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+}
+
+fn py_bytes_strip(line: &[u8]) -> &[u8] {
+    let ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c);
+    let start = line.iter().position(|b| !ws(b)).unwrap_or(line.len());
+    let end = line.iter().rposition(|b| !ws(b)).map_or(start, |i| i + 1);
+    &line[start..end]
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+impl ListingTotals {
+    /// Feeds the next line of `conversation.jsonl` (without its newline).
+    pub fn feed(&mut self, line: &[u8]) {
+        let line = py_bytes_strip(line);
+        if line.is_empty() {
+            return;
+        }
+        self.message_count += 1;
+        if self.first_message_time.is_none() {
+            if let LineContent::Message(m) = decode_line(line).content {
+                self.first_message_time =
+                    Some(m.timestamp.as_deref().and_then(timestamp::parse).map(|t| t.epoch_seconds()));
+            }
+        }
+        if contains(line, b"\"user\"") || contains(line, b"\"assistant\"") {
+            self.last_role_line = Some(line.to_vec());
+        }
+        if contains(line, b"\"metadata\"") {
+            if let Some(meta) = line_metadata(line) {
+                self.add_metadata(&meta);
+            }
+        }
+    }
+
+    fn add_metadata(&mut self, meta: &Json) {
+        let msg_model = meta.get("model").and_then(Json::as_str).filter(|m| !m.is_empty()).map(str::to_owned);
+        if msg_model.is_some() {
+            self.model = msg_model.clone();
+        }
+        // Python's `x.get(k, 0) or 0`: missing, null, false and zero all count as 0.
+        let number = |v: Option<&Json>| -> f64 { v.filter(|v| v.is_truthy()).and_then(Json::as_f64).unwrap_or(0.0) };
+        let cost = number(meta.get("cost"));
+        let source = match meta.get("usage") {
+            Some(u) if u.is_truthy() => u,
+            _ => meta,
+        };
+        let tokens = |k: &str| number(source.get(k)) as i64;
+        let cache_read = tokens("cache_read_tokens");
+        let cache_creation = tokens("cache_creation_tokens");
+        let input = tokens("input_tokens") + cache_read + cache_creation;
+        let output = tokens("output_tokens");
+        self.total_cost += cost;
+        self.input_tokens += input;
+        self.output_tokens += output;
+        self.cache_read_tokens += cache_read;
+        self.cache_creation_tokens += cache_creation;
+        let target = msg_model.or_else(|| self.model.clone()).unwrap_or_else(|| "unknown".to_owned());
+        let index = match self.models_usage.iter().position(|(m, _)| *m == target) {
+            Some(i) => i,
+            None => {
+                self.models_usage.push((target, ModelUsage::default()));
+                self.models_usage.len() - 1
+            }
+        };
+        let usage = &mut self.models_usage[index].1;
+        usage.cost += cost;
+        usage.input_tokens += input;
+        usage.output_tokens += output;
+        usage.cache_read_tokens += cache_read;
+    }
+
+    /// The first message's time (epoch seconds), falling back to `mtime` as gptme does.
+    pub fn created(&self, mtime: f64) -> f64 {
+        match self.first_message_time {
+            Some(Some(t)) => t,
+            _ => mtime,
+        }
+    }
+
+    /// The role and preview of the last user or assistant message, as gptme's `_parse_preview`.
+    pub fn last_message(&self) -> (Option<String>, Option<String>) {
+        self.last_role_line.as_deref().map_or((None, None), parse_preview)
+    }
+
+    /// `models_usage` as a JSON object.
+    pub fn models_usage_json(&self) -> String {
+        let object = Json::Object(
+            self.models_usage
+                .iter()
+                .map(|(model, u)| {
+                    (
+                        model.clone(),
+                        Json::Object(vec![
+                            ("cost".into(), Json::Float(u.cost)),
+                            ("input_tokens".into(), Json::Int(u.input_tokens.to_string())),
+                            ("output_tokens".into(), Json::Int(u.output_tokens.to_string())),
+                            ("cache_read_tokens".into(), Json::Int(u.cache_read_tokens.to_string())),
+                        ]),
+                    )
+                })
+                .collect(),
+        );
+        json::dump(&object)
+    }
+}
+
+/// `json.loads(line).get("metadata")` when truthy and an object.
+fn line_metadata(line: &[u8]) -> Option<Json> {
+    let text = std::str::from_utf8(line).ok()?;
+    let Json::Object(members) = json::parse(text).ok()?.value else { return None };
+    let (_, meta) = members.into_iter().find(|(k, _)| k == "metadata")?;
+    matches!(meta, Json::Object(ref m) if !m.is_empty()).then_some(meta)
+}
+
+/// gptme's preview: think blocks removed, whitespace collapsed, cut at 100 characters + `...`.
+fn parse_preview(line: &[u8]) -> (Option<String>, Option<String>) {
+    let Some(value) = std::str::from_utf8(line).ok().and_then(|t| json::parse(t).ok()).map(|p| p.value) else {
+        return (None, None);
+    };
+    let Some(role) = value.get("role").and_then(Json::as_str).filter(|r| *r == "user" || *r == "assistant") else {
+        return (None, None);
+    };
+    let content = value.get("content").and_then(Json::as_str).unwrap_or("");
+    let content = strip_think_blocks(content);
+    let collapsed = content.split_whitespace().collect::<Vec<_>>().join(" ");
+    if collapsed.is_empty() {
+        return (None, None);
+    }
+    let preview = if collapsed.chars().count() > 100 {
+        let cut: String = collapsed.chars().take(100).collect();
+        format!("{cut}...")
+    } else {
+        collapsed
+    };
+    (Some(role.to_owned()), Some(preview))
+}
+
+/// Removes `<think>…</think>` / `<thinking>…</thinking>` blocks (shortest match, either tag
+/// closing either), then an unclosed opening tag and everything after it.
+fn strip_think_blocks(content: &str) -> String {
+    const OPEN: [&str; 2] = ["<thinking>", "<think>"];
+    const CLOSE: [&str; 2] = ["</thinking>", "</think>"];
+    let find_first = |s: &str, tags: &[&str]| -> Option<(usize, usize)> {
+        tags.iter().filter_map(|t| s.find(t).map(|i| (i, t.len()))).min_by_key(|(i, _)| *i)
+    };
+    let mut out = String::new();
+    let mut rest = content;
+    loop {
+        let Some((open_at, open_len)) = find_first(rest, &OPEN) else {
+            out.push_str(rest);
+            break;
+        };
+        let after_open = &rest[open_at + open_len..];
+        match find_first(after_open, &CLOSE) {
+            Some((close_at, close_len)) => {
+                out.push_str(&rest[..open_at]);
+                rest = &after_open[close_at + close_len..];
+            }
+            None => {
+                out.push_str(&rest[..open_at]);
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preview_rules() {
+        let line = br#"{"role": "assistant", "content": "<think>hidden</think>  shown\n\n text"}"#;
+        assert_eq!(parse_preview(line), (Some("assistant".into()), Some("shown text".into())));
+        let long = format!(r#"{{"role": "user", "content": "{}"}}"#, "é".repeat(150));
+        let (_, p) = parse_preview(long.as_bytes());
+        assert_eq!(p.unwrap().chars().count(), 103);
+        assert_eq!(parse_preview(br#"{"role": "system", "content": "x"}"#), (None, None));
+        assert_eq!(strip_think_blocks("a<thinking>b"), "a");
+    }
+
+    #[test]
+    fn totals_follow_gptme() {
+        let mut t = ListingTotals::default();
+        t.feed(br#"{"role": "user", "content": "hi", "timestamp": "2026-01-01T00:00:00+00:00"}"#);
+        t.feed(b"   ");
+        t.feed(b"not json");
+        t.feed(br#"{"role": "assistant", "content": "yo", "metadata": {"model": "a", "cost": 0.25, "usage": {"input_tokens": 10, "output_tokens": 2, "cache_read_tokens": 5}}}"#);
+        t.feed(br#"{"role": "assistant", "content": "old", "metadata": {"model": "b", "input_tokens": 1, "output_tokens": 1, "cost": null}}"#);
+        assert_eq!(t.message_count, 4);
+        assert_eq!(t.model.as_deref(), Some("b"));
+        assert_eq!((t.input_tokens, t.output_tokens, t.cache_read_tokens), (16, 3, 5));
+        assert_eq!(t.total_cost, 0.25);
+        assert_eq!(t.created(9.0), 1767225600.0);
+        assert_eq!(t.last_message(), (Some("assistant".into()), Some("old".into())));
+        assert_eq!(t.models_usage.len(), 2);
+    }
+}
