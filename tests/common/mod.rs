@@ -1,0 +1,42 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+pub mod strategies;
+pub mod tree;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The `sessiondb` binary under test.
+pub fn sessiondb(db: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sessiondb"));
+    cmd.arg("--db").arg(db);
+    cmd
+}
+
+/// Runs a command and returns its output, failing the test with its stderr when it fails.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("command runs");
+    assert!(out.status.success(), "{:?} failed: {}\n{}", cmd, String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+    out
+}
+
+/// The committed fixture logs root, written by real gptme.
+pub fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gptme-logs")
+}
+
+/// The Python that has gptme installed: `$GPTME_PYTHON`, else the project's `.venv`.
+/// Interop tests need it; `tools/test.sh` creates it.
+pub fn gptme_python() -> PathBuf {
+    if let Some(p) = std::env::var_os("GPTME_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    assert!(venv.exists(), "interop tests need gptme: run tools/setup-gptme.sh (or set GPTME_PYTHON)");
+    venv
+}
+
+pub fn tool(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools").join(name)
+}
