@@ -27,7 +27,7 @@ The venv needs only ``gptme`` (tested with ``gptme==0.35.1``).  OUT_DIR must
 not exist or be empty, unless ``--force`` is given (it is then deleted first).
 The committed fixtures are produced with:
 
-    /work/venv/bin/python tools/gen_fixtures.py tests/fixtures/gptme-logs --force
+    .venv/bin/python tools/gen_fixtures.py tests/fixtures/gptme-logs --force
 
 ``--fix-metadata`` only re-applies what git cannot store to an existing
 OUT_DIR, e.g. after a fresh checkout: the fixed mtimes of every

@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# Benchmark `sessiondb import` against gptme reading the same logs.
+#
+#   tools/bench_import.sh [--conversations N] [--messages M] [--runs R] [--seed S]
+#
+# Defaults: 1000 conversations x 100 messages (about 110 MB), 3 runs, seed 1.
+#
+# Steps:
+#   1. cargo build --release
+#   2. a synthetic logs root from tools/make_bench_logs.py (written with gptme's
+#      Message class), generated into a temp dir and then cached as
+#      target/bench-logs-N-M (-sS for a seed other than 1); an existing cache is reused.
+#   3. one warm-up read of every file in it (the OS page cache is not dropped:
+#      that needs root), so both sides are timed with warm caches
+#   4. R runs of `sessiondb --db FRESH.db import LOGS --json`, each into a fresh
+#      database; wall-clock time of the whole process
+#   5. R runs of tools/bench_gptme_read.py (gptme's Log.read_jsonl on every
+#      conversation.jsonl); time measured inside the process, after gptme is imported
+#   6. a table with best and median of each, and the ratio gptme / sessiondb
+#
+# gptme's Python: $GPTME_PYTHON if set, else .venv/bin/python in the project root.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CONVS=1000
+MSGS=100
+RUNS=3
+SEED=1
+
+usage() {
+    sed -n '2,4p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+}
+
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --conversations) CONVS="${2:?--conversations needs a value}"; shift 2 ;;
+        --conversations=*) CONVS="${1#*=}"; shift ;;
+        --messages) MSGS="${2:?--messages needs a value}"; shift 2 ;;
+        --messages=*) MSGS="${1#*=}"; shift ;;
+        --runs) RUNS="${2:?--runs needs a value}"; shift 2 ;;
+        --runs=*) RUNS="${1#*=}"; shift ;;
+        --seed) SEED="${2:?--seed needs a value}"; shift 2 ;;
+        --seed=*) SEED="${1#*=}"; shift ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "bench_import.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
+    esac
+done
+for v in "$CONVS" "$MSGS" "$RUNS" "$SEED"; do
+    [[ "$v" =~ ^[0-9]+$ ]] || { echo "bench_import.sh: not a number: $v" >&2; exit 2; }
+done
+[[ "$RUNS" -ge 1 ]] || { echo "bench_import.sh: --runs must be >= 1" >&2; exit 2; }
+
+# ---------------------------------------------------------------- python with gptme
+if [[ -n "${GPTME_PYTHON:-}" ]]; then
+    PY="$GPTME_PYTHON"
+elif [[ -x "$ROOT/.venv/bin/python" ]]; then
+    PY="$ROOT/.venv/bin/python"
+else
+    cat >&2 <<EOF
+bench_import.sh: no Python with gptme found.
+Set GPTME_PYTHON to a python that has gptme installed, or create the project venv:
+    cd $ROOT && python3 -m venv .venv && .venv/bin/pip install gptme==0.35.1
+EOF
+    exit 2
+fi
+if ! GPTME_VERSION="$("$PY" -c 'import importlib.metadata as m, gptme.logmanager; print(m.version("gptme"))' 2>/dev/null)"; then
+    cat >&2 <<EOF
+bench_import.sh: $PY cannot import gptme.
+Install it there ($PY -m pip install gptme==0.35.1), or create the project venv:
+    cd $ROOT && python3 -m venv .venv && .venv/bin/pip install gptme==0.35.1
+EOF
+    exit 2
+fi
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b - a }'; }
+# best and median of the numbers given as arguments
+best() { printf '%s\n' "$@" | sort -g | head -n1; }
+median() {
+    local sorted n
+    mapfile -t sorted < <(printf '%s\n' "$@" | sort -g)
+    n=${#sorted[@]}
+    if (( n % 2 )); then
+        echo "${sorted[n/2]}"
+    else
+        awk -v a="${sorted[n/2-1]}" -v b="${sorted[n/2]}" 'BEGIN { printf "%.4f", (a + b) / 2 }'
+    fi
+}
+json_field() { # json_field FILE KEY
+    "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
+}
+
+# ---------------------------------------------------------------- build
+echo "== cargo build --release" >&2
+(cd "$ROOT" && cargo build --release)
+BIN="$ROOT/target/release/sessiondb"
+[[ -x "$BIN" ]] || { echo "bench_import.sh: $BIN missing after build" >&2; exit 1; }
+
+# ---------------------------------------------------------------- logs root
+SUFFIX=""
+[[ "$SEED" == 1 ]] || SUFFIX="-s$SEED"
+LOGS="$ROOT/target/bench-logs-$CONVS-$MSGS$SUFFIX"
+GEN_NOTE="reused cached $LOGS"
+# the completion marker sits beside the logs root, not in it, so it does not show up as a stray entry
+MARKER="$LOGS.complete"
+if [[ -d "$LOGS" && -f "$MARKER" ]]; then
+    echo "== reusing $LOGS" >&2
+else
+    rm -rf "$LOGS" "$MARKER"
+    GEN_TMP="$(mktemp -d "$ROOT/target/bench-logs-tmp.XXXXXX")"
+    echo "== generating $CONVS x $MSGS into $GEN_TMP" >&2
+    t0=$(now)
+    "$PY" "$ROOT/tools/make_bench_logs.py" "$GEN_TMP/logs" --conversations "$CONVS" --messages "$MSGS" --seed "$SEED" >&2
+    t1=$(now)
+    mv "$GEN_TMP/logs" "$LOGS"
+    rmdir "$GEN_TMP"
+    touch "$MARKER"
+    GEN_NOTE="generated in $(elapsed "$t0" "$t1") s"
+fi
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/sessiondb-bench.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+
+APPARENT_BYTES=$(du -sb "$LOGS" | cut -f1)
+DISK_KB=$(du -sk "$LOGS" | cut -f1)
+FILES=$(find "$LOGS" -type f | wc -l)
+
+echo "== warm-up: reading every file once (page cache is not dropped)" >&2
+find "$LOGS" -type f -exec cat {} + > /dev/null
+
+# ---------------------------------------------------------------- sessiondb
+SDB_TIMES=()
+SDB_MSGS=""
+for ((i = 1; i <= RUNS; i++)); do
+    DB="$WORK/run$i.db"
+    rm -f "$DB" "$DB-wal" "$DB-shm" "$DB-journal"
+    t0=$(now)
+    set +e
+    "$BIN" --db "$DB" import "$LOGS" --json > "$WORK/sdb$i.json" 2> "$WORK/sdb$i.err"
+    rc=$?
+    set -e
+    t1=$(now)
+    failed=$(json_field "$WORK/sdb$i.json" failed 2>/dev/null || echo "?")
+    if [[ $rc -ne 0 || "$failed" != 0 ]]; then
+        echo "bench_import.sh: sessiondb import failed (exit $rc, failed=$failed) on run $i" >&2
+        echo "--- command: $BIN --db $DB import $LOGS --json" >&2
+        echo "--- stdout:" >&2; cat "$WORK/sdb$i.json" >&2
+        echo "--- stderr (first 50 lines):" >&2; head -n 50 "$WORK/sdb$i.err" >&2
+        exit 1
+    fi
+    SDB_TIMES+=("$(elapsed "$t0" "$t1")")
+    SDB_MSGS=$(json_field "$WORK/sdb$i.json" messages)
+    DB_BYTES=$(du -cb "$DB"* | tail -n1 | cut -f1)
+    echo "   sessiondb run $i: ${SDB_TIMES[-1]} s (internal $(json_field "$WORK/sdb$i.json" seconds) s), $SDB_MSGS messages, db $((DB_BYTES / 1000000)) MB" >&2
+    rm -f "$DB" "$DB-wal" "$DB-shm" "$DB-journal"
+done
+
+# ---------------------------------------------------------------- gptme
+GP_TIMES=()
+GP_MSGS=""
+for ((i = 1; i <= RUNS; i++)); do
+    "$PY" "$ROOT/tools/bench_gptme_read.py" "$LOGS" > "$WORK/gp$i.json"
+    GP_TIMES+=("$(json_field "$WORK/gp$i.json" seconds)")
+    GP_MSGS=$(json_field "$WORK/gp$i.json" messages)
+    echo "   gptme read run $i: ${GP_TIMES[-1]} s, $GP_MSGS messages" >&2
+done
+
+# ---------------------------------------------------------------- table
+SDB_BEST=$(best "${SDB_TIMES[@]}"); SDB_MED=$(median "${SDB_TIMES[@]}")
+GP_BEST=$(best "${GP_TIMES[@]}");   GP_MED=$(median "${GP_TIMES[@]}")
+ratio() { awk -v g="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.2fx", g / s; else print "n/a" }'; }
+
+echo
+echo "sessiondb import vs gptme read ($CONVS conversations x $MSGS messages, seed $SEED, gptme $GPTME_VERSION, $(nproc) CPUs)"
+echo "logs root: $LOGS ($GEN_NOTE)"
+echo "warm cache: every file was read once before timing; the OS page cache was not dropped"
+echo "sessiondb: wall-clock of the whole process, fresh database each run (in $WORK)"
+echo "gptme:     Log.read_jsonl on each conversation.jsonl, timed in-process after import"
+echo
+printf '%-30s %14s %14s\n' "" "best" "median (of $RUNS)"
+printf '%-30s %14s\n' "logs root size (MB, du -sb)" "$(awk -v b="$APPARENT_BYTES" 'BEGIN { printf "%.1f", b / 1e6 }')"
+printf '%-30s %14s\n' "  on disk (MB, du -sk)" "$(awk -v k="$DISK_KB" 'BEGIN { printf "%.1f", k * 1024 / 1e6 }')"
+printf '%-30s %14s\n' "files" "$FILES"
+printf '%-30s %14s\n' "messages (sessiondb)" "$SDB_MSGS"
+printf '%-30s %14s\n' "messages (gptme)" "$GP_MSGS"
+printf '%-30s %14s %14s\n' "sessiondb import s" "$SDB_BEST" "$SDB_MED"
+printf '%-30s %14s %14s\n' "gptme read s" "$GP_BEST" "$GP_MED"
+printf '%-30s %14s %14s\n' "ratio (gptme / sessiondb)" "$(ratio "$GP_BEST" "$SDB_BEST")" "$(ratio "$GP_MED" "$SDB_MED")"
+if [[ "$SDB_MSGS" != "$GP_MSGS" ]]; then
+    echo "WARNING: message counts differ (sessiondb $SDB_MSGS, gptme $GP_MSGS)"
+fi

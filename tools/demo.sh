@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The main job on the bundled sample logs: imports tests/fixtures/gptme-logs into a fresh
+# database, prints the import summary, then lists the conversations.
+# Usage: tools/demo.sh [LOGS_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+logs="${1:-tests/fixtures/gptme-logs}"
+db="$(mktemp -d)/sessions.db"
+cargo build --release --quiet
+target/release/sessiondb --db "$db" import "$logs"
+target/release/sessiondb --db "$db" list --all
+echo "database: $db"
