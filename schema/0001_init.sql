@@ -91,8 +91,9 @@ CREATE INDEX documents_by_kind ON documents (conversation_id, kind, name);
 -- role IS NULL marks a line that is not a message (blank or malformed): only `raw` is set.
 -- `raw` holds the original line bytes whenever the codec's encoding of the typed columns
 -- would not reproduce them; export writes `raw` when present, else encodes the columns.
+-- AUTOINCREMENT: ids only ever grow, which the full-text watermark relies on (see below).
 CREATE TABLE messages (
-    id              INTEGER PRIMARY KEY,
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
     conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
     line_sha256     BLOB NOT NULL,
     role            TEXT,
@@ -182,17 +183,35 @@ CREATE VIEW import_warnings AS
     JOIN conversations c ON c.id = d.conversation_id
     WHERE e.malformed IS NOT NULL;
 
+-- Small facts about the store as a whole.
+CREATE TABLE store_state (
+    key     TEXT PRIMARY KEY,
+    value   INTEGER NOT NULL
+) WITHOUT ROWID;
+
 -- Full-text search over message content (external content: the text lives once, in messages).
+--
+-- The index is filled in bulk, not by an insert trigger: FTS5 flushes its in-memory index at
+-- every savepoint, so indexing row by row inside per-conversation savepoints costs several
+-- times more than indexing a whole batch in one statement. The invariant, kept by
+-- store::fts::index_pending inside every write transaction before it commits:
+--   messages with id <= store_state['fts_indexed_upto'] are indexed; later ones are not.
+-- Ids only grow (AUTOINCREMENT), so a new row can never fall below the watermark; the
+-- watermark and the index commit in the same transaction as the rows, so a crash cannot
+-- separate them.
 CREATE VIRTUAL TABLE messages_fts USING fts5(
     content,
     content = 'messages',
     content_rowid = 'id',
     tokenize = 'unicode61 remove_diacritics 2'
 );
--- Messages are immutable rows (a change is a new row), so insert and delete keep it in step.
-CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages WHEN new.content IS NOT NULL BEGIN
-    INSERT INTO messages_fts (rowid, content) VALUES (new.id, new.content);
-END;
-CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages WHEN old.content IS NOT NULL BEGIN
+INSERT INTO store_state (key, value) VALUES ('fts_indexed_upto', 0);
+
+-- Removing an indexed message removes it from the index (external-content delete needs the
+-- exact old content, which the row still has here). Unindexed rows are not in the index.
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+WHEN old.content IS NOT NULL
+ AND old.id <= (SELECT value FROM store_state WHERE key = 'fts_indexed_upto')
+BEGIN
     INSERT INTO messages_fts (messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
 END;

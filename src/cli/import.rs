@@ -6,7 +6,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{human_bytes, Failure};
-use crate::store::Store;
+use crate::store::{Store, WriteBatch};
 use crate::sync::ingest::{self, format_warning, IngestError, Outcome};
 
 #[derive(clap::Args)]
@@ -17,6 +17,10 @@ pub struct Args {
     #[arg(long)]
     json: bool,
 }
+
+/// Conversations are committed in batches of about this many bytes: few enough commits that
+/// full-text indexing runs in bulk, small enough that an interrupted import loses little work.
+const BATCH_BYTES: u64 = 64 << 20;
 
 #[derive(Default)]
 struct Summary {
@@ -52,8 +56,10 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         ProgressStyle::with_template("{spinner} importing {pos}/{len} {wide_bar} {eta}").expect("valid template"),
     );
     let mut conn = store.connection()?;
-    for dir in &dirs {
-        match ingest::import_conversation(&mut conn, dir) {
+    let mut batch = WriteBatch::begin(&mut conn)?;
+    let mut batch_bytes = 0;
+    ingest::import_dirs(&mut batch, &dirs, &mut |batch, dir, outcome| {
+        match outcome {
             Ok(Outcome::Imported(stats)) => {
                 summary.conversations += 1;
                 summary.messages += stats.messages;
@@ -69,6 +75,11 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
                 if stats.more_warnings > 0 {
                     progress.suspend(|| eprintln!("warning: {}: {} more malformed lines", dir.display(), stats.more_warnings));
                 }
+                batch_bytes += stats.bytes;
+                if batch_bytes > BATCH_BYTES {
+                    batch.commit()?;
+                    batch_bytes = 0;
+                }
             }
             Ok(Outcome::Unchanged) => summary.unchanged += 1,
             Err(e) => {
@@ -77,7 +88,9 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             }
         }
         progress.inc(1);
-    }
+        Ok(())
+    })?;
+    batch.finish()?;
     progress.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     if args.json {

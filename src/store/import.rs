@@ -1,25 +1,25 @@
 //! Writing one whole conversation into the store.
 //!
-//! A [`ConversationWriter`] holds a `BEGIN IMMEDIATE` transaction from [`ConversationWriter::begin`]
-//! to [`ConversationWriter::finish`]: the previous copy of the conversation (if any) is deleted
+//! A [`ConversationWriter`] holds a savepoint of a [`super::WriteBatch`] from its creation to
+//! [`ConversationWriter::finish`]: the previous copy of the conversation (if any) is deleted
 //! and the new one inserted inside it, so a failure or a crash at any point leaves the store with
-//! the old copy, complete. Lines are streamed: memory is bounded by the longest line plus one
-//! 32-byte key per distinct message of the conversation.
+//! the old copy, complete. The writer only writes rows: reading and decoding the files is the
+//! caller's job (`sync::ingest` does it on another thread), and lines arrive one at a time, so
+//! memory is bounded by the longest line plus one 32-byte key per distinct message.
 
 use std::collections::HashMap;
-use std::io::{BufRead, Read, Seek, SeekFrom};
+use std::io::Read;
 
-use rusqlite::{params, Transaction, TransactionBehavior};
+use rusqlite::{params, Savepoint};
 use sha2::{Digest, Sha256};
 
 use super::totals::ListingTotals;
 use super::StoreError;
 use crate::codec::config::ChatConfig;
-use crate::codec::conv_checkpoints::{decode_checkpoint_line, CheckpointLine};
-use crate::codec::events::{decode_event_line, EventLine, Payload};
+use crate::codec::conv_checkpoints::CheckpointLine;
+use crate::codec::events::{EventLine, Payload};
 use crate::codec::json::{self, Json};
-use crate::codec::lines::LineReader;
-use crate::codec::message_line::{decode_line, encode_message, LineContent};
+use crate::codec::message_line::{DecodedLine, LineContent};
 use crate::model::Message;
 
 /// What kind of JSONL document a file is; see the `documents` table.
@@ -81,33 +81,30 @@ pub struct WriteStats {
 /// At most this many warnings are kept per conversation; the rest are only counted.
 const MAX_WARNINGS: usize = 100;
 
-/// Files up to this size are hashed and stored from memory; larger ones are streamed twice
-/// (once to hash, once into an incremental blob) so memory stays bounded.
-const IN_MEMORY_BLOB: u64 = 8 << 20;
+/// A document being written: its row id and where its lines go.
+#[derive(Debug, Clone, Copy)]
+pub struct DocumentId(i64);
+
+/// The SHA-256 of a line's bytes: the identity of a message row within a conversation.
+pub type LineDigest = [u8; 32];
 
 pub struct ConversationWriter<'c> {
-    tx: Transaction<'c>,
+    tx: Savepoint<'c>,
     conversation_id: i64,
-    message_ids: HashMap<[u8; 32], i64>,
-    totals: ListingTotals,
-    modified: Option<f64>,
+    message_ids: HashMap<LineDigest, i64>,
     stats: WriteStats,
 }
 
-/// Modification time of an entry in nanoseconds → epoch seconds, as Python's `st_mtime`.
-pub fn mtime_seconds(mtime_ns: i64) -> f64 {
-    mtime_ns as f64 / 1e9
-}
-
 impl<'c> ConversationWriter<'c> {
-    /// Starts replacing `chat_id` in the store. Takes the write lock at once.
-    pub fn begin(
+    /// Starts replacing `chat_id` in the store, in a savepoint of the caller's write
+    /// transaction (see [`super::WriteBatch`]).
+    pub(super) fn begin(
         conn: &'c mut rusqlite::Connection,
         chat_id: &str,
         source_dir: &str,
         fingerprint: &[u8],
     ) -> Result<Self, StoreError> {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = conn.savepoint()?;
         tx.execute("DELETE FROM conversations WHERE chat_id = ?1", [chat_id])?;
         tx.execute(
             "INSERT INTO conversations (chat_id, source_dir, fingerprint, imported_at, created, modified)
@@ -115,14 +112,7 @@ impl<'c> ConversationWriter<'c> {
             params![chat_id, source_dir, fingerprint],
         )?;
         let conversation_id = tx.last_insert_rowid();
-        Ok(ConversationWriter {
-            tx,
-            conversation_id,
-            message_ids: HashMap::new(),
-            totals: ListingTotals::default(),
-            modified: None,
-            stats: WriteStats::default(),
-        })
+        Ok(ConversationWriter { tx, conversation_id, message_ids: HashMap::new(), stats: WriteStats::default() })
     }
 
     fn entry(&self, path: &str, kind: &str, mode: u32, mtime_ns: i64, blob: Option<&[u8]>, link: Option<&[u8]>) -> Result<(), StoreError> {
@@ -143,41 +133,54 @@ impl<'c> ConversationWriter<'c> {
         self.entry(path, "symlink", mode, mtime_ns, None, Some(target))
     }
 
-    /// Stores a regular file as an opaque, content-addressed blob.
-    pub fn add_blob<F: Read + Seek>(&mut self, path: &str, mode: u32, mtime_ns: i64, file: &mut F, size: u64) -> Result<(), StoreError> {
-        let io = |source| StoreError::Io { path: path.to_owned(), source };
-        let sha = if size <= IN_MEMORY_BLOB {
-            let mut data = Vec::with_capacity(size as usize);
-            file.read_to_end(&mut data).map_err(io)?;
-            let sha: [u8; 32] = Sha256::digest(&data).into();
-            self.tx
-                .prepare_cached("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, ?2, ?3)")?
-                .execute(params![&sha[..], data.len() as i64, data])?;
-            sha
-        } else {
-            let mut hasher = Sha256::new();
-            let copied = std::io::copy(file, &mut hasher).map_err(io)?;
-            let sha: [u8; 32] = hasher.finalize().into();
-            let inserted = self
-                .tx
-                .prepare_cached("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, ?2, zeroblob(?2))")?
-                .execute(params![&sha[..], copied as i64])?;
-            if inserted == 1 {
-                let rowid = self.tx.last_insert_rowid();
-                let mut blob = self.tx.blob_open(rusqlite::MAIN_DB, "blobs", "data", rowid, false)?;
-                file.seek(SeekFrom::Start(0)).map_err(io)?;
-                let written = std::io::copy(&mut file.take(copied), &mut blob).map_err(io)?;
-                if written != copied {
-                    return Err(io(std::io::Error::other("file changed size while it was being read")));
-                }
-            }
-            sha
-        };
+    fn count_blob(&mut self, path: &str, size: u64) {
         if path.starts_with("files/") {
             self.stats.attachments += 1;
         }
         self.stats.bytes += size;
-        self.entry(path, "blob", mode, mtime_ns, Some(&sha), None)
+    }
+
+    /// Stores a regular file's bytes as an opaque, content-addressed blob.
+    pub fn add_blob(&mut self, path: &str, mode: u32, mtime_ns: i64, sha256: &[u8; 32], data: &[u8]) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, ?2, ?3)")?
+            .execute(params![&sha256[..], data.len() as i64, data])?;
+        self.count_blob(path, data.len() as u64);
+        self.entry(path, "blob", mode, mtime_ns, Some(sha256), None)
+    }
+
+    /// Stores a large file as a blob by streaming `size` bytes from `data` into an incremental
+    /// blob, so that it never has to be held in memory. `sha256` is the digest of those bytes,
+    /// computed by the caller beforehand; `data` yielding other bytes is an error.
+    pub fn add_blob_stream(&mut self, path: &str, mode: u32, mtime_ns: i64, sha256: &[u8; 32], size: u64, data: impl Read) -> Result<(), StoreError> {
+        let io = |source| StoreError::Io { path: path.to_owned(), source };
+        let inserted = self
+            .tx
+            .prepare_cached("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, ?2, zeroblob(?2))")?
+            .execute(params![&sha256[..], size as i64])?;
+        if inserted == 1 {
+            let rowid = self.tx.last_insert_rowid();
+            let mut blob = self.tx.blob_open(rusqlite::MAIN_DB, "blobs", "data", rowid, false)?;
+            let mut hasher = Sha256::new();
+            let mut reader = data.take(size);
+            let mut buf = vec![0; 1 << 20];
+            let mut written = 0u64;
+            loop {
+                let n = reader.read(&mut buf).map_err(io)?;
+                if n == 0 {
+                    break;
+                }
+                hasher.update(&buf[..n]);
+                std::io::Write::write_all(&mut blob, &buf[..n]).map_err(io)?;
+                written += n as u64;
+            }
+            let digest: [u8; 32] = hasher.finalize().into();
+            if written != size || &digest != sha256 {
+                return Err(io(std::io::Error::other("file changed while it was being read")));
+            }
+        }
+        self.count_blob(path, size);
+        self.entry(path, "blob", mode, mtime_ns, Some(sha256), None)
     }
 
     /// Records the parsed `[chat]` fields of config.toml.
@@ -189,16 +192,14 @@ impl<'c> ConversationWriter<'c> {
         Ok(())
     }
 
-    /// Streams a JSONL document into its rows.
-    pub fn add_document<R: BufRead>(
-        &mut self,
-        path: &str,
-        kind: DocumentKind,
-        name: &str,
-        mode: u32,
-        mtime_ns: i64,
-        reader: R,
-    ) -> Result<(), StoreError> {
+    /// Records gptme's default workspace for a conversation without config.toml.
+    pub fn set_workspace(&mut self, workspace: &str) -> Result<(), StoreError> {
+        self.tx.execute("UPDATE conversations SET workspace = ?2 WHERE id = ?1", params![self.conversation_id, workspace])?;
+        Ok(())
+    }
+
+    /// Starts a JSONL document; its lines follow through the `add_*_line` methods.
+    pub fn start_document(&mut self, path: &str, kind: DocumentKind, name: &str, mode: u32, mtime_ns: i64) -> Result<DocumentId, StoreError> {
         self.entry(path, "document", mode, mtime_ns, None, None)?;
         self.tx
             .prepare_cached(
@@ -206,102 +207,84 @@ impl<'c> ConversationWriter<'c> {
                  VALUES (?1, ?2, ?3, ?4, 1, 0)",
             )?
             .execute(params![self.conversation_id, path, kind.as_str(), name])?;
-        let document_id = self.tx.last_insert_rowid();
-        let is_main = kind == DocumentKind::Branch && name == "main";
-        if is_main {
-            self.modified = Some(mtime_seconds(mtime_ns));
-        }
         match kind {
             DocumentKind::Branch => self.stats.branches += 1,
             DocumentKind::View => self.stats.views += 1,
             _ => {}
         }
-        let mut lines = LineReader::new(reader);
-        let mut line_no: i64 = 0;
-        loop {
-            let line = match lines.next_line() {
-                Ok(Some(line)) => line,
-                Ok(None) => break,
-                Err(source) => return Err(StoreError::Io { path: path.to_owned(), source }),
-            };
-            self.stats.bytes += line.len() as u64 + 1;
-            let line = line.to_vec();
-            match kind {
-                DocumentKind::Branch | DocumentKind::View | DocumentKind::Lossless => {
-                    if is_main {
-                        self.totals.feed(&line);
-                    }
-                    let message_id = self.message_line(path, line_no, &line)?;
-                    self.tx
-                        .prepare_cached("INSERT INTO document_lines (document_id, line_no, message_id) VALUES (?1, ?2, ?3)")?
-                        .execute(params![document_id, line_no, message_id])?;
-                }
-                DocumentKind::Events => self.event_line(document_id, path, line_no, &line)?,
-                DocumentKind::ConvCheckpoints => self.checkpoint_line(document_id, path, line_no, &line)?,
-            }
-            line_no += 1;
-        }
+        Ok(DocumentId(self.tx.last_insert_rowid()))
+    }
+
+    /// Ends a document: how many lines it had and whether its last one ended with a newline.
+    pub fn end_document(&mut self, document: DocumentId, line_count: i64, ends_with_newline: bool) -> Result<(), StoreError> {
         self.tx.execute(
             "UPDATE documents SET ends_with_newline = ?2, line_count = ?3 WHERE id = ?1",
-            params![document_id, lines.ends_with_newline(), line_no],
+            params![document.0, ends_with_newline, line_count],
         )?;
         Ok(())
     }
 
-    /// Reports a problem with a whole file (line 0), e.g. a config.toml that is not TOML.
+    /// Reports a problem with a whole file (shown without a line number).
     pub fn warn_file(&mut self, path: &str, reason: String) {
         self.warn(path, -1, reason);
     }
 
-    /// Records gptme's default workspace for a conversation without config.toml.
-    pub fn set_workspace(&mut self, workspace: &str) -> Result<(), StoreError> {
-        self.tx.execute("UPDATE conversations SET workspace = ?2 WHERE id = ?1", params![self.conversation_id, workspace])?;
-        Ok(())
-    }
-
     fn warn(&mut self, path: &str, line_no: i64, reason: String) {
         if self.stats.warnings.len() < MAX_WARNINGS {
-            self.stats.warnings.push(LineWarning { path: path.to_owned(), line: line_no as u64 + 1, reason });
+            self.stats.warnings.push(LineWarning { path: path.to_owned(), line: (line_no + 1) as u64, reason });
         } else {
             self.stats.more_warnings += 1;
         }
     }
 
-    /// The id of the message row for this line's bytes, inserting it when new.
-    fn message_line(&mut self, path: &str, line_no: i64, line: &[u8]) -> Result<i64, StoreError> {
-        let sha: [u8; 32] = Sha256::digest(line).into();
-        if let Some(&id) = self.message_ids.get(&sha) {
-            return Ok(id);
-        }
-        let decoded = decode_line(line);
-        let id = match decoded.content {
-            LineContent::Message(m) => {
-                let raw = (!decoded.canonical).then_some(line);
-                self.insert_message(&sha, &m, raw)?
-            }
-            LineContent::Blank => self.insert_non_message(&sha, line, None)?,
-            LineContent::Malformed(reason) => {
-                self.warn(path, line_no, reason.clone());
-                self.insert_non_message(&sha, line, Some(&reason))?
+    /// Whether a message row with this digest was already written for this conversation (the
+    /// caller may then skip decoding the line).
+    pub fn knows(&self, digest: &LineDigest) -> bool {
+        self.message_ids.contains_key(digest)
+    }
+
+    /// Adds line `line_no` of a branch, view or lossless document. `decoded` may be `None` only
+    /// when [`Self::knows`] the digest.
+    pub fn add_message_line(
+        &mut self,
+        document: DocumentId,
+        path: &str,
+        line_no: i64,
+        digest: &LineDigest,
+        line: &[u8],
+        decoded: Option<&DecodedLine>,
+    ) -> Result<(), StoreError> {
+        self.stats.bytes += line.len() as u64 + 1;
+        let message_id = match self.message_ids.get(digest) {
+            Some(&id) => id,
+            None => {
+                let owned;
+                let decoded = match decoded {
+                    Some(d) => d,
+                    None => {
+                        owned = crate::codec::message_line::decode_line(line);
+                        &owned
+                    }
+                };
+                let id = match &decoded.content {
+                    LineContent::Message(m) => self.insert_message(digest, m, (!decoded.canonical).then_some(line))?,
+                    LineContent::Blank => self.insert_non_message(digest, line, None)?,
+                    LineContent::Malformed(reason) => {
+                        self.warn(path, line_no, reason.clone());
+                        self.insert_non_message(digest, line, Some(reason))?
+                    }
+                };
+                self.message_ids.insert(*digest, id);
+                id
             }
         };
-        self.message_ids.insert(sha, id);
-        Ok(id)
+        self.tx
+            .prepare_cached("INSERT INTO document_lines (document_id, line_no, message_id) VALUES (?1, ?2, ?3)")?
+            .execute(params![document.0, line_no, message_id])?;
+        Ok(())
     }
 
-    /// The id of the row for a message nested in an event payload (its bytes are its encoding).
-    fn nested_message(&mut self, message: &Message) -> Result<i64, StoreError> {
-        let line = encode_message(message);
-        let sha: [u8; 32] = Sha256::digest(line.as_bytes()).into();
-        if let Some(&id) = self.message_ids.get(&sha) {
-            return Ok(id);
-        }
-        let id = self.insert_message(&sha, message, None)?;
-        self.message_ids.insert(sha, id);
-        Ok(id)
-    }
-
-    fn insert_message(&mut self, sha: &[u8; 32], m: &Message, raw: Option<&[u8]>) -> Result<i64, StoreError> {
+    fn insert_message(&mut self, digest: &LineDigest, m: &Message, raw: Option<&[u8]>) -> Result<i64, StoreError> {
         let files = (!m.files.is_empty())
             .then(|| json::dump(&Json::Array(m.files.iter().cloned().map(Json::Str).collect())));
         let file_hashes = (!m.file_hashes.is_empty()).then(|| {
@@ -319,7 +302,7 @@ impl<'c> ConversationWriter<'c> {
             )?
             .execute(params![
                 self.conversation_id,
-                &sha[..],
+                &digest[..],
                 m.role.as_str(),
                 m.content,
                 m.timestamp,
@@ -344,17 +327,28 @@ impl<'c> ConversationWriter<'c> {
         Ok(self.tx.last_insert_rowid())
     }
 
-    fn insert_non_message(&mut self, sha: &[u8; 32], line: &[u8], malformed: Option<&str>) -> Result<i64, StoreError> {
+    fn insert_non_message(&mut self, digest: &LineDigest, line: &[u8], malformed: Option<&str>) -> Result<i64, StoreError> {
         self.tx
             .prepare_cached("INSERT INTO messages (conversation_id, line_sha256, raw, malformed) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![self.conversation_id, &sha[..], line, malformed])?;
+            .execute(params![self.conversation_id, &digest[..], line, malformed])?;
         Ok(self.tx.last_insert_rowid())
     }
 
-    fn event_line(&mut self, document_id: i64, path: &str, line_no: i64, line: &[u8]) -> Result<(), StoreError> {
+    /// Adds line `line_no` of an event log. For a canonical event carrying messages,
+    /// `nested_digests` are the digests of those messages' encodings, in order.
+    pub fn add_event_line(
+        &mut self,
+        document: DocumentId,
+        path: &str,
+        line_no: i64,
+        line: &[u8],
+        decoded: &EventLine,
+        nested_digests: &[LineDigest],
+    ) -> Result<(), StoreError> {
+        self.stats.bytes += line.len() as u64 + 1;
         let insert = "INSERT INTO events (document_id, line_no, seq, ts, type, payload_form, payload, raw, malformed)
                       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
-        match decode_event_line(line) {
+        match decoded {
             EventLine::Event { event, canonical } => {
                 self.stats.events += 1;
                 let raw = (!canonical).then_some(line);
@@ -365,65 +359,75 @@ impl<'c> ConversationWriter<'c> {
                     (Payload::Other(json), true) => (Some("json"), Some(json::dump(json))),
                 };
                 self.tx.prepare_cached(insert)?.execute(params![
-                    document_id, line_no, event.seq, event.ts, event.kind, form, payload, raw, None::<String>
+                    document.0, line_no, event.seq, event.ts, event.kind, form, payload, raw, None::<String>
                 ])?;
-                if canonical {
+                if *canonical {
                     let nested: Vec<&Message> = match &event.payload {
                         Payload::Message(m) => vec![m],
                         Payload::Messages(ms) => ms.iter().collect(),
                         Payload::Other(_) => vec![],
                     };
-                    for (position, message) in nested.into_iter().enumerate() {
-                        let message_id = self.nested_message(message)?;
+                    for (position, (message, digest)) in nested.into_iter().zip(nested_digests).enumerate() {
+                        let message_id = match self.message_ids.get(digest) {
+                            Some(&id) => id,
+                            None => {
+                                let id = self.insert_message(digest, message, None)?;
+                                self.message_ids.insert(*digest, id);
+                                id
+                            }
+                        };
                         self.tx
                             .prepare_cached(
                                 "INSERT INTO event_messages (document_id, line_no, position, message_id) VALUES (?1, ?2, ?3, ?4)",
                             )?
-                            .execute(params![document_id, line_no, position as i64, message_id])?;
+                            .execute(params![document.0, line_no, position as i64, message_id])?;
                     }
                 }
             }
-            EventLine::Blank => {
+            EventLine::Blank | EventLine::Malformed(_) => {
+                let reason = match decoded {
+                    EventLine::Malformed(reason) => {
+                        self.warn(path, line_no, reason.clone());
+                        Some(reason.clone())
+                    }
+                    _ => None,
+                };
                 self.tx.prepare_cached(insert)?.execute(params![
-                    document_id, line_no, None::<i64>, None::<String>, None::<String>, None::<String>, None::<String>, line, None::<String>
-                ])?;
-            }
-            EventLine::Malformed(reason) => {
-                self.warn(path, line_no, reason.clone());
-                self.tx.prepare_cached(insert)?.execute(params![
-                    document_id, line_no, None::<i64>, None::<String>, None::<String>, None::<String>, None::<String>, line, reason
+                    document.0, line_no, None::<i64>, None::<String>, None::<String>, None::<String>, None::<String>, line, reason
                 ])?;
             }
         }
         Ok(())
     }
 
-    fn checkpoint_line(&mut self, document_id: i64, path: &str, line_no: i64, line: &[u8]) -> Result<(), StoreError> {
+    /// Adds line `line_no` of `conv-checkpoints.jsonl`.
+    pub fn add_checkpoint_line(&mut self, document: DocumentId, path: &str, line_no: i64, line: &[u8], decoded: &CheckpointLine) -> Result<(), StoreError> {
+        self.stats.bytes += line.len() as u64 + 1;
         let insert = "INSERT INTO conv_checkpoints (document_id, line_no, idx, label, timestamp, raw) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
-        match decode_checkpoint_line(line) {
+        match decoded {
             CheckpointLine::Checkpoint { checkpoint, canonical } => {
                 let raw = (!canonical).then_some(line);
                 self.tx.prepare_cached(insert)?.execute(params![
-                    document_id, line_no, checkpoint.index, checkpoint.label, checkpoint.timestamp, raw
+                    document.0, line_no, checkpoint.index, checkpoint.label, checkpoint.timestamp, raw
                 ])?;
             }
             other => {
                 if let CheckpointLine::Malformed(reason) = other {
-                    self.warn(path, line_no, reason);
+                    self.warn(path, line_no, reason.clone());
                 }
                 self.tx.prepare_cached(insert)?.execute(params![
-                    document_id, line_no, None::<i64>, None::<String>, None::<String>, line
+                    document.0, line_no, None::<i64>, None::<String>, None::<String>, line
                 ])?;
             }
         }
         Ok(())
     }
 
-    /// Writes the listing totals and commits. `branch_count` is gptme's: 1 plus the number of
-    /// `branches/*.jsonl` entries.
-    pub fn finish(self, branch_count: i64) -> Result<WriteStats, StoreError> {
-        let modified = self.modified.unwrap_or(0.0);
-        let t = &self.totals;
+    /// Writes the listing totals and releases the savepoint (the batch commits it).
+    /// `modified` is the mtime of conversation.jsonl; `branch_count` is gptme's: 1 plus the
+    /// number of `branches/*.jsonl` entries.
+    pub fn finish(self, totals: &ListingTotals, modified: f64, branch_count: i64) -> Result<WriteStats, StoreError> {
+        let t = totals;
         let (last_role, last_preview) = t.last_message();
         self.tx.execute(
             "UPDATE conversations SET created = ?2, modified = ?3, message_count = ?4, branch_count = ?5,

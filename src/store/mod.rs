@@ -6,6 +6,8 @@
 //! A conversation is always written whole in one transaction: readers see it before or after,
 //! never half-imported.
 
+mod batch;
+pub mod fts;
 mod import;
 pub mod queries;
 pub mod schema;
@@ -15,7 +17,8 @@ use std::path::{Path, PathBuf};
 
 use r2d2_sqlite::SqliteConnectionManager;
 
-pub use import::{ConversationWriter, DocumentKind, LineWarning, WriteStats};
+pub use batch::WriteBatch;
+pub use import::{ConversationWriter, DocumentId, DocumentKind, LineDigest, LineWarning, WriteStats};
 pub use totals::ListingTotals;
 
 /// Errors of the store.
@@ -54,12 +57,18 @@ impl Store {
     /// schema up to date.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         create_private_file(path).map_err(|source| StoreError::Create { path: path.to_owned(), source })?;
-        let manager = SqliteConnectionManager::file(path).with_init(|c| {
+        // Each pooled connection is used by one thread at a time, so SQLite's own mutexes are
+        // pure overhead (about 5% of an import).
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
+            | rusqlite::OpenFlags::SQLITE_OPEN_CREATE
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let manager = SqliteConnectionManager::file(path).with_flags(flags).with_init(|c| {
             c.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS as u64))?;
             c.execute_batch(
                 "PRAGMA journal_mode = WAL;
                  PRAGMA foreign_keys = ON;
-                 PRAGMA synchronous = NORMAL;",
+                 PRAGMA synchronous = NORMAL;
+                 PRAGMA cache_size = -32768;",
             )
         });
         let pool = r2d2::Pool::builder().max_size(4).build(manager)?;

@@ -48,25 +48,47 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 }
 
 impl ListingTotals {
-    /// Feeds the next line of `conversation.jsonl` (without its newline).
-    pub fn feed(&mut self, line: &[u8]) {
-        let line = py_bytes_strip(line);
-        if line.is_empty() {
+    /// Feeds the next line of `conversation.jsonl` (without its newline). `decoded` is the
+    /// line's decoding when the caller has it (it saves parsing the line again).
+    pub fn feed(&mut self, line: &[u8], decoded: Option<&LineContent>) {
+        let stripped = py_bytes_strip(line);
+        if stripped.is_empty() {
             return;
         }
         self.message_count += 1;
+        let owned;
+        let decoded = match decoded {
+            Some(d) => d,
+            None => {
+                owned = decode_line(line).content;
+                &owned
+            }
+        };
         if self.first_message_time.is_none() {
-            if let LineContent::Message(m) = decode_line(line).content {
+            if let LineContent::Message(m) = decoded {
                 self.first_message_time =
                     Some(m.timestamp.as_deref().and_then(timestamp::parse).map(|t| t.epoch_seconds()));
             }
         }
-        if contains(line, b"\"user\"") || contains(line, b"\"assistant\"") {
-            self.last_role_line = Some(line.to_vec());
+        if contains(stripped, b"\"user\"") || contains(stripped, b"\"assistant\"") {
+            self.last_role_line = Some(stripped.to_vec());
         }
-        if contains(line, b"\"metadata\"") {
-            if let Some(meta) = line_metadata(line) {
-                self.add_metadata(&meta);
+        if contains(stripped, b"\"metadata\"") {
+            // For a message, its metadata is what json.loads(line)["metadata"] gives; other
+            // lines (valid JSON that is not a message) are parsed here, as gptme parses them.
+            match decoded {
+                LineContent::Message(m) => {
+                    if let Some(meta @ Json::Object(members)) = &m.metadata {
+                        if !members.is_empty() {
+                            self.add_metadata(meta);
+                        }
+                    }
+                }
+                _ => {
+                    if let Some(meta) = line_metadata(stripped) {
+                        self.add_metadata(&meta);
+                    }
+                }
             }
         }
     }
@@ -222,11 +244,12 @@ mod tests {
     #[test]
     fn totals_follow_gptme() {
         let mut t = ListingTotals::default();
-        t.feed(br#"{"role": "user", "content": "hi", "timestamp": "2026-01-01T00:00:00+00:00"}"#);
-        t.feed(b"   ");
-        t.feed(b"not json");
-        t.feed(br#"{"role": "assistant", "content": "yo", "metadata": {"model": "a", "cost": 0.25, "usage": {"input_tokens": 10, "output_tokens": 2, "cache_read_tokens": 5}}}"#);
-        t.feed(br#"{"role": "assistant", "content": "old", "metadata": {"model": "b", "input_tokens": 1, "output_tokens": 1, "cost": null}}"#);
+        t.feed(br#"{"role": "user", "content": "hi", "timestamp": "2026-01-01T00:00:00+00:00"}"#, None);
+        t.feed(b"   ", None);
+        t.feed(b"not json", None);
+        t.feed(br#"{"role": "assistant", "content": "yo", "metadata": {"model": "a", "cost": 0.25, "usage": {"input_tokens": 10, "output_tokens": 2, "cache_read_tokens": 5}}}"#, None);
+        let old = br#"{"role": "assistant", "content": "old", "metadata": {"model": "b", "input_tokens": 1, "output_tokens": 1, "cost": null}}"#;
+        t.feed(old, Some(&decode_line(old).content));
         assert_eq!(t.message_count, 4);
         assert_eq!(t.model.as_deref(), Some("b"));
         assert_eq!((t.input_tokens, t.output_tokens, t.cache_read_tokens), (16, 3, 5));

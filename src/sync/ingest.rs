@@ -6,6 +6,7 @@
 //! conversation where gptme expects a regular file, an unreadable file — fails that conversation
 //! alone, before or inside its transaction, so it is never half-imported and the others go on.
 
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::BufReader;
 use std::os::unix::ffi::OsStrExt;
@@ -14,9 +15,13 @@ use std::path::{Component, Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::codec::config::parse_chat_config;
-use crate::model::{ChatId, ChatIdError};
-use crate::store::{ConversationWriter, DocumentKind, LineWarning, StoreError, WriteStats};
+use crate::codec::config::{parse_chat_config, ChatConfig};
+use crate::codec::conv_checkpoints::{decode_checkpoint_line, CheckpointLine};
+use crate::codec::events::{decode_event_line, EventLine, Payload};
+use crate::codec::lines::LineReader;
+use crate::codec::message_line::{decode_line, encode_message, DecodedLine};
+use crate::model::{ChatId, ChatIdError, Message};
+use crate::store::{DocumentId, DocumentKind, LineDigest, LineWarning, ListingTotals, StoreError, WriteBatch, WriteStats};
 
 /// Why a conversation directory could not be imported.
 #[derive(Debug, thiserror::Error)]
@@ -188,8 +193,54 @@ fn fingerprint(dir: &Path, found: &[Found], links: &[(usize, Vec<u8>)]) -> Vec<u
     h.finalize().to_vec()
 }
 
-/// Imports one conversation directory (replacing any earlier copy), or reports it unchanged.
-pub fn import_conversation(conn: &mut rusqlite::Connection, dir: &Path) -> Result<Outcome, IngestError> {
+/// How a conversation directory reaches the store: the producer ([`prepare`]) turns the
+/// directory into these items, the consumer ([`apply`]) writes them. Items carry decoded lines,
+/// so all parsing happens on the producer's thread.
+enum Item {
+    Unchanged,
+    Begin { chat_id: ChatId, source_dir: String, fingerprint: Vec<u8> },
+    Dir { rel: String, mode: u32, mtime_ns: i64 },
+    Symlink { rel: String, mode: u32, mtime_ns: i64, target: Vec<u8> },
+    Blob { rel: String, mode: u32, mtime_ns: i64, sha256: [u8; 32], data: Vec<u8> },
+    /// A file too large to pass in memory: the consumer streams it from `path`.
+    LargeBlob { rel: String, mode: u32, mtime_ns: i64, sha256: [u8; 32], size: u64, path: PathBuf },
+    Config(Result<ChatConfig, String>),
+    Workspace(String),
+    StartDocument { rel: String, kind: DocumentKind, name: String, mode: u32, mtime_ns: i64 },
+    /// `decoded` is `None` for a line whose digest was already sent in this conversation.
+    MessageLine { line_no: i64, digest: LineDigest, line: Vec<u8>, decoded: Option<DecodedLine> },
+    EventLine { line_no: i64, line: Vec<u8>, decoded: EventLine, nested: Vec<LineDigest> },
+    CheckpointLine { line_no: i64, line: Vec<u8>, decoded: CheckpointLine },
+    EndDocument { line_count: i64, ends_with_newline: bool },
+    End { totals: Box<ListingTotals>, modified: f64, branch_count: i64 },
+    Failed(IngestError),
+}
+
+/// Files up to this size travel to the writer in memory; larger ones are streamed.
+const IN_MEMORY_BLOB: u64 = 8 << 20;
+
+/// Items travel in chunks of this many, so that the two threads hand over rarely.
+const CHUNK_ITEMS: usize = 512;
+
+/// Chunks in flight between the producer and the writer: with [`CHUNK_ITEMS`], this bounds
+/// memory to a few thousand lines.
+const CHANNEL_CHUNKS: usize = 4;
+
+/// Modification time in nanoseconds → epoch seconds, as Python's `st_mtime`.
+fn mtime_seconds(mtime_ns: i64) -> f64 {
+    mtime_ns as f64 / 1e9
+}
+
+/// Produces the items of one conversation directory. `known` is the fingerprint the store has
+/// for it, if any. Returns false when the consumer has gone away.
+fn prepare(dir: &Path, known: Option<&[u8]>, send: &mut dyn FnMut(Item) -> bool) -> bool {
+    match prepare_inner(dir, known, send) {
+        Ok(alive) => alive,
+        Err(e) => send(Item::Failed(e)),
+    }
+}
+
+fn prepare_inner(dir: &Path, known: Option<&[u8]>, send: &mut dyn FnMut(Item) -> bool) -> Result<bool, IngestError> {
     let dir = std::path::absolute(dir).map_err(|source| IngestError::Io { path: dir.to_owned(), source })?;
     let name = dir.file_name().ok_or_else(|| IngestError::NotAConversation { path: dir.clone() })?;
     let name = name.to_str().ok_or_else(|| IngestError::NotUtf8 { path: dir.clone() })?;
@@ -210,65 +261,299 @@ pub fn import_conversation(conn: &mut rusqlite::Connection, dir: &Path) -> Resul
             links.push((i, target.as_os_str().as_bytes().to_vec()));
         }
     }
-    let digest = fingerprint(&dir, &found, &links);
-    let source_dir = dir.to_string_lossy().into_owned();
-    let store_err = |source| IngestError::Store { path: dir.clone(), source };
-    let previous: Option<Vec<u8>> = conn
-        .query_row("SELECT fingerprint FROM conversations WHERE chat_id = ?1", [chat_id.as_str()], |r| r.get(0))
-        .ok();
-    if previous.as_deref() == Some(&digest[..]) {
-        return Ok(Outcome::Unchanged);
+    let fingerprint = fingerprint(&dir, &found, &links);
+    if known == Some(&fingerprint[..]) {
+        return Ok(send(Item::Unchanged));
     }
-
-    let mut writer = ConversationWriter::begin(conn, chat_id.as_str(), &source_dir, &digest).map_err(store_err)?;
+    let source_dir = dir.to_string_lossy().into_owned();
+    if !send(Item::Begin { chat_id, source_dir, fingerprint }) {
+        return Ok(false);
+    }
     let mut branch_count = 1;
     let mut has_config = false;
+    let mut totals = ListingTotals::default();
+    let mut modified = 0.0;
+    let mut sent_digests: HashSet<LineDigest> = HashSet::new();
     for (i, f) in found.iter().enumerate() {
         let abs = dir.join(&f.rel);
         let io = |source| IngestError::Io { path: abs.clone(), source };
-        let (mode, mtime_ns) = (f.mode(), f.mtime_ns());
+        let (rel, mode, mtime_ns) = (f.rel.clone(), f.mode(), f.mtime_ns());
         let kind = f.meta.file_type();
         let document = classify(&f.rel);
         if matches!(&document, Some((DocumentKind::Branch, n)) if n != "main") {
             branch_count += 1;
         }
-        if kind.is_symlink() {
-            let target = &links.iter().find(|(j, _)| *j == i).expect("link read above").1;
-            writer.add_symlink(&f.rel, mode, mtime_ns, target).map_err(store_err)?;
+        let alive = if kind.is_symlink() {
+            let target = links.iter().find(|(j, _)| *j == i).expect("link read above").1.clone();
+            send(Item::Symlink { rel, mode, mtime_ns, target })
         } else if kind.is_dir() {
-            writer.add_dir(&f.rel, mode, mtime_ns).map_err(store_err)?;
+            send(Item::Dir { rel, mode, mtime_ns })
         } else if kind.is_file() {
-            let mut file = File::open(&abs).map_err(io)?;
             match document {
-                Some((doc_kind, doc_name)) => writer
-                    .add_document(&f.rel, doc_kind, &doc_name, mode, mtime_ns, BufReader::with_capacity(1 << 16, file))
-                    .map_err(|e| match e {
-                        StoreError::Io { source, .. } => IngestError::Io { path: abs.clone(), source },
-                        other => store_err(other),
-                    })?,
-                None => {
-                    writer.add_blob(&f.rel, mode, mtime_ns, &mut file, f.meta.len()).map_err(store_err)?;
-                    if f.rel == "config.toml" {
-                        has_config = true;
-                        let text = fs::read(&abs).map_err(io)?;
-                        match parse_chat_config(&String::from_utf8_lossy(&text)) {
-                            Ok(config) => writer.set_config(&config).map_err(store_err)?,
-                            Err(reason) => writer.warn_file(&f.rel, format!("invalid TOML: {reason}")),
-                        }
+                Some((doc_kind, doc_name)) => {
+                    let is_main = doc_kind == DocumentKind::Branch && doc_name == "main";
+                    if is_main {
+                        modified = mtime_seconds(mtime_ns);
                     }
+                    if !send(Item::StartDocument { rel, kind: doc_kind, name: doc_name, mode, mtime_ns }) {
+                        return Ok(false);
+                    }
+                    let file = File::open(&abs).map_err(io)?;
+                    let main_totals = if is_main { Some(&mut totals) } else { None };
+                    if !send_lines(file, doc_kind, main_totals, &mut sent_digests, send).map_err(io)? {
+                        return Ok(false);
+                    }
+                    true
+                }
+                None => {
+                    let size = f.meta.len();
+                    let item = if size <= IN_MEMORY_BLOB {
+                        let data = fs::read(&abs).map_err(io)?;
+                        let sha256: [u8; 32] = Sha256::digest(&data).into();
+                        if f.rel == "config.toml" {
+                            has_config = true;
+                            if !send(Item::Config(parse_chat_config(&String::from_utf8_lossy(&data)))) {
+                                return Ok(false);
+                            }
+                        }
+                        Item::Blob { rel, mode, mtime_ns, sha256, data }
+                    } else {
+                        let mut hasher = Sha256::new();
+                        std::io::copy(&mut File::open(&abs).map_err(io)?, &mut hasher).map_err(io)?;
+                        Item::LargeBlob { rel, mode, mtime_ns, sha256: hasher.finalize().into(), size, path: abs.clone() }
+                    };
+                    send(item)
                 }
             }
         } else {
             return Err(IngestError::Io { path: abs, source: std::io::Error::other("not a regular file, directory or symlink") });
+        };
+        if !alive {
+            return Ok(false);
         }
     }
     if !has_config {
         // gptme's per-conversation default workspace.
         let workspace = fs::canonicalize(dir.join("workspace")).unwrap_or_else(|_| dir.join("workspace"));
-        writer.set_workspace(&workspace.to_string_lossy()).map_err(store_err)?;
+        if !send(Item::Workspace(workspace.to_string_lossy().into_owned())) {
+            return Ok(false);
+        }
     }
-    let stats = writer.finish(branch_count).map_err(store_err)?;
-    Ok(Outcome::Imported(stats))
+    Ok(send(Item::End { totals: Box::new(totals), modified, branch_count }))
+}
+
+/// Reads and decodes the lines of one document, sending one item per line.
+fn send_lines(
+    file: File,
+    kind: DocumentKind,
+    mut totals: Option<&mut ListingTotals>,
+    sent_digests: &mut HashSet<LineDigest>,
+    send: &mut dyn FnMut(Item) -> bool,
+) -> std::io::Result<bool> {
+    let mut lines = LineReader::new(BufReader::with_capacity(1 << 16, file));
+    let mut line_no: i64 = 0;
+    while let Some(line) = lines.next_line()? {
+        let line = line.to_vec();
+        let item = match kind {
+            DocumentKind::Branch | DocumentKind::View | DocumentKind::Lossless => {
+                let digest: LineDigest = Sha256::digest(&line).into();
+                let first = sent_digests.insert(digest);
+                let decoded = (first || totals.is_some()).then(|| decode_line(&line));
+                if let Some(t) = totals.as_deref_mut() {
+                    t.feed(&line, decoded.as_ref().map(|d| &d.content));
+                }
+                Item::MessageLine { line_no, digest, decoded: if first { decoded } else { None }, line }
+            }
+            DocumentKind::Events => {
+                let decoded = decode_event_line(&line);
+                let nested = match &decoded {
+                    EventLine::Event { event, canonical: true } => nested_messages(&event.payload)
+                        .map(|m| Sha256::digest(encode_message(m).as_bytes()).into())
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                Item::EventLine { line_no, line, decoded, nested }
+            }
+            DocumentKind::ConvCheckpoints => Item::CheckpointLine { line_no, decoded: decode_checkpoint_line(&line), line },
+        };
+        if !send(item) {
+            return Ok(false);
+        }
+        line_no += 1;
+    }
+    Ok(send(Item::EndDocument { line_count: line_no, ends_with_newline: lines.ends_with_newline() }))
+}
+
+fn nested_messages(payload: &Payload) -> Box<dyn Iterator<Item = &Message> + '_> {
+    match payload {
+        Payload::Message(m) => Box::new(std::iter::once(m)),
+        Payload::Messages(ms) => Box::new(ms.iter()),
+        Payload::Other(_) => Box::new(std::iter::empty()),
+    }
+}
+
+/// Why [`apply`] stopped early: the error, and whether the conversation's items were all
+/// consumed (true when the producer itself reported the failure).
+struct ApplyError {
+    error: IngestError,
+    consumed: bool,
+}
+
+/// Writes the items of one conversation (everything up to its `End` or `Failed`) into the
+/// batch. `first` is the item that started it.
+fn apply(batch: &mut WriteBatch, dir: &Path, first: Item, next: &mut dyn FnMut() -> Option<Item>) -> Result<Outcome, ApplyError> {
+    let failed = |error| ApplyError { error, consumed: false };
+    let (chat_id, source_dir, fingerprint) = match first {
+        Item::Unchanged => return Ok(Outcome::Unchanged),
+        Item::Failed(error) => return Err(ApplyError { error, consumed: true }),
+        Item::Begin { chat_id, source_dir, fingerprint } => (chat_id, source_dir, fingerprint),
+        _ => unreachable!("a conversation starts with Begin, Unchanged or Failed"),
+    };
+    let store_err = |source| IngestError::Store { path: dir.to_owned(), source };
+    let mut writer = batch.conversation(chat_id.as_str(), &source_dir, &fingerprint).map_err(store_err).map_err(failed)?;
+    let mut document: Option<(DocumentId, String)> = None;
+    loop {
+        let Some(item) = next() else {
+            let error = IngestError::Io { path: dir.to_owned(), source: std::io::Error::other("reader stopped") };
+            return Err(ApplyError { error, consumed: true });
+        };
+        let doc = || document.as_ref().expect("a line belongs to a started document");
+        match item {
+            Item::Dir { rel, mode, mtime_ns } => writer.add_dir(&rel, mode, mtime_ns),
+            Item::Symlink { rel, mode, mtime_ns, target } => writer.add_symlink(&rel, mode, mtime_ns, &target),
+            Item::Blob { rel, mode, mtime_ns, sha256, data } => writer.add_blob(&rel, mode, mtime_ns, &sha256, &data),
+            Item::LargeBlob { rel, mode, mtime_ns, sha256, size, path } => {
+                let file = File::open(&path).map_err(|source| failed(IngestError::Io { path: path.clone(), source }))?;
+                writer.add_blob_stream(&rel, mode, mtime_ns, &sha256, size, BufReader::new(file))
+            }
+            Item::Config(Ok(config)) => writer.set_config(&config),
+            Item::Config(Err(reason)) => {
+                writer.warn_file("config.toml", format!("invalid TOML: {reason}"));
+                Ok(())
+            }
+            Item::Workspace(w) => writer.set_workspace(&w),
+            Item::StartDocument { rel, kind, name, mode, mtime_ns } => {
+                let id = writer.start_document(&rel, kind, &name, mode, mtime_ns).map_err(store_err).map_err(failed)?;
+                document = Some((id, rel));
+                Ok(())
+            }
+            Item::MessageLine { line_no, digest, line, decoded } => {
+                let (id, rel) = doc();
+                writer.add_message_line(*id, rel, line_no, &digest, &line, decoded.as_ref())
+            }
+            Item::EventLine { line_no, line, decoded, nested } => {
+                let (id, rel) = doc();
+                writer.add_event_line(*id, rel, line_no, &line, &decoded, &nested)
+            }
+            Item::CheckpointLine { line_no, line, decoded } => {
+                let (id, rel) = doc();
+                writer.add_checkpoint_line(*id, rel, line_no, &line, &decoded)
+            }
+            Item::EndDocument { line_count, ends_with_newline } => {
+                let (id, _) = document.take().expect("a started document");
+                writer.end_document(id, line_count, ends_with_newline)
+            }
+            Item::End { totals, modified, branch_count } => {
+                let outcome = writer.finish(&totals, modified, branch_count).map(Outcome::Imported);
+                return outcome.map_err(|e| ApplyError { error: store_err(e), consumed: true });
+            }
+            Item::Failed(error) => return Err(ApplyError { error, consumed: true }),
+            Item::Unchanged | Item::Begin { .. } => unreachable!("one conversation at a time"),
+        }
+        .map_err(|e| match e {
+            StoreError::Io { path, source } => IngestError::Io { path: dir.join(path), source },
+            other => store_err(other),
+        })
+        .map_err(failed)?;
+    }
+}
+
+/// The fingerprints the store holds, by chat id.
+fn known_fingerprints(conn: &rusqlite::Connection) -> Result<HashMap<String, Vec<u8>>, StoreError> {
+    let mut stmt = conn.prepare("SELECT chat_id, fingerprint FROM conversations")?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Imports the conversation directories `dirs` into `batch`, reading and decoding them on a
+/// second thread while this one writes. `on_done` is called once per directory, in order, with
+/// its outcome, and may commit the batch (it is given the batch between conversations).
+pub fn import_dirs(
+    batch: &mut WriteBatch,
+    dirs: &[PathBuf],
+    on_done: &mut dyn FnMut(&mut WriteBatch, &Path, Result<Outcome, IngestError>) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let known = known_fingerprints(batch.conn())?;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Item>>(CHANNEL_CHUNKS);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let mut chunk = Vec::with_capacity(CHUNK_ITEMS);
+            for dir in dirs {
+                let key = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+                let known = known.get(key).map(Vec::as_slice);
+                let alive = prepare(dir, known, &mut |item| {
+                    chunk.push(item);
+                    chunk.len() < CHUNK_ITEMS || tx.send(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK_ITEMS))).is_ok()
+                });
+                if !alive {
+                    return;
+                }
+            }
+            let _ = tx.send(chunk);
+        });
+        // Dropping the receiver (on error) stops the producer at its next send.
+        let mut items = ChunkedReceiver { rx, chunk: Vec::new().into_iter() };
+        for dir in dirs {
+            let Some(first) = items.next() else { break };
+            let outcome = apply(batch, dir, first, &mut || items.next()).map_err(|e| {
+                if !e.consumed {
+                    items.drain_conversation();
+                }
+                e.error
+            });
+            on_done(batch, dir, outcome)?;
+        }
+        Ok(())
+    })
+}
+
+/// The consumer's end of the channel, one item at a time.
+struct ChunkedReceiver {
+    rx: std::sync::mpsc::Receiver<Vec<Item>>,
+    chunk: std::vec::IntoIter<Item>,
+}
+
+impl ChunkedReceiver {
+    fn next(&mut self) -> Option<Item> {
+        loop {
+            if let Some(item) = self.chunk.next() {
+                return Some(item);
+            }
+            self.chunk = self.rx.recv().ok()?.into_iter();
+        }
+    }
+
+    /// After the writer failed partway through a conversation, discards the producer's
+    /// remaining items for it: everything up to its `End` (or a late `Failed`).
+    fn drain_conversation(&mut self) {
+        while let Some(item) = self.next() {
+            if matches!(item, Item::End { .. } | Item::Failed(_)) {
+                return;
+            }
+        }
+    }
+}
+
+/// Imports one conversation directory into `batch` (replacing any earlier copy), or reports it
+/// unchanged. On error nothing of this conversation is left in the batch.
+pub fn import_conversation(batch: &mut WriteBatch, dir: &Path) -> Result<Outcome, IngestError> {
+    let mut result = None;
+    import_dirs(batch, &[dir.to_owned()], &mut |_, _, outcome| {
+        result = Some(outcome);
+        Ok(())
+    })
+    .map_err(|source| IngestError::Store { path: dir.to_owned(), source })?;
+    result.expect("one outcome per directory")
 }
 
 /// Formats a warning as `path:line: reason`, with the full path of the file.
