@@ -210,8 +210,7 @@ INSERT INTO store_state (key, value) VALUES ('fts_indexed_upto', 0);
 -- Removing an indexed message removes it from the index (external-content delete needs the
 -- exact old content, which the row still has here). Unindexed rows are not in the index.
 CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
-WHEN old.content IS NOT NULL
- AND old.id <= (SELECT value FROM store_state WHERE key = 'fts_indexed_upto')
+WHEN old.id <= (SELECT value FROM store_state WHERE key = 'fts_indexed_upto')
 BEGIN
     INSERT INTO messages_fts (messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
 END;

@@ -43,10 +43,7 @@ fn committed_fixtures_roundtrip_exactly() {
 /// CI regenerates the fixtures with the current gptme and points this at them.
 #[test]
 fn regenerated_fixtures_roundtrip_exactly() {
-    let Some(dir) = std::env::var_os("SESSIONDB_REGENERATED_FIXTURES") else {
-        eprintln!("SESSIONDB_REGENERATED_FIXTURES not set; tools/test.sh sets it");
-        return;
-    };
+    let (dir, _guard) = common::regenerated_fixtures();
     let work = tempfile::tempdir().unwrap();
     let logs = work.path().join("logs");
     copy_tree(Path::new(&dir), &logs);

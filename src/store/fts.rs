@@ -10,12 +10,14 @@ use rusqlite::Connection;
 
 use super::StoreError;
 
-/// Indexes every message added since the watermark, in one statement (one FTS5 flush), and
-/// advances the watermark. Call inside a write transaction, before it commits.
+/// Indexes every message row added since the watermark, in one statement (one FTS5 flush), and
+/// advances the watermark. Rows without content (blank and damaged lines) are indexed as empty
+/// documents, so the index and the table hold the same rows, as FTS5's own integrity check
+/// expects of an external-content index. Call inside a write transaction, before it commits.
 pub fn index_pending(conn: &Connection) -> Result<u64, StoreError> {
     let upto: i64 = conn.query_row("SELECT value FROM store_state WHERE key = 'fts_indexed_upto'", [], |r| r.get(0))?;
     let indexed = conn.execute(
-        "INSERT INTO messages_fts (rowid, content) SELECT id, content FROM messages WHERE id > ?1 AND content IS NOT NULL",
+        "INSERT INTO messages_fts (rowid, content) SELECT id, content FROM messages WHERE id > ?1",
         [upto],
     )?;
     conn.execute(

@@ -92,6 +92,8 @@ pub struct ConversationWriter<'c> {
     tx: Savepoint<'c>,
     conversation_id: i64,
     message_ids: HashMap<LineDigest, i64>,
+    /// Blobs the previous copy referred to: removed at the end unless still referred to.
+    previous_blobs: Vec<Vec<u8>>,
     stats: WriteStats,
 }
 
@@ -105,6 +107,13 @@ impl<'c> ConversationWriter<'c> {
         fingerprint: &[u8],
     ) -> Result<Self, StoreError> {
         let tx = conn.savepoint()?;
+        let previous_blobs = tx
+            .prepare(
+                "SELECT DISTINCT e.blob_sha256 FROM entries e JOIN conversations c ON c.id = e.conversation_id
+                 WHERE c.chat_id = ?1 AND e.blob_sha256 IS NOT NULL",
+            )?
+            .query_map([chat_id], |r| r.get(0))?
+            .collect::<Result<Vec<Vec<u8>>, _>>()?;
         tx.execute("DELETE FROM conversations WHERE chat_id = ?1", [chat_id])?;
         tx.execute(
             "INSERT INTO conversations (chat_id, source_dir, fingerprint, imported_at, created, modified)
@@ -112,7 +121,7 @@ impl<'c> ConversationWriter<'c> {
             params![chat_id, source_dir, fingerprint],
         )?;
         let conversation_id = tx.last_insert_rowid();
-        Ok(ConversationWriter { tx, conversation_id, message_ids: HashMap::new(), stats: WriteStats::default() })
+        Ok(ConversationWriter { tx, conversation_id, message_ids: HashMap::new(), previous_blobs, stats: WriteStats::default() })
     }
 
     fn entry(&self, path: &str, kind: &str, mode: u32, mtime_ns: i64, blob: Option<&[u8]>, link: Option<&[u8]>) -> Result<(), StoreError> {
@@ -451,6 +460,14 @@ impl<'c> ConversationWriter<'c> {
                 last_preview,
             ],
         )?;
+        // Blobs are shared by content across conversations: one goes when nothing refers to it.
+        for sha in &self.previous_blobs {
+            self.tx
+                .prepare_cached(
+                    "DELETE FROM blobs WHERE sha256 = ?1 AND NOT EXISTS (SELECT 1 FROM entries WHERE blob_sha256 = ?1)",
+                )?
+                .execute([sha])?;
+        }
         self.tx.commit()?;
         Ok(self.stats)
     }

@@ -143,7 +143,8 @@ impl ListingTotals {
         self.last_role_line.as_deref().map_or((None, None), parse_preview)
     }
 
-    /// `models_usage` as a JSON object.
+    /// `models_usage` as a JSON object (a cost that is not a finite number is `null`, so that
+    /// the text is strict JSON).
     pub fn models_usage_json(&self) -> String {
         let object = Json::Object(
             self.models_usage
@@ -152,7 +153,7 @@ impl ListingTotals {
                     (
                         model.clone(),
                         Json::Object(vec![
-                            ("cost".into(), Json::Float(u.cost)),
+                            ("cost".into(), if u.cost.is_finite() { Json::Float(u.cost) } else { Json::Null }),
                             ("input_tokens".into(), Json::Int(u.input_tokens.to_string())),
                             ("output_tokens".into(), Json::Int(u.output_tokens.to_string())),
                             ("cache_read_tokens".into(), Json::Int(u.cache_read_tokens.to_string())),

@@ -226,9 +226,10 @@ const CHUNK_ITEMS: usize = 512;
 /// memory to a few thousand lines.
 const CHANNEL_CHUNKS: usize = 4;
 
-/// Modification time in nanoseconds → epoch seconds, as Python's `st_mtime`.
-fn mtime_seconds(mtime_ns: i64) -> f64 {
-    mtime_ns as f64 / 1e9
+/// Modification time → epoch seconds, computed as CPython computes `st_mtime`
+/// (`sec + nsec * 1e-9`), so listings agree with gptme's to the last bit.
+fn mtime_seconds(meta: &fs::Metadata) -> f64 {
+    meta.mtime() as f64 + meta.mtime_nsec() as f64 * 1e-9
 }
 
 /// Produces the items of one conversation directory. `known` is the fingerprint the store has
@@ -293,7 +294,7 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, send: &mut dyn FnMut(Item) ->
                 Some((doc_kind, doc_name)) => {
                     let is_main = doc_kind == DocumentKind::Branch && doc_name == "main";
                     if is_main {
-                        modified = mtime_seconds(mtime_ns);
+                        modified = mtime_seconds(&f.meta);
                     }
                     if !send(Item::StartDocument { rel, kind: doc_kind, name: doc_name, mode, mtime_ns }) {
                         return Ok(false);
@@ -312,7 +313,9 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, send: &mut dyn FnMut(Item) ->
                         let sha256: [u8; 32] = Sha256::digest(&data).into();
                         if f.rel == "config.toml" {
                             has_config = true;
-                            if !send(Item::Config(parse_chat_config(&String::from_utf8_lossy(&data)))) {
+                            let config = parse_chat_config(&String::from_utf8_lossy(&data));
+                            let workspace = configured_workspace(&dir, &config);
+                            if !send(Item::Config(config)) || !send(Item::Workspace(workspace)) {
                                 return Ok(false);
                             }
                         }
@@ -332,14 +335,65 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, send: &mut dyn FnMut(Item) ->
             return Ok(false);
         }
     }
-    if !has_config {
+    if !has_config && !send(Item::Workspace(resolve(&dir.join("workspace")))) {
         // gptme's per-conversation default workspace.
-        let workspace = fs::canonicalize(dir.join("workspace")).unwrap_or_else(|_| dir.join("workspace"));
-        if !send(Item::Workspace(workspace.to_string_lossy().into_owned())) {
-            return Ok(false);
-        }
+        return Ok(false);
     }
     Ok(send(Item::End { totals: Box::new(totals), modified, branch_count }))
+}
+
+/// The workspace gptme's `ChatConfig.from_logdir` reports for a conversation with a
+/// config.toml: `@log` means `<dir>/workspace`; another value is expanded (`~`) and resolved
+/// (relative to the current directory, as gptme does); without one, `<dir>/workspace` when it
+/// exists, else the conversation directory itself, which is also the fallback for a config.toml
+/// that does not parse.
+fn configured_workspace(dir: &Path, config: &Result<ChatConfig, String>) -> String {
+    match config {
+        Ok(ChatConfig { workspace: Some(w), .. }) if w == "@log" => resolve(&dir.join("workspace")),
+        Ok(ChatConfig { workspace: Some(w), .. }) => {
+            let expanded = match (w.strip_prefix('~'), std::env::var_os("HOME")) {
+                (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
+                    PathBuf::from(format!("{}{rest}", home.to_string_lossy()))
+                }
+                _ => PathBuf::from(w),
+            };
+            resolve(&std::path::absolute(&expanded).unwrap_or(expanded))
+        }
+        Ok(_) if fs::symlink_metadata(dir.join("workspace")).is_ok() && dir.join("workspace").exists() => {
+            resolve(&dir.join("workspace"))
+        }
+        _ => resolve(dir),
+    }
+}
+
+/// Python's `Path.resolve()` (not strict): symlinks followed as far as the path exists, `.`
+/// and `..` removed, the rest appended as written. Only metadata is read, never contents.
+fn resolve(path: &Path) -> String {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    let base = loop {
+        if let Ok(real) = fs::canonicalize(&existing) {
+            break real;
+        }
+        match (existing.file_name().map(|n| n.to_owned()), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => break existing,
+        }
+    };
+    let mut out = base;
+    for name in rest.into_iter().rev() {
+        match name.to_str() {
+            Some("..") => {
+                out.pop();
+            }
+            Some(".") => {}
+            _ => out.push(name),
+        }
+    }
+    out.to_string_lossy().into_owned()
 }
 
 /// Reads and decodes the lines of one document, sending one item per line.

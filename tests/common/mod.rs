@@ -40,3 +40,16 @@ pub fn gptme_python() -> PathBuf {
 pub fn tool(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools").join(name)
 }
+
+/// A logs root freshly written by the real gptme (`tools/gen_fixtures.py`):
+/// `$SESSIONDB_REGENERATED_FIXTURES` when set (tools/test.sh generates it once for all tests),
+/// else generated now into the returned temporary directory.
+pub fn regenerated_fixtures() -> (PathBuf, Option<tempfile::TempDir>) {
+    if let Some(dir) = std::env::var_os("SESSIONDB_REGENERATED_FIXTURES") {
+        return (PathBuf::from(dir), None);
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let logs = temp.path().join("logs");
+    run_ok(Command::new(gptme_python()).arg(tool("gen_fixtures.py")).arg(&logs));
+    (logs, Some(temp))
+}

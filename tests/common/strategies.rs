@@ -117,3 +117,76 @@ pub fn message() -> impl Strategy<Value = Message> {
             m
         })
 }
+
+/// Messages as gptme itself would hold them, so that gptme re-serialises them unchanged: one of
+/// the three roles, always a timestamp, attachment paths that are absolute and normalised (gptme
+/// resolves them), no unknown fields (gptme drops them), no flat token counts in metadata (gptme
+/// moves them under `usage`).
+pub fn gptme_native_message() -> impl Strategy<Value = Message> {
+    let role = prop_oneof![Just(Role::System), Just(Role::User), Just(Role::Assistant)];
+    let path = proptest::collection::vec("[A-Za-z0-9_é中 -]{1,12}", 1..4)
+        .prop_filter("no dot components", |parts| parts.iter().all(|p| p.trim() == p && p != "." && p != ".."))
+        .prop_map(|parts| format!("/tmp/sessiondb-attachments/{}", parts.join("/")));
+    let hashes = proptest::collection::vec((path.clone(), "[0-9a-f]{16}"), 0..2).prop_map(|pairs| {
+        let mut seen = std::collections::HashSet::new();
+        pairs.into_iter().filter(|(p, _)| seen.insert(p.clone())).collect::<Vec<_>>()
+    });
+    const TOKEN_KEYS: [&str; 5] = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "reasoning_tokens"];
+    let usage = (0i64..100_000, 0i64..10_000, 0i64..50_000).prop_map(|(i, o, c)| {
+        Json::Object(vec![
+            ("input_tokens".into(), Json::Int(i.to_string())),
+            ("output_tokens".into(), Json::Int(o.to_string())),
+            ("cache_read_tokens".into(), Json::Int(c.to_string())),
+        ])
+    });
+    let metadata = prop_oneof![
+        Just(None),
+        (usage, float(), object(any_json(2))).prop_map(|(usage, cost, extra)| {
+            let mut members = vec![
+                ("model".to_owned(), Json::Str("anthropic/claude-sonnet-4".into())),
+                ("cost".to_owned(), Json::Float(cost)),
+                ("usage".to_owned(), usage),
+            ];
+            if let Json::Object(more) = extra {
+                members.extend(more.into_iter().filter(|(k, _)| !TOKEN_KEYS.contains(&k.as_str()) && !["model", "cost", "usage"].contains(&k.as_str())));
+            }
+            Some(Json::Object(members))
+        }),
+    ];
+    let timestamp = (2000u32..2100, 1u32..13, 1u32..29, 0u32..24, 0u32..60, 0u32..60, prop_oneof![Just(0u32), 1u32..1_000_000])
+        .prop_map(|(y, mo, d, h, mi, s, us)| {
+            let base = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}");
+            if us == 0 { base } else { format!("{base}.{us:06}") }
+        });
+    (
+        role,
+        tricky_string(),
+        timestamp,
+        proptest::collection::vec(path, 0..2),
+        hashes,
+        proptest::option::of("[a-z0-9_\"'\\\\-]{1,12}"),
+        (any::<bool>(), any::<bool>(), any::<bool>(), proptest::option::of(0i64..10)),
+        metadata,
+    )
+        .prop_map(|(role, content, timestamp, files, file_hashes, call_id, (pinned, hide, ui_only, ttl), metadata)| {
+            let mut m = Message::new(role, content, Some(timestamp));
+            m.files = files;
+            m.file_hashes = file_hashes;
+            m.call_id = call_id;
+            m.pinned = pinned;
+            m.hide = hide;
+            m.ui_only = ui_only;
+            m.ephemeral_ttl = ttl;
+            m.metadata = metadata;
+            m
+        })
+}
+
+/// Draws `n` values from a strategy with a fixed seed (reproducible test data).
+pub fn sample<S: Strategy>(strategy: S, n: usize, seed: u8) -> Vec<S::Value> {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]);
+    let mut runner = TestRunner::new_with_rng(Config::default(), rng);
+    (0..n).map(|_| strategy.new_tree(&mut runner).expect("value").current()).collect()
+}

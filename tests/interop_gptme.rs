@@ -1,0 +1,191 @@
+//! Interop with real gptme (the pinned PyPI package, run through `tools/gptme_check.py`):
+//! gptme reads what sessiondb writes and re-serialises every line identically, its event log
+//! replays to the transcript, and `sessiondb list --json` reports what gptme's own listing
+//! reports for the same logs root.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use common::strategies::{gptme_native_message, sample};
+use common::tree::assert_same_tree;
+use common::{fixtures, gptme_python, run_ok, sessiondb, tool};
+use sessiondb::codec::conv_checkpoints::{encode_checkpoint, ConvCheckpoint};
+use sessiondb::codec::events::{encode_event, Event, Payload, CHECKPOINT_INTERVAL};
+use sessiondb::codec::message_line::encode_message;
+use sessiondb::model::Message;
+
+/// Runs the gptme oracle; returns its JSON report, failing the test when it is not ok.
+fn gptme_check(args: &[&str], target: &Path) -> serde_json::Value {
+    let out = Command::new(gptme_python()).arg(tool("gptme_check.py")).args(args).arg(target).output().expect("python runs");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("gptme_check printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(report["ok"] == true, "gptme_check {args:?} found problems:\n{}", serde_json::to_string_pretty(&report["problems"]).unwrap());
+    report
+}
+
+fn write_lines(path: &Path, lines: impl IntoIterator<Item = String>) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut text = String::new();
+    for line in lines {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    fs::write(path, text).unwrap();
+}
+
+/// The event log gptme 0.35 writes for appending `messages` one by one: `message_append`
+/// events numbered from 1, a checkpoint after every event whose seq is a multiple of 50, and
+/// after each checkpoint every earlier event dropped (compaction).
+fn gptme_event_log(messages: &[Message]) -> Vec<String> {
+    let ts = "2026-07-16T10:00:00.000001+00:00".to_owned();
+    let mut events: Vec<Event> = Vec::new();
+    let mut next_seq = 1;
+    for (i, m) in messages.iter().enumerate() {
+        events.push(Event { seq: next_seq, ts: ts.clone(), kind: "message_append".into(), payload: Payload::Message(m.clone()) });
+        if next_seq % CHECKPOINT_INTERVAL == 0 {
+            let checkpoint_seq = next_seq + 1;
+            events.push(Event { seq: checkpoint_seq, ts: ts.clone(), kind: "checkpoint".into(), payload: Payload::Messages(messages[..=i].to_vec()) });
+            events.retain(|e| e.seq >= checkpoint_seq);
+            next_seq = checkpoint_seq;
+        }
+        next_seq += 1;
+    }
+    events.iter().map(encode_event).collect()
+}
+
+#[test]
+fn messages_written_by_sessiondb_load_in_gptme_unchanged() {
+    let messages = sample(gptme_native_message(), 420, 7);
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let lines = |ms: &[Message]| ms.iter().map(encode_message).collect::<Vec<_>>();
+
+    // A long conversation with its event log (checkpoints at seq 51 and 101, compacted).
+    let long = &messages[..150];
+    write_lines(&logs.join("long/conversation.jsonl"), lines(long));
+    write_lines(&logs.join("long/events.jsonl"), gptme_event_log(long));
+    // Branches and a view sharing messages with main.
+    let (main, rest) = messages[150..].split_at(60);
+    write_lines(&logs.join("branched/conversation.jsonl"), lines(main));
+    let alt: Vec<Message> = main[..30].iter().chain(&rest[..20]).cloned().collect();
+    write_lines(&logs.join("branched/branches/alt.jsonl"), lines(&alt));
+    write_lines(&logs.join("branched/views/compacted-001.jsonl"), lines(&rest[20..30]));
+    // Conversation checkpoints and a display name.
+    let bookmarked = &rest[30..];
+    write_lines(&logs.join("bookmarked/conversation.jsonl"), lines(bookmarked));
+    let label = |i: i64| ConvCheckpoint { index: i, label: format!("mark «{i}» \"q\""), timestamp: "2026-07-16T10:00:00+00:00".into() };
+    write_lines(&logs.join("bookmarked/conv-checkpoints.jsonl"), [3, 40, 40].map(|i| encode_checkpoint(&label(i))));
+    fs::write(logs.join("bookmarked/config.toml"), "[chat]\nname = \"Bookmarked ✓\"\n").unwrap();
+
+    let db = work.path().join("db");
+    let out = work.path().join("out");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    run_ok(sessiondb(&db).arg("export").arg("--to").arg(&out));
+    assert_same_tree(&logs, &out, &[]);
+
+    let report = gptme_check(&["reads", "--strict"], &out);
+    let conversation = |id: &str| {
+        report["conversations"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap_or_else(|| panic!("{id} not read")).clone()
+    };
+    let recovery = conversation("long")["recovery"].clone();
+    assert_eq!(recovery["equal"], true, "{recovery}");
+    assert_eq!(recovery["recovered"], 150, "{recovery}");
+    assert_eq!(conversation("bookmarked")["conv_checkpoints"], 3);
+    assert_eq!(conversation("branched")["loaded_branches"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn gptme_reads_exported_fixtures() {
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("db");
+    let out = work.path().join("out");
+    run_ok(sessiondb(&db).arg("import").arg(fixtures()));
+    run_ok(sessiondb(&db).arg("export").arg("--to").arg(&out));
+    let exported = gptme_check(&["reads"], &out);
+    let original = gptme_check(&["reads"], &fixtures());
+    // gptme sees the same differences (legacy lines it would rewrite) in both, and no more.
+    assert_eq!(exported["differences"].as_array().map(Vec::len), original["differences"].as_array().map(Vec::len));
+}
+
+/// Compares `sessiondb list --json --all` with gptme's `get_conversations(detail=True)`.
+fn assert_listing_matches_gptme(logs: &Path) {
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(logs));
+    let ours = run_ok(sessiondb(&db).args(["list", "--json", "--all"]));
+    let ours: Vec<serde_json::Value> = serde_json::from_slice(&ours.stdout).unwrap();
+    let gptme = gptme_check(&["list"], logs);
+    let theirs = gptme["conversations"].as_array().expect("a list");
+    assert_eq!(ours.len(), theirs.len(), "conversation counts");
+    let logs = fs::canonicalize(logs).unwrap();
+    for g in theirs {
+        let id = g["id"].as_str().unwrap();
+        let o = ours.iter().find(|o| o["id"] == id).unwrap_or_else(|| panic!("{id} missing from sessiondb list"));
+        let f = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+        let checks: [(&str, serde_json::Value, serde_json::Value); 14] = [
+            ("name", o["name"].clone(), g["name"].clone()),
+            ("messages", o["messages"].clone(), g["messages"].clone()),
+            ("branches", o["branches"].clone(), g["branches"].clone()),
+            ("model", o["model"].clone(), g["model"].clone()),
+            ("total_input_tokens", o["total_input_tokens"].clone(), g["total_input_tokens"].clone()),
+            ("total_output_tokens", o["total_output_tokens"].clone(), g["total_output_tokens"].clone()),
+            ("total_cache_read_tokens", o["total_cache_read_tokens"].clone(), g["total_cache_read_tokens"].clone()),
+            ("last_message_role", o["last_message_role"].clone(), g["last_message_role"].clone()),
+            ("last_message_preview", o["last_message_preview"].clone(), g["last_message_preview"].clone()),
+            ("created", o["created"].clone(), g["created_iso"].clone()),
+            ("modified", o["modified"].clone(), g["modified_iso"].clone()),
+            ("total_cost", o["total_cost"].clone(), g["total_cost_rounded"].clone()),
+            ("path", o["path"].clone(), serde_json::Value::String(format!("{}/{id}/conversation.jsonl", logs.display()))),
+            ("workspace", o["workspace"].clone(), g["workspace"].clone()),
+        ];
+        for (field, ours, theirs) in checks {
+            let same = ours == theirs || (ours.is_f64() && theirs.is_f64() && f(&ours) == f(&theirs));
+            assert!(same, "{id}: {field}: sessiondb {ours} vs gptme {theirs}");
+        }
+        // Per-model usage: same models, same figures.
+        let (om, gm) = (&o["models_usage"], &g["models_usage"]);
+        assert_eq!(om.as_object().map(|m| m.len()), gm.as_object().map(|m| m.len()), "{id}: models_usage {om} vs {gm}");
+        for (model, usage) in gm.as_object().into_iter().flatten() {
+            for key in ["input_tokens", "output_tokens", "cache_read_tokens"] {
+                assert_eq!(om[model][key], usage[key], "{id}: models_usage[{model}][{key}]");
+            }
+            let (a, b) = (f(&om[model]["cost"]), f(&usage["cost"]));
+            assert!(a == b || (a.is_nan() && usage["cost"].is_null()), "{id}: models_usage[{model}].cost {a} vs {b}");
+        }
+    }
+}
+
+#[test]
+fn listing_matches_gptme_on_fixtures() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    assert!(Command::new("cp").arg("-a").arg(fixtures()).arg(&logs).status().unwrap().success());
+    assert_listing_matches_gptme(&logs);
+}
+
+#[test]
+fn listing_matches_gptme_on_regenerated_fixtures() {
+    let (dir, _guard) = common::regenerated_fixtures();
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    assert!(Command::new("cp").arg("-a").arg(&dir).arg(&logs).status().unwrap().success());
+    assert_listing_matches_gptme(&logs);
+}
+
+#[test]
+fn flat_and_nan_metadata_totals_match_gptme() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let lines = [
+        r#"{"role": "system", "content": "s", "timestamp": "2026-01-01T00:00:00"}"#,
+        r#"{"role": "assistant", "content": "flat", "metadata": {"model": "old", "input_tokens": 5, "output_tokens": 2, "cost": 0.1}}"#,
+        r#"{"role": "assistant", "content": "<think>x</think>", "metadata": {"model": "new", "cost": 0.2, "usage": {"input_tokens": 1, "cache_creation_tokens": 3}}}"#,
+        r#"{"role": "user", "content": "   spaced\n\tout   text  "}"#,
+        r#"{"metadata": {"model": "not-a-message", "cost": 1}}"#,
+    ];
+    write_lines(&logs.join("totals/conversation.jsonl"), lines.map(str::to_owned));
+    assert_listing_matches_gptme(&logs);
+}
