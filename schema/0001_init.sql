@@ -168,6 +168,19 @@ CREATE TABLE conv_checkpoints (
     PRIMARY KEY (document_id, line_no)
 ) WITHOUT ROWID;
 
+-- Named views over `documents` and `entries` for tools that query the store.
+CREATE VIEW branches AS
+    SELECT c.chat_id, d.name AS branch, d.path, d.line_count, d.id AS document_id
+    FROM documents d JOIN conversations c ON c.id = d.conversation_id WHERE d.kind = 'branch';
+CREATE VIEW views AS
+    SELECT c.chat_id, d.name AS view, d.path, d.line_count, d.id AS document_id
+    FROM documents d JOIN conversations c ON c.id = d.conversation_id WHERE d.kind = 'view';
+-- Attachments as gptme stores them: files/<first 16 hex of sha256><suffix>, kept as blobs.
+CREATE VIEW attachments AS
+    SELECT c.chat_id, e.path, b.size, e.blob_sha256
+    FROM entries e JOIN conversations c ON c.id = e.conversation_id JOIN blobs b ON b.sha256 = e.blob_sha256
+    WHERE e.path GLOB 'files/*';
+
 -- Lines that are not what gptme would load, reported at import: path:line: reason.
 CREATE VIEW import_warnings AS
     SELECT c.chat_id, d.path, dl.line_no + 1 AS line, m.malformed AS reason

@@ -67,15 +67,22 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     }
 }
 
+/// Text for one table cell: control characters (a tab in a name, say) shown escaped so that
+/// they cannot break the layout or drive the terminal.
+fn cell(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
 fn write_table(out: &mut impl Write, conversations: &[ConversationSummary]) -> std::io::Result<()> {
     writeln!(out, "{:<19}  {:>5}  {:>8}  {:<24}  NAME / LAST MESSAGE", "MODIFIED (UTC)", "MSGS", "COST", "MODEL")?;
     for c in conversations {
         let modified = format_utc(c.modified);
         let modified = modified.get(..19).unwrap_or(&modified).replace('T', " ");
         let model: String = c.model.as_deref().unwrap_or("-").chars().take(24).collect();
-        writeln!(out, "{:<19}  {:>5}  {:>8}  {:<24}  {}", modified, c.messages, c.total_cost.map_or("NaN".to_owned(), |cost| format!("${cost:.4}")), model, c.name)?;
+        let cost = c.total_cost.map_or("NaN".to_owned(), |cost| format!("${cost:.4}"));
+        writeln!(out, "{:<19}  {:>5}  {:>8}  {:<24}  {}", modified, c.messages, cost, cell(&model), cell(&c.name))?;
         if let (Some(role), Some(preview)) = (&c.last_message_role, &c.last_message_preview) {
-            writeln!(out, "{:<63}  {role}: {preview}", "")?;
+            writeln!(out, "{:<63}  {}: {}", "", cell(role), cell(preview))?;
         }
     }
     writeln!(out, "{} conversations", conversations.len())

@@ -34,6 +34,8 @@ pub enum StoreError {
     Create { path: PathBuf, source: std::io::Error },
     #[error("{path}: {source}")]
     Io { path: String, source: std::io::Error },
+    #[error("the store is inconsistent: {0}; run `sessiondb import` again from the gptme directories")]
+    Corrupt(String),
     #[error("no conversation {0:?} in the store")]
     NoConversation(String),
     #[error("conversation {chat_id:?} has no branch {branch:?}")]

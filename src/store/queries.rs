@@ -118,27 +118,32 @@ pub fn entries(conn: &rusqlite::Connection, conversation_id: i64) -> Result<Vec<
          FROM entries e LEFT JOIN documents d ON d.conversation_id = e.conversation_id AND d.path = e.path
          WHERE e.conversation_id = ?1 ORDER BY e.path",
     )?;
-    let rows = stmt.query_map([conversation_id], |r| {
+    let mut rows = stmt.query([conversation_id])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        let path: String = r.get(0)?;
+        let corrupt = |what: &str| StoreError::Corrupt(format!("entry {path:?}: {what}"));
         let kind: String = r.get(1)?;
         let kind = match kind.as_str() {
             "dir" => EntryKind::Dir,
-            "symlink" => EntryKind::Symlink(r.get(4)?),
+            "symlink" => EntryKind::Symlink(r.get::<_, Option<Vec<u8>>>(4)?.ok_or_else(|| corrupt("symlink without target"))?),
             "blob" => {
-                let sha: Vec<u8> = r.get(5)?;
-                EntryKind::Blob(sha.try_into().unwrap_or([0; 32]))
+                let sha: Option<Vec<u8>> = r.get(5)?;
+                EntryKind::Blob(sha.and_then(|s| s.try_into().ok()).ok_or_else(|| corrupt("blob without a valid digest"))?)
             }
-            _ => {
-                let doc_kind: String = r.get(7)?;
+            "document" => {
+                let doc_kind: Option<String> = r.get(7)?;
                 EntryKind::Document {
-                    id: r.get(6)?,
-                    kind: DocumentKind::parse(&doc_kind).unwrap_or(DocumentKind::Branch),
+                    id: r.get::<_, Option<i64>>(6)?.ok_or_else(|| corrupt("document row missing"))?,
+                    kind: doc_kind.as_deref().and_then(DocumentKind::parse).ok_or_else(|| corrupt("unknown document kind"))?,
                     ends_with_newline: r.get(8)?,
                 }
             }
+            other => return Err(corrupt(&format!("unknown kind {other:?}"))),
         };
-        Ok(Entry { path: r.get(0)?, kind, mode: r.get(2)?, mtime_ns: r.get(3)? })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        out.push(Entry { kind, mode: r.get(2)?, mtime_ns: r.get(3)?, path });
+    }
+    Ok(out)
 }
 
 /// Opens a blob for streaming reads.
@@ -157,11 +162,12 @@ struct MessageRow {
 }
 
 impl MessageRow {
-    fn line(&self) -> Vec<u8> {
+    /// The line exactly as imported.
+    fn line(&self) -> Result<Vec<u8>, StoreError> {
         match (&self.raw, &self.message) {
-            (Some(raw), _) => raw.clone(),
-            (None, Some(m)) => encode_message(m).into_bytes(),
-            (None, None) => Vec::new(),
+            (Some(raw), _) => Ok(raw.clone()),
+            (None, Some(m)) => Ok(encode_message(m).into_bytes()),
+            (None, None) => Err(StoreError::Corrupt("a message row has neither columns nor raw bytes".into())),
         }
     }
 }
@@ -212,7 +218,7 @@ pub fn for_each_line(
             let mut stmt = conn.prepare(&sql)?;
             let mut rows = stmt.query([document_id])?;
             while let Some(row) = rows.next()? {
-                f(&message_from_row(row, 0)?.line()).map_err(io)?;
+                f(&message_from_row(row, 0)?.line()?).map_err(io)?;
             }
         }
         DocumentKind::Events => {
@@ -232,19 +238,24 @@ pub fn for_each_line(
                 }
                 let line_no: i64 = row.get(0)?;
                 let form: Option<String> = row.get(4)?;
+                let corrupt = |what: &str| StoreError::Corrupt(format!("event line {} of document {document_id}: {what}", line_no + 1));
                 let payload = match form.as_deref() {
-                    Some("message") | Some("messages") => {
-                        let messages: Vec<Message> = nested
-                            .query_map(params![document_id, line_no], |r| message_from_row(r, 0))?
-                            .filter_map(|m| m.ok().and_then(|m| m.message))
-                            .collect();
-                        if form.as_deref() == Some("message") {
-                            Payload::Message(messages.into_iter().next().unwrap_or_else(|| Message::new(Role::User, "", None)))
+                    Some(form @ ("message" | "messages")) => {
+                        let mut messages = Vec::new();
+                        for row in nested.query_map(params![document_id, line_no], |r| message_from_row(r, 0))? {
+                            messages.push(row?.message.ok_or_else(|| corrupt("payload refers to a line that is not a message"))?);
+                        }
+                        if form == "message" {
+                            if messages.len() != 1 {
+                                return Err(corrupt("an append event must carry exactly one message"));
+                            }
+                            Payload::Message(messages.remove(0))
                         } else {
                             Payload::Messages(messages)
                         }
                     }
-                    _ => Payload::Other(parse_stored_json(row.get(5)?).unwrap_or(Json::Null)),
+                    Some("json") => Payload::Other(parse_stored_json(row.get(5)?).ok_or_else(|| corrupt("payload is not JSON"))?),
+                    _ => return Err(corrupt("neither typed nor raw")),
                 };
                 let event = Event { seq: row.get(1)?, ts: row.get(2)?, kind: row.get(3)?, payload };
                 f(encode_event(&event).as_bytes()).map_err(io)?;
@@ -289,7 +300,7 @@ pub fn branch_messages(conn: &rusqlite::Connection, chat_id: &str, branch: &str)
     let mut out = Vec::new();
     for row in rows {
         let row = row?;
-        let line = row.line();
+        let line = row.line()?;
         if let Some(m) = row.message {
             out.push((m, line));
         }

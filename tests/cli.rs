@@ -1,0 +1,135 @@
+//! The command line's promises: where the database lives and how it is protected, where gptme's
+//! logs are found, and what `list`, `show` and `import --json` print.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+use common::{fixtures, run_ok, sessiondb};
+
+fn bare() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sessiondb"));
+    for var in ["SESSIONDB_DB", "GPTME_LOGS_HOME", "XDG_DATA_HOME"] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+fn conversation(logs: &Path, id: &str, lines: &[&str]) {
+    let dir = logs.join(id);
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("conversation.jsonl"), lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+}
+
+#[test]
+fn default_paths_follow_xdg_and_gptme() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join("data");
+    conversation(&data.join("gptme/logs"), "from-xdg", &[r#"{"role": "user", "content": "hi"}"#]);
+    run_ok(bare().env("HOME", home.path()).env("XDG_DATA_HOME", &data).arg("import"));
+    let db = data.join("sessiondb/sessions.db");
+    assert!(db.exists(), "database at $XDG_DATA_HOME/sessiondb/sessions.db");
+    assert_eq!(fs::metadata(&db).unwrap().permissions().mode() & 0o777, 0o600);
+
+    // GPTME_LOGS_HOME wins over XDG; without XDG_DATA_HOME, the database goes under ~/.local/share.
+    let logs = home.path().join("elsewhere");
+    conversation(&logs, "from-gptme-home", &[r#"{"role": "user", "content": "hi"}"#]);
+    run_ok(bare().env("HOME", home.path()).env("GPTME_LOGS_HOME", &logs).arg("import"));
+    let list = run_ok(bare().env("HOME", home.path()).args(["list", "--json"]));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["id"], "from-gptme-home");
+    assert!(home.path().join(".local/share/sessiondb/sessions.db").exists());
+}
+
+#[test]
+fn sessiondb_db_overrides_and_db_flag_overrides_that() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    conversation(&logs, "c", &[r#"{"role": "user", "content": "hi"}"#]);
+    let from_env = work.path().join("env.db");
+    let from_flag = work.path().join("flag.db");
+    run_ok(bare().env("SESSIONDB_DB", &from_env).arg("import").arg(&logs));
+    assert!(from_env.exists());
+    run_ok(bare().env("SESSIONDB_DB", &from_env).arg("--db").arg(&from_flag).arg("import").arg(&logs));
+    assert!(from_flag.exists());
+    assert_eq!(fs::metadata(&from_flag).unwrap().permissions().mode() & 0o777, 0o600);
+}
+
+#[test]
+fn import_json_summary_counts_everything() {
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("db");
+    let out = run_ok(sessiondb(&db).arg("import").arg(fixtures()).arg("--json"));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in ["conversations", "unchanged", "failed", "messages", "branches", "views", "events", "attachments", "bytes", "seconds", "warnings"] {
+        assert!(s.get(key).is_some(), "summary has {key}: {s}");
+    }
+    assert_eq!(s["failed"], 0);
+    assert!(s["conversations"].as_u64().unwrap() >= 15, "{s}");
+    assert!(s["views"].as_u64().unwrap() >= 1 && s["attachments"].as_u64().unwrap() >= 1 && s["events"].as_u64().unwrap() > 100, "{s}");
+    let human = run_ok(sessiondb(&work.path().join("db2")).arg("import").arg(fixtures()));
+    let line = String::from_utf8_lossy(&human.stdout);
+    assert!(line.starts_with("imported ") && line.contains(" messages, ") && line.contains(" s"), "{line}");
+}
+
+#[test]
+fn list_hides_test_conversations_unless_all() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    for id in ["real-chat", "tmpabc", "test-x", "run-gptme-evals-1"] {
+        conversation(&logs, id, &[r#"{"role": "user", "content": "hi"}"#]);
+    }
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let ids = |args: &[&str]| -> Vec<String> {
+        let out = run_ok(sessiondb(&db).args(args));
+        let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        let mut ids: Vec<String> = rows.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(ids(&["list", "--json"]), ["real-chat"]);
+    assert_eq!(ids(&["list", "--json", "--all"]), ["real-chat", "run-gptme-evals-1", "test-x", "tmpabc"]);
+    assert_eq!(ids(&["list", "--json", "--all", "-n", "2"]).len(), 2);
+}
+
+#[test]
+fn show_prints_branches_as_gptme_lines() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let a = r#"{"role": "user", "content": "caf\u00e9", "timestamp": "2026-01-01T00:00:00"}"#;
+    let legacy = r#"{"content":"legacy","role":"assistant"}"#;
+    conversation(&logs, "c", &[a, "", "{broken", legacy]);
+    fs::create_dir_all(logs.join("c/branches")).unwrap();
+    fs::write(logs.join("c/branches/alt.jsonl"), format!("{a}\n")).unwrap();
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let main = run_ok(sessiondb(&db).args(["show", "c", "--json"]));
+    assert_eq!(String::from_utf8_lossy(&main.stdout), format!("{a}\n{legacy}\n"), "messages only, exactly as stored");
+    let alt = run_ok(sessiondb(&db).args(["show", "c", "--branch", "alt", "--json"]));
+    assert_eq!(String::from_utf8_lossy(&alt.stdout), format!("{a}\n"));
+    let text = run_ok(sessiondb(&db).args(["show", "c"]));
+    assert!(String::from_utf8_lossy(&text.stdout).contains("user [2026-01-01T00:00:00]:\ncafé"));
+    let missing = sessiondb(&db).args(["show", "c", "--branch", "nope"]).output().unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&missing.stderr).trim(), "sessiondb: conversation \"c\" has no branch \"nope\"");
+}
+
+#[test]
+fn a_newer_schema_is_refused_untouched() {
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("list"));
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.pragma_update(None, "user_version", 999).unwrap();
+    drop(conn);
+    let before = fs::read(&db).unwrap();
+    let out = sessiondb(&db).arg("list").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("schema version 999, newer than this sessiondb supports"));
+    assert_eq!(fs::read(&db).unwrap(), before);
+}
