@@ -69,6 +69,9 @@ fn split_offset(text: &str) -> Option<(&str, Option<i32>)> {
         Some(i) => {
             let sign = if text.as_bytes()[i] == b'-' { -1 } else { 1 };
             let off = &text[i + 1..];
+            if !off.is_ascii() {
+                return None; // also keeps the byte slicing below on character boundaries
+            }
             let (h, m) = match off.len() {
                 2 => (off, "00"),
                 4 => (&off[..2], &off[2..]),
@@ -146,6 +149,14 @@ mod tests {
         }
         assert!(parse("2026-13-01T00:00:00").is_none());
         assert!(parse("yesterday").is_none());
+    }
+
+    #[test]
+    fn non_ascii_offsets_are_rejected_not_panicked_on() {
+        // Found by fuzzing (message_line): a multi-byte character inside the UTC offset.
+        assert_eq!(parse("4052-07-03:00:0-\u{fffd}0"), None);
+        assert_eq!(parse("2026-07-16T10:00:00+0\u{e9}"), None);
+        assert_eq!(parse("2026-07-16T10:00:00+\u{e9}:00"), None);
     }
 
     #[test]

@@ -216,14 +216,27 @@ enum Item {
     Failed(IngestError),
 }
 
+impl Item {
+    /// Roughly how many bytes of file content the item holds.
+    fn size(&self) -> usize {
+        match self {
+            Item::Blob { data, .. } => data.len(),
+            Item::MessageLine { line, .. } | Item::EventLine { line, .. } | Item::CheckpointLine { line, .. } => line.len(),
+            _ => 64,
+        }
+    }
+}
+
 /// Files up to this size travel to the writer in memory; larger ones are streamed.
-const IN_MEMORY_BLOB: u64 = 8 << 20;
+const IN_MEMORY_BLOB: u64 = 1 << 20;
 
-/// Items travel in chunks of this many, so that the two threads hand over rarely.
+/// Items travel in chunks of this many, or of about [`CHUNK_BYTES`], whichever comes first, so
+/// that the two threads hand over rarely.
 const CHUNK_ITEMS: usize = 512;
+const CHUNK_BYTES: usize = 4 << 20;
 
-/// Chunks in flight between the producer and the writer: with [`CHUNK_ITEMS`], this bounds
-/// memory to a few thousand lines.
+/// Chunks in flight between the producer and the writer. With the chunk limits, memory held
+/// between the threads stays below about `(CHANNEL_CHUNKS + 2) * (CHUNK_BYTES + longest line)`.
 const CHANNEL_CHUNKS: usize = 4;
 
 /// Modification time → epoch seconds, computed as CPython computes `st_mtime`
@@ -542,12 +555,18 @@ pub fn import_dirs(
     std::thread::scope(|scope| {
         scope.spawn(move || {
             let mut chunk = Vec::with_capacity(CHUNK_ITEMS);
+            let mut chunk_bytes = 0;
             for dir in dirs {
                 let key = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
                 let known = known.get(key).map(Vec::as_slice);
                 let alive = prepare(dir, known, &mut |item| {
+                    chunk_bytes += item.size();
                     chunk.push(item);
-                    chunk.len() < CHUNK_ITEMS || tx.send(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK_ITEMS))).is_ok()
+                    if chunk.len() < CHUNK_ITEMS && chunk_bytes < CHUNK_BYTES {
+                        return true;
+                    }
+                    chunk_bytes = 0;
+                    tx.send(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK_ITEMS))).is_ok()
                 });
                 if !alive {
                     return;
