@@ -84,7 +84,7 @@ fn messages_written_by_sessiondb_load_in_gptme_unchanged() {
     let out = work.path().join("out");
     run_ok(sessiondb(&db).arg("import").arg(&logs));
     run_ok(sessiondb(&db).arg("export").arg("--to").arg(&out));
-    assert_same_tree(&logs, &out, &[]);
+    assert_same_tree(&logs, &out, &[".lock"]);
 
     let report = gptme_check(&["reads", "--strict"], &out);
     let conversation = |id: &str| {
@@ -188,4 +188,39 @@ fn flat_and_nan_metadata_totals_match_gptme() {
     ];
     write_lines(&logs.join("totals/conversation.jsonl"), lines.map(str::to_owned));
     assert_listing_matches_gptme(&logs);
+}
+
+#[test]
+fn export_refuses_a_conversation_a_live_gptme_holds() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    write_lines(&logs.join("busy/conversation.jsonl"), [r#"{"role": "user", "content": "hi", "timestamp": "2026-01-01T00:00:00"}"#.to_owned()]);
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+
+    // A real gptme loads the conversation (taking its lock) and keeps it open.
+    let script = "import sys, time\nfrom gptme.logmanager import LogManager\nm = LogManager.load(sys.argv[1])\nprint('loaded', flush=True)\ntime.sleep(60)\n";
+    let mut gptme = Command::new(gptme_python())
+        .args(["-c", script])
+        .arg(logs.join("busy"))
+        .env("GPTME_LOGS_HOME", &logs)
+        .env("HOME", work.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(gptme.stdout.as_mut().unwrap()), &mut ready).unwrap();
+    assert_eq!(ready.trim(), "loaded");
+    let before = fs::read(logs.join("busy/conversation.jsonl")).unwrap();
+
+    let out = sessiondb(&db).arg("export").arg("--to").arg(&logs).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("in use by gptme (process {})", gptme.id())), "{stderr}");
+    assert_eq!(fs::read(logs.join("busy/conversation.jsonl")).unwrap(), before);
+
+    gptme.kill().unwrap();
+    gptme.wait().unwrap();
+    // Once gptme is gone its lock is free (flock dies with the process) and export proceeds.
+    run_ok(sessiondb(&db).arg("export").arg("--to").arg(&logs));
 }

@@ -3,7 +3,8 @@
 //! Every file is written atomically with its original mode and modification time; symlinks are
 //! recreated as links (never followed); directories get their mode and mtime last, deepest
 //! first, since writing into a directory changes its mtime. The result is the directory that was
-//! imported, byte for byte (gptme's `.lock`, which holds a process id, is never copied).
+//! imported, byte for byte (gptme's `.lock`, which holds a process id, is never copied: export
+//! takes that lock itself while it writes, and refuses a conversation a live gptme holds).
 
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
@@ -14,6 +15,7 @@ use crate::store::queries::{self, EntryKind};
 use crate::store::StoreError;
 
 use super::fsutil::{set_dir_attributes, symlink_atomic, sync_dir, write_atomic};
+use super::gptme_lock::{self, LockError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MaterialiseError {
@@ -25,6 +27,8 @@ pub enum MaterialiseError {
     InvalidChatId(String),
     #[error("stored path {0:?} is not a plain relative path")]
     UnsafePath(String),
+    #[error("{0}")]
+    Locked(#[from] LockError),
 }
 
 /// What one conversation's export wrote.
@@ -44,6 +48,8 @@ pub fn export_conversation(conn: &rusqlite::Connection, chat_id: &str, target_ro
         move |source| MaterialiseError::Io { path, source }
     };
     std::fs::create_dir_all(&root).map_err(io_at(&root))?;
+    // Never write where a live gptme has the conversation loaded; keep others out meanwhile.
+    let _lock = gptme_lock::acquire(&root)?;
     let entries = queries::entries(conn, conversation_id)?;
     let mut stats = ExportStats::default();
     let mut dirs = Vec::new();

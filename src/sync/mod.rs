@@ -1,7 +1,8 @@
 //! Moving conversations between gptme's directories and the store: [`ingest`] reads
 //! directories in, [`materialise`] writes them back out, both through [`fsutil`]'s safe
-//! filesystem primitives.
+//! filesystem primitives, under gptme's own process lock ([`gptme_lock`]).
 
 pub mod fsutil;
+pub mod gptme_lock;
 pub mod ingest;
 pub mod materialise;
