@@ -11,3 +11,4 @@ pub mod json;
 pub mod lines;
 pub mod message_line;
 pub mod timestamp;
+pub mod toml_log;

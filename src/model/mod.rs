@@ -7,6 +7,7 @@
 mod chat_id;
 mod log;
 mod message;
+pub mod resume;
 
 pub use chat_id::{ChatId, ChatIdError};
 pub use log::Log;

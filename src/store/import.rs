@@ -13,12 +13,13 @@ use std::io::Read;
 use rusqlite::{params, Savepoint};
 use sha2::{Digest, Sha256};
 
+use super::rows;
 use super::totals::ListingTotals;
 use super::StoreError;
 use crate::codec::config::ChatConfig;
 use crate::codec::conv_checkpoints::CheckpointLine;
 use crate::codec::events::{EventLine, Payload};
-use crate::codec::json::{self, Json};
+use crate::codec::json;
 use crate::codec::message_line::{DecodedLine, LineContent};
 use crate::model::Message;
 
@@ -85,8 +86,7 @@ const MAX_WARNINGS: usize = 100;
 #[derive(Debug, Clone, Copy)]
 pub struct DocumentId(i64);
 
-/// The SHA-256 of a line's bytes: the identity of a message row within a conversation.
-pub type LineDigest = [u8; 32];
+pub use super::rows::LineDigest;
 
 pub struct ConversationWriter<'c> {
     tx: Savepoint<'c>,
@@ -294,53 +294,12 @@ impl<'c> ConversationWriter<'c> {
     }
 
     fn insert_message(&mut self, digest: &LineDigest, m: &Message, raw: Option<&[u8]>) -> Result<i64, StoreError> {
-        let files = (!m.files.is_empty())
-            .then(|| json::dump(&Json::Array(m.files.iter().cloned().map(Json::Str).collect())));
-        let file_hashes = (!m.file_hashes.is_empty()).then(|| {
-            json::dump(&Json::Object(m.file_hashes.iter().map(|(p, h)| (p.clone(), Json::Str(h.clone()))).collect()))
-        });
-        let metadata = m.metadata.as_ref().map(json::dump);
-        let extra = (!m.extra.is_empty()).then(|| json::dump(&Json::Object(m.extra.clone())));
-        let usage = m.usage();
-        self.tx
-            .prepare_cached(
-                "INSERT INTO messages (conversation_id, line_sha256, role, content, timestamp, files, file_hashes,
-                    call_id, pinned, hide, ui_only, ephemeral_ttl, metadata, extra, raw,
-                    model, cost, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
-            )?
-            .execute(params![
-                self.conversation_id,
-                &digest[..],
-                m.role.as_str(),
-                m.content,
-                m.timestamp,
-                files,
-                file_hashes,
-                m.call_id,
-                m.pinned,
-                m.hide,
-                m.ui_only,
-                m.ephemeral_ttl,
-                metadata,
-                extra,
-                raw,
-                m.model(),
-                Some(usage.cost).filter(|c| c.is_finite()),
-                usage.input_tokens,
-                usage.output_tokens,
-                usage.cache_read_tokens,
-                usage.cache_creation_tokens,
-            ])?;
         self.stats.messages += 1;
-        Ok(self.tx.last_insert_rowid())
+        rows::insert_message(&self.tx, self.conversation_id, digest, m, raw)
     }
 
     fn insert_non_message(&mut self, digest: &LineDigest, line: &[u8], malformed: Option<&str>) -> Result<i64, StoreError> {
-        self.tx
-            .prepare_cached("INSERT INTO messages (conversation_id, line_sha256, raw, malformed) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![self.conversation_id, &digest[..], line, malformed])?;
-        Ok(self.tx.last_insert_rowid())
+        rows::insert_non_message(&self.tx, self.conversation_id, digest, line, malformed)
     }
 
     /// Adds line `line_no` of an event log. For a canonical event carrying messages,

@@ -9,6 +9,7 @@
 mod batch;
 pub mod fts;
 mod import;
+pub mod rows;
 pub mod queries;
 pub mod schema;
 mod totals;

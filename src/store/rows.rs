@@ -1,0 +1,67 @@
+//! Inserting message rows: the one place that turns a [`Message`] into a `messages` row, used by
+//! import and by live operations alike.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::StoreError;
+use crate::codec::json::{self, Json};
+use crate::model::Message;
+
+/// The SHA-256 of a line's bytes: the identity of a message row within a conversation.
+pub type LineDigest = [u8; 32];
+
+/// Inserts a message row; `raw` holds the original line when the encoding of `m` would not
+/// reproduce it.
+pub fn insert_message(conn: &Connection, conversation_id: i64, digest: &LineDigest, m: &Message, raw: Option<&[u8]>) -> Result<i64, StoreError> {
+    let files = (!m.files.is_empty()).then(|| json::dump(&Json::Array(m.files.iter().cloned().map(Json::Str).collect())));
+    let file_hashes = (!m.file_hashes.is_empty())
+        .then(|| json::dump(&Json::Object(m.file_hashes.iter().map(|(p, h)| (p.clone(), Json::Str(h.clone()))).collect())));
+    let metadata = m.metadata.as_ref().map(json::dump);
+    let extra = (!m.extra.is_empty()).then(|| json::dump(&Json::Object(m.extra.clone())));
+    let usage = m.usage();
+    conn.prepare_cached(
+        "INSERT INTO messages (conversation_id, line_sha256, role, content, timestamp, files, file_hashes,
+            call_id, pinned, hide, ui_only, ephemeral_ttl, metadata, extra, raw,
+            model, cost, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+    )?
+    .execute(params![
+        conversation_id,
+        &digest[..],
+        m.role.as_str(),
+        m.content,
+        m.timestamp,
+        files,
+        file_hashes,
+        m.call_id,
+        m.pinned,
+        m.hide,
+        m.ui_only,
+        m.ephemeral_ttl,
+        metadata,
+        extra,
+        raw,
+        m.model(),
+        Some(usage.cost).filter(|c| c.is_finite()),
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_creation_tokens,
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Inserts a row for a line that is not a message (blank or damaged): only its bytes.
+pub fn insert_non_message(conn: &Connection, conversation_id: i64, digest: &LineDigest, line: &[u8], malformed: Option<&str>) -> Result<i64, StoreError> {
+    conn.prepare_cached("INSERT INTO messages (conversation_id, line_sha256, raw, malformed) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![conversation_id, &digest[..], line, malformed])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// The id of the row holding these line bytes in this conversation, if any.
+pub fn find_message(conn: &Connection, conversation_id: i64, digest: &LineDigest) -> Result<Option<i64>, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT id FROM messages WHERE conversation_id = ?1 AND line_sha256 = ?2")?
+        .query_row(params![conversation_id, &digest[..]], |r| r.get(0))
+        .optional()?)
+}
