@@ -124,22 +124,23 @@ impl<'c> ConversationWriter<'c> {
         Ok(ConversationWriter { tx, conversation_id, message_ids: HashMap::new(), previous_blobs, stats: WriteStats::default() })
     }
 
-    fn entry(&self, path: &str, kind: &str, mode: u32, mtime_ns: i64, blob: Option<&[u8]>, link: Option<&[u8]>) -> Result<(), StoreError> {
+    #[allow(clippy::too_many_arguments)]
+    fn entry(&self, path: &str, kind: &str, mode: u32, mtime_ns: i64, blob: Option<&[u8]>, link: Option<&[u8]>, size: Option<u64>) -> Result<(), StoreError> {
         self.tx
             .prepare_cached(
-                "INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, link_target)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, link_target, size)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?
-            .execute(params![self.conversation_id, path, kind, mode, mtime_ns, blob, link])?;
+            .execute(params![self.conversation_id, path, kind, mode, mtime_ns, blob, link, size.map(|s| s as i64)])?;
         Ok(())
     }
 
     pub fn add_dir(&mut self, path: &str, mode: u32, mtime_ns: i64) -> Result<(), StoreError> {
-        self.entry(path, "dir", mode, mtime_ns, None, None)
+        self.entry(path, "dir", mode, mtime_ns, None, None, None)
     }
 
     pub fn add_symlink(&mut self, path: &str, mode: u32, mtime_ns: i64, target: &[u8]) -> Result<(), StoreError> {
-        self.entry(path, "symlink", mode, mtime_ns, None, Some(target))
+        self.entry(path, "symlink", mode, mtime_ns, None, Some(target), None)
     }
 
     fn count_blob(&mut self, path: &str, size: u64) {
@@ -155,7 +156,7 @@ impl<'c> ConversationWriter<'c> {
             .prepare_cached("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, ?2, ?3)")?
             .execute(params![&sha256[..], data.len() as i64, data])?;
         self.count_blob(path, data.len() as u64);
-        self.entry(path, "blob", mode, mtime_ns, Some(sha256), None)
+        self.entry(path, "blob", mode, mtime_ns, Some(sha256), None, Some(data.len() as u64))
     }
 
     /// Stores a large file as a blob by streaming `size` bytes from `data` into an incremental
@@ -189,7 +190,7 @@ impl<'c> ConversationWriter<'c> {
             }
         }
         self.count_blob(path, size);
-        self.entry(path, "blob", mode, mtime_ns, Some(sha256), None)
+        self.entry(path, "blob", mode, mtime_ns, Some(sha256), None, Some(size))
     }
 
     /// Records the parsed `[chat]` fields of config.toml.
@@ -208,8 +209,8 @@ impl<'c> ConversationWriter<'c> {
     }
 
     /// Starts a JSONL document; its lines follow through the `add_*_line` methods.
-    pub fn start_document(&mut self, path: &str, kind: DocumentKind, name: &str, mode: u32, mtime_ns: i64) -> Result<DocumentId, StoreError> {
-        self.entry(path, "document", mode, mtime_ns, None, None)?;
+    pub fn start_document(&mut self, path: &str, kind: DocumentKind, name: &str, mode: u32, mtime_ns: i64, size: u64) -> Result<DocumentId, StoreError> {
+        self.entry(path, "document", mode, mtime_ns, None, None, Some(size))?;
         self.tx
             .prepare_cached(
                 "INSERT INTO documents (conversation_id, path, kind, name, ends_with_newline, line_count)
@@ -395,30 +396,8 @@ impl<'c> ConversationWriter<'c> {
     /// `modified` is the mtime of conversation.jsonl; `branch_count` is gptme's: 1 plus the
     /// number of `branches/*.jsonl` entries.
     pub fn finish(self, totals: &ListingTotals, modified: f64, branch_count: i64) -> Result<WriteStats, StoreError> {
-        let t = totals;
-        let (last_role, last_preview) = t.last_message();
-        self.tx.execute(
-            "UPDATE conversations SET created = ?2, modified = ?3, message_count = ?4, branch_count = ?5,
-                model = ?6, total_cost = ?7, input_tokens = ?8, output_tokens = ?9, cache_read_tokens = ?10,
-                cache_creation_tokens = ?11, models_usage = ?12, last_role = ?13, last_preview = ?14
-             WHERE id = ?1",
-            params![
-                self.conversation_id,
-                t.created(modified),
-                modified,
-                t.message_count,
-                branch_count,
-                t.model,
-                Some(t.total_cost).filter(|c| c.is_finite()),
-                t.input_tokens,
-                t.output_tokens,
-                t.cache_read_tokens,
-                t.cache_creation_tokens,
-                t.models_usage_json(),
-                last_role,
-                last_preview,
-            ],
-        )?;
+        super::totals::save(&self.tx, self.conversation_id, totals, modified)?;
+        self.tx.execute("UPDATE conversations SET branch_count = ?2 WHERE id = ?1", params![self.conversation_id, branch_count])?;
         // Blobs are shared by content across conversations: one goes when nothing refers to it.
         for sha in &self.previous_blobs {
             self.tx

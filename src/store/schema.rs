@@ -9,7 +9,10 @@ use rusqlite::Connection;
 use super::StoreError;
 
 /// The SQL files in `schema/`, in order. Append only; never edit a released migration.
-const MIGRATIONS: &[&str] = &[include_str!("../../schema/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../schema/0001_init.sql"),
+    include_str!("../../schema/0002_live_operations.sql"),
+];
 
 /// The schema version this build writes.
 pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;

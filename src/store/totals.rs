@@ -6,6 +6,9 @@
 //! read from lines containing `"metadata"`). The accumulator is fed the same bytes, line by line,
 //! so totals can be kept up to date on append without re-reading anything.
 
+use rusqlite::{params, Connection};
+
+use super::StoreError;
 use crate::codec::json::{self, Json};
 use crate::codec::message_line::{decode_line, LineContent};
 use crate::codec::timestamp;
@@ -22,10 +25,12 @@ pub struct ListingTotals {
     pub cache_creation_tokens: i64,
     /// `{model: {cost, input_tokens, output_tokens, cache_read_tokens}}`, in first-seen order.
     pub models_usage: Vec<(String, ModelUsage)>,
-    /// The last line that mentions a user or assistant role, as gptme picks it.
-    last_role_line: Option<Vec<u8>>,
-    /// The first line gptme would load as a message: `Some(None)` when it has no timestamp.
-    first_message_time: Option<Option<f64>>,
+    /// Role and preview parsed from the last line that mentions a user or assistant role, as
+    /// gptme picks it (both `None` when that line yields no preview).
+    pub last_message: (Option<String>, Option<String>),
+    /// The first line gptme would load as a message: `None` before one is seen, `Some(None)`
+    /// when it has no timestamp.
+    pub first_message_time: Option<Option<f64>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -71,7 +76,10 @@ impl ListingTotals {
             }
         }
         if contains(stripped, b"\"user\"") || contains(stripped, b"\"assistant\"") {
-            self.last_role_line = Some(stripped.to_vec());
+            self.last_message = match decoded {
+                LineContent::Message(m) => preview(m.role.as_str(), &m.content),
+                _ => parse_preview(stripped),
+            };
         }
         if contains(stripped, b"\"metadata\"") {
             // For a message, its metadata is what json.loads(line)["metadata"] gives; other
@@ -138,9 +146,26 @@ impl ListingTotals {
         }
     }
 
-    /// The role and preview of the last user or assistant message, as gptme's `_parse_preview`.
-    pub fn last_message(&self) -> (Option<String>, Option<String>) {
-        self.last_role_line.as_deref().map_or((None, None), parse_preview)
+    /// Restores running totals from their stored form, so that more lines can be fed.
+    pub fn restore(models_usage_json: &str, base: ListingTotals) -> ListingTotals {
+        let mut totals = base;
+        totals.models_usage = match json::parse(models_usage_json).map(|p| p.value) {
+            Ok(Json::Object(models)) => models
+                .into_iter()
+                .map(|(model, u)| {
+                    let int = |k: &str| u.get(k).and_then(Json::as_i64).unwrap_or(0);
+                    let usage = ModelUsage {
+                        cost: u.get("cost").and_then(Json::as_f64).unwrap_or(f64::NAN),
+                        input_tokens: int("input_tokens"),
+                        output_tokens: int("output_tokens"),
+                        cache_read_tokens: int("cache_read_tokens"),
+                    };
+                    (model, usage)
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        totals
     }
 
     /// `models_usage` as a JSON object (a cost that is not a finite number is `null`, so that
@@ -166,6 +191,62 @@ impl ListingTotals {
     }
 }
 
+/// Writes the totals of conversation `conversation_id` (`modified`: conversation.jsonl's mtime).
+pub fn save(conn: &Connection, conversation_id: i64, t: &ListingTotals, modified: f64) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "UPDATE conversations SET created = ?2, modified = ?3, message_count = ?4,
+            model = ?5, total_cost = ?6, input_tokens = ?7, output_tokens = ?8, cache_read_tokens = ?9,
+            cache_creation_tokens = ?10, models_usage = ?11, last_role = ?12, last_preview = ?13,
+            first_message_seen = ?14, first_message_time = ?15
+         WHERE id = ?1",
+    )?
+    .execute(params![
+        conversation_id,
+        t.created(modified),
+        modified,
+        t.message_count,
+        t.model,
+        Some(t.total_cost).filter(|c| c.is_finite()),
+        t.input_tokens,
+        t.output_tokens,
+        t.cache_read_tokens,
+        t.cache_creation_tokens,
+        t.models_usage_json(),
+        t.last_message.0,
+        t.last_message.1,
+        t.first_message_time.is_some(),
+        t.first_message_time.flatten(),
+    ])?;
+    Ok(())
+}
+
+/// Reads back what [`save`] wrote, ready to be fed more lines.
+pub fn load(conn: &Connection, conversation_id: i64) -> Result<ListingTotals, StoreError> {
+    let (base, models_usage) = conn.query_row(
+        "SELECT message_count, model, total_cost, input_tokens, output_tokens, cache_read_tokens,
+                cache_creation_tokens, models_usage, last_role, last_preview, first_message_seen, first_message_time
+         FROM conversations WHERE id = ?1",
+        [conversation_id],
+        |r| {
+            let seen: bool = r.get(10)?;
+            let base = ListingTotals {
+                message_count: r.get(0)?,
+                model: r.get(1)?,
+                total_cost: r.get::<_, Option<f64>>(2)?.unwrap_or(f64::NAN),
+                input_tokens: r.get(3)?,
+                output_tokens: r.get(4)?,
+                cache_read_tokens: r.get(5)?,
+                cache_creation_tokens: r.get(6)?,
+                models_usage: Vec::new(),
+                last_message: (r.get(8)?, r.get(9)?),
+                first_message_time: seen.then(|| r.get::<_, Option<f64>>(11)).transpose()?,
+            };
+            Ok((base, r.get::<_, String>(7)?))
+        },
+    )?;
+    Ok(ListingTotals::restore(&models_usage, base))
+}
+
 /// `json.loads(line).get("metadata")` when truthy and an object.
 fn line_metadata(line: &[u8]) -> Option<Json> {
     let text = std::str::from_utf8(line).ok()?;
@@ -174,15 +255,23 @@ fn line_metadata(line: &[u8]) -> Option<Json> {
     matches!(meta, Json::Object(ref m) if !m.is_empty()).then_some(meta)
 }
 
-/// gptme's preview: think blocks removed, whitespace collapsed, cut at 100 characters + `...`.
+/// gptme's `_parse_preview` of a line that is not a decodable message.
 fn parse_preview(line: &[u8]) -> (Option<String>, Option<String>) {
     let Some(value) = std::str::from_utf8(line).ok().and_then(|t| json::parse(t).ok()).map(|p| p.value) else {
         return (None, None);
     };
-    let Some(role) = value.get("role").and_then(Json::as_str).filter(|r| *r == "user" || *r == "assistant") else {
+    let Some(role) = value.get("role").and_then(Json::as_str) else {
         return (None, None);
     };
-    let content = value.get("content").and_then(Json::as_str).unwrap_or("");
+    preview(role, value.get("content").and_then(Json::as_str).unwrap_or(""))
+}
+
+/// gptme's preview: only for user and assistant messages; think blocks removed, whitespace
+/// collapsed, cut at 100 characters + `...`.
+fn preview(role: &str, content: &str) -> (Option<String>, Option<String>) {
+    if role != "user" && role != "assistant" {
+        return (None, None);
+    }
     let content = strip_think_blocks(content);
     let collapsed = content.split_whitespace().collect::<Vec<_>>().join(" ");
     if collapsed.is_empty() {
@@ -256,7 +345,7 @@ mod tests {
         assert_eq!((t.input_tokens, t.output_tokens, t.cache_read_tokens), (16, 3, 5));
         assert_eq!(t.total_cost, 0.25);
         assert_eq!(t.created(9.0), 1767225600.0);
-        assert_eq!(t.last_message(), (Some("assistant".into()), Some("old".into())));
+        assert_eq!(t.last_message, (Some("assistant".into()), Some("old".into())));
         assert_eq!(t.models_usage.len(), 2);
     }
 }

@@ -206,7 +206,7 @@ enum Item {
     LargeBlob { rel: String, mode: u32, mtime_ns: i64, sha256: [u8; 32], size: u64, path: PathBuf },
     Config(Result<ChatConfig, String>),
     Workspace(String),
-    StartDocument { rel: String, kind: DocumentKind, name: String, mode: u32, mtime_ns: i64 },
+    StartDocument { rel: String, kind: DocumentKind, name: String, mode: u32, mtime_ns: i64, size: u64 },
     /// `decoded` is `None` for a line whose digest was already sent in this conversation.
     MessageLine { line_no: i64, digest: LineDigest, line: Vec<u8>, decoded: Option<DecodedLine> },
     EventLine { line_no: i64, line: Vec<u8>, decoded: EventLine, nested: Vec<LineDigest> },
@@ -309,7 +309,7 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, send: &mut dyn FnMut(Item) ->
                     if is_main {
                         modified = mtime_seconds(&f.meta);
                     }
-                    if !send(Item::StartDocument { rel, kind: doc_kind, name: doc_name, mode, mtime_ns }) {
+                    if !send(Item::StartDocument { rel, kind: doc_kind, name: doc_name, mode, mtime_ns, size: f.meta.len() }) {
                         return Ok(false);
                     }
                     let file = File::open(&abs).map_err(io)?;
@@ -499,8 +499,8 @@ fn apply(batch: &mut WriteBatch, dir: &Path, first: Item, next: &mut dyn FnMut()
                 Ok(())
             }
             Item::Workspace(w) => writer.set_workspace(&w),
-            Item::StartDocument { rel, kind, name, mode, mtime_ns } => {
-                let id = writer.start_document(&rel, kind, &name, mode, mtime_ns).map_err(store_err).map_err(failed)?;
+            Item::StartDocument { rel, kind, name, mode, mtime_ns, size } => {
+                let id = writer.start_document(&rel, kind, &name, mode, mtime_ns, size).map_err(store_err).map_err(failed)?;
                 document = Some((id, rel));
                 Ok(())
             }
