@@ -5,10 +5,12 @@
 //! - [`codec`]: gptme's file formats, byte for byte;
 //! - [`store`]: the SQLite database (schema migrations, writes, queries);
 //! - [`sync`]: moving conversations between gptme directories and the store;
+//! - [`ops`]: gptme's log operations (append, edit, undo, branch, …) on store and directory;
 //! - [`cli`]: the `sessiondb` command line.
 
 pub mod codec;
 pub mod model;
+pub mod ops;
 pub mod store;
 pub mod sync;
 pub mod cli;

@@ -11,11 +11,20 @@ use crate::sync::ingest::{self, format_warning, IngestError, Outcome};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// gptme's logs root [default: $GPTME_LOGS_HOME, else $XDG_DATA_HOME/gptme/logs, else ~/.local/share/gptme/logs]
+    /// gptme's logs root [default: $GPTME_LOGS_HOME, else $XDG_DATA_HOME/gptme/logs, else
+    /// ~/.local/share/gptme/logs]; with --toml, the CHAT_ID whose branch is replaced
+    #[arg(value_name = "LOGS_DIR | CHAT_ID")]
     logs_dir: Option<PathBuf>,
     /// Print a machine-readable summary
     #[arg(long)]
     json: bool,
+    /// Instead: replace a branch of CHAT_ID with the messages of this TOML file (gptme's
+    /// editable layout; a backup branch is kept)
+    #[arg(long, value_name = "FILE", requires = "logs_dir")]
+    toml: Option<PathBuf>,
+    /// With --toml: the branch to replace
+    #[arg(long, default_value = "main")]
+    branch: String,
 }
 
 /// Conversations are committed in batches of about this many bytes: few enough commits that
@@ -38,6 +47,9 @@ struct Summary {
 }
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
+    if let (Some(file), Some(chat_id)) = (&args.toml, &args.logs_dir) {
+        return super::ops::import_toml(store, file, &chat_id.to_string_lossy(), &args.branch);
+    }
     let root = args
         .logs_dir
         .or_else(ingest::default_logs_root)

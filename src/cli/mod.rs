@@ -5,6 +5,7 @@
 mod export;
 mod import;
 mod list;
+mod ops;
 mod show;
 
 use std::path::PathBuf;
@@ -34,6 +35,22 @@ enum Command {
     List(list::Args),
     /// Print the messages of one branch of a conversation
     Show(show::Args),
+    /// Create an empty conversation in gptme's logs root
+    New(ops::NewArgs),
+    /// Append a message (attachments stored as gptme stores them)
+    Append(ops::AppendArgs),
+    /// Remove the last messages, as gptme's undo does (with a backup branch)
+    Undo(ops::UndoArgs),
+    /// Replace a branch's messages from TOML (a file, or your editor)
+    Edit(ops::EditArgs),
+    /// Create a branch from another one
+    Branch(ops::BranchArgs),
+    /// List a conversation's branches
+    Branches(ops::BranchesArgs),
+    /// Show where two branches differ
+    Diff(ops::DiffArgs),
+    /// Who speaks next when the conversation is resumed, and why
+    Next(ops::NextArgs),
 }
 
 /// A failure to report: the message is printed as `sessiondb: <message>`.
@@ -72,6 +89,14 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Export(args) => export::run(&store, args),
         Command::List(args) => list::run(&store, args),
         Command::Show(args) => show::run(&store, args),
+        Command::New(args) => ops::new(&store, args),
+        Command::Append(args) => ops::append(&store, args),
+        Command::Undo(args) => ops::undo(&store, args),
+        Command::Edit(args) => ops::edit(&store, args),
+        Command::Branch(args) => ops::branch(&store, args),
+        Command::Branches(args) => ops::branches(&store, args),
+        Command::Diff(args) => ops::diff(&store, args),
+        Command::Next(args) => ops::next(&store, args),
     }
 }
 

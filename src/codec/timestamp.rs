@@ -115,6 +115,22 @@ fn parse_clock(text: &str) -> Option<NaiveTime> {
     NaiveTime::from_hms_micro_opt(h, m, s, micros)
 }
 
+/// What gptme writes back for a timestamp it read: `isoformat()` of `isoparse(text)`
+/// (microseconds only when non-zero, a UTC offset as `+HH:MM`, `Z` as `+00:00`). `None` when
+/// the text is not a timestamp gptme reads.
+pub fn normalise(text: &str) -> Option<String> {
+    let t = parse(text)?;
+    let base = format_naive(t.naive);
+    Some(match t.offset_seconds {
+        None => base,
+        Some(off) => {
+            let sign = if off < 0 { '-' } else { '+' };
+            let off = off.abs();
+            format!("{base}{sign}{:02}:{:02}", off / 3600, off % 3600 / 60)
+        }
+    })
+}
+
 /// Formats a naive local time as Python's `datetime.isoformat()` (microseconds only when
 /// non-zero), which is how gptme writes message timestamps.
 pub fn format_naive(dt: NaiveDateTime) -> String {
@@ -157,6 +173,15 @@ mod tests {
         assert_eq!(parse("4052-07-03:00:0-\u{fffd}0"), None);
         assert_eq!(parse("2026-07-16T10:00:00+0\u{e9}"), None);
         assert_eq!(parse("2026-07-16T10:00:00+\u{e9}:00"), None);
+    }
+
+    #[test]
+    fn normalises_like_python_isoformat() {
+        assert_eq!(normalise("2026-07-16T10:00:00.000000").as_deref(), Some("2026-07-16T10:00:00"));
+        assert_eq!(normalise("2026-07-16T10:00:00.5").as_deref(), Some("2026-07-16T10:00:00.500000"));
+        assert_eq!(normalise("2026-07-16T10:00:00Z").as_deref(), Some("2026-07-16T10:00:00+00:00"));
+        assert_eq!(normalise("2026-07-16 10:00").as_deref(), Some("2026-07-16T10:00:00"));
+        assert_eq!(normalise("2026-07-16T10:00:00-0530").as_deref(), Some("2026-07-16T10:00:00-05:30"));
     }
 
     #[test]

@@ -9,10 +9,11 @@
 mod batch;
 pub mod fts;
 mod import;
+pub mod live;
 pub mod rows;
 pub mod queries;
 pub mod schema;
-mod totals;
+pub mod totals;
 
 use std::path::{Path, PathBuf};
 

@@ -279,6 +279,31 @@ pub fn for_each_line(
     Ok(())
 }
 
+/// One stored line of a branch, view or lossless document.
+#[derive(Debug, Clone)]
+pub struct StoredLine {
+    /// The message, or `None` for a blank or damaged line.
+    pub message: Option<Message>,
+    /// The line's bytes, exactly as imported or written.
+    pub line: Vec<u8>,
+}
+
+/// Every line of a branch, view or lossless document, in order.
+pub fn document_lines(conn: &rusqlite::Connection, document_id: i64) -> Result<Vec<StoredLine>, StoreError> {
+    let sql = format!(
+        "SELECT {MESSAGE_COLUMNS} FROM document_lines dl JOIN messages m ON m.id = dl.message_id
+         WHERE dl.document_id = ?1 ORDER BY dl.line_no"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map([document_id], |r| message_from_row(r, 0))?;
+    let mut out = Vec::new();
+    for row in rows {
+        let row = row?;
+        out.push(StoredLine { line: row.line()?, message: row.message });
+    }
+    Ok(out)
+}
+
 /// The messages of one branch (`main` is `conversation.jsonl`), skipping lines that are not
 /// messages, each with its line as stored.
 pub fn branch_messages(conn: &rusqlite::Connection, chat_id: &str, branch: &str) -> Result<Vec<(Message, Vec<u8>)>, StoreError> {
@@ -291,21 +316,7 @@ pub fn branch_messages(conn: &rusqlite::Connection, chat_id: &str, branch: &str)
         )
         .optional()?
         .ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: branch.to_owned() })?;
-    let sql = format!(
-        "SELECT {MESSAGE_COLUMNS} FROM document_lines dl JOIN messages m ON m.id = dl.message_id
-         WHERE dl.document_id = ?1 ORDER BY dl.line_no"
-    );
-    let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt.query_map([document_id], |r| message_from_row(r, 0))?;
-    let mut out = Vec::new();
-    for row in rows {
-        let row = row?;
-        let line = row.line()?;
-        if let Some(m) = row.message {
-            out.push((m, line));
-        }
-    }
-    Ok(out)
+    Ok(document_lines(conn, document_id)?.into_iter().filter_map(|l| l.message.map(|m| (m, l.line))).collect())
 }
 
 /// Branch names of a conversation, `main` first.

@@ -175,6 +175,11 @@ fn stays_inside(rel: &str, target: &Path) -> bool {
 }
 
 /// A digest of every entry's identity and attributes: equal digests mean nothing changed.
+///
+/// Files count by mode, size, mtime and inode (an atomic rewrite is a new inode); symlinks by
+/// target and mtime; directories by mode only, since what they contain is listed itself and
+/// their mtimes move whenever a temporary file comes and goes. ctime is left out for the same
+/// reason: sessiondb's own hard-linked backups touch it without changing anything.
 fn fingerprint(dir: &Path, found: &[Found], links: &[(usize, Vec<u8>)]) -> Vec<u8> {
     let mut h = Sha256::new();
     h.update(dir.as_os_str().as_bytes());
@@ -182,7 +187,11 @@ fn fingerprint(dir: &Path, found: &[Found], links: &[(usize, Vec<u8>)]) -> Vec<u
         let m = &f.meta;
         h.update(b"\n");
         h.update(f.rel.as_bytes());
-        let fields = [m.mode() as i64, m.len() as i64, m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec(), m.ino() as i64];
+        let fields: Vec<i64> = if m.is_dir() {
+            vec![m.mode() as i64]
+        } else {
+            vec![m.mode() as i64, m.len() as i64, m.mtime(), m.mtime_nsec(), m.ino() as i64]
+        };
         for v in fields {
             h.update(v.to_le_bytes());
         }
@@ -191,6 +200,21 @@ fn fingerprint(dir: &Path, found: &[Found], links: &[(usize, Vec<u8>)]) -> Vec<u
         }
     }
     h.finalize().to_vec()
+}
+
+/// The fingerprint of a conversation directory as it is now (see [`fingerprint`]).
+pub fn directory_fingerprint(dir: &Path) -> Result<Vec<u8>, IngestError> {
+    let dir = std::path::absolute(dir).map_err(|source| IngestError::Io { path: dir.to_owned(), source })?;
+    let found = walk(&dir)?;
+    let mut links = Vec::new();
+    for (i, f) in found.iter().enumerate() {
+        if f.meta.file_type().is_symlink() {
+            let abs = dir.join(&f.rel);
+            let target = fs::read_link(&abs).map_err(|source| IngestError::Io { path: abs.clone(), source })?;
+            links.push((i, target.as_os_str().as_bytes().to_vec()));
+        }
+    }
+    Ok(fingerprint(&dir, &found, &links))
 }
 
 /// How a conversation directory reaches the store: the producer ([`prepare`]) turns the

@@ -78,24 +78,13 @@ pub fn export_conversation(conn: &rusqlite::Connection, chat_id: &str, target_ro
                 stats.files += 1;
             }
             EntryKind::Document { id, kind, ends_with_newline } => {
-                let mut result = Ok(());
+                let mut result = Ok(0);
                 write_atomic(&path, entry.mode, entry.mtime_ns, |out| {
-                    let mut first = true;
-                    result = queries::for_each_line(conn, *id, *kind, |line| {
-                        if !first {
-                            out.write_all(b"\n")?;
-                        }
-                        first = false;
-                        stats.bytes += line.len() as u64 + 1;
-                        out.write_all(line)
-                    });
-                    if !first && *ends_with_newline {
-                        out.write_all(b"\n")?;
-                    }
+                    result = write_document(conn, *id, *kind, *ends_with_newline, out);
                     Ok(())
                 })
                 .map_err(io_at(&path))?;
-                result?;
+                stats.bytes += result?;
                 stats.files += 1;
             }
         }
@@ -110,6 +99,32 @@ pub fn export_conversation(conn: &rusqlite::Connection, chat_id: &str, target_ro
         let _ = sync_dir(parent);
     }
     Ok(stats)
+}
+
+/// Writes a document's lines, exactly as stored, to `out`; returns the bytes written.
+pub fn write_document(
+    conn: &rusqlite::Connection,
+    document_id: i64,
+    kind: crate::store::DocumentKind,
+    ends_with_newline: bool,
+    out: &mut dyn std::io::Write,
+) -> Result<u64, StoreError> {
+    let mut first = true;
+    let mut bytes = 0;
+    queries::for_each_line(conn, document_id, kind, |line| {
+        if !first {
+            out.write_all(b"\n")?;
+            bytes += 1;
+        }
+        first = false;
+        bytes += line.len() as u64;
+        out.write_all(line)
+    })?;
+    if !first && ends_with_newline {
+        out.write_all(b"\n").map_err(|source| StoreError::Io { path: format!("document {document_id}"), source })?;
+        bytes += 1;
+    }
+    Ok(bytes)
 }
 
 /// A stored entry path must be relative and must not climb: the store may have been written by

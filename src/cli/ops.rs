@@ -1,0 +1,310 @@
+//! The log-operation commands: new, append, undo, edit, branch, branches, diff, next.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use super::Failure;
+use crate::codec::json;
+use crate::codec::timestamp::format_naive;
+use crate::codec::toml_log::{messages_to_toml, toml_to_messages};
+use crate::model::resume::{next_speaker, Next};
+use crate::model::{Log, Message, Role};
+use crate::ops::{self, with_session};
+use crate::store::{queries, Store};
+use crate::sync::ingest::default_logs_root;
+
+#[derive(clap::Args)]
+pub struct NewArgs {
+    chat_id: String,
+    /// Display name (config.toml's [chat] name)
+    #[arg(long)]
+    name: Option<String>,
+    /// gptme's logs root to create it in [default: as for import]
+    #[arg(long, value_name = "DIR")]
+    logs_dir: Option<PathBuf>,
+}
+
+pub fn new(store: &Store, args: NewArgs) -> Result<i32, Failure> {
+    let root = args.logs_dir.or_else(default_logs_root).ok_or_else(|| Failure("cannot find gptme's logs: give --logs-dir".into()))?;
+    let created = ops::new_conversation(store, &root, &args.chat_id, args.name.as_deref())?;
+    println!("created {} in {}", created.chat_id, created.dir.display());
+    Ok(0)
+}
+
+#[derive(clap::Args)]
+pub struct AppendArgs {
+    chat_id: String,
+    /// system, user or assistant
+    #[arg(long)]
+    role: String,
+    /// The message text
+    #[arg(long, conflicts_with = "stdin", required_unless_present = "stdin")]
+    content: Option<String>,
+    /// Read the message text from standard input
+    #[arg(long)]
+    stdin: bool,
+    #[arg(long)]
+    pinned: bool,
+    #[arg(long)]
+    hide: bool,
+    /// Drop from the model's context after N more assistant turns
+    #[arg(long, value_name = "N")]
+    ttl: Option<i64>,
+    #[arg(long, value_name = "ID")]
+    call_id: Option<String>,
+    /// Attach a file (stored by content hash in files/, as gptme stores it)
+    #[arg(long = "file", value_name = "PATH")]
+    files: Vec<PathBuf>,
+    /// Metadata as a JSON object
+    #[arg(long, value_name = "JSON")]
+    metadata: Option<String>,
+    #[arg(long, default_value = "main")]
+    branch: String,
+    /// The message's timestamp, ISO 8601 as gptme writes it [default: now, local time]
+    #[arg(long, value_name = "TIME")]
+    timestamp: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn append(store: &Store, args: AppendArgs) -> Result<i32, Failure> {
+    let role = match args.role.as_str() {
+        "system" | "user" | "assistant" => Role::parse(&args.role),
+        other => return Err(Failure(format!("--role must be system, user or assistant, not {other:?}"))),
+    };
+    let content = match args.content {
+        Some(c) => c,
+        None => {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text).map_err(|e| Failure(format!("reading standard input: {e}")))?;
+            text
+        }
+    };
+    // gptme stamps messages with datetime.now(): naive local time.
+    let timestamp = match args.timestamp {
+        Some(t) => crate::codec::timestamp::normalise(&t).ok_or_else(|| Failure(format!("--timestamp {t:?} is not ISO 8601")))?,
+        None => format_naive(chrono::Local::now().naive_local()),
+    };
+    let mut message = Message::new(role, content, Some(timestamp));
+    message.pinned = args.pinned;
+    message.hide = args.hide;
+    message.ephemeral_ttl = args.ttl;
+    message.call_id = args.call_id;
+    for file in &args.files {
+        let absolute = std::path::absolute(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+        if !absolute.is_file() {
+            return Err(Failure(format!("{}: not a file", file.display())));
+        }
+        message.files.push(absolute.to_string_lossy().into_owned());
+    }
+    if let Some(text) = &args.metadata {
+        let value = json::parse(text).map_err(|e| Failure(format!("--metadata: {e}")))?.value;
+        if !matches!(value, json::Json::Object(_)) {
+            return Err(Failure("--metadata must be a JSON object".into()));
+        }
+        message.metadata = Some(value);
+    }
+    let appended = with_session(store, &args.chat_id, |s| s.append(&args.branch, &message))?;
+    if args.json {
+        let out = serde_json::json!({
+            "line": String::from_utf8_lossy(&appended.line),
+            "view": appended.view,
+            "seq": appended.seq,
+            "checkpoint_seq": appended.checkpoint_seq,
+        });
+        println!("{out}");
+    } else {
+        let view = appended.view.map(|v| format!(" and view {v}")).unwrap_or_default();
+        println!("appended to {}{} (event {})", args.branch, view, appended.seq);
+    }
+    Ok(0)
+}
+
+#[derive(clap::Args)]
+pub struct UndoArgs {
+    chat_id: String,
+    /// How many messages to remove
+    #[arg(short = 'n', default_value_t = 1)]
+    n: usize,
+    #[arg(long, default_value = "main")]
+    branch: String,
+}
+
+pub fn undo(store: &Store, args: UndoArgs) -> Result<i32, Failure> {
+    match with_session(store, &args.chat_id, |s| s.undo(&args.branch, args.n))? {
+        None => println!("Nothing to undo."),
+        Some((removed, backup)) => {
+            for m in &removed {
+                let text: String = m.content.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(50).collect();
+                println!("undid {}: {text}", m.role.as_str());
+            }
+            if let Some(b) = backup {
+                println!("backup branch: {b}");
+            }
+        }
+    }
+    Ok(0)
+}
+
+#[derive(clap::Args)]
+pub struct EditArgs {
+    chat_id: String,
+    #[arg(long, default_value = "main")]
+    branch: String,
+    /// Take the new messages from this TOML file instead of opening an editor
+    #[arg(long, value_name = "FILE")]
+    toml: Option<PathBuf>,
+}
+
+/// Runs `$VISUAL` (else `$EDITOR`, else `vi`) on `path`; true when it exited successfully.
+fn run_editor(path: &std::path::Path) -> Result<bool, Failure> {
+    let editor = std::env::var("VISUAL").or_else(|_| std::env::var("EDITOR")).unwrap_or_else(|_| "vi".into());
+    // The variable may hold arguments ("code --wait"), so let the shell split it.
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{editor} \"$1\""))
+        .arg("sh")
+        .arg(path)
+        .status()
+        .map_err(|e| Failure(format!("cannot run editor {editor:?}: {e}")))?;
+    Ok(status.success())
+}
+
+pub fn edit(store: &Store, args: EditArgs) -> Result<i32, Failure> {
+    let text = match &args.toml {
+        Some(file) => std::fs::read_to_string(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?,
+        None => {
+            let conn = store.connection()?;
+            let current: Vec<Message> = queries::branch_messages(&conn, &args.chat_id, &args.branch)?.into_iter().map(|(m, _)| m).collect();
+            drop(conn);
+            let original = messages_to_toml(&current);
+            let file = tempfile::Builder::new().prefix("sessiondb-edit-").suffix(".toml").tempfile().map_err(Failure::from)?;
+            std::fs::write(file.path(), &original).map_err(Failure::from)?;
+            if !run_editor(file.path())? {
+                println!("editor failed; nothing changed");
+                return Ok(1);
+            }
+            let edited = std::fs::read_to_string(file.path()).map_err(Failure::from)?;
+            if edited == original {
+                println!("no changes");
+                return Ok(0);
+            }
+            edited
+        }
+    };
+    let source = args.toml.as_ref().map_or("the edited TOML".to_owned(), |p| p.display().to_string());
+    let messages = toml_to_messages(&text).map_err(|e| Failure(format!("{source}: {e}; nothing changed")))?;
+    let backup = with_session(store, &args.chat_id, |s| s.edit(&args.branch, &messages))?;
+    println!("edited {} ({} messages); backup branch: {backup}", args.branch, messages.len());
+    Ok(0)
+}
+
+#[derive(clap::Args)]
+pub struct BranchArgs {
+    chat_id: String,
+    name: String,
+    /// The branch to copy
+    #[arg(long, default_value = "main")]
+    from: String,
+}
+
+pub fn branch(store: &Store, args: BranchArgs) -> Result<i32, Failure> {
+    let created = with_session(store, &args.chat_id, |s| s.branch(&args.name, &args.from))?;
+    println!("{} {}", if created { "created branch" } else { "branch exists:" }, args.name);
+    Ok(0)
+}
+
+#[derive(clap::Args)]
+pub struct BranchesArgs {
+    chat_id: String,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn branches(store: &Store, args: BranchesArgs) -> Result<i32, Failure> {
+    let conn = store.connection()?;
+    let mut rows = Vec::new();
+    for name in queries::branch_names(&conn, &args.chat_id)? {
+        let count = queries::branch_messages(&conn, &args.chat_id, &name)?.len();
+        rows.push((name, count));
+    }
+    if args.json {
+        let out: Vec<_> = rows.iter().map(|(n, c)| serde_json::json!({"branch": n, "messages": c})).collect();
+        println!("{}", serde_json::to_string_pretty(&out).expect("serialisable"));
+    } else {
+        for (name, count) in rows {
+            println!("{name}\t{count} messages");
+        }
+    }
+    Ok(0)
+}
+
+#[derive(clap::Args)]
+pub struct DiffArgs {
+    chat_id: String,
+    a: String,
+    b: String,
+}
+
+pub fn diff(store: &Store, args: DiffArgs) -> Result<i32, Failure> {
+    let conn = store.connection()?;
+    let load = |b: &str| -> Result<Log, Failure> {
+        Ok(Log::new(queries::branch_messages(&conn, &args.chat_id, b)?.into_iter().map(|(m, _)| m).collect()))
+    };
+    let (a, b) = (load(&args.a)?, load(&args.b)?);
+    match a.first_difference(&b) {
+        None => println!("{} and {} are the same", args.a, args.b),
+        Some(at) => {
+            println!("{} and {} differ from message {}", args.a, args.b, at + 1);
+            for m in &a.messages()[at..] {
+                println!("+ {}: {}", m.role.as_str(), m.content);
+            }
+            for m in &b.messages()[at..] {
+                println!("- {}: {}", m.role.as_str(), m.content);
+            }
+        }
+    }
+    Ok(0)
+}
+
+#[derive(clap::Args)]
+pub struct NextArgs {
+    chat_id: String,
+    #[arg(long, default_value = "main")]
+    branch: String,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn next(store: &Store, args: NextArgs) -> Result<i32, Failure> {
+    let conn = store.connection()?;
+    let messages: Vec<Message> = queries::branch_messages(&conn, &args.chat_id, &args.branch)?.into_iter().map(|(m, _)| m).collect();
+    let (who, reason) = next_speaker(&messages);
+    let who = match who {
+        Next::User => "user",
+        Next::Assistant => "assistant",
+    };
+    if args.json {
+        println!("{}", serde_json::json!({"next": who, "reason": reason.name(), "explanation": reason.describe()}));
+    } else {
+        println!("{who}: {}", reason.describe());
+    }
+    Ok(0)
+}
+
+/// `export --format toml`: one branch as gptme's editable TOML, on standard output.
+pub fn export_toml(store: &Store, chat_id: &str, branch: &str) -> Result<i32, Failure> {
+    let conn = store.connection()?;
+    let messages: Vec<Message> = queries::branch_messages(&conn, chat_id, branch)?.into_iter().map(|(m, _)| m).collect();
+    print!("{}", messages_to_toml(&messages));
+    Ok(0)
+}
+
+/// `import --toml FILE CHAT_ID`: replaces a branch with the file's messages (an edit).
+pub fn import_toml(store: &Store, file: &std::path::Path, chat_id: &str, branch: &str) -> Result<i32, Failure> {
+    let text = std::fs::read_to_string(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
+    let messages = toml_to_messages(&text).map_err(|e| Failure(format!("{}: {e}; nothing changed", file.display())))?;
+    let backup = with_session(store, chat_id, |s| s.edit(branch, &messages))?;
+    println!("replaced {branch} with {} messages from {}; backup branch: {backup}", messages.len(), file.display());
+    Ok(0)
+}

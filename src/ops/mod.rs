@@ -1,0 +1,476 @@
+//! gptme's log operations on the store: what `LogManager` does, with the same results on disk.
+//!
+//! Every operation runs in a [`Session`]: it takes the conversation's gptme lock (refusing a
+//! conversation a live gptme holds), opens one write transaction, and first re-reads the
+//! directory if something else changed it since the store last saw it. It then changes rows
+//! and files together — files through a [`DirTransaction`], so that any failure before the
+//! commit puts the directory back as it was — and commits both. Appends cost the same however
+//! long the conversation is: one row or two, one line appended to `conversation.jsonl` and one
+//! to `events.jsonl` (plus gptme's periodic checkpoint, which snapshots the whole list).
+
+mod conversation;
+mod normalise;
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::params;
+
+use crate::codec::events::{Event, Payload, CHECKPOINT_INTERVAL, CHECKPOINT, MESSAGE_APPEND, MESSAGE_EDIT, UNDO};
+use crate::codec::json::Json;
+use crate::model::Message;
+use crate::store::live::{self, Doc, LiveConversation};
+use crate::store::{DocumentKind, Store, StoreError, WriteBatch};
+use crate::sync::dirtx::{DirError, DirTransaction, FileStat};
+use crate::sync::gptme_lock::{self, ConversationLock, LockError};
+use crate::sync::ingest::{self, IngestError};
+
+pub use conversation::{new_conversation, NewConversation};
+pub use normalise::normalise_for_rewrite;
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpsError {
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Lock(#[from] LockError),
+    #[error("{0}")]
+    Dir(#[from] DirError),
+    #[error("{0}")]
+    Ingest(#[from] IngestError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<rusqlite::Error> for OpsError {
+    fn from(e: rusqlite::Error) -> Self {
+        OpsError::Store(StoreError::Sqlite(e))
+    }
+}
+
+/// The result of an append.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    /// The line written (what gptme writes for the message).
+    pub line: Vec<u8>,
+    /// The view that received the message too, when one was active.
+    pub view: Option<String>,
+    /// The event's sequence number, and the checkpoint's when one was due.
+    pub seq: i64,
+    pub checkpoint_seq: Option<i64>,
+}
+
+/// One operation on one conversation, in progress.
+pub struct Session<'c> {
+    batch: WriteBatch<'c>,
+    conv: LiveConversation,
+    dir: DirTransaction,
+    _lock: ConversationLock,
+}
+
+/// Runs `op` on conversation `chat_id` as one transaction over the store and its directory.
+pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Session) -> Result<T, OpsError>) -> Result<T, OpsError> {
+    let mut conn = store.connection()?;
+    let dir = live::load_conversation(&conn, chat_id)?.dir;
+    if !dir.join("conversation.jsonl").exists() {
+        return Err(OpsError::Invalid(format!("{}: the conversation directory is gone (run `sessiondb import`)", dir.display())));
+    }
+    // The directory lock first, then the database lock: every writer takes them in this order.
+    let lock = gptme_lock::acquire(&dir)?;
+    let mut batch = WriteBatch::begin(&mut conn)?;
+    let stored: Vec<u8> = batch.conn().query_row("SELECT fingerprint FROM conversations WHERE chat_id = ?1", [chat_id], |r| r.get(0))?;
+    if ingest::directory_fingerprint(&dir)? != stored {
+        // gptme (or a person) changed the directory: operate on what is there now.
+        ingest::import_conversation(&mut batch, &dir)?;
+    }
+    let conv = live::load_conversation(batch.conn(), chat_id)?;
+    let mut session = Session { batch, conv, dir: DirTransaction::new(), _lock: lock };
+    let out = op(&mut session)?;
+    let Session { batch, conv, dir, _lock } = session;
+    let fingerprint = ingest::directory_fingerprint(&conv.dir)?;
+    batch.conn().execute("UPDATE conversations SET fingerprint = ?2 WHERE id = ?1", params![conv.id, fingerprint])?;
+    batch.finish()?;
+    dir.commit()?;
+    Ok(out)
+}
+
+/// Permission bits of a file created with `open(..., "a")` under the current umask, as gptme's
+/// event log and bookmarks are created.
+fn umask_mode() -> u32 {
+    // SAFETY: umask only swaps the process's file mode mask; it is restored at once.
+    let mask = unsafe {
+        let old = libc::umask(0o022);
+        libc::umask(old);
+        old
+    };
+    0o666 & !(mask as u32)
+}
+
+/// gptme writes transcripts through temporary files: mode 0600.
+const TRANSCRIPT_MODE: u32 = 0o600;
+const DIR_MODE: u32 = 0o755;
+
+fn now_utc_iso() -> String {
+    let now = chrono::Utc::now();
+    crate::codec::timestamp::format_utc(now.timestamp_micros() as f64 / 1e6)
+}
+
+impl Session<'_> {
+    pub fn conversation(&self) -> &LiveConversation {
+        &self.conv
+    }
+
+    fn conn(&self) -> &rusqlite::Connection {
+        self.batch.conn()
+    }
+
+    fn abs(&self, rel: &str) -> PathBuf {
+        self.conv.dir.join(rel)
+    }
+
+    fn record(&self, rel: &str, stat: FileStat) -> Result<(), OpsError> {
+        live::set_entry_stat(self.conn(), self.conv.id, rel, stat.mode, stat.mtime_ns, stat.size)?;
+        Ok(())
+    }
+
+    fn ensure_dir(&mut self, rel: &str) -> Result<(), OpsError> {
+        live::ensure_dir(self.batch.conn(), self.conv.id, rel, DIR_MODE)?;
+        let abs = self.abs(rel);
+        self.dir.create_dir(&abs, DIR_MODE)?;
+        Ok(())
+    }
+
+    /// The path of a branch's transcript.
+    fn branch_path(name: &str) -> String {
+        if name == "main" {
+            "conversation.jsonl".into()
+        } else {
+            format!("branches/{name}.jsonl")
+        }
+    }
+
+    /// The directory of a branch's event log ("" for main).
+    fn events_dir(name: &str) -> String {
+        if name == "main" {
+            String::new()
+        } else {
+            format!("branches/{name}")
+        }
+    }
+
+    pub fn branch_doc(&self, name: &str) -> Result<Doc, OpsError> {
+        live::find_doc(self.conn(), self.conv.id, DocumentKind::Branch, name)?
+            .ok_or_else(|| StoreError::NoBranch { chat_id: self.conv.chat_id.clone(), branch: name.to_owned() }.into())
+    }
+
+    /// The messages of a document, as gptme holds them in memory (damaged lines skipped,
+    /// legacy forms normalised as gptme's reader normalises them).
+    pub fn messages(&self, doc: &Doc) -> Result<Vec<Message>, OpsError> {
+        let mtime = self.file_mtime(&doc.path)?;
+        Ok(live::doc_lines(self.conn(), doc)?
+            .into_iter()
+            .filter_map(|l| l.message)
+            .map(|m| normalise_for_rewrite(&m, mtime))
+            .collect())
+    }
+
+    fn file_mtime(&self, rel: &str) -> Result<f64, OpsError> {
+        let mtime_ns: i64 = self
+            .conn()
+            .query_row("SELECT mtime_ns FROM entries WHERE conversation_id = ?1 AND path = ?2", params![self.conv.id, rel], |r| r.get(0))
+            .unwrap_or(0);
+        Ok(seconds(mtime_ns))
+    }
+
+    /// The active view of the main branch (gptme's `views/.current` marker), if it names one.
+    pub fn active_view(&self) -> Result<Option<Doc>, OpsError> {
+        let marker: Option<Vec<u8>> = self
+            .conn()
+            .query_row(
+                "SELECT b.data FROM entries e JOIN blobs b ON b.sha256 = e.blob_sha256 WHERE e.conversation_id = ?1 AND e.path = 'views/.current'",
+                [self.conv.id],
+                |r| r.get(0),
+            )
+            .ok();
+        let Some(name) = marker.map(|m| String::from_utf8_lossy(&m).trim().to_owned()) else { return Ok(None) };
+        if name.is_empty() || name.contains('/') || name.contains('\\') {
+            return Ok(None);
+        }
+        Ok(live::find_doc(self.conn(), self.conv.id, DocumentKind::View, &name)?)
+    }
+
+    /// Writes a document's rows as its whole file, atomically.
+    fn rewrite(&mut self, doc: &Doc) -> Result<(), OpsError> {
+        let path = self.abs(&doc.path);
+        let conn = self.batch.conn();
+        let mut result = Ok(0);
+        let stat = self.dir.replace(&path, doc.mode, |out| {
+            result = crate::sync::materialise::write_document(conn, doc.id, doc.kind, true, out);
+            Ok(())
+        })?;
+        result?;
+        self.record(&doc.path, stat)
+    }
+
+    /// Appends one line to a document's file, or rewrites the file when what is on disk cannot
+    /// simply be extended (its last line has no newline).
+    fn write_appended(&mut self, doc: &Doc, before: &Doc, line: &[u8]) -> Result<FileStat, OpsError> {
+        if before.ends_with_newline {
+            let mut bytes = line.to_vec();
+            bytes.push(b'\n');
+            let stat = self.dir.append(&self.abs(&doc.path), before.size, doc.mode, &bytes)?;
+            self.record(&doc.path, stat)?;
+            Ok(stat)
+        } else {
+            self.rewrite(doc)?;
+            Ok(crate::sync::dirtx::stat(&self.abs(&doc.path)).map_err(|source| DirError::Io { path: self.abs(&doc.path), source })?)
+        }
+    }
+
+    /// Stores attachments by content as gptme does (`files/<16 hex of sha256><suffix>`,
+    /// copied with mode and mtime) and returns the message with their hashes filled in.
+    fn store_attachments(&mut self, message: &Message) -> Result<Message, OpsError> {
+        let mut message = message.clone();
+        for file in message.files.clone() {
+            let path = Path::new(&file);
+            if !path.is_absolute() || !path.is_file() {
+                continue; // URIs and missing files are referenced, not stored (as in gptme)
+            }
+            let data = std::fs::read(path).map_err(|source| DirError::Io { path: path.to_owned(), source })?;
+            use sha2::Digest;
+            let hex: String = sha2::Sha256::digest(&data).iter().map(|b| format!("{b:02x}")).collect();
+            let hash = hex[..16].to_owned();
+            let suffix = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+            let rel = format!("files/{hash}{suffix}");
+            self.ensure_dir("files")?;
+            if !self.abs(&rel).exists() {
+                let stat = self.dir.copy_file(path, &self.abs(&rel))?;
+                let sha: [u8; 32] = sha2::Sha256::digest(&data).into();
+                self.conn().execute("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, ?2, ?3)", params![&sha[..], data.len() as i64, data])?;
+                self.conn().execute(
+                    "INSERT OR REPLACE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, ?6)",
+                    params![self.conv.id, rel, stat.mode, stat.mtime_ns, &sha[..], stat.size as i64],
+                )?;
+            }
+            match message.file_hashes.iter_mut().find(|(p, _)| *p == file) {
+                Some(entry) => entry.1 = hash,
+                None => message.file_hashes.push((file.clone(), hash)),
+            }
+        }
+        Ok(message)
+    }
+
+    /// Appends `message` to `branch` as gptme's `LogManager.append` does: attachments stored,
+    /// the line appended (to main and the active view together when one is active), then a
+    /// `message_append` event and, when due, a checkpoint with compaction.
+    pub fn append(&mut self, branch: &str, message: &Message) -> Result<Appended, OpsError> {
+        let message = self.store_attachments(message)?;
+        let before = self.branch_doc(branch)?;
+        let mut doc = before.clone();
+        let view = if branch == "main" { self.active_view()? } else { None };
+        self.ensure_dir("branches")?;
+        let line = live::append_line(self.batch.conn(), self.conv.id, &mut doc, &message)?;
+        let stat = self.write_appended(&doc, &before, &line)?;
+        if branch == "main" {
+            let mut totals = crate::store::totals::load(self.conn(), self.conv.id)?;
+            totals.feed(&line, None);
+            crate::store::totals::save(self.conn(), self.conv.id, &totals, seconds(stat.mtime_ns))?;
+        }
+        // With a view active, gptme's log is the view: it gets the message, and the event log
+        // (main's) snapshots the view at checkpoints.
+        let current = match &view {
+            Some(v) => {
+                let view_before = v.clone();
+                let mut view_doc = v.clone();
+                let view_line = live::append_line(self.batch.conn(), self.conv.id, &mut view_doc, &message)?;
+                self.write_appended(&view_doc, &view_before, &view_line)?;
+                view_doc
+            }
+            None => doc,
+        };
+        let (seq, checkpoint_seq) = self.log_event(branch, MESSAGE_APPEND, Payload::Message(message), &current)?;
+        Ok(Appended { line, view: view.map(|v| v.name), seq, checkpoint_seq })
+    }
+
+    /// Writes one event to `branch`'s event log (creating it as gptme does), then a checkpoint
+    /// of `current` with compaction when the event's seq is a multiple of 50.
+    fn log_event(&mut self, branch: &str, kind: &str, payload: Payload, current: &Doc) -> Result<(i64, Option<i64>), OpsError> {
+        let dir = Self::events_dir(branch);
+        if !dir.is_empty() {
+            self.ensure_dir(&dir)?;
+        }
+        let join = |name: &str| if dir.is_empty() { name.to_owned() } else { format!("{dir}/{name}") };
+        let rel = join("events.jsonl");
+        let sidecar = join(".events.jsonl.lock");
+        let mode = umask_mode();
+        if !self.abs(&sidecar).exists() {
+            let stat = self.dir.append(&self.abs(&sidecar), None, mode, b"")?;
+            self.conn().execute(
+                "INSERT OR IGNORE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, 0)",
+                params![self.conv.id, sidecar, stat.mode, stat.mtime_ns, &empty_blob(self.conn())?[..]],
+            )?;
+        }
+        let before = match live::find_doc(self.conn(), self.conv.id, DocumentKind::Events, branch)? {
+            Some(d) => d,
+            None => live::create_doc(self.conn(), self.conv.id, &rel, DocumentKind::Events, branch, mode)?,
+        };
+        let mut doc = before.clone();
+        let seq = live::next_seq_fast(self.conn(), &doc)?;
+        let event = Event { seq, ts: now_utc_iso(), kind: kind.to_owned(), payload };
+        let line = live::append_event(self.batch.conn(), self.conv.id, &mut doc, &event)?;
+        let expected = if before.line_count == 0 && !self.abs(&rel).exists() { None } else { before.size };
+        let mut bytes = Vec::new();
+        if !before.ends_with_newline {
+            bytes.push(b'\n'); // gptme repairs a damaged tail before appending
+        }
+        bytes.extend_from_slice(&line);
+        bytes.push(b'\n');
+        let stat = self.dir.append(&self.abs(&rel), expected, mode, &bytes)?;
+        self.record(&rel, stat)?;
+        if seq % CHECKPOINT_INTERVAL != 0 {
+            return Ok((seq, None));
+        }
+        let snapshot = self.messages(current)?;
+        let checkpoint = Event { seq: seq + 1, ts: now_utc_iso(), kind: CHECKPOINT.to_owned(), payload: Payload::Messages(snapshot) };
+        live::append_event(self.batch.conn(), self.conv.id, &mut doc, &checkpoint)?;
+        live::compact_events(self.batch.conn(), &mut doc, seq + 1)?;
+        // gptme compacts through mkstemp: the rewritten log has mode 0600.
+        doc.mode = 0o600;
+        self.rewrite(&doc)?;
+        Ok((seq, Some(seq + 1)))
+    }
+
+    /// Saves the current state of `branch` (or of the active view) as backup branch
+    /// `<branch>-<kind>-<n>`, n counting the existing backups with that prefix, as gptme does.
+    fn save_backup(&mut self, branch: &str, kind: &str, messages: &[Message]) -> Result<String, OpsError> {
+        let prefix = format!("{branch}-{kind}-");
+        let existing = live::docs(self.conn(), self.conv.id, DocumentKind::Branch)?;
+        let n = existing.iter().filter(|d| d.name.starts_with(&prefix)).count();
+        let name = format!("{prefix}{n}");
+        self.create_branch(&name, messages)?;
+        Ok(name)
+    }
+
+    fn create_branch(&mut self, name: &str, messages: &[Message]) -> Result<(), OpsError> {
+        self.ensure_dir("branches")?;
+        let rel = Self::branch_path(name);
+        let mut doc = live::create_doc(self.batch.conn(), self.conv.id, &rel, DocumentKind::Branch, name, TRANSCRIPT_MODE)?;
+        live::replace_lines(self.batch.conn(), self.conv.id, &mut doc, messages)?;
+        self.rewrite(&doc)?;
+        self.refresh_branch_count()
+    }
+
+    fn refresh_branch_count(&self) -> Result<(), OpsError> {
+        self.conn().execute(
+            "UPDATE conversations SET branch_count = 1 + (SELECT count(*) FROM entries WHERE conversation_id = ?1
+               AND path GLOB 'branches/*.jsonl' AND path NOT GLOB 'branches/*/*') WHERE id = ?1",
+            [self.conv.id],
+        )?;
+        Ok(())
+    }
+
+    /// The document an edit or undo of `branch` changes: the active view when one is active on
+    /// main (gptme's `log` is then the view), else the branch.
+    fn target(&self, branch: &str) -> Result<Doc, OpsError> {
+        if branch == "main" {
+            if let Some(view) = self.active_view()? {
+                return Ok(view);
+            }
+        }
+        self.branch_doc(branch)
+    }
+
+    /// Replaces a document's messages and rewrites its file; updates listing totals for main.
+    fn replace(&mut self, doc: &mut Doc, messages: &[Message]) -> Result<(), OpsError> {
+        live::replace_lines(self.batch.conn(), self.conv.id, doc, messages)?;
+        self.rewrite(doc)?;
+        live::remove_unreferenced_messages(self.conn(), self.conv.id)?;
+        if doc.kind == DocumentKind::Branch && doc.name == "main" {
+            self.refresh_totals()?;
+        }
+        Ok(())
+    }
+
+    /// Recomputes the listing totals from main's lines (after a rewrite).
+    fn refresh_totals(&self) -> Result<(), OpsError> {
+        let main = self.branch_doc("main")?;
+        let mut totals = crate::store::totals::ListingTotals::default();
+        for l in live::doc_lines(self.conn(), &main)? {
+            totals.feed(&l.line, None);
+        }
+        let mtime = self.file_mtime("conversation.jsonl")?;
+        crate::store::totals::save(self.conn(), self.conv.id, &totals, mtime)?;
+        Ok(())
+    }
+
+    /// gptme's `LogManager.edit`: back up the current list as `<branch>-edit-<n>`, replace it,
+    /// and log a `message_edit` event carrying the whole new list.
+    pub fn edit(&mut self, branch: &str, messages: &[Message]) -> Result<String, OpsError> {
+        let mut doc = self.target(branch)?;
+        let current = self.messages(&doc)?;
+        let backup = self.save_backup(branch, "edit", &current)?;
+        let messages: Vec<Message> = messages.iter().map(|m| normalise_for_rewrite(m, 0.0)).collect();
+        self.replace(&mut doc, &messages)?;
+        self.log_event(branch, MESSAGE_EDIT, Payload::Messages(messages), &doc)?;
+        Ok(backup)
+    }
+
+    /// gptme's `LogManager.undo(n)`: a `/undo` command on top is removed first; a backup
+    /// `<branch>-undo-<k>` is saved unless the (new) last message is a command; then up to `n`
+    /// messages are removed and an `undo` event `{"n": n}` is logged. Returns the messages
+    /// removed (the `/undo` command included) and the backup's name; `None` when there was
+    /// nothing to undo.
+    pub fn undo(&mut self, branch: &str, n: usize) -> Result<Option<(Vec<Message>, Option<String>)>, OpsError> {
+        let mut doc = self.target(branch)?;
+        let mut messages = self.messages(&doc)?;
+        let mut removed = Vec::new();
+        if messages.last().is_some_and(|m| m.content.starts_with("/undo")) {
+            removed.push(messages.pop().expect("checked"));
+        }
+        let backup = match messages.last() {
+            Some(last) if !last.content.starts_with('/') => Some(self.save_backup(branch, "undo", &messages)?),
+            _ => None,
+        };
+        if messages.is_empty() {
+            if !removed.is_empty() {
+                self.replace(&mut doc, &messages)?;
+            }
+            return Ok(None);
+        }
+        for _ in 0..n {
+            match messages.pop() {
+                Some(m) => removed.push(m),
+                None => break,
+            }
+        }
+        self.replace(&mut doc, &messages)?;
+        let payload = Payload::Other(Json::Object(vec![("n".into(), Json::Int(n.to_string()))]));
+        self.log_event(branch, UNDO, payload, &doc)?;
+        Ok(Some((removed, backup)))
+    }
+
+    /// gptme's `LogManager.branch`: creates `name` as a copy of `from` (or of the active view,
+    /// as gptme copies its current log) when it does not exist. Returns whether it was created.
+    pub fn branch(&mut self, name: &str, from: &str) -> Result<bool, OpsError> {
+        crate::model::ChatId::new(name).map_err(|e| OpsError::Invalid(format!("invalid branch name {name:?}: {e}")))?;
+        if live::find_doc(self.conn(), self.conv.id, DocumentKind::Branch, name)?.is_some() {
+            return Ok(false);
+        }
+        let source = self.target(from)?;
+        let messages = self.messages(&source)?;
+        self.create_branch(name, &messages)?;
+        Ok(true)
+    }
+}
+
+/// Nanoseconds since the epoch → seconds, as CPython computes `st_mtime`.
+fn seconds(ns: i64) -> f64 {
+    ns.div_euclid(1_000_000_000) as f64 + ns.rem_euclid(1_000_000_000) as f64 * 1e-9
+}
+
+/// The digest of the empty file, stored once (gptme's empty lock sidecars).
+fn empty_blob(conn: &rusqlite::Connection) -> Result<[u8; 32], OpsError> {
+    use sha2::Digest;
+    let sha: [u8; 32] = sha2::Sha256::digest(b"").into();
+    conn.execute("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, 0, x'')", [&sha[..]])?;
+    Ok(sha)
+}

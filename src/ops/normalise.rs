@@ -1,0 +1,52 @@
+//! What gptme's reader does to a message, so that a rewrite writes what gptme would write.
+//!
+//! gptme rewrites a transcript from the messages it holds in memory, and it holds them as its
+//! reader made them: timestamps parsed and re-printed by `datetime.isoformat()`, token counts
+//! stored flat in old metadata moved under `usage`, and a line without a timestamp given the
+//! file's mtime (an aware UTC timestamp). Appends never rewrite
+//! existing lines, so only rewrites (edit, undo, backups) apply this. One deliberate
+//! difference: fields from a newer gptme are kept, where gptme 0.35 would drop them.
+
+use crate::codec::json::Json;
+use crate::codec::timestamp::{format_utc, normalise};
+use crate::model::Message;
+
+const TOKEN_KEYS: [&str; 5] = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "reasoning_tokens"];
+
+/// The message as gptme would write it back; `file_mtime` (epoch seconds) stands in for a
+/// missing timestamp.
+pub fn normalise_for_rewrite(m: &Message, file_mtime: f64) -> Message {
+    let mut m = m.clone();
+    m.timestamp = Some(match &m.timestamp {
+        Some(t) => normalise(t).unwrap_or_else(|| t.clone()),
+        None => format_utc(file_mtime),
+    });
+    if let Some(Json::Object(members)) = &m.metadata {
+        let flat = !members.iter().any(|(k, _)| k == "usage") && members.iter().any(|(k, _)| TOKEN_KEYS.contains(&k.as_str()));
+        if flat {
+            let (usage, mut remaining): (Vec<_>, Vec<_>) = members.iter().cloned().partition(|(k, _)| TOKEN_KEYS.contains(&k.as_str()));
+            remaining.push(("usage".into(), Json::Object(usage)));
+            m.metadata = Some(Json::Object(remaining));
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::json::{dump, parse};
+    use crate::model::Role;
+
+    #[test]
+    fn flat_tokens_move_under_usage_and_timestamps_appear() {
+        let mut m = Message::new(Role::Assistant, "x", None);
+        m.metadata = Some(parse(r#"{"model": "m", "input_tokens": 5, "cost": 0.1, "output_tokens": 2}"#).unwrap().value);
+        let n = normalise_for_rewrite(&m, 1.5);
+        assert_eq!(n.timestamp.as_deref(), Some("1970-01-01T00:00:01.500000+00:00"));
+        assert_eq!(dump(n.metadata.as_ref().unwrap()), r#"{"model": "m", "cost": 0.1, "usage": {"input_tokens": 5, "output_tokens": 2}}"#);
+        let nested = parse(r#"{"usage": {"input_tokens": 1}, "input_tokens": 9}"#).unwrap().value;
+        m.metadata = Some(nested.clone());
+        assert_eq!(normalise_for_rewrite(&m, 0.0).metadata, Some(nested));
+    }
+}

@@ -1,0 +1,296 @@
+//! Changing a stored conversation in place: the row side of live operations.
+//!
+//! Every function here runs inside the caller's write transaction and touches only rows; the
+//! caller writes the matching bytes to the conversation directory before committing. Appending
+//! a message costs the same however long the branch is: one message row (or none, when the
+//! same line is already stored), one line row, and updated counters.
+
+use rusqlite::{params, Connection, OptionalExtension};
+use sha2::{Digest, Sha256};
+
+use super::queries::{self, StoredLine};
+use super::rows::{self, LineDigest};
+use super::{DocumentKind, StoreError};
+use crate::codec::events::{decode_event_line, encode_event, Event, EventLine, Payload};
+use crate::codec::json;
+use crate::codec::message_line::encode_message;
+use crate::model::Message;
+
+/// A stored conversation being operated on.
+#[derive(Debug, Clone)]
+pub struct LiveConversation {
+    pub id: i64,
+    pub chat_id: String,
+    /// The gptme directory it lives in.
+    pub dir: std::path::PathBuf,
+}
+
+pub fn load_conversation(conn: &Connection, chat_id: &str) -> Result<LiveConversation, StoreError> {
+    conn.query_row("SELECT id, chat_id, source_dir FROM conversations WHERE chat_id = ?1", [chat_id], |r| {
+        Ok(LiveConversation { id: r.get(0)?, chat_id: r.get(1)?, dir: std::path::PathBuf::from(r.get::<_, String>(2)?) })
+    })
+    .optional()?
+    .ok_or_else(|| StoreError::NoConversation(chat_id.to_owned()))
+}
+
+/// A stored JSONL document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Doc {
+    pub id: i64,
+    pub path: String,
+    pub kind: DocumentKind,
+    pub name: String,
+    pub line_count: i64,
+    pub ends_with_newline: bool,
+    pub mode: u32,
+    /// Size on disk when last imported or written, if known.
+    pub size: Option<u64>,
+}
+
+const DOC_COLUMNS: &str = "d.id, d.path, d.kind, d.name, d.line_count, d.ends_with_newline, e.mode, e.size";
+
+fn doc_from_row(r: &rusqlite::Row) -> rusqlite::Result<Doc> {
+    let kind: String = r.get(2)?;
+    Ok(Doc {
+        id: r.get(0)?,
+        path: r.get(1)?,
+        kind: DocumentKind::parse(&kind).unwrap_or(DocumentKind::Branch),
+        name: r.get(3)?,
+        line_count: r.get(4)?,
+        ends_with_newline: r.get(5)?,
+        mode: r.get(6)?,
+        size: r.get::<_, Option<i64>>(7)?.map(|s| s as u64),
+    })
+}
+
+/// The document of `kind` named `name`, if the conversation has it.
+pub fn find_doc(conn: &Connection, conversation_id: i64, kind: DocumentKind, name: &str) -> Result<Option<Doc>, StoreError> {
+    let sql = format!(
+        "SELECT {DOC_COLUMNS} FROM documents d JOIN entries e ON e.conversation_id = d.conversation_id AND e.path = d.path
+         WHERE d.conversation_id = ?1 AND d.kind = ?2 AND d.name = ?3"
+    );
+    Ok(conn.query_row(&sql, params![conversation_id, kind.as_str(), name], doc_from_row).optional()?)
+}
+
+/// Every document of `kind`, by name.
+pub fn docs(conn: &Connection, conversation_id: i64, kind: DocumentKind) -> Result<Vec<Doc>, StoreError> {
+    let sql = format!(
+        "SELECT {DOC_COLUMNS} FROM documents d JOIN entries e ON e.conversation_id = d.conversation_id AND e.path = d.path
+         WHERE d.conversation_id = ?1 AND d.kind = ?2 ORDER BY d.name"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(params![conversation_id, kind.as_str()], doc_from_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The lines of a branch, view or lossless document.
+pub fn doc_lines(conn: &Connection, doc: &Doc) -> Result<Vec<StoredLine>, StoreError> {
+    queries::document_lines(conn, doc.id)
+}
+
+/// Creates an empty document (and its entry) at `path`.
+pub fn create_doc(conn: &Connection, conversation_id: i64, path: &str, kind: DocumentKind, name: &str, mode: u32) -> Result<Doc, StoreError> {
+    conn.execute(
+        "INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns, size) VALUES (?1, ?2, 'document', ?3, 0, 0)",
+        params![conversation_id, path, mode],
+    )?;
+    conn.execute(
+        "INSERT INTO documents (conversation_id, path, kind, name, ends_with_newline, line_count) VALUES (?1, ?2, ?3, ?4, 1, 0)",
+        params![conversation_id, path, kind.as_str(), name],
+    )?;
+    Ok(Doc { id: conn.last_insert_rowid(), path: path.into(), kind, name: name.into(), line_count: 0, ends_with_newline: true, mode, size: Some(0) })
+}
+
+/// Ensures a directory entry exists (gptme creates `branches/` and `files/` on first use).
+pub fn ensure_dir(conn: &Connection, conversation_id: i64, path: &str, mode: u32) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT OR IGNORE INTO entries (conversation_id, path, kind, mode, mtime_ns) VALUES (?1, ?2, 'dir', ?3, 0)",
+        params![conversation_id, path, mode],
+    )?;
+    Ok(())
+}
+
+/// The row for this message, inserting it when the conversation does not have its line yet.
+/// Returns the row id and the line's bytes.
+pub fn message_row(conn: &Connection, conversation_id: i64, m: &Message) -> Result<(i64, Vec<u8>), StoreError> {
+    let line = encode_message(m).into_bytes();
+    let digest: LineDigest = Sha256::digest(&line).into();
+    let id = match rows::find_message(conn, conversation_id, &digest)? {
+        Some(id) => id,
+        None => rows::insert_message(conn, conversation_id, &digest, m, None)?,
+    };
+    Ok((id, line))
+}
+
+/// Appends a message as the document's next line; returns the line's bytes.
+pub fn append_line(conn: &Connection, conversation_id: i64, doc: &mut Doc, m: &Message) -> Result<Vec<u8>, StoreError> {
+    let (message_id, line) = message_row(conn, conversation_id, m)?;
+    conn.prepare_cached("INSERT INTO document_lines (document_id, line_no, message_id) VALUES (?1, ?2, ?3)")?
+        .execute(params![doc.id, doc.line_count, message_id])?;
+    doc.line_count += 1;
+    doc.ends_with_newline = true;
+    conn.prepare_cached("UPDATE documents SET line_count = ?2, ends_with_newline = 1 WHERE id = ?1")?
+        .execute(params![doc.id, doc.line_count])?;
+    Ok(line)
+}
+
+/// Replaces every line of a document with `messages`.
+pub fn replace_lines(conn: &Connection, conversation_id: i64, doc: &mut Doc, messages: &[Message]) -> Result<(), StoreError> {
+    conn.execute("DELETE FROM document_lines WHERE document_id = ?1", [doc.id])?;
+    doc.line_count = 0;
+    for m in messages {
+        append_line(conn, conversation_id, doc, m)?;
+    }
+    conn.execute("UPDATE documents SET line_count = ?2, ends_with_newline = 1 WHERE id = ?1", params![doc.id, doc.line_count])?;
+    Ok(())
+}
+
+/// Records a file's mode, mtime and size after sessiondb wrote it.
+pub fn set_entry_stat(conn: &Connection, conversation_id: i64, path: &str, mode: u32, mtime_ns: i64, size: u64) -> Result<(), StoreError> {
+    conn.prepare_cached("UPDATE entries SET mode = ?3, mtime_ns = ?4, size = ?5 WHERE conversation_id = ?1 AND path = ?2")?
+        .execute(params![conversation_id, path, mode, mtime_ns, size as i64])?;
+    Ok(())
+}
+
+/// Removes a document and its entry.
+pub fn remove_doc(conn: &Connection, conversation_id: i64, doc: &Doc) -> Result<(), StoreError> {
+    conn.execute("DELETE FROM documents WHERE id = ?1", [doc.id])?;
+    conn.execute("DELETE FROM entries WHERE conversation_id = ?1 AND path = ?2", params![conversation_id, doc.path])?;
+    Ok(())
+}
+
+/// One line of a stored event log, as gptme's reader sees it.
+#[derive(Debug, Clone)]
+pub struct StoredEvent {
+    pub line_no: i64,
+    /// The bytes of the line.
+    pub line: Vec<u8>,
+    /// The decoded event, when the line is one gptme can parse.
+    pub event: Option<Event>,
+    /// The line parses as JSON (gptme keeps such lines through compaction).
+    pub json: Option<json::Json>,
+}
+
+/// Every line of an event log, in order.
+pub fn events(conn: &Connection, doc: &Doc) -> Result<Vec<StoredEvent>, StoreError> {
+    let mut out = Vec::new();
+    let mut line_numbers = conn.prepare("SELECT line_no FROM events WHERE document_id = ?1 ORDER BY line_no")?;
+    let numbers: Vec<i64> = line_numbers.query_map([doc.id], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    let mut i = 0;
+    queries::for_each_line(conn, doc.id, DocumentKind::Events, |line| {
+        let event = match decode_event_line(line) {
+            EventLine::Event { event, .. } => Some(event),
+            _ => None,
+        };
+        let json = std::str::from_utf8(line).ok().and_then(|t| json::parse(t.trim()).ok()).map(|p| p.value);
+        out.push(StoredEvent { line_no: numbers[i], line: line.to_vec(), event, json });
+        i += 1;
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// gptme's next sequence number: one past the seq of the last non-blank line that decodes; when
+/// that line is damaged or has no integer seq, one past the highest valid seq (1 when none).
+pub fn next_seq(events: &[StoredEvent]) -> i64 {
+    let last = events.iter().rev().find(|e| std::str::from_utf8(&e.line).is_ok_and(|t| !t.trim().is_empty()));
+    if let Some(seq) = last.and_then(|e| e.json.as_ref()).and_then(|j| j.get("seq")).and_then(json::Json::as_i64) {
+        return seq + 1;
+    }
+    events.iter().filter_map(|e| e.json.as_ref()?.get("seq")?.as_i64()).max().map_or(1, |s| s + 1)
+}
+
+/// [`next_seq`] without reading the log: the last line's stored seq, skipping blank lines, or
+/// for a damaged last line the highest stored seq. Costs a few index lookups.
+pub fn next_seq_fast(conn: &Connection, doc: &Doc) -> Result<i64, StoreError> {
+    let mut stmt = conn.prepare_cached("SELECT seq, raw FROM events WHERE document_id = ?1 ORDER BY line_no DESC")?;
+    let mut rows = stmt.query([doc.id])?;
+    while let Some(row) = rows.next()? {
+        if let Some(seq) = row.get::<_, Option<i64>>(0)? {
+            return Ok(seq + 1);
+        }
+        let raw: Option<Vec<u8>> = row.get(1)?;
+        let blank = raw.as_deref().map_or(true, |r| std::str::from_utf8(r).is_ok_and(|t| t.trim().is_empty()));
+        if blank {
+            continue;
+        }
+        // A damaged last line: one past the highest valid seq, as gptme falls back to.
+        let max: Option<i64> = conn.query_row("SELECT max(seq) FROM events WHERE document_id = ?1", [doc.id], |r| r.get(0))?;
+        return Ok(max.map_or(1, |m| m + 1));
+    }
+    Ok(1)
+}
+
+/// Appends an event as the log's next line; returns its bytes.
+pub fn append_event(conn: &Connection, conversation_id: i64, doc: &mut Doc, event: &Event) -> Result<Vec<u8>, StoreError> {
+    let line = encode_event(event).into_bytes();
+    let line_no: i64 = conn.query_row("SELECT coalesce(max(line_no) + 1, 0) FROM events WHERE document_id = ?1", [doc.id], |r| r.get(0))?;
+    let form = match &event.payload {
+        Payload::Message(_) => "message",
+        Payload::Messages(_) => "messages",
+        Payload::Other(_) => "json",
+    };
+    let payload = match &event.payload {
+        Payload::Other(j) => Some(json::dump(j)),
+        _ => None,
+    };
+    conn.prepare_cached(
+        "INSERT INTO events (document_id, line_no, seq, ts, type, payload_form, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![doc.id, line_no, event.seq, event.ts, event.kind, form, payload])?;
+    let nested: Vec<&Message> = match &event.payload {
+        Payload::Message(m) => vec![m],
+        Payload::Messages(ms) => ms.iter().collect(),
+        Payload::Other(_) => vec![],
+    };
+    for (position, m) in nested.into_iter().enumerate() {
+        let (message_id, _) = message_row(conn, conversation_id, m)?;
+        conn.prepare_cached("INSERT INTO event_messages (document_id, line_no, position, message_id) VALUES (?1, ?2, ?3, ?4)")?
+            .execute(params![doc.id, line_no, position as i64, message_id])?;
+    }
+    doc.line_count += 1;
+    conn.execute("UPDATE documents SET line_count = line_count + 1, ends_with_newline = 1 WHERE id = ?1", [doc.id])?;
+    Ok(line)
+}
+
+/// gptme's compaction after a checkpoint: the log keeps only the lines that parse as JSON
+/// with a seq at or above the checkpoint's, each re-serialised by `json.dumps`; everything else
+/// (older events, damaged and blank lines) is dropped. Returns the kept lines' bytes.
+pub fn compact_events(conn: &Connection, doc: &mut Doc, checkpoint_seq: i64) -> Result<Vec<Vec<u8>>, StoreError> {
+    let all = events(conn, doc)?;
+    let mut kept = Vec::new();
+    for e in &all {
+        let keep = e.json.as_ref().and_then(|j| j.get("seq")).and_then(json::Json::as_i64).is_some_and(|s| s >= checkpoint_seq);
+        if keep {
+            let bytes = json::dump(e.json.as_ref().expect("kept lines parse")).into_bytes();
+            if bytes != e.line {
+                // Re-serialised differently (an older writer's spelling): keep the new bytes.
+                conn.execute(
+                    "UPDATE events SET raw = ?3, payload_form = NULL, payload = NULL WHERE document_id = ?1 AND line_no = ?2",
+                    params![doc.id, e.line_no, &bytes],
+                )?;
+                conn.execute("DELETE FROM event_messages WHERE document_id = ?1 AND line_no = ?2", params![doc.id, e.line_no])?;
+            }
+            kept.push(bytes);
+        } else {
+            conn.execute("DELETE FROM event_messages WHERE document_id = ?1 AND line_no = ?2", params![doc.id, e.line_no])?;
+            conn.execute("DELETE FROM events WHERE document_id = ?1 AND line_no = ?2", params![doc.id, e.line_no])?;
+        }
+    }
+    doc.line_count = kept.len() as i64;
+    doc.ends_with_newline = true;
+    conn.execute("UPDATE documents SET line_count = ?2, ends_with_newline = 1 WHERE id = ?1", params![doc.id, doc.line_count])?;
+    Ok(kept)
+}
+
+/// Removes message rows that no document line and no event refers to any more (after an
+/// undo or edit, the popped messages stay only if a backup branch or an event holds them).
+pub fn remove_unreferenced_messages(conn: &Connection, conversation_id: i64) -> Result<(), StoreError> {
+    conn.execute(
+        "DELETE FROM messages WHERE conversation_id = ?1
+           AND NOT EXISTS (SELECT 1 FROM document_lines dl WHERE dl.message_id = messages.id)
+           AND NOT EXISTS (SELECT 1 FROM event_messages em WHERE em.message_id = messages.id)",
+        [conversation_id],
+    )?;
+    Ok(())
+}

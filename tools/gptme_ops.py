@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Apply an operation script to a gptme logs root with real gptme's LogManager.
+
+    python tools/gptme_ops.py LOGS_ROOT SCRIPT.json
+
+The oracle side of sessiondb's differential operation tests: the same script is run here and
+through the sessiondb binary, and the resulting directories are compared. SCRIPT.json is a
+list of operations, each applied with a freshly loaded LogManager (as separate gptme runs are):
+    {"op": "new", "id": ID}
+    {"op": "append", "id": ID, "role": R, "content": C, "timestamp": ISO, "branch": B,
+     "pinned": bool, "hide": bool, "ttl": N, "call_id": S, "metadata": {...}, "files": [paths]}
+    {"op": "undo", "id": ID, "n": N, "branch": B}
+    {"op": "edit", "id": ID, "branch": B, "messages": [message objects as for append]}
+    {"op": "branch", "id": ID, "name": NAME, "from": B}   (gptme writes it on the next write)
+Prints nothing on success; exits 1 with the traceback otherwise.
+"""
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+
+def main() -> int:
+    root = Path(sys.argv[1]).resolve()
+    script = json.loads(Path(sys.argv[2]).read_text())
+    home = tempfile.mkdtemp()
+    os.environ.update({"GPTME_LOGS_HOME": str(root), "HOME": home, "XDG_CONFIG_HOME": home, "XDG_DATA_HOME": home})
+    os.environ.setdefault("TZ", "UTC")
+    from dateutil.parser import isoparse
+    from gptme.logmanager import LogManager
+    from gptme.message import Message
+
+    def message(spec: dict) -> Message:
+        return Message(
+            spec["role"],
+            spec["content"],
+            timestamp=isoparse(spec["timestamp"]),
+            pinned=spec.get("pinned", False),
+            hide=spec.get("hide", False),
+            ephemeral_ttl=spec.get("ttl"),
+            call_id=spec.get("call_id"),
+            metadata=spec.get("metadata"),
+            files=[Path(f) for f in spec.get("files", [])],
+        )
+
+    pending_branch = {}
+    for step in script:
+        op, logdir = step["op"], root / step["id"]
+        if op == "new":
+            LogManager.load(logdir, create=True)._release_lock()
+            continue
+        branch = step.get("branch", "main")
+        if op == "branch":
+            pending_branch[(step["id"], step["name"])] = step.get("from", "main")
+            continue
+        source = pending_branch.pop((step["id"], branch), None)
+        if source is not None:
+            manager = LogManager.load(logdir, branch=source)
+            manager.branch(branch)
+        else:
+            manager = LogManager.load(logdir, branch=branch)
+        if op == "append":
+            manager.append(message(step))
+        elif op == "undo":
+            manager.undo(step.get("n", 1), quiet=True)
+        elif op == "edit":
+            manager.edit([message(m) for m in step["messages"]])
+        else:
+            raise SystemExit(f"unknown op {op!r}")
+        manager._release_lock()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
