@@ -12,6 +12,13 @@ list of operations, each applied with a freshly loaded LogManager (as separate g
     {"op": "undo", "id": ID, "n": N, "branch": B}
     {"op": "edit", "id": ID, "branch": B, "messages": [message objects as for append]}
     {"op": "branch", "id": ID, "name": NAME, "from": B}   (gptme writes it on the next write)
+    {"op": "view_create", "id": ID, "name": NAME, "messages": [...]}
+    {"op": "view_use", "id": ID, "name": NAME}      {"op": "view_off", "id": ID}
+    {"op": "mark", "id": ID, "label": LABEL}        (/backtrack mark)
+    {"op": "backtrack", "id": ID, "target": T, "summary_timestamp": ISO}
+    {"op": "rename", "id": ID, "name": NAME}
+    {"op": "fork", "id": ID, "new_id": NEW}         (LogManager.fork)
+    {"op": "fork_at_turn", "id": ID, "turn": N, "new_id": NEW}   (gptme-util chats fork)
 Prints nothing on success; exits 1 with the traceback otherwise.
 """
 import json
@@ -44,11 +51,22 @@ def main() -> int:
             files=[Path(f) for f in spec.get("files", [])],
         )
 
+    from gptme.logmanager import rename_conversation
+    from gptme.logmanager.conv_checkpoints import resolve_conv_checkpoint, save_conv_checkpoint
+
     pending_branch = {}
     for step in script:
         op, logdir = step["op"], root / step["id"]
         if op == "new":
             LogManager.load(logdir, create=True)._release_lock()
+            continue
+        if op == "rename":
+            rename_conversation(step["id"], step["name"])
+            continue
+        if op == "fork_at_turn":
+            from gptme.cli.cmd_chats import chats_fork
+
+            chats_fork.callback(id=step["id"], at_turn=step["turn"], fork_name=step["new_id"])
             continue
         branch = step.get("branch", "main")
         if op == "branch":
@@ -66,6 +84,24 @@ def main() -> int:
             manager.undo(step.get("n", 1), quiet=True)
         elif op == "edit":
             manager.edit([message(m) for m in step["messages"]])
+        elif op == "view_create":
+            manager.create_view(step["name"], [message(m) for m in step["messages"]])
+        elif op == "view_use":
+            manager.switch_view(step["name"])
+        elif op == "view_off":
+            manager.switch_to_master()
+        elif op == "mark":
+            save_conv_checkpoint(logdir, len(manager.log.messages), step["label"])
+        elif op == "backtrack":
+            # What /backtrack does: an edit to the checkpoint's index, then the hidden summary.
+            record = resolve_conv_checkpoint(logdir, step["target"])
+            removed = len(manager.log.messages) - record.index
+            manager.edit(list(manager.log.messages[: record.index]))
+            label = "" if record.label.startswith("@") else f" (checkpoint: '{record.label}')"
+            summary = f"[Backtracked {removed} message(s) to index {record.index}{label}]"
+            manager.append(Message("system", summary, hide=True, timestamp=isoparse(step["summary_timestamp"])))
+        elif op == "fork":
+            manager.fork(step["new_id"])
         else:
             raise SystemExit(f"unknown op {op!r}")
         manager._release_lock()

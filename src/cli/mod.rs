@@ -5,6 +5,7 @@
 mod export;
 mod import;
 mod list;
+mod manage;
 mod ops;
 mod show;
 
@@ -51,6 +52,25 @@ enum Command {
     Diff(ops::DiffArgs),
     /// Who speaks next when the conversation is resumed, and why
     Next(ops::NextArgs),
+    /// Compacted views: create, use, off
+    #[command(subcommand)]
+    View(manage::ViewCommand),
+    /// Copy a conversation (all of it, or through the N-th turn)
+    Fork(manage::ForkArgs),
+    /// Bookmark the current position (for backtrack)
+    Checkpoint(manage::CheckpointArgs),
+    /// List the bookmarks
+    Checkpoints(manage::CheckpointsArgs),
+    /// Rewind to a bookmark or message index
+    Backtrack(manage::BacktrackArgs),
+    /// Set the display name (config.toml's [chat] name)
+    Rename(manage::RenameArgs),
+    /// Remove a conversation: its directory and its rows
+    Rm(manage::RmArgs),
+    /// Find (and with --delete remove) empty conversations
+    Clean(manage::CleanArgs),
+    /// Rebuild a branch from its event log and compare (--apply to replace it)
+    Recover(manage::RecoverArgs),
 }
 
 /// A failure to report: the message is printed as `sessiondb: <message>`.
@@ -97,6 +117,15 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Branches(args) => ops::branches(&store, args),
         Command::Diff(args) => ops::diff(&store, args),
         Command::Next(args) => ops::next(&store, args),
+        Command::View(command) => manage::view(&store, command),
+        Command::Fork(args) => manage::fork(&store, args),
+        Command::Checkpoint(args) => manage::checkpoint(&store, args),
+        Command::Checkpoints(args) => manage::checkpoints(&store, args),
+        Command::Backtrack(args) => manage::backtrack(&store, args),
+        Command::Rename(args) => manage::rename(&store, args),
+        Command::Rm(args) => manage::rm(&store, args),
+        Command::Clean(args) => manage::clean(&store, args),
+        Command::Recover(args) => manage::recover(&store, args),
     }
 }
 

@@ -16,31 +16,9 @@ pub struct NewConversation {
     pub dir: PathBuf,
 }
 
-/// `config.toml` as gptme's `rename_conversation` writes it for a new file (tomlkit's dump
-/// of `{"chat": {"name": name}}`).
+/// `config.toml` as gptme's `rename_conversation` writes it for a new file.
 pub fn config_with_name(name: &str) -> String {
-    format!("[chat]\nname = {}\n", toml_string(name))
-}
-
-/// A TOML basic string as tomlkit writes one: quotes, backslashes and control characters
-/// escaped, everything else literal.
-fn toml_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    crate::codec::config::set_chat_name("", name).expect("the empty text is valid TOML")
 }
 
 fn now_ns() -> i64 {

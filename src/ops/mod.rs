@@ -9,6 +9,8 @@
 //! to `events.jsonl` (plus gptme's periodic checkpoint, which snapshots the whole list).
 
 mod conversation;
+mod manage;
+mod more;
 mod normalise;
 
 use std::path::{Path, PathBuf};
@@ -25,6 +27,8 @@ use crate::sync::gptme_lock::{self, ConversationLock, LockError};
 use crate::sync::ingest::{self, IngestError};
 
 pub use conversation::{new_conversation, NewConversation};
+pub use manage::{clean_candidates, fork, fork_at_turn, remove, CleanCandidate};
+pub use more::{read_event_file, replay, slice_at_turn};
 pub use normalise::normalise_for_rewrite;
 
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +69,9 @@ pub struct Session<'c> {
     conv: LiveConversation,
     dir: DirTransaction,
     _lock: ConversationLock,
+    /// gptme's lock sidecars (`.events.jsonl.lock`, `.config.lock`) held until the end, by
+    /// path: a second flock on a new descriptor would wait for our own first one.
+    sidecars: Vec<(String, std::fs::File)>,
 }
 
 /// Runs `op` on conversation `chat_id` as one transaction over the store and its directory.
@@ -83,13 +90,14 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
         ingest::import_conversation(&mut batch, &dir)?;
     }
     let conv = live::load_conversation(batch.conn(), chat_id)?;
-    let mut session = Session { batch, conv, dir: DirTransaction::new(), _lock: lock };
+    let mut session = Session { batch, conv, dir: DirTransaction::new(), _lock: lock, sidecars: Vec::new() };
     let out = op(&mut session)?;
-    let Session { batch, conv, dir, _lock } = session;
+    let Session { batch, conv, dir, _lock, sidecars } = session;
     let fingerprint = ingest::directory_fingerprint(&conv.dir)?;
     batch.conn().execute("UPDATE conversations SET fingerprint = ?2 WHERE id = ?1", params![conv.id, fingerprint])?;
     batch.finish()?;
     dir.commit()?;
+    drop(sidecars);
     Ok(out)
 }
 
@@ -300,15 +308,8 @@ impl Session<'_> {
         }
         let join = |name: &str| if dir.is_empty() { name.to_owned() } else { format!("{dir}/{name}") };
         let rel = join("events.jsonl");
-        let sidecar = join(".events.jsonl.lock");
         let mode = umask_mode();
-        if !self.abs(&sidecar).exists() {
-            let stat = self.dir.append(&self.abs(&sidecar), None, mode, b"")?;
-            self.conn().execute(
-                "INSERT OR IGNORE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, 0)",
-                params![self.conv.id, sidecar, stat.mode, stat.mtime_ns, &empty_blob(self.conn())?[..]],
-            )?;
-        }
+        self.lock_sidecar(&join(".events.jsonl.lock"))?;
         let before = match live::find_doc(self.conn(), self.conv.id, DocumentKind::Events, branch)? {
             Some(d) => d,
             None => live::create_doc(self.conn(), self.conv.id, &rel, DocumentKind::Events, branch, mode)?,
@@ -337,6 +338,26 @@ impl Session<'_> {
         doc.mode = 0o600;
         self.rewrite(&doc)?;
         Ok((seq, Some(seq + 1)))
+    }
+
+    /// Takes one of gptme's lock sidecars (an empty file flocked while a file beside it is
+    /// written), creating it as gptme does, and holds it until the session ends.
+    pub(crate) fn lock_sidecar(&mut self, rel: &str) -> Result<(), OpsError> {
+        if self.sidecars.iter().any(|(held, _)| held == rel) {
+            return Ok(());
+        }
+        let path = self.abs(rel);
+        if !path.exists() {
+            let stat = self.dir.append(&path, None, umask_mode(), b"")?;
+            self.conn().execute(
+                "INSERT OR IGNORE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, 0)",
+                params![self.conv.id, rel, stat.mode, stat.mtime_ns, &empty_blob(self.conn())?[..]],
+            )?;
+        }
+        let file = std::fs::OpenOptions::new().read(true).append(true).open(&path).map_err(|source| DirError::Io { path: path.clone(), source })?;
+        file.lock().map_err(|source| DirError::Io { path: path.clone(), source })?;
+        self.sidecars.push((rel.to_owned(), file));
+        Ok(())
     }
 
     /// Saves the current state of `branch` (or of the active view) as backup branch

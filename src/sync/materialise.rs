@@ -40,9 +40,15 @@ pub struct ExportStats {
 
 /// Writes conversation `chat_id` to `<target_root>/<chat_id>/`.
 pub fn export_conversation(conn: &rusqlite::Connection, chat_id: &str, target_root: &Path) -> Result<ExportStats, MaterialiseError> {
-    let chat_id = ChatId::new(chat_id).map_err(|_| MaterialiseError::InvalidChatId(chat_id.to_owned()))?;
-    let conversation_id = queries::conversation_id(conn, chat_id.as_str())?;
-    let root = target_root.join(chat_id.as_str());
+    let id = ChatId::new(chat_id).map_err(|_| MaterialiseError::InvalidChatId(chat_id.to_owned()))?;
+    export_conversation_to(conn, chat_id, &target_root.join(id.as_str()))
+}
+
+/// Writes conversation `chat_id` as the directory `root` (which may be named otherwise, for a
+/// fork).
+pub fn export_conversation_to(conn: &rusqlite::Connection, chat_id: &str, root: &Path) -> Result<ExportStats, MaterialiseError> {
+    let conversation_id = queries::conversation_id(conn, chat_id)?;
+    let root = root.to_path_buf();
     let io_at = |path: &Path| {
         let path = path.to_owned();
         move |source| MaterialiseError::Io { path, source }

@@ -1,0 +1,147 @@
+//! Operations on whole conversations: fork, remove, clean.
+
+use std::path::Path;
+
+use super::{normalise_for_rewrite, slice_at_turn, OpsError};
+use crate::codec::message_line::encode_message;
+use crate::model::{ChatId, Role};
+use crate::store::{live, queries, DocumentKind, Store, WriteBatch};
+use crate::sync::fsutil::write_atomic;
+use crate::sync::{gptme_lock, ingest, materialise};
+
+fn import_dir(store: &Store, dir: &Path) -> Result<(), OpsError> {
+    let mut conn = store.connection()?;
+    let mut batch = WriteBatch::begin(&mut conn)?;
+    ingest::import_conversation(&mut batch, dir)?;
+    batch.finish()?;
+    Ok(())
+}
+
+fn validate_new(logs_root: &Path, new_id: &str) -> Result<std::path::PathBuf, OpsError> {
+    let id = ChatId::new(new_id).map_err(|e| OpsError::Invalid(format!("invalid chat id {new_id:?}: {e}")))?;
+    let dir = logs_root.join(id.as_str());
+    if dir.exists() {
+        return Err(OpsError::Invalid(format!("{}: a conversation with this id exists already", dir.display())));
+    }
+    Ok(dir)
+}
+
+/// gptme's `LogManager.fork`: a copy of the whole conversation — every branch, view, event
+/// log, attachment and other file, with modes and mtimes — as `new_id` beside it.
+pub fn fork(store: &Store, chat_id: &str, new_id: &str) -> Result<std::path::PathBuf, OpsError> {
+    let conn = store.connection()?;
+    let source = live::load_conversation(&conn, chat_id)?;
+    let logs_root = source.dir.parent().map(Path::to_path_buf).unwrap_or_default();
+    let dest = validate_new(&logs_root, new_id)?;
+    let result = materialise::export_conversation_to(&conn, chat_id, &dest)
+        .map_err(|e| OpsError::Invalid(e.to_string()))
+        .and_then(|_| import_dir(store, &dest));
+    if let Err(e) = result {
+        let _ = std::fs::remove_dir_all(&dest);
+        return Err(e);
+    }
+    Ok(dest)
+}
+
+/// gptme's `chats fork --at-turn N`: a new conversation holding main's messages through the
+/// N-th user exchange (turn 0: only what precedes the first user message), with the source's
+/// `files/` and `attachments/` copied. The source is never modified.
+pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&str>) -> Result<(String, usize), OpsError> {
+    let conn = store.connection()?;
+    let source = live::load_conversation(&conn, chat_id)?;
+    let main = live::find_doc(&conn, source.id, DocumentKind::Branch, "main")?
+        .ok_or_else(|| OpsError::Invalid(format!("{chat_id}: has no conversation")))?;
+    let mtime_ns: i64 = conn.query_row("SELECT mtime_ns FROM entries WHERE conversation_id = ?1 AND path = 'conversation.jsonl'", [source.id], |r| r.get(0))?;
+    let mtime = super::seconds(mtime_ns);
+    let messages: Vec<_> = live::doc_lines(&conn, &main)?.into_iter().filter_map(|l| l.message).map(|m| normalise_for_rewrite(&m, mtime)).collect();
+    let users = messages.iter().filter(|m| m.role == Role::User).count();
+    if turn > users {
+        return Err(OpsError::Invalid(format!("turn {turn} out of range: '{chat_id}' has {users} user turn(s) (valid range: 0–{users})")));
+    }
+    let sliced = slice_at_turn(&messages, turn);
+    let new_id = new_id.map_or_else(|| format!("{chat_id}-fork-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S")), str::to_owned);
+    let logs_root = source.dir.parent().map(Path::to_path_buf).unwrap_or_default();
+    let dest = validate_new(&logs_root, &new_id)?;
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| OpsError::Dir(crate::sync::dirtx::DirError::Io { path, source })
+    };
+    let result = (|| -> Result<(), OpsError> {
+        std::fs::create_dir(&dest).map_err(io(&dest))?;
+        let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0);
+        write_atomic(&dest.join("conversation.jsonl"), 0o600, now, |out| {
+            for m in &sliced {
+                out.write_all(encode_message(m).as_bytes())?;
+                out.write_all(b"\n")?;
+            }
+            Ok(())
+        })
+        .map_err(io(&dest))?;
+        for sub in ["files", "attachments"] {
+            let src = source.dir.join(sub);
+            if src.exists() {
+                let status = std::process::Command::new("cp").arg("-a").arg(&src).arg(dest.join(sub)).status().map_err(io(&src))?;
+                if !status.success() {
+                    return Err(OpsError::Invalid(format!("copying {} failed", src.display())));
+                }
+            }
+        }
+        import_dir(store, &dest)
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_dir_all(&dest);
+        return Err(e);
+    }
+    Ok((new_id, sliced.len()))
+}
+
+/// Removes a conversation: its directory (as gptme's `chats delete` does) and its rows.
+/// Refused while a live gptme holds it.
+pub fn remove(store: &Store, chat_id: &str) -> Result<(), OpsError> {
+    let mut conn = store.connection()?;
+    let conv = live::load_conversation(&conn, chat_id)?;
+    let _lock = if conv.dir.exists() { Some(gptme_lock::acquire(&conv.dir)?) } else { None };
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    tx.execute("DELETE FROM conversations WHERE id = ?1", [conv.id])?;
+    tx.execute("DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM entries WHERE blob_sha256 = blobs.sha256)", [])?;
+    if conv.dir.exists() {
+        std::fs::remove_dir_all(&conv.dir).map_err(|source| OpsError::Dir(crate::sync::dirtx::DirError::Io { path: conv.dir.clone(), source }))?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// A conversation `clean` would remove.
+#[derive(Debug, Clone)]
+pub struct CleanCandidate {
+    pub chat_id: String,
+    pub name: String,
+    pub messages: i64,
+    pub size_bytes: u64,
+}
+
+/// gptme's `chats clean`: conversations with at most `max_messages` messages and no branches
+/// (test conversations only when `include_test`), with their size on disk.
+pub fn clean_candidates(store: &Store, max_messages: i64, include_test: bool) -> Result<Vec<CleanCandidate>, OpsError> {
+    let conn = store.connection()?;
+    let mut out = Vec::new();
+    for c in queries::list_conversations(&conn, include_test, None)? {
+        if c.messages <= max_messages && c.branches <= 1 {
+            let size_bytes = dir_size(Path::new(&c.source_dir));
+            out.push(CleanCandidate { chat_id: c.chat_id, name: c.name, messages: c.messages, size_bytes });
+        }
+    }
+    Ok(out)
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}
