@@ -84,7 +84,7 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     // The directory lock first, then the database lock: every writer takes them in this order.
     let lock = gptme_lock::acquire(&dir)?;
     let mut batch = WriteBatch::begin(&mut conn)?;
-    let stored: Vec<u8> = batch.conn().query_row("SELECT fingerprint FROM conversations WHERE chat_id = ?1", [chat_id], |r| r.get(0))?;
+    let stored: Vec<u8> = batch.conn().prepare_cached("SELECT fingerprint FROM conversations WHERE chat_id = ?1")?.query_row([chat_id], |r| r.get(0))?;
     if ingest::directory_fingerprint(&dir)? != stored {
         // gptme (or a person) changed the directory: operate on what is there now.
         ingest::import_conversation(&mut batch, &dir)?;
@@ -94,7 +94,7 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     let out = op(&mut session)?;
     let Session { batch, conv, dir, _lock, sidecars } = session;
     let fingerprint = ingest::directory_fingerprint(&conv.dir)?;
-    batch.conn().execute("UPDATE conversations SET fingerprint = ?2 WHERE id = ?1", params![conv.id, fingerprint])?;
+    batch.conn().prepare_cached("UPDATE conversations SET fingerprint = ?2 WHERE id = ?1")?.execute(params![conv.id, fingerprint])?;
     batch.finish()?;
     dir.commit()?;
     drop(sidecars);
@@ -193,11 +193,8 @@ impl Session<'_> {
     pub fn active_view(&self) -> Result<Option<Doc>, OpsError> {
         let marker: Option<Vec<u8>> = self
             .conn()
-            .query_row(
-                "SELECT b.data FROM entries e JOIN blobs b ON b.sha256 = e.blob_sha256 WHERE e.conversation_id = ?1 AND e.path = 'views/.current'",
-                [self.conv.id],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT b.data FROM entries e JOIN blobs b ON b.sha256 = e.blob_sha256 WHERE e.conversation_id = ?1 AND e.path = 'views/.current'")?
+            .query_row([self.conv.id], |r| r.get(0))
             .ok();
         let Some(name) = marker.map(|m| String::from_utf8_lossy(&m).trim().to_owned()) else { return Ok(None) };
         if name.is_empty() || name.contains('/') || name.contains('\\') {

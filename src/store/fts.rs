@@ -15,14 +15,9 @@ use super::StoreError;
 /// documents, so the index and the table hold the same rows, as FTS5's own integrity check
 /// expects of an external-content index. Call inside a write transaction, before it commits.
 pub fn index_pending(conn: &Connection) -> Result<u64, StoreError> {
-    let upto: i64 = conn.query_row("SELECT value FROM store_state WHERE key = 'fts_indexed_upto'", [], |r| r.get(0))?;
-    let indexed = conn.execute(
-        "INSERT INTO messages_fts (rowid, content) SELECT id, content FROM messages WHERE id > ?1",
-        [upto],
-    )?;
-    conn.execute(
-        "UPDATE store_state SET value = (SELECT max(?1, coalesce(max(id), 0)) FROM messages) WHERE key = 'fts_indexed_upto'",
-        [upto],
-    )?;
+    let upto: i64 = conn.prepare_cached("SELECT value FROM store_state WHERE key = 'fts_indexed_upto'")?.query_row([], |r| r.get(0))?;
+    let indexed = conn.prepare_cached("INSERT INTO messages_fts (rowid, content) SELECT id, content FROM messages WHERE id > ?1")?.execute([upto])?;
+    conn.prepare_cached("UPDATE store_state SET value = (SELECT max(?1, coalesce(max(id), 0)) FROM messages) WHERE key = 'fts_indexed_upto'")?
+        .execute([upto])?;
     Ok(indexed as u64)
 }

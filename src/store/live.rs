@@ -26,7 +26,7 @@ pub struct LiveConversation {
 }
 
 pub fn load_conversation(conn: &Connection, chat_id: &str) -> Result<LiveConversation, StoreError> {
-    conn.query_row("SELECT id, chat_id, source_dir FROM conversations WHERE chat_id = ?1", [chat_id], |r| {
+    conn.prepare_cached("SELECT id, chat_id, source_dir FROM conversations WHERE chat_id = ?1")?.query_row([chat_id], |r| {
         Ok(LiveConversation { id: r.get(0)?, chat_id: r.get(1)?, dir: std::path::PathBuf::from(r.get::<_, String>(2)?) })
     })
     .optional()?
@@ -69,7 +69,7 @@ pub fn find_doc(conn: &Connection, conversation_id: i64, kind: DocumentKind, nam
         "SELECT {DOC_COLUMNS} FROM documents d JOIN entries e ON e.conversation_id = d.conversation_id AND e.path = d.path
          WHERE d.conversation_id = ?1 AND d.kind = ?2 AND d.name = ?3"
     );
-    Ok(conn.query_row(&sql, params![conversation_id, kind.as_str(), name], doc_from_row).optional()?)
+    Ok(conn.prepare_cached(&sql)?.query_row(params![conversation_id, kind.as_str(), name], doc_from_row).optional()?)
 }
 
 /// Every document of `kind`, by name.
@@ -103,10 +103,8 @@ pub fn create_doc(conn: &Connection, conversation_id: i64, path: &str, kind: Doc
 
 /// Ensures a directory entry exists (gptme creates `branches/` and `files/` on first use).
 pub fn ensure_dir(conn: &Connection, conversation_id: i64, path: &str, mode: u32) -> Result<(), StoreError> {
-    conn.execute(
-        "INSERT OR IGNORE INTO entries (conversation_id, path, kind, mode, mtime_ns) VALUES (?1, ?2, 'dir', ?3, 0)",
-        params![conversation_id, path, mode],
-    )?;
+    conn.prepare_cached("INSERT OR IGNORE INTO entries (conversation_id, path, kind, mode, mtime_ns) VALUES (?1, ?2, 'dir', ?3, 0)")?
+        .execute(params![conversation_id, path, mode])?;
     Ok(())
 }
 
@@ -224,7 +222,9 @@ pub fn next_seq_fast(conn: &Connection, doc: &Doc) -> Result<i64, StoreError> {
 /// Appends an event as the log's next line; returns its bytes.
 pub fn append_event(conn: &Connection, conversation_id: i64, doc: &mut Doc, event: &Event) -> Result<Vec<u8>, StoreError> {
     let line = encode_event(event).into_bytes();
-    let line_no: i64 = conn.query_row("SELECT coalesce(max(line_no) + 1, 0) FROM events WHERE document_id = ?1", [doc.id], |r| r.get(0))?;
+    let line_no: i64 = conn
+        .prepare_cached("SELECT coalesce(max(line_no) + 1, 0) FROM events WHERE document_id = ?1")?
+        .query_row([doc.id], |r| r.get(0))?;
     let form = match &event.payload {
         Payload::Message(_) => "message",
         Payload::Messages(_) => "messages",
@@ -249,7 +249,7 @@ pub fn append_event(conn: &Connection, conversation_id: i64, doc: &mut Doc, even
             .execute(params![doc.id, line_no, position as i64, message_id])?;
     }
     doc.line_count += 1;
-    conn.execute("UPDATE documents SET line_count = line_count + 1, ends_with_newline = 1 WHERE id = ?1", [doc.id])?;
+    conn.prepare_cached("UPDATE documents SET line_count = line_count + 1, ends_with_newline = 1 WHERE id = ?1")?.execute([doc.id])?;
     Ok(line)
 }
 

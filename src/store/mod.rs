@@ -74,6 +74,11 @@ impl Store {
             | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let manager = SqliteConnectionManager::file(path).with_flags(flags).with_init(|c| {
             c.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS as u64))?;
+            c.set_prepared_statement_cache_capacity(64);
+            // SQLite checkpoints the WAL into the database (with an fsync) whenever the last
+            // connection closes: per CLI run that is most of the cost of a one-message append.
+            // Automatic checkpoints during commits already keep the WAL bounded.
+            c.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
             c.execute_batch(
                 "PRAGMA journal_mode = WAL;
                  PRAGMA foreign_keys = ON;
@@ -81,7 +86,8 @@ impl Store {
                  PRAGMA cache_size = -32768;",
             )
         });
-        let pool = r2d2::Pool::builder().max_size(4).build(manager)?;
+        // Connections open on demand: a CLI run needs one, a long-running process a few.
+        let pool = r2d2::Pool::builder().max_size(4).min_idle(Some(0)).build(manager)?;
         let mut conn = pool.get()?;
         schema::migrate(&mut conn)?;
         drop(conn);
