@@ -158,21 +158,40 @@ fn differential(script: &[Value]) {
     differential_masking(script, false)
 }
 
-/// As [`differential`]; with `all_timestamps`, message timestamps are masked too (for
-/// operations that stamp a message with the current time, as backtrack's summary).
-fn differential_masking(script: &[Value], all_timestamps: bool) {
-    let work = tempfile::tempdir().unwrap();
-    let (theirs, ours) = (work.path().join("gptme/logs"), work.path().join("sessiondb/logs"));
+/// Runs `script` through gptme and through sessiondb; returns the two logs roots.
+fn run_both(script: &[Value], work: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (theirs, ours) = (work.join("gptme/logs"), work.join("sessiondb/logs"));
     fs::create_dir_all(&theirs).unwrap();
-    let script_file = work.path().join("script.json");
+    let script_file = work.join("script.json");
     fs::write(&script_file, serde_json::to_string(script).unwrap()).unwrap();
     let out = Command::new(gptme_python()).arg(tool("gptme_ops.py")).arg(&theirs).arg(&script_file).output().unwrap();
     assert!(out.status.success(), "gptme failed: {}", String::from_utf8_lossy(&out.stderr));
-    let db = work.path().join("db");
+    let db = work.join("db");
     for step in script {
-        sessiondb_step(&db, &ours, work.path(), step);
+        sessiondb_step(&db, &ours, work, step);
     }
+    (theirs, ours)
+}
+
+/// As [`differential`], leaving out the files in `ignore`.
+fn differential_ignoring(script: &[Value], ignore: &[&str]) {
+    compare(script, false, ignore)
+}
+
+/// As [`differential`]; with `all_timestamps`, message timestamps are masked too (for
+/// operations that stamp a message with the current time, as backtrack's summary).
+fn differential_masking(script: &[Value], all_timestamps: bool) {
+    compare(script, all_timestamps, &[])
+}
+
+fn compare(script: &[Value], all_timestamps: bool, ignore: &[&str]) {
+    let work = tempfile::tempdir().unwrap();
+    let (theirs, ours) = run_both(script, work.path());
     let (mut a, mut b) = (comparable(&theirs), comparable(&ours));
+    for path in ignore {
+        a.remove(*path);
+        b.remove(*path);
+    }
     if all_timestamps {
         for v in a.values_mut().chain(b.values_mut()) {
             v.0 = mask_key(&v.0, "timestamp");
@@ -225,8 +244,53 @@ fn appends_with_flags_metadata_and_unicode() {
 }
 
 #[test]
-fn undo_with_and_without_an_undo_command() {
+fn undo_without_an_undo_command() {
     differential(&[
+        new("u"),
+        append("u", msg("user", "one", 1)),
+        append("u", msg("assistant", "two", 2)),
+        append("u", msg("user", "three", 3)),
+        json!({"op": "undo", "id": "u", "n": 1}),
+        append("u", msg("user", "/help", 5)),
+        json!({"op": "undo", "id": "u", "n": 2}),
+        json!({"op": "undo", "id": "u", "n": 5}),
+        json!({"op": "undo", "id": "u", "n": 1}),
+    ]);
+}
+
+/// With a `/undo` command on top, gptme removes it and n more messages but logs `{"n": n}`,
+/// so its own event log no longer replays to the transcript. sessiondb logs `n + 1`; that is
+/// the one place its directory differs from gptme's, and its replay is the true state.
+#[test]
+fn undo_with_an_undo_command_logs_what_was_removed() {
+    let script = [
+        new("u"),
+        append("u", msg("user", "one", 1)),
+        append("u", msg("assistant", "two", 2)),
+        append("u", msg("user", "/undo", 3)),
+        json!({"op": "undo", "id": "u", "n": 1}),
+    ];
+    let work = tempfile::tempdir().unwrap();
+    let (theirs, ours) = run_both(&script, work.path());
+    let (a, b) = (comparable(&theirs), comparable(&ours));
+    for (path, value) in &a {
+        if path != "u/events.jsonl" {
+            assert_eq!(Some(value), b.get(path), "{path}");
+        }
+    }
+    let (ta, tb) = (&a["u/events.jsonl"].0, &b["u/events.jsonl"].0);
+    assert_eq!(ta.replace("\"payload\": {\"n\": 1}", "\"payload\": {\"n\": 2}"), *tb);
+    let replay = |dir: &Path| {
+        let events = sessiondb::ops::read_event_file(&dir.join("u/events.jsonl")).unwrap().unwrap();
+        sessiondb::ops::replay(&events).unwrap().len()
+    };
+    assert_eq!(replay(&ours), 1, "sessiondb's log replays to the transcript");
+    assert_eq!(replay(&theirs), 2, "gptme's log replays to one message too many");
+}
+
+#[test]
+fn undo_with_and_without_an_undo_command_other_files() {
+    differential_ignoring(&[
         new("u"),
         append("u", msg("user", "one", 1)),
         append("u", msg("assistant", "two", 2)),
@@ -238,7 +302,7 @@ fn undo_with_and_without_an_undo_command() {
         json!({"op": "undo", "id": "u", "n": 2}),
         json!({"op": "undo", "id": "u", "n": 5}),
         json!({"op": "undo", "id": "u", "n": 1}),
-    ]);
+    ], &["u/events.jsonl"]);
 }
 
 #[test]

@@ -434,14 +434,18 @@ impl Session<'_> {
 
     /// gptme's `LogManager.undo(n)`: a `/undo` command on top is removed first; a backup
     /// `<branch>-undo-<k>` is saved unless the (new) last message is a command; then up to `n`
-    /// messages are removed and an `undo` event `{"n": n}` is logged. Returns the messages
-    /// removed (the `/undo` command included) and the backup's name; `None` when there was
-    /// nothing to undo.
+    /// messages are removed and an `undo` event is logged. Returns the messages removed (the
+    /// `/undo` command included) and the backup's name; `None` when there was nothing to undo.
+    ///
+    /// One deliberate difference: gptme logs `{"n": n}` even when it also removed the `/undo`
+    /// command, so its event log then replays to one message too many. sessiondb counts the
+    /// command too (`n + 1`), so that recovery gives back the transcript.
     pub fn undo(&mut self, branch: &str, n: usize) -> Result<Option<(Vec<Message>, Option<String>)>, OpsError> {
         let mut doc = self.target(branch)?;
         let mut messages = self.messages(&doc)?;
         let mut removed = Vec::new();
-        if messages.last().is_some_and(|m| m.content.starts_with("/undo")) {
+        let undo_command = messages.last().is_some_and(|m| m.content.starts_with("/undo"));
+        if undo_command {
             removed.push(messages.pop().expect("checked"));
         }
         let backup = match messages.last() {
@@ -461,7 +465,8 @@ impl Session<'_> {
             }
         }
         self.replace(&mut doc, &messages)?;
-        let payload = Payload::Other(Json::Object(vec![("n".into(), Json::Int(n.to_string()))]));
+        let logged = n + usize::from(undo_command);
+        let payload = Payload::Other(Json::Object(vec![("n".into(), Json::Int(logged.to_string()))]));
         self.log_event(branch, UNDO, payload, &doc)?;
         Ok(Some((removed, backup)))
     }
