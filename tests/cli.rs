@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{fixtures, run_ok, sessiondb};
+use serde_json::Value;
 
 fn bare() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sessiondb"));
@@ -132,4 +133,43 @@ fn a_newer_schema_is_refused_untouched() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("schema version 999, newer than this sessiondb supports"));
     assert_eq!(fs::read(&db).unwrap(), before);
+}
+
+#[test]
+fn diff_rm_and_clean() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).args(["new", "keep", "--logs-dir"]).arg(&logs));
+    for (role, content) in [("user", "shared"), ("assistant", "reply")] {
+        run_ok(sessiondb(&db).args(["append", "keep", "--role", role, "--content", content]));
+    }
+    run_ok(sessiondb(&db).args(["branch", "keep", "alt"]));
+    run_ok(sessiondb(&db).args(["append", "keep", "--branch", "alt", "--role", "user", "--content", "alt only"]));
+    let diff = String::from_utf8(run_ok(sessiondb(&db).args(["diff", "keep", "main", "alt"])).stdout).unwrap();
+    assert_eq!(diff, "main and alt differ from message 3\n- user: alt only\n");
+
+    // clean: a dry run lists the empty conversations; --delete removes directory and rows.
+    run_ok(sessiondb(&db).args(["new", "empty", "--logs-dir"]).arg(&logs));
+    run_ok(sessiondb(&db).args(["new", "one", "--logs-dir"]).arg(&logs));
+    run_ok(sessiondb(&db).args(["append", "one", "--role", "user", "--content", "hi"]));
+    let dry: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["clean", "--json"])).stdout).unwrap();
+    let mut found: Vec<&str> = dry["conversations"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    found.sort();
+    assert_eq!(found, ["empty", "one"]);
+    assert_eq!(dry["deleted"], 0);
+    assert!(logs.join("empty").exists());
+    let done: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["clean", "--json", "-n", "0", "--delete"])).stdout).unwrap();
+    assert_eq!(done["deleted"], 1);
+    assert!(!logs.join("empty").exists() && logs.join("one").exists());
+
+    run_ok(sessiondb(&db).args(["rm", "one"]));
+    assert!(!logs.join("one").exists());
+    let list: Vec<Value> = serde_json::from_slice(&run_ok(sessiondb(&db).args(["list", "--json", "--all"])).stdout).unwrap();
+    assert_eq!(list.iter().map(|c| c["id"].as_str().unwrap()).collect::<Vec<_>>(), ["keep"]);
+    let orphans: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT count(*) FROM messages WHERE conversation_id NOT IN (SELECT id FROM conversations)", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(orphans, 0);
 }

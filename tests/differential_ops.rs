@@ -404,3 +404,27 @@ fn forks_whole_and_at_a_turn() {
     script.push(append("f-copy", msg("user", "after the fork", 30)));
     differential(&script);
 }
+
+#[test]
+fn attachments_are_stored_by_content_as_gptme_stores_them() {
+    let files = tempfile::tempdir().unwrap();
+    let a = files.path().join("diagram.png");
+    let b = files.path().join("notes");
+    let c = files.path().join("archive.tar.gz");
+    fs::write(&a, b"\x89PNG fake image").unwrap();
+    fs::write(&b, "no suffix").unwrap();
+    fs::write(&c, "gz").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&a, fs::Permissions::from_mode(0o640)).unwrap();
+    let with_files = |m: Value, paths: &[&Path]| {
+        let mut m = m;
+        m["files"] = json!(paths.iter().map(|p| p.to_str().unwrap()).collect::<Vec<_>>());
+        m
+    };
+    differential(&[
+        new("att"),
+        append("att", with_files(msg("user", "look at these", 1), &[&a, &b])),
+        append("att", with_files(msg("user", "again, and a .tar.gz", 2), &[&a, &c])),
+        append("att", msg("assistant", "seen", 3)),
+    ]);
+}
