@@ -199,28 +199,16 @@ fn export_refuses_a_conversation_a_live_gptme_holds() {
     run_ok(sessiondb(&db).arg("import").arg(&logs));
 
     // A real gptme loads the conversation (taking its lock) and keeps it open.
-    let script = "import sys, time\nfrom gptme.logmanager import LogManager\nm = LogManager.load(sys.argv[1])\nprint('loaded', flush=True)\ntime.sleep(60)\n";
-    let mut gptme = Command::new(gptme_python())
-        .args(["-c", script])
-        .arg(logs.join("busy"))
-        .env("GPTME_LOGS_HOME", &logs)
-        .env("HOME", work.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut ready = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(gptme.stdout.as_mut().unwrap()), &mut ready).unwrap();
-    assert_eq!(ready.trim(), "loaded");
+    let gptme = common::LiveGptme::hold(&logs.join("busy"), &logs, work.path());
     let before = fs::read(logs.join("busy/conversation.jsonl")).unwrap();
 
     let out = sessiondb(&db).arg("export").arg("--to").arg(&logs).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains(&format!("in use by gptme (process {})", gptme.id())), "{stderr}");
+    assert!(stderr.contains(&format!("in use by gptme (process {})", gptme.pid())), "{stderr}");
     assert_eq!(fs::read(logs.join("busy/conversation.jsonl")).unwrap(), before);
 
-    gptme.kill().unwrap();
-    gptme.wait().unwrap();
+    drop(gptme);
     // Once gptme is gone its lock is free (flock dies with the process) and export proceeds.
     run_ok(sessiondb(&db).arg("export").arg("--to").arg(&logs));
 }

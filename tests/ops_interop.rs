@@ -202,27 +202,17 @@ fn operations_refuse_a_conversation_a_live_gptme_holds() {
     write_conversation(&logs, "busy", &[m("user", "hi")]);
     let db = work.path().join("db");
     run_ok(sessiondb(&db).arg("import").arg(&logs));
-    let script = "import sys, time\nfrom gptme.logmanager import LogManager\nm = LogManager.load(sys.argv[1])\nprint('loaded', flush=True)\ntime.sleep(60)\n";
-    let mut gptme = Command::new(gptme_python())
-        .args(["-c", script])
-        .arg(logs.join("busy"))
-        .env("GPTME_LOGS_HOME", &logs)
-        .env("HOME", work.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut ready = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(gptme.stdout.as_mut().unwrap()), &mut ready).unwrap();
+    // A real gptme loads the conversation (taking its lock) and keeps it open.
+    let gptme = common::LiveGptme::hold(&logs.join("busy"), &logs, work.path());
     let before = fs::read(logs.join("busy/conversation.jsonl")).unwrap();
     for args in [vec!["append", "busy", "--role", "user", "--content", "x"], vec!["undo", "busy"], vec!["rename", "busy", "n"]] {
         let out = sessiondb(&db).args(&args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
-        assert!(stderr.contains(&format!("in use by gptme (process {})", gptme.id())), "{args:?}: {stderr}");
+        assert!(stderr.contains(&format!("in use by gptme (process {})", gptme.pid())), "{args:?}: {stderr}");
     }
     assert_eq!(fs::read(logs.join("busy/conversation.jsonl")).unwrap(), before);
-    gptme.kill().unwrap();
-    gptme.wait().unwrap();
+    drop(gptme);
     run_ok(sessiondb(&db).args(["append", "busy", "--role", "user", "--content", "now it works"]));
 }
 

@@ -169,20 +169,9 @@ fn toml_value(out: &mut String, value: &Json) {
     }
 }
 
-/// A single-line TOML basic string: `"`, `\` and every control character escaped.
+/// A single-line TOML basic string, spelled as tomlkit (and so gptme) spells it.
 fn basic_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    out.push_str(&super::config::toml_string(s));
 }
 
 /// The body of a multi-line basic string: newlines and tabs literal, `"` and `\` escaped (so

@@ -53,3 +53,37 @@ pub fn regenerated_fixtures() -> (PathBuf, Option<tempfile::TempDir>) {
     run_ok(Command::new(gptme_python()).arg(tool("gen_fixtures.py")).arg(&logs));
     (logs, Some(temp))
 }
+
+/// A real gptme process that has loaded a conversation (holding its `.lock`) and keeps it
+/// open until dropped.
+pub struct LiveGptme(std::process::Child);
+
+impl LiveGptme {
+    /// Starts gptme on `dir` (under `logs`) and waits until it holds the conversation.
+    pub fn hold(dir: &Path, logs: &Path, home: &Path) -> LiveGptme {
+        let script = "import sys, time\nfrom gptme.logmanager import LogManager\nm = LogManager.load(sys.argv[1])\nprint('loaded', flush=True)\ntime.sleep(60)\n";
+        let mut child = Command::new(gptme_python())
+            .args(["-c", script])
+            .arg(dir)
+            .env("GPTME_LOGS_HOME", logs)
+            .env("HOME", home)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python runs");
+        let mut ready = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.as_mut().expect("piped")), &mut ready).unwrap();
+        assert_eq!(ready.trim(), "loaded", "gptme did not load {}", dir.display());
+        LiveGptme(child)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for LiveGptme {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
