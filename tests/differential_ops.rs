@@ -428,3 +428,25 @@ fn attachments_are_stored_by_content_as_gptme_stores_them() {
         append("att", msg("assistant", "seen", 3)),
     ]);
 }
+
+#[test]
+fn appending_after_a_cut_off_last_line_rewrites_as_gptme_does() {
+    // Both sides start from the same damaged transcript: its last line cut off mid-write.
+    let work = tempfile::tempdir().unwrap();
+    let (theirs, ours) = run_both(&[new("cut"), append("cut", msg("user", "one", 1)), append("cut", msg("assistant", "two", 2))], work.path());
+    for root in [&theirs, &ours] {
+        let path = root.join("cut/conversation.jsonl");
+        let mut bytes = fs::read(&path).unwrap();
+        bytes.truncate(bytes.len() - 20);
+        fs::write(&path, bytes).unwrap();
+    }
+    let step = [append("cut", msg("user", "three", 3))];
+    let script_file = work.path().join("step.json");
+    fs::write(&script_file, serde_json::to_string(&step).unwrap()).unwrap();
+    let out = Command::new(gptme_python()).arg(tool("gptme_ops.py")).arg(&theirs).arg(&script_file).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    sessiondb_step(&work.path().join("db"), &ours, work.path(), &step[0]);
+    let (a, b) = (comparable(&theirs), comparable(&ours));
+    assert_eq!(a.get("cut/conversation.jsonl"), b.get("cut/conversation.jsonl"));
+    assert!(a["cut/conversation.jsonl"].0.lines().count() == 2, "gptme dropped the damaged line: {:?}", a["cut/conversation.jsonl"]);
+}

@@ -216,19 +216,32 @@ impl Session<'_> {
         self.record(&doc.path, stat)
     }
 
-    /// Appends one line to a document's file, or rewrites the file when what is on disk cannot
-    /// simply be extended (its last line has no newline).
-    fn write_appended(&mut self, doc: &Doc, before: &Doc, line: &[u8]) -> Result<FileStat, OpsError> {
-        if before.ends_with_newline {
-            let mut bytes = line.to_vec();
-            bytes.push(b'\n');
-            let stat = self.dir.append(&self.abs(&doc.path), before.size, doc.mode, &bytes)?;
-            self.record(&doc.path, stat)?;
-            Ok(stat)
-        } else {
-            self.rewrite(doc)?;
-            Ok(crate::sync::dirtx::stat(&self.abs(&doc.path)).map_err(|source| DirError::Io { path: self.abs(&doc.path), source })?)
+    /// Adds `message` at the end of a transcript (branch or view). When the file ends with a
+    /// newline, one line is appended. Otherwise its last line was cut off, and gptme cannot
+    /// extend it: it rewrites the file from the messages it holds (normalised, the damaged line
+    /// gone), and so does this. Returns the document after and the new line's bytes.
+    fn extend(&mut self, before: &Doc, message: &Message) -> Result<(Doc, Vec<u8>, FileStat), OpsError> {
+        let mut doc = before.clone();
+        if !before.ends_with_newline {
+            let mut messages = self.messages(before)?;
+            messages.push(message.clone());
+            self.replace(&mut doc, &messages)?;
+            let line = crate::codec::message_line::encode_message(message).into_bytes();
+            let path = self.abs(&doc.path);
+            let stat = crate::sync::dirtx::stat(&path).map_err(|source| DirError::Io { path, source })?;
+            return Ok((doc, line, stat));
         }
+        let line = live::append_line(self.batch.conn(), self.conv.id, &mut doc, message)?;
+        let mut bytes = line.clone();
+        bytes.push(b'\n');
+        let stat = self.dir.append(&self.abs(&doc.path), before.size, doc.mode, &bytes)?;
+        self.record(&doc.path, stat)?;
+        if doc.kind == DocumentKind::Branch && doc.name == "main" {
+            let mut totals = crate::store::totals::load(self.conn(), self.conv.id)?;
+            totals.feed(&line, None);
+            crate::store::totals::save(self.conn(), self.conv.id, &totals, seconds(stat.mtime_ns))?;
+        }
+        Ok((doc, line, stat))
     }
 
     /// Stores attachments by content as gptme does (`files/<16 hex of sha256><suffix>`,
@@ -270,26 +283,13 @@ impl Session<'_> {
     pub fn append(&mut self, branch: &str, message: &Message) -> Result<Appended, OpsError> {
         let message = self.store_attachments(message)?;
         let before = self.branch_doc(branch)?;
-        let mut doc = before.clone();
         let view = if branch == "main" { self.active_view()? } else { None };
         self.ensure_dir("branches")?;
-        let line = live::append_line(self.batch.conn(), self.conv.id, &mut doc, &message)?;
-        let stat = self.write_appended(&doc, &before, &line)?;
-        if branch == "main" {
-            let mut totals = crate::store::totals::load(self.conn(), self.conv.id)?;
-            totals.feed(&line, None);
-            crate::store::totals::save(self.conn(), self.conv.id, &totals, seconds(stat.mtime_ns))?;
-        }
+        let (doc, line, _) = self.extend(&before, &message)?;
         // With a view active, gptme's log is the view: it gets the message, and the event log
         // (main's) snapshots the view at checkpoints.
         let current = match &view {
-            Some(v) => {
-                let view_before = v.clone();
-                let mut view_doc = v.clone();
-                let view_line = live::append_line(self.batch.conn(), self.conv.id, &mut view_doc, &message)?;
-                self.write_appended(&view_doc, &view_before, &view_line)?;
-                view_doc
-            }
+            Some(v) => self.extend(v, &message)?.0,
             None => doc,
         };
         let (seq, checkpoint_seq) = self.log_event(branch, MESSAGE_APPEND, Payload::Message(message), &current)?;
@@ -426,7 +426,7 @@ impl Session<'_> {
         let mut doc = self.target(branch)?;
         let current = self.messages(&doc)?;
         let backup = self.save_backup(branch, "edit", &current)?;
-        let messages: Vec<Message> = messages.iter().map(|m| normalise_for_rewrite(m, 0.0)).collect();
+        let messages = new_messages(messages);
         self.replace(&mut doc, &messages)?;
         self.log_event(branch, MESSAGE_EDIT, Payload::Messages(messages), &doc)?;
         Ok(backup)
@@ -483,6 +483,20 @@ impl Session<'_> {
         self.create_branch(name, &messages)?;
         Ok(true)
     }
+}
+
+/// Messages given to an edit or a view, as gptme would hold them: timestamps normalised, and
+/// a missing one set to now (gptme's `Message` defaults to `datetime.now()`, local time).
+fn new_messages(messages: &[Message]) -> Vec<Message> {
+    let now = crate::codec::timestamp::format_naive(chrono::Local::now().naive_local());
+    messages
+        .iter()
+        .map(|m| {
+            let mut m = m.clone();
+            m.timestamp.get_or_insert_with(|| now.clone());
+            normalise_for_rewrite(&m, 0.0)
+        })
+        .collect()
 }
 
 /// Nanoseconds since the epoch → seconds, as CPython computes `st_mtime`.

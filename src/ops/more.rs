@@ -3,7 +3,7 @@
 
 use rusqlite::params;
 
-use super::{normalise_for_rewrite, umask_mode, OpsError, Session, TRANSCRIPT_MODE};
+use super::{umask_mode, OpsError, Session, TRANSCRIPT_MODE};
 use crate::codec::conv_checkpoints::{encode_checkpoint, ConvCheckpoint};
 use crate::codec::events::{Event, Payload, CHECKPOINT, MESSAGE_APPEND, MESSAGE_EDIT, UNDO};
 use crate::codec::json::Json;
@@ -103,7 +103,7 @@ impl Session<'_> {
             Some(d) => d,
             None => live::create_doc(self.batch.conn(), self.conv.id, &rel, DocumentKind::View, name, TRANSCRIPT_MODE)?,
         };
-        let messages: Vec<Message> = messages.iter().map(|m| normalise_for_rewrite(m, 0.0)).collect();
+        let messages = super::new_messages(messages);
         live::replace_lines(self.batch.conn(), self.conv.id, &mut doc, &messages)?;
         self.rewrite(&doc)
     }
