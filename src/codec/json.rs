@@ -454,13 +454,20 @@ pub fn write_py_string(out: &mut String, s: &str) {
             _ => {
                 let mut units = [0u16; 2];
                 for unit in ch.encode_utf16(&mut units) {
-                    let _ = write!(out, "\\u{:04x}", unit);
+                    push_u_escape(out, *unit);
                 }
             }
         }
     }
     out.push_str(std::str::from_utf8(&bytes[run_start..]).expect("char boundary"));
     out.push('"');
+}
+
+/// Appends `\uXXXX` with lowercase hex (the hot path of encoding non-ASCII text).
+fn push_u_escape(out: &mut String, unit: u16) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digits = [b'\\', b'u', HEX[(unit >> 12) as usize & 15], HEX[(unit >> 8) as usize & 15], HEX[(unit >> 4) as usize & 15], HEX[unit as usize & 15]];
+    out.push_str(std::str::from_utf8(&digits).expect("ASCII"));
 }
 
 /// Writes a float as Python's `float.__repr__` (which `json.dumps` uses), with `NaN`,

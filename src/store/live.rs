@@ -255,32 +255,47 @@ pub fn append_event(conn: &Connection, conversation_id: i64, doc: &mut Doc, even
 
 /// gptme's compaction after a checkpoint: the log keeps only the lines that parse as JSON
 /// with a seq at or above the checkpoint's, each re-serialised by `json.dumps`; everything else
-/// (older events, damaged and blank lines) is dropped. Returns the kept lines' bytes.
-pub fn compact_events(conn: &Connection, doc: &mut Doc, checkpoint_seq: i64) -> Result<Vec<Vec<u8>>, StoreError> {
-    let all = events(conn, doc)?;
-    let mut kept = Vec::new();
-    for e in &all {
-        let keep = e.json.as_ref().and_then(|j| j.get("seq")).and_then(json::Json::as_i64).is_some_and(|s| s >= checkpoint_seq);
-        if keep {
-            let bytes = json::dump(e.json.as_ref().expect("kept lines parse")).into_bytes();
-            if bytes != e.line {
-                // Re-serialised differently (an older writer's spelling): keep the new bytes.
-                conn.execute(
-                    "UPDATE events SET raw = ?3, payload_form = NULL, payload = NULL WHERE document_id = ?1 AND line_no = ?2",
-                    params![doc.id, e.line_no, &bytes],
-                )?;
-                conn.execute("DELETE FROM event_messages WHERE document_id = ?1 AND line_no = ?2", params![doc.id, e.line_no])?;
+/// (older events, damaged and blank lines) is dropped.
+///
+/// A line stored typed is canonical (re-serialising gives its own bytes), so only lines kept
+/// as raw bytes are parsed here; that keeps compaction from re-reading the checkpoint it just
+/// wrote, which holds the whole conversation.
+pub fn compact_events(conn: &Connection, doc: &mut Doc, checkpoint_seq: i64) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare("SELECT line_no, seq, raw FROM events WHERE document_id = ?1 ORDER BY line_no")?;
+    let rows: Vec<(i64, Option<i64>, Option<Vec<u8>>)> =
+        stmt.query_map([doc.id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
+    let mut kept = 0;
+    for (line_no, seq, raw) in rows {
+        let keep = match &raw {
+            None => seq.is_some_and(|s| s >= checkpoint_seq),
+            Some(bytes) => {
+                let parsed = std::str::from_utf8(bytes).ok().and_then(|t| json::parse(t.trim()).ok()).map(|p| p.value);
+                match parsed {
+                    Some(value) if value.get("seq").and_then(json::Json::as_i64).is_some_and(|s| s >= checkpoint_seq) => {
+                        let dumped = json::dump(&value).into_bytes();
+                        if &dumped != bytes {
+                            conn.execute(
+                                "UPDATE events SET raw = ?3 WHERE document_id = ?1 AND line_no = ?2",
+                                params![doc.id, line_no, &dumped],
+                            )?;
+                        }
+                        true
+                    }
+                    _ => false,
+                }
             }
-            kept.push(bytes);
+        };
+        if keep {
+            kept += 1;
         } else {
-            conn.execute("DELETE FROM event_messages WHERE document_id = ?1 AND line_no = ?2", params![doc.id, e.line_no])?;
-            conn.execute("DELETE FROM events WHERE document_id = ?1 AND line_no = ?2", params![doc.id, e.line_no])?;
+            conn.execute("DELETE FROM event_messages WHERE document_id = ?1 AND line_no = ?2", params![doc.id, line_no])?;
+            conn.execute("DELETE FROM events WHERE document_id = ?1 AND line_no = ?2", params![doc.id, line_no])?;
         }
     }
-    doc.line_count = kept.len() as i64;
+    doc.line_count = kept;
     doc.ends_with_newline = true;
     conn.execute("UPDATE documents SET line_count = ?2, ends_with_newline = 1 WHERE id = ?1", params![doc.id, doc.line_count])?;
-    Ok(kept)
+    Ok(())
 }
 
 /// Removes message rows that no document line and no event refers to any more (after an
