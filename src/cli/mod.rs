@@ -7,6 +7,7 @@ mod import;
 mod list;
 mod manage;
 mod ops;
+mod search;
 mod show;
 
 use std::path::PathBuf;
@@ -36,6 +37,8 @@ enum Command {
     List(list::Args),
     /// Print the messages of one branch of a conversation
     Show(show::Args),
+    /// Full-text search across every conversation, ranked
+    Search(search::Args),
     /// Create an empty conversation in gptme's logs root
     New(ops::NewArgs),
     /// Append a message (attachments stored as gptme stores them)
@@ -109,6 +112,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Export(args) => export::run(&store, args),
         Command::List(args) => list::run(&store, args),
         Command::Show(args) => show::run(&store, args),
+        Command::Search(args) => search::run(&store, args),
         Command::New(args) => ops::new(&store, args),
         Command::Append(args) => ops::append(&store, args),
         Command::Undo(args) => ops::undo(&store, args),

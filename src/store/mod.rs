@@ -13,6 +13,7 @@ pub mod live;
 pub mod rows;
 pub mod queries;
 pub mod schema;
+pub mod search;
 pub mod totals;
 
 use std::path::{Path, PathBuf};
@@ -38,6 +39,8 @@ pub enum StoreError {
     Io { path: String, source: std::io::Error },
     #[error("the store is inconsistent: {0}; run `sessiondb import` again from the gptme directories")]
     Corrupt(String),
+    #[error("{0}")]
+    Query(String),
     #[error("no conversation {0:?} in the store")]
     NoConversation(String),
     #[error("conversation {chat_id:?} has no branch {branch:?}")]
@@ -79,6 +82,7 @@ impl Store {
             // connection closes: per CLI run that is most of the cost of a one-message append.
             // Automatic checkpoints during commits already keep the WAL bounded.
             c.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+            fts::register_functions(c)?;
             c.execute_batch(
                 "PRAGMA journal_mode = WAL;
                  PRAGMA foreign_keys = ON;

@@ -12,6 +12,7 @@ use super::StoreError;
 const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0001_init.sql"),
     include_str!("../../schema/0002_live_operations.sql"),
+    include_str!("../../schema/0003_fts_cjk.sql"),
 ];
 
 /// The schema version this build writes.
@@ -44,6 +45,7 @@ mod tests {
     #[test]
     fn migrates_once_and_refuses_newer() {
         let mut conn = Connection::open_in_memory().unwrap();
+        super::super::fts::register_functions(&conn).unwrap();
         migrate(&mut conn).unwrap();
         migrate(&mut conn).unwrap();
         let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();

@@ -1,0 +1,132 @@
+//! `sessiondb search QUERY`: ranked full-text search across every conversation.
+
+use std::io::{IsTerminal, Write};
+
+use super::Failure;
+use crate::codec::timestamp::format_utc;
+use crate::store::search::{highlight_terms, search, snippet, SearchQuery};
+use crate::store::Store;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Words, "a phrase", prefix*, AND/OR/NOT; anything else is searched literally
+    #[arg(allow_hyphen_values = true)]
+    query: String,
+    /// At most N conversations
+    #[arg(short = 'n', long = "limit", default_value_t = 20)]
+    limit: usize,
+    #[arg(long)]
+    json: bool,
+    /// Only messages of this role
+    #[arg(long)]
+    role: Option<String>,
+    /// Only messages answered by this model
+    #[arg(long)]
+    model: Option<String>,
+    /// Only conversations modified since YYYY-MM-DD, or Nd / Nh ago
+    #[arg(long, value_name = "DATE")]
+    since: Option<String>,
+    /// Only this conversation
+    #[arg(long = "chat", value_name = "ID")]
+    chat_id: Option<String>,
+    /// Only messages on this branch
+    #[arg(long)]
+    branch: Option<String>,
+    /// Lines of context around each match
+    #[arg(short = 'c', long = "context", default_value_t = 1)]
+    context: usize,
+    /// Matches to show per conversation
+    #[arg(short = 'm', long = "matches", default_value_t = 1)]
+    matches: usize,
+    /// Include test and eval conversations
+    #[arg(long)]
+    all: bool,
+}
+
+/// `YYYY-MM-DD` (local midnight), or `Nd` / `Nh` before now, as gptme's `--since` reads it.
+pub fn parse_since(text: &str) -> Result<f64, Failure> {
+    let now = chrono::Local::now();
+    let ago = |n: &str, secs: i64| -> Option<f64> { n.parse::<i64>().ok().map(|n| now.timestamp() as f64 - (n * secs) as f64) };
+    if let Some(n) = text.strip_suffix('d') {
+        if let Some(t) = ago(n, 86_400) {
+            return Ok(t);
+        }
+    }
+    if let Some(n) = text.strip_suffix('h') {
+        if let Some(t) = ago(n, 3_600) {
+            return Ok(t);
+        }
+    }
+    let date = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .map_err(|_| Failure(format!("--since {text:?}: expected YYYY-MM-DD, Nd or Nh")))?;
+    let midnight = date.and_hms_opt(0, 0, 0).expect("midnight");
+    use chrono::TimeZone;
+    Ok(chrono::Local.from_local_datetime(&midnight).earliest().map_or(midnight.and_utc().timestamp(), |t| t.timestamp()) as f64)
+}
+
+pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
+    let query = SearchQuery {
+        text: args.query.clone(),
+        role: args.role,
+        model: args.model,
+        since: args.since.as_deref().map(parse_since).transpose()?,
+        chat_id: args.chat_id,
+        branch: args.branch,
+        limit: args.limit,
+        matches: args.matches,
+        include_test: args.all,
+    };
+    let conn = store.connection()?;
+    let result = search(&conn, &query)?;
+    let terms = highlight_terms(&args.query);
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let mark = move |s: &str| if colour { format!("\x1b[1;31m{s}\x1b[0m") } else { format!("**{s}**") };
+    let plain = |s: &str| s.to_owned();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let written: std::io::Result<()> = (|| {
+        if args.json {
+            let rows: Vec<_> = result
+                .conversations
+                .iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "id": c.chat_id,
+                        "name": c.name,
+                        "modified": format_utc(c.modified),
+                        "matches": c.total,
+                        "snippets": c.hits.iter().map(|h| serde_json::json!({
+                            "role": h.role,
+                            "file": h.document,
+                            "index": h.line,
+                            "rank": h.rank,
+                            "snippet": snippet(&h.content, &terms, args.context, args.matches, &plain),
+                            "highlighted": snippet(&h.content, &terms, args.context, args.matches, &|s: &str| format!("**{s}**")),
+                        })).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            writeln!(out, "{}", serde_json::to_string_pretty(&rows).expect("serialisable"))?;
+            return Ok(());
+        }
+        if result.conversations.is_empty() {
+            writeln!(out, "No results found for query: '{}'", args.query)?;
+            return Ok(());
+        }
+        let how = if result.literal { " (searched literally)" } else { "" };
+        writeln!(out, "Search results for '{}'{how} ({} conversations):", args.query, result.conversations.len())?;
+        for (i, c) in result.conversations.iter().enumerate() {
+            writeln!(out, "\n{}. {} ({} matches):", i + 1, c.name, c.total)?;
+            for (j, h) in c.hits.iter().enumerate() {
+                writeln!(out, "\n  Match {} ({}, message {}, {}):", j + 1, h.document, h.line + 1, h.role)?;
+                let text = snippet(&h.content, &terms, args.context, args.matches, &mark);
+                writeln!(out, "     {}", text.replace('\n', "\n     "))?;
+            }
+        }
+        Ok(())
+    })();
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        other => other.map(|_| 0).map_err(Failure::from),
+    }
+}

@@ -1,0 +1,305 @@
+//! Full-text search across every conversation, from the FTS5 index (never a scan of messages).
+//!
+//! A query is first tried as FTS5 syntax (phrases, `foo*` prefixes, AND/OR/NOT, NEAR), with
+//! every CJK run made a phrase of its characters (see [`super::fts::fts_text`]). When FTS5
+//! rejects it as syntax — a plain query with `-`, `"`, `:`, `(` and the like — it is searched
+//! literally instead: each word a quoted phrase, all of them required. Results are ranked by
+//! bm25 and grouped by conversation; snippets are cut from the stored text with the matched
+//! words marked.
+
+use rusqlite::{params_from_iter, types::Value};
+
+use super::fts::is_cjk;
+use super::StoreError;
+
+/// What to search and how many results to return.
+#[derive(Debug, Clone, Default)]
+pub struct SearchQuery {
+    pub text: String,
+    /// Only messages of this role.
+    pub role: Option<String>,
+    /// Only messages whose metadata names this model.
+    pub model: Option<String>,
+    /// Only messages of conversations modified at or after this time (epoch seconds).
+    pub since: Option<f64>,
+    pub chat_id: Option<String>,
+    /// Only messages on this branch (its name; `main` is conversation.jsonl).
+    pub branch: Option<String>,
+    /// At most this many conversations.
+    pub limit: usize,
+    /// At most this many matches per conversation.
+    pub matches: usize,
+    pub include_test: bool,
+}
+
+/// One matching message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub message_id: i64,
+    pub role: String,
+    pub content: String,
+    /// The document the message is first found in (main preferred) and its line (0-based).
+    pub document: String,
+    pub line: i64,
+    pub rank: f64,
+}
+
+/// One conversation with its best matches, best first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationHits {
+    pub chat_id: String,
+    pub name: String,
+    pub modified: f64,
+    pub total: usize,
+    pub hits: Vec<Hit>,
+}
+
+/// The search, and whether the query had to be taken literally.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchResult {
+    pub literal: bool,
+    pub fts_query: String,
+    pub conversations: Vec<ConversationHits>,
+}
+
+/// Makes CJK runs phrases: outside quotes `数据库` becomes `"数 据 库"`, inside a quoted
+/// phrase the characters are just spaced.
+fn cjk_phrases(query: &str) -> String {
+    let mut out = String::new();
+    let mut in_quotes = false;
+    let mut chars = query.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '"' {
+            in_quotes = !in_quotes;
+            out.push(c);
+        } else if is_cjk(c) {
+            let mut run = vec![c];
+            while let Some(&n) = chars.peek() {
+                if !is_cjk(n) {
+                    break;
+                }
+                run.push(n);
+                chars.next();
+            }
+            let spaced = run.iter().map(char::to_string).collect::<Vec<_>>().join(" ");
+            if in_quotes {
+                out.push_str(&format!(" {spaced} "));
+            } else {
+                out.push_str(&format!(" \"{spaced}\" "));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The literal form: every whitespace-separated word as a quoted phrase, all required.
+fn literal_query(text: &str) -> String {
+    text.split_whitespace()
+        .map(|word| {
+            let spaced: String = word.chars().flat_map(|c| if is_cjk(c) { vec![' ', c, ' '] } else { vec![c] }).collect();
+            format!("\"{}\"", spaced.replace('"', "\"\""))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The words to mark in snippets: the query's words without FTS5 syntax.
+pub fn highlight_terms(text: &str) -> Vec<String> {
+    let cleaned: String = text.chars().map(|c| if "\"*()^:+".contains(c) { ' ' } else { c }).collect();
+    let mut terms: Vec<String> = cleaned
+        .split_whitespace()
+        .filter(|w| !matches!(*w, "AND" | "OR" | "NOT" | "NEAR"))
+        .map(|w| w.trim_matches('-').to_lowercase())
+        .filter(|w| !w.is_empty())
+        .collect();
+    terms.sort_by_key(|t| std::cmp::Reverse(t.len()));
+    terms.dedup();
+    terms
+}
+
+fn is_syntax_error(e: &rusqlite::Error) -> bool {
+    let text = e.to_string();
+    text.contains("fts5: syntax error") || text.contains("unterminated string") || text.contains("no such column") || text.contains("unknown special query")
+}
+
+/// Runs a search. An empty query is an error, as in gptme.
+pub fn search(conn: &rusqlite::Connection, q: &SearchQuery) -> Result<SearchResult, StoreError> {
+    if q.text.trim().is_empty() {
+        return Err(StoreError::Query("the search query is empty".into()));
+    }
+    let fts = cjk_phrases(&q.text);
+    match run(conn, q, &fts) {
+        Ok(conversations) => Ok(SearchResult { literal: false, fts_query: fts, conversations }),
+        Err(StoreError::Sqlite(e)) if is_syntax_error(&e) => {
+            let literal = literal_query(&q.text);
+            let conversations = run(conn, q, &literal)?;
+            Ok(SearchResult { literal: true, fts_query: literal, conversations })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn run(conn: &rusqlite::Connection, q: &SearchQuery, fts: &str) -> Result<Vec<ConversationHits>, StoreError> {
+    let mut filters = vec!["messages_fts MATCH ?1".to_owned()];
+    let mut args: Vec<Value> = vec![Value::Text(fts.to_owned())];
+    let mut arg = |value: Value| {
+        args.push(value);
+        args.len()
+    };
+    if let Some(role) = &q.role {
+        filters.push(format!("m.role = ?{}", arg(Value::Text(role.clone()))));
+    }
+    if let Some(model) = &q.model {
+        filters.push(format!("m.model = ?{}", arg(Value::Text(model.clone()))));
+    }
+    if let Some(since) = q.since {
+        filters.push(format!("c.modified >= ?{}", arg(Value::Real(since))));
+    }
+    if let Some(chat) = &q.chat_id {
+        filters.push(format!("c.chat_id = ?{}", arg(Value::Text(chat.clone()))));
+    }
+    if !q.include_test && q.chat_id.is_none() {
+        filters.push("NOT (c.chat_id GLOB 'tmp*' OR c.chat_id GLOB 'test-*' OR c.chat_id GLOB '*gptme-evals-*')".into());
+    }
+    // Where the message stands: its first line in main, else in any branch or view; with
+    // --branch, in that branch only. Messages held only by an event log are not shown.
+    let placement = match &q.branch {
+        Some(b) => format!(
+            "(SELECT d.path || char(0) || dl.line_no FROM document_lines dl JOIN documents d ON d.id = dl.document_id
+              WHERE dl.message_id = m.id AND d.kind = 'branch' AND d.name = ?{} ORDER BY dl.line_no LIMIT 1)",
+            arg(Value::Text(b.clone()))
+        ),
+        None => "(SELECT d.path || char(0) || dl.line_no FROM document_lines dl JOIN documents d ON d.id = dl.document_id
+              WHERE dl.message_id = m.id ORDER BY d.path != 'conversation.jsonl', d.path, dl.line_no LIMIT 1)"
+            .to_owned(),
+    };
+    let sql = format!(
+        "SELECT * FROM (
+           SELECT c.chat_id, coalesce(c.name, c.chat_id), c.modified, m.id, m.role, m.content, {placement} AS place, bm25(messages_fts) AS rank
+           FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN conversations c ON c.id = m.conversation_id
+           WHERE {}
+         ) WHERE place IS NOT NULL ORDER BY rank",
+        filters.join(" AND ")
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let mut rows = stmt.query(params_from_iter(args))?;
+    let mut out: Vec<ConversationHits> = Vec::new();
+    while let Some(r) = rows.next()? {
+        let chat_id: String = r.get(0)?;
+        let place: String = r.get(6)?;
+        let (document, line) = place.split_once('\0').unwrap_or((&place, "0"));
+        let hit = Hit {
+            message_id: r.get(3)?,
+            role: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+            content: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+            document: document.to_owned(),
+            line: line.parse().unwrap_or(0),
+            rank: r.get(7)?,
+        };
+        match out.iter_mut().find(|c| c.chat_id == chat_id) {
+            Some(c) => {
+                c.total += 1;
+                if c.hits.len() < q.matches.max(1) {
+                    c.hits.push(hit);
+                }
+            }
+            None => out.push(ConversationHits { chat_id, name: r.get(1)?, modified: r.get(2)?, total: 1, hits: vec![hit] }),
+        }
+    }
+    out.truncate(q.limit.max(1));
+    Ok(out)
+}
+
+/// A snippet of `content` around its matches of `terms`, gptme-style: the matching lines with
+/// `context` lines around them, numbered, with each match passed to `mark`, and at most
+/// `max_matches` matches shown.
+pub fn snippet(content: &str, terms: &[String], context: usize, max_matches: usize, mark: &dyn Fn(&str) -> String) -> String {
+    let lines: Vec<&str> = content.split('\n').collect();
+    let mut found: Vec<(usize, usize, usize)> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let lower = line.to_lowercase();
+        // Byte offsets into the lowercased line map back only when lowercasing kept lengths.
+        if lower.len() != line.len() {
+            continue;
+        }
+        for term in terms {
+            let mut start = 0;
+            while let Some(at) = lower[start..].find(term.as_str()) {
+                let s = start + at;
+                let e = s + term.len();
+                if !found.iter().any(|&(li, fs, fe)| li == i && s < fe && fs < e) {
+                    found.push((i, s, e));
+                }
+                start = e;
+            }
+        }
+    }
+    found.sort();
+    if found.is_empty() {
+        let first: String = content.chars().take(100).collect();
+        return if content.chars().count() > 100 { format!("{first}...") } else { first };
+    }
+    // A match is a line: keep the first `max_matches` matching lines, every word marked in them.
+    let mut matched_lines: Vec<usize> = found.iter().map(|&(i, _, _)| i).collect();
+    matched_lines.dedup();
+    matched_lines.truncate(max_matches.max(1));
+    found.retain(|(i, _, _)| matched_lines.contains(i));
+    let mut windows: Vec<(usize, usize)> = Vec::new();
+    for &i in &matched_lines {
+        let (cs, ce) = (i.saturating_sub(context), (i + context + 1).min(lines.len()));
+        match windows.last_mut() {
+            Some(last) if cs <= last.1 => last.1 = last.1.max(ce),
+            _ => windows.push((cs, ce)),
+        }
+    }
+    let mut blocks = Vec::new();
+    for (cs, ce) in windows {
+        let mut block = Vec::new();
+        if cs > 0 {
+            block.push("...".to_owned());
+        }
+        for (i, line) in lines.iter().enumerate().take(ce).skip(cs) {
+            let mut marked = String::new();
+            let mut prev = 0;
+            for &(_, s, e) in found.iter().filter(|(li, _, _)| *li == i) {
+                marked.push_str(&line[prev..s]);
+                marked.push_str(&mark(&line[s..e]));
+                prev = e;
+            }
+            marked.push_str(&line[prev..]);
+            block.push(format!("{:4}| {marked}", i + 1));
+        }
+        if ce < lines.len() {
+            block.push("...".to_owned());
+        }
+        blocks.push(block.join("\n"));
+    }
+    blocks.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_forms() {
+        assert_eq!(cjk_phrases("use 数据库 now"), "use  \"数 据 库\"  now");
+        assert_eq!(cjk_phrases("\"数据\""), "\" 数 据 \"");
+        assert_eq!(literal_query("foo-bar \"x\" 数据"), "\"foo-bar\" \"\"\"x\"\"\" \" 数  据 \"");
+        assert_eq!(highlight_terms("\"Hello World\" OR foo*"), vec!["hello", "world", "foo"]);
+    }
+
+    #[test]
+    fn snippets_mark_matches_with_context() {
+        let content = "line one\nthe Needle here\nline three\nline four\nneedle again";
+        let mark = |s: &str| format!("**{s}**");
+        let s = snippet(content, &["needle".into()], 1, 1, &mark);
+        assert_eq!(s, "   1| line one\n   2| the **Needle** here\n   3| line three\n...");
+        let s = snippet(content, &["needle".into()], 0, 5, &mark);
+        assert_eq!(s, "...\n   2| the **Needle** here\n...\n...\n   5| **needle** again");
+        let s = snippet("Code fence: here", &["fence".into(), "code".into()], 0, 1, &mark);
+        assert_eq!(s, "   1| **Code** **fence**: here");
+    }
+}

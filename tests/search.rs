@@ -1,0 +1,121 @@
+//! `sessiondb search`: ranking, snippets, filters, literal queries with FTS5 syntax characters,
+//! CJK, and an index that follows every write.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::{run_ok, sessiondb};
+use serde_json::Value;
+
+fn conversation(logs: &Path, id: &str, messages: &[(&str, &str)]) {
+    let dir = logs.join(id);
+    fs::create_dir_all(&dir).unwrap();
+    let mut text = String::new();
+    for (role, content) in messages {
+        let m = sessiondb::model::Message::new(sessiondb::model::Role::parse(role), *content, Some("2026-07-16T10:00:00".into()));
+        text.push_str(&sessiondb::codec::message_line::encode_message(&m));
+        text.push('\n');
+    }
+    fs::write(dir.join("conversation.jsonl"), text).unwrap();
+}
+
+fn search(db: &Path, args: &[&str]) -> Vec<Value> {
+    let out = run_ok(sessiondb(db).arg("search").args(args).arg("--json"));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn ids(results: &[Value]) -> Vec<String> {
+    results.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
+}
+
+fn setup() -> (tempfile::TempDir, std::path::PathBuf) {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    conversation(&logs, "rust-talk", &[("user", "How do I borrow in Rust? borrow checker, borrow rules"), ("assistant", "The borrow checker enforces one mutable borrow.")]);
+    conversation(&logs, "python-talk", &[("user", "Python decorators please"), ("assistant", "A decorator wraps a function; you can borrow ideas from Rust too.")]);
+    conversation(&logs, "syntax", &[("user", "error: foo-bar failed at path/to:file (line 3) with \"quoted\" text*"), ("system", "system noise about foo-bar")]);
+    conversation(&logs, "cjk", &[("user", "我们使用数据库存储会话"), ("assistant", "日本語のテキストも検索できます")]);
+    conversation(&logs, "test-hidden", &[("user", "borrow borrow borrow")]);
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    (work, db)
+}
+
+#[test]
+fn ranks_by_relevance_and_groups_by_conversation() {
+    let (_work, db) = setup();
+    let results = search(&db, &["borrow"]);
+    assert_eq!(ids(&results), ["rust-talk", "python-talk"], "the conversation about borrowing ranks first; test ones hidden");
+    assert_eq!(results[0]["matches"], 2);
+    let snippet = results[0]["snippets"][0]["highlighted"].as_str().unwrap();
+    assert!(snippet.contains("**borrow**"), "{snippet}");
+    assert!(!results[0]["snippets"][0]["snippet"].as_str().unwrap().contains("**"));
+    assert_eq!(ids(&search(&db, &["borrow", "--all"]))[0], "test-hidden");
+    assert_eq!(search(&db, &["borrow", "-n", "1"]).len(), 1);
+    assert_eq!(search(&db, &["borrow", "-m", "2"])[0]["snippets"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn phrases_prefixes_and_booleans() {
+    let (_work, db) = setup();
+    assert_eq!(ids(&search(&db, &["\"borrow checker\""])), ["rust-talk"]);
+    assert_eq!(ids(&search(&db, &["decorat*"])), ["python-talk"]);
+    // Boolean operators apply to each message: python-talk's reply mentions borrowing, not the checker.
+    assert_eq!(ids(&search(&db, &["borrow NOT checker"])), ["python-talk"]);
+    let mut either = ids(&search(&db, &["decorators OR checker"]));
+    either.sort();
+    assert_eq!(either, ["python-talk", "rust-talk"]);
+}
+
+#[test]
+fn fts_syntax_characters_are_searched_literally() {
+    let (_work, db) = setup();
+    for q in ["foo-bar", "path/to:file", "(line 3)", "\"quoted\" text*", "text*\"", "error:", "a AND", "-foo"] {
+        let found = ids(&search(&db, &[q]));
+        assert!(found.iter().any(|id| id == "syntax") || q == "-foo" || q == "a AND", "{q}: {found:?}");
+    }
+    let out = sessiondb(&db).args(["search", "((("]).output().unwrap();
+    assert!(out.status.success(), "never an FTS5 error: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn cjk_text_is_findable() {
+    let (_work, db) = setup();
+    assert_eq!(ids(&search(&db, &["数据库"])), ["cjk"]);
+    assert_eq!(ids(&search(&db, &["テキスト"])), ["cjk"]);
+    assert!(search(&db, &["据数"]).is_empty(), "characters must be consecutive, in order");
+    let snippet = search(&db, &["数据库"])[0]["snippets"][0]["highlighted"].as_str().unwrap().to_owned();
+    assert!(snippet.contains("**数据库**"), "{snippet}");
+}
+
+#[test]
+fn filters() {
+    let (_work, db) = setup();
+    assert_eq!(ids(&search(&db, &["foo-bar", "--role", "system"])), ["syntax"]);
+    assert!(search(&db, &["decorators", "--role", "assistant"]).is_empty());
+    assert_eq!(ids(&search(&db, &["borrow", "--chat", "python-talk"])), ["python-talk"]);
+    assert!(search(&db, &["borrow", "--since", "2100-01-01"]).is_empty());
+    assert_eq!(search(&db, &["borrow", "--since", "3650d"]).len(), 2);
+    assert!(search(&db, &["borrow", "--branch", "nope"]).is_empty());
+}
+
+#[test]
+fn the_index_follows_every_write() {
+    let (work, db) = setup();
+    let logs = work.path().join("logs");
+    run_ok(sessiondb(&db).args(["new", "live", "--logs-dir"]).arg(&logs));
+    run_ok(sessiondb(&db).args(["append", "live", "--role", "user", "--content", "zebras are striped"]));
+    assert_eq!(ids(&search(&db, &["zebras"])), ["live"]);
+    run_ok(sessiondb(&db).args(["undo", "live"]));
+    // The undone message lives on in the backup branch, but not on main.
+    assert!(search(&db, &["zebras", "--branch", "main"]).is_empty());
+    assert_eq!(search(&db, &["zebras", "--branch", "main-undo-0"]).len(), 1);
+    let toml = work.path().join("edit.toml");
+    fs::write(&toml, "[[messages]]\nrole = \"user\"\ncontent = \"\"\"\nquokkas instead\n\"\"\"\ntimestamp = \"2026-07-16T10:00:00\"\n").unwrap();
+    run_ok(sessiondb(&db).args(["edit", "live", "--toml"]).arg(&toml));
+    assert_eq!(ids(&search(&db, &["quokkas", "--branch", "main"])), ["live"]);
+    run_ok(sessiondb(&db).args(["rm", "live"]));
+    assert!(search(&db, &["quokkas"]).is_empty());
+}
