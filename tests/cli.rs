@@ -173,3 +173,32 @@ fn diff_rm_and_clean() {
         .unwrap();
     assert_eq!(orphans, 0);
 }
+
+#[test]
+fn list_filters_and_sorts() {
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(fixtures()));
+    let ids = |args: &[&str]| -> Vec<String> {
+        let out = run_ok(sessiondb(&db).args(["list", "--json", "--all"]).args(args));
+        let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        rows.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
+    };
+    let costs = |args: &[&str]| -> Vec<f64> {
+        let out = run_ok(sessiondb(&db).args(["list", "--json", "--all"]).args(args));
+        let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        rows.iter().map(|r| r["total_cost"].as_f64().unwrap_or(0.0)).collect()
+    };
+    let by_cost = costs(&["--sort", "cost"]);
+    assert!(by_cost.windows(2).all(|w| w[0] >= w[1]), "{by_cost:?}");
+    let reversed = costs(&["--sort", "cost", "--reverse"]);
+    assert!(reversed.windows(2).all(|w| w[0] <= w[1]), "{reversed:?}");
+    assert_eq!(ids(&["--model", "openai/gpt-4"]), ["2024-01-15-legacy-flat-tokens"]);
+    let mut legacy = ids(&["--name", "*legacy*"]);
+    legacy.sort();
+    assert_eq!(legacy, ["2024-01-15-legacy-flat-tokens", "2025-03-10-legacy-events"]);
+    assert!(ids(&["--since", "2999-01-01"]).is_empty());
+    assert_eq!(ids(&["--until", "2999-01-01"]).len(), ids(&[]).len());
+    let by_messages = ids(&["--sort", "messages", "-n", "1"]);
+    assert_eq!(by_messages, ["2026-07-07-long-conversation"]);
+}

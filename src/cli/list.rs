@@ -4,7 +4,7 @@ use std::io::Write;
 
 use super::Failure;
 use crate::codec::timestamp::format_utc;
-use crate::store::queries::{self, ConversationSummary};
+use crate::store::queries::{self, ConversationSummary, ListFilter, SortBy};
 use crate::store::Store;
 
 #[derive(clap::Args)]
@@ -18,6 +18,24 @@ pub struct Args {
     /// Show at most N conversations
     #[arg(short = 'n', long = "limit", value_name = "N")]
     limit: Option<usize>,
+    /// Only conversations whose last model is M
+    #[arg(long, value_name = "M")]
+    model: Option<String>,
+    /// Only conversations modified since YYYY-MM-DD, or Nd / Nh ago
+    #[arg(long, value_name = "DATE")]
+    since: Option<String>,
+    /// Only conversations modified before DATE
+    #[arg(long, value_name = "DATE")]
+    until: Option<String>,
+    /// Only conversations whose name or id matches this glob
+    #[arg(long, value_name = "GLOB")]
+    name: Option<String>,
+    /// Order by
+    #[arg(long, value_enum, default_value_t = SortBy::Modified)]
+    sort: SortBy,
+    /// Smallest (or oldest) first
+    #[arg(long)]
+    reverse: bool,
 }
 
 /// `round(x, 4)` as Python computes it (correctly rounded from the exact binary value).
@@ -52,7 +70,17 @@ pub fn summary_json(c: &ConversationSummary) -> serde_json::Value {
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let conn = store.connection()?;
-    let conversations = queries::list_conversations(&conn, args.all, args.limit)?;
+    let filter = ListFilter {
+        include_test: args.all,
+        limit: args.limit,
+        model: args.model,
+        since: args.since.as_deref().map(super::search::parse_since).transpose()?,
+        until: args.until.as_deref().map(super::search::parse_since).transpose()?,
+        name: args.name,
+        sort: args.sort,
+        reverse: args.reverse,
+    };
+    let conversations = queries::list_filtered(&conn, &filter)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let result = if args.json {

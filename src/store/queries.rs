@@ -64,19 +64,78 @@ fn summary_from_row(r: &Row) -> rusqlite::Result<ConversationSummary> {
     })
 }
 
+/// How to order a listing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum SortBy {
+    #[default]
+    Modified,
+    Created,
+    Cost,
+    Tokens,
+    Messages,
+}
+
+/// Which conversations to list, and in what order.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    pub include_test: bool,
+    pub limit: Option<usize>,
+    /// Only conversations whose last model is this.
+    pub model: Option<String>,
+    /// Only conversations modified in `[since, until)` (epoch seconds).
+    pub since: Option<f64>,
+    pub until: Option<f64>,
+    /// Only conversations whose display name or id matches this glob.
+    pub name: Option<String>,
+    pub sort: SortBy,
+    /// Smallest first instead of largest (oldest first, for times).
+    pub reverse: bool,
+}
+
 /// Every conversation, most recently modified first (gptme's order). Test conversations
 /// (`tmp*`, `test-*`, `*gptme-evals-*`) only when `include_test`. Served by the
 /// `conversations_by_modified` index; no message is read.
 pub fn list_conversations(conn: &rusqlite::Connection, include_test: bool, limit: Option<usize>) -> Result<Vec<ConversationSummary>, StoreError> {
-    let filter = if include_test {
-        ""
-    } else {
-        "WHERE NOT (chat_id GLOB 'tmp*' OR chat_id GLOB 'test-*' OR chat_id GLOB '*gptme-evals-*')"
+    list_filtered(conn, &ListFilter { include_test, limit, ..ListFilter::default() })
+}
+
+/// [`list_conversations`] with filters and another order.
+pub fn list_filtered(conn: &rusqlite::Connection, f: &ListFilter) -> Result<Vec<ConversationSummary>, StoreError> {
+    let mut filters: Vec<String> = Vec::new();
+    let mut args: Vec<rusqlite::types::Value> = Vec::new();
+    let mut arg = |v: rusqlite::types::Value| {
+        args.push(v);
+        format!("?{}", args.len())
     };
-    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM conversations {filter} ORDER BY modified DESC, chat_id LIMIT ?1");
-    let limit = limit.map_or(-1, |l| l as i64);
+    if !f.include_test {
+        filters.push("NOT (chat_id GLOB 'tmp*' OR chat_id GLOB 'test-*' OR chat_id GLOB '*gptme-evals-*')".into());
+    }
+    if let Some(m) = &f.model {
+        filters.push(format!("model = {}", arg(m.clone().into())));
+    }
+    if let Some(t) = f.since {
+        filters.push(format!("modified >= {}", arg(t.into())));
+    }
+    if let Some(t) = f.until {
+        filters.push(format!("modified < {}", arg(t.into())));
+    }
+    if let Some(g) = &f.name {
+        let p = arg(g.clone().into());
+        filters.push(format!("(coalesce(name, chat_id) GLOB {p} OR chat_id GLOB {p})"));
+    }
+    let filter = if filters.is_empty() { String::new() } else { format!("WHERE {}", filters.join(" AND ")) };
+    let key = match f.sort {
+        SortBy::Modified => "modified",
+        SortBy::Created => "created",
+        SortBy::Cost => "coalesce(total_cost, 0)",
+        SortBy::Tokens => "input_tokens + output_tokens",
+        SortBy::Messages => "message_count",
+    };
+    let direction = if f.reverse { "ASC" } else { "DESC" };
+    let limit = arg((f.limit.map_or(-1, |l| l as i64)).into());
+    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM conversations {filter} ORDER BY {key} {direction}, chat_id LIMIT {limit}");
     let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt.query_map([limit], summary_from_row)?;
+    let rows = stmt.query_map(rusqlite::params_from_iter(args), summary_from_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
