@@ -212,3 +212,59 @@ fn export_refuses_a_conversation_a_live_gptme_holds() {
     // Once gptme is gone its lock is free (flock dies with the process) and export proceeds.
     run_ok(sessiondb(&db).arg("export").arg("--to").arg(&logs));
 }
+
+/// gptme's `chats stats --json` output, overall or for one conversation, on a copy of `logs`,
+/// with paths into the copy rewritten to `logs`.
+fn gptme_stats(logs: &Path, chat_id: Option<&str>) -> serde_json::Value {
+    let work = tempfile::tempdir().unwrap();
+    let copy = work.path().join("logs");
+    assert!(Command::new("cp").arg("-a").arg(logs).arg(&copy).status().unwrap().success());
+    let script = "import sys, io, json, contextlib\nfrom gptme.cli.cmd_chats import _ensure_tools\nfrom gptme.tools.chats import conversation_stats\n_ensure_tools()\nbuf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n    conversation_stats(as_json=True, conversation_id=(sys.argv[1] or None))\nprint(json.dumps(json.loads(buf.getvalue())))\n";
+    let out = Command::new(gptme_python())
+        .args(["-c", script, chat_id.unwrap_or("")])
+        .env("GPTME_LOGS_HOME", &copy)
+        .env("HOME", work.path())
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // gptme prints NaN for a NaN cost; serde_json cannot read it.
+    let text = String::from_utf8_lossy(&out.stdout).replace("NaN", "null");
+    let copy = fs::canonicalize(&copy).unwrap().display().to_string();
+    let logs = fs::canonicalize(logs).unwrap().display().to_string();
+    serde_json::from_str(&text.replace(&copy, &logs)).unwrap()
+}
+
+#[test]
+fn stats_match_gptme() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    assert!(Command::new("cp").arg("-a").arg(fixtures()).arg(&logs).status().unwrap().success());
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let theirs = gptme_stats(&logs, None);
+    let ours: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["stats", "--json"])).stdout).unwrap();
+    for (key, value) in theirs.as_object().unwrap() {
+        assert_eq!(&ours[key], value, "overview {key}");
+    }
+    let ids: Vec<String> = serde_json::from_slice::<Vec<serde_json::Value>>(&run_ok(sessiondb(&db).args(["list", "--json", "--all"])).stdout)
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_owned())
+        .collect();
+    for id in ids {
+        let theirs = gptme_stats(&logs, Some(&id));
+        let ours: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["stats", &id, "--json"])).stdout).unwrap();
+        for (key, value) in theirs.as_object().unwrap() {
+            let ours = if key == "usage" {
+                // sessiondb reports cache creation tokens too.
+                let mut u = ours[key].clone();
+                u.as_object_mut().unwrap().remove("cache_creation_tokens");
+                u
+            } else {
+                ours[key].clone()
+            };
+            assert_eq!(&ours, value, "{id}: {key}");
+        }
+    }
+}

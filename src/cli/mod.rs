@@ -8,6 +8,7 @@ mod list;
 mod manage;
 mod ops;
 mod search;
+mod stats;
 mod show;
 
 use std::path::PathBuf;
@@ -39,6 +40,8 @@ enum Command {
     Show(show::Args),
     /// Full-text search across every conversation, ranked
     Search(search::Args),
+    /// Statistics across conversations (cost, tokens, models, activity), or for one
+    Stats(stats::Args),
     /// Create an empty conversation in gptme's logs root
     New(ops::NewArgs),
     /// Append a message (attachments stored as gptme stores them)
@@ -113,6 +116,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::List(args) => list::run(&store, args),
         Command::Show(args) => show::run(&store, args),
         Command::Search(args) => search::run(&store, args),
+        Command::Stats(args) => stats::run(&store, args),
         Command::New(args) => ops::new(&store, args),
         Command::Append(args) => ops::append(&store, args),
         Command::Undo(args) => ops::undo(&store, args),

@@ -43,9 +43,9 @@ pub struct Args {
     all: bool,
 }
 
-/// `YYYY-MM-DD` (local midnight), or `Nd` / `Nh` before now, as gptme's `--since` reads it.
+/// `YYYY-MM-DD` (midnight UTC, as gptme's `--since` reads it), or `Nd` / `Nh` before now.
 pub fn parse_since(text: &str) -> Result<f64, Failure> {
-    let now = chrono::Local::now();
+    let now = chrono::Utc::now();
     let ago = |n: &str, secs: i64| -> Option<f64> { n.parse::<i64>().ok().map(|n| now.timestamp() as f64 - (n * secs) as f64) };
     if let Some(n) = text.strip_suffix('d') {
         if let Some(t) = ago(n, 86_400) {
@@ -59,9 +59,7 @@ pub fn parse_since(text: &str) -> Result<f64, Failure> {
     }
     let date = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
         .map_err(|_| Failure(format!("--since {text:?}: expected YYYY-MM-DD, Nd or Nh")))?;
-    let midnight = date.and_hms_opt(0, 0, 0).expect("midnight");
-    use chrono::TimeZone;
-    Ok(chrono::Local.from_local_datetime(&midnight).earliest().map_or(midnight.and_utc().timestamp(), |t| t.timestamp()) as f64)
+    Ok(date.and_hms_opt(0, 0, 0).expect("midnight").and_utc().timestamp() as f64)
 }
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {

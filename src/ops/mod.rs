@@ -191,16 +191,7 @@ impl Session<'_> {
 
     /// The active view of the main branch (gptme's `views/.current` marker), if it names one.
     pub fn active_view(&self) -> Result<Option<Doc>, OpsError> {
-        let marker: Option<Vec<u8>> = self
-            .conn()
-            .prepare_cached("SELECT b.data FROM entries e JOIN blobs b ON b.sha256 = e.blob_sha256 WHERE e.conversation_id = ?1 AND e.path = 'views/.current'")?
-            .query_row([self.conv.id], |r| r.get(0))
-            .ok();
-        let Some(name) = marker.map(|m| String::from_utf8_lossy(&m).trim().to_owned()) else { return Ok(None) };
-        if name.is_empty() || name.contains('/') || name.contains('\\') {
-            return Ok(None);
-        }
-        Ok(live::find_doc(self.conn(), self.conv.id, DocumentKind::View, &name)?)
+        Ok(live::active_view(self.conn(), self.conv.id)?)
     }
 
     /// Writes a document's rows as its whole file, atomically.

@@ -83,6 +83,19 @@ pub fn docs(conn: &Connection, conversation_id: i64, kind: DocumentKind) -> Resu
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// The view gptme's `views/.current` marker makes active on main, if it names one.
+pub fn active_view(conn: &Connection, conversation_id: i64) -> Result<Option<Doc>, StoreError> {
+    let marker: Option<Vec<u8>> = conn
+        .prepare_cached("SELECT b.data FROM entries e JOIN blobs b ON b.sha256 = e.blob_sha256 WHERE e.conversation_id = ?1 AND e.path = 'views/.current'")?
+        .query_row([conversation_id], |r| r.get(0))
+        .optional()?;
+    let Some(name) = marker.map(|m| String::from_utf8_lossy(&m).trim().to_owned()) else { return Ok(None) };
+    if name.is_empty() || name.contains('/') || name.contains('\\') {
+        return Ok(None);
+    }
+    find_doc(conn, conversation_id, DocumentKind::View, &name)
+}
+
 /// The lines of a branch, view or lossless document.
 pub fn doc_lines(conn: &Connection, doc: &Doc) -> Result<Vec<StoredLine>, StoreError> {
     queries::document_lines(conn, doc.id)

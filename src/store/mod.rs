@@ -14,6 +14,7 @@ pub mod rows;
 pub mod queries;
 pub mod schema;
 pub mod search;
+pub mod stats;
 pub mod totals;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,82 @@
+//! `sessiondb stats [CHAT_ID]`: figures across conversations, or for one.
+
+use super::Failure;
+use crate::store::stats::{self, Breakdown};
+use crate::store::Store;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// One conversation in detail
+    chat_id: Option<String>,
+    /// Only conversations modified since YYYY-MM-DD (UTC), or Nd / Nh ago
+    #[arg(long, value_name = "DATE", conflicts_with = "chat_id")]
+    since: Option<String>,
+    /// Also break cost and tokens down by period or by model
+    #[arg(long, value_enum, conflicts_with = "chat_id")]
+    by: Option<Breakdown>,
+    /// Include test and eval conversations
+    #[arg(long)]
+    all: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+fn tokens(n: i64) -> String {
+    if n >= 1_000_000 {
+        format!("{:.1}M", n as f64 / 1e6)
+    } else if n >= 1_000 {
+        format!("{:.1}K", n as f64 / 1e3)
+    } else {
+        n.to_string()
+    }
+}
+
+pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
+    let conn = store.connection()?;
+    let data = match &args.chat_id {
+        Some(id) => stats::conversation(&conn, id)?,
+        None => {
+            let since = args.since.as_deref().map(|s| super::search::parse_since(s).map(|t| (t, s.to_owned()))).transpose()?;
+            stats::overview(&conn, since, args.all, args.by)?
+        }
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&data).expect("serialisable"));
+        return Ok(0);
+    }
+    let n = |v: &serde_json::Value| v.as_i64().unwrap_or(0);
+    if args.chat_id.is_some() {
+        println!("Conversation Stats: {}", data["name"].as_str().unwrap_or(""));
+        println!("  ID:          {}", data["id"].as_str().unwrap_or(""));
+        println!("  Model:       {}", data["model"].as_str().unwrap_or("-"));
+        println!("  Messages:    {} ({})", n(&data["messages"]["total"]), data["messages"]["by_role"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")).unwrap_or_default());
+        println!("  Tool calls:  {}", n(&data["tool_calls"]["total"]));
+        println!("  Started:     {}", data["started"].as_str().unwrap_or(""));
+        println!("  Ended:       {}", data["ended"].as_str().unwrap_or(""));
+        let u = &data["usage"];
+        println!("  Tokens:      {} in / {} out ({} cache read)", tokens(n(&u["input_tokens"])), tokens(n(&u["output_tokens"])), tokens(n(&u["cache_read_tokens"])));
+        println!("  Cost:        ${:.4}", u["cost"].as_f64().unwrap_or(f64::NAN));
+        return Ok(0);
+    }
+    if n(&data["total_conversations"]) == 0 {
+        println!("No conversations found.");
+        return Ok(0);
+    }
+    println!("Conversation Statistics{}", args.since.as_ref().map(|s| format!(" (since {s})")).unwrap_or_default());
+    println!("  Conversations:  {}", n(&data["total_conversations"]));
+    println!("  Messages:       {} ({} avg, by role: {})", n(&data["total_messages"]), data["avg_messages_per_conversation"], data["by_role"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")).unwrap_or_default());
+    println!("  Oldest/newest:  {} / {}", data["oldest"].as_str().unwrap_or(""), data["newest"].as_str().unwrap_or(""));
+    println!("  Cost:           ${:.4}", data["total_cost"].as_f64().unwrap_or(f64::NAN));
+    println!("  Tokens:         {} in / {} out / {} cache read / {} cache creation", tokens(n(&data["total_input_tokens"])), tokens(n(&data["total_output_tokens"])), tokens(n(&data["total_cache_read_tokens"])), tokens(n(&data["total_cache_creation_tokens"])));
+    println!("\nBy model:");
+    for (model, m) in data["by_model"].as_object().into_iter().flatten() {
+        println!("  {model:40} {:>5} conv  ${:>9.4}  {:>8} in  {:>8} out", n(&m["conversations"]), m["cost"].as_f64().unwrap_or(f64::NAN), tokens(n(&m["input_tokens"])), tokens(n(&m["output_tokens"])));
+    }
+    if let Some(rows) = data.get("breakdown").and_then(|b| b.as_object()) {
+        println!("\nBreakdown:");
+        for (key, m) in rows {
+            println!("  {key:40} {:>5} conv  ${:>9.4}  {:>8} in  {:>8} out", n(&m["conversations"]), m["cost"].as_f64().unwrap_or(f64::NAN), tokens(n(&m["input_tokens"])), tokens(n(&m["output_tokens"])));
+        }
+    }
+    Ok(0)
+}
