@@ -268,3 +268,38 @@ fn stats_match_gptme() {
         }
     }
 }
+
+#[test]
+fn read_matches_gptme_chats_read() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    assert!(Command::new("cp").arg("-a").arg(fixtures()).arg(&logs).status().unwrap().success());
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let script = "import sys\nfrom gptme.tools.chats import read_chat\nargs = sys.argv[1:]\nread_chat(args[0], max_results=int(args[1]), incl_system=args[2] == '1', context_messages=int(args[3]), start_message=(int(args[4]) if args[4] else None))\n";
+    let cases: &[(&str, &[&str], [&str; 4])] = &[
+        ("2026-07-01-basic-chat", &[], ["20", "0", "0", ""]),
+        ("2026-07-01-basic-chat", &["--system"], ["20", "1", "0", ""]),
+        ("2026-07-02-unicode-stress", &["--system", "-n", "50"], ["50", "1", "0", ""]),
+        ("2026-07-07-long-conversation", &["--start", "60", "-c", "3", "-n", "5"], ["5", "0", "3", "60"]),
+        ("2026-07-03-message-flags", &["--system"], ["20", "1", "0", ""]),
+        ("2026-07-10-compacted-view", &["--system"], ["20", "1", "0", ""]),
+    ];
+    for (id, ours_args, [limit, system, context, start]) in cases {
+        let copy = tempfile::tempdir().unwrap();
+        let copy_logs = copy.path().join("logs");
+        assert!(Command::new("cp").arg("-a").arg(&logs).arg(&copy_logs).status().unwrap().success());
+        let out = Command::new(gptme_python())
+            .args(["-c", script, id, limit, system, context, start])
+            .env("GPTME_LOGS_HOME", &copy_logs)
+            .env("HOME", copy.path())
+            .env("TZ", "UTC")
+            .env_remove("COLUMNS")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let theirs = String::from_utf8_lossy(&out.stdout).into_owned();
+        let ours = run_ok(sessiondb(&db).args(["read", id]).args(*ours_args).env_remove("COLUMNS"));
+        assert_eq!(String::from_utf8_lossy(&ours.stdout), theirs, "{id} {ours_args:?}");
+    }
+}

@@ -136,7 +136,7 @@ def run(args: argparse.Namespace, root: Path) -> int:
     # search, as `gptme-util chats search WORD -n LIMIT` (text output)
     out["checks"]["search_conversations_scanned"] = min(10 * args.limit, out["checks"]["conversations"])
     out["checks"]["search_matched"] = {}
-    out["checks"]["search_shown_ids"] = {}
+    out["checks"]["search_shown"] = {}
     for word in args.words:
 
         def search(word=word) -> str:
@@ -150,7 +150,7 @@ def run(args: argparse.Namespace, root: Path) -> int:
         m = re.search(r"\((\d+) conversations, showing", text)
         out["checks"]["search_matched"][word] = int(m.group(1)) if m else 0
         # result lines look like "\n3. <name> (N matches):"; names, not ids, are printed
-        out["checks"]["search_shown_ids"][word] = len(re.findall(r"^\d+\. .* \(\d+ matches\):$", text, re.M))
+        out["checks"]["search_shown"][word] = len(re.findall(r"^\d+\. .* \(\d+ matches\):$", text, re.M))
 
     # stats overview, as `gptme-util chats stats --json`
     def stats() -> str:

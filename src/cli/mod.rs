@@ -7,6 +7,7 @@ mod import;
 mod list;
 mod manage;
 mod ops;
+mod read;
 mod search;
 mod stats;
 mod show;
@@ -42,6 +43,8 @@ enum Command {
     Search(search::Args),
     /// Statistics across conversations (cost, tokens, models, activity), or for one
     Stats(stats::Args),
+    /// Read a conversation, as gptme's `chats read` shows it (or in full)
+    Read(read::Args),
     /// Create an empty conversation in gptme's logs root
     New(ops::NewArgs),
     /// Append a message (attachments stored as gptme stores them)
@@ -117,6 +120,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Show(args) => show::run(&store, args),
         Command::Search(args) => search::run(&store, args),
         Command::Stats(args) => stats::run(&store, args),
+        Command::Read(args) => read::run(&store, args),
         Command::New(args) => ops::new(&store, args),
         Command::Append(args) => ops::append(&store, args),
         Command::Undo(args) => ops::undo(&store, args),

@@ -10,5 +10,6 @@ pub mod events;
 pub mod json;
 pub mod lines;
 pub mod message_line;
+pub mod pystr;
 pub mod timestamp;
 pub mod toml_log;

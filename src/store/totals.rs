@@ -273,7 +273,7 @@ fn preview(role: &str, content: &str) -> (Option<String>, Option<String>) {
         return (None, None);
     }
     let content = strip_think_blocks(content);
-    let collapsed = content.split_whitespace().collect::<Vec<_>>().join(" ");
+    let collapsed = crate::codec::pystr::split(&content).collect::<Vec<_>>().join(" ");
     if collapsed.is_empty() {
         return (None, None);
     }

@@ -1,0 +1,232 @@
+//! `sessiondb read CHAT_ID`: gptme's `chats read` (one line per message), or with `--full`
+//! whole messages rendered for a terminal.
+
+use std::io::{IsTerminal, Write};
+
+use super::Failure;
+use crate::model::{Message, Role};
+use crate::store::{live, queries, DocumentKind, Store};
+
+#[derive(clap::Args)]
+pub struct Args {
+    chat_id: String,
+    /// At most N messages
+    #[arg(short = 'n', long = "limit", default_value_t = 20)]
+    limit: usize,
+    /// Start from this message number (1-based)
+    #[arg(long, value_name = "K")]
+    start: Option<usize>,
+    /// Messages of context before --start
+    #[arg(short = 'c', long = "context", default_value_t = 0)]
+    context: usize,
+    /// Include system messages
+    #[arg(long)]
+    system: bool,
+    /// The branch [default: main, or the active view, as gptme loads it]
+    #[arg(long)]
+    branch: Option<String>,
+    /// Whole messages, with code fences, instead of one line each
+    #[arg(long)]
+    full: bool,
+}
+
+/// Python's `textwrap.shorten(text, width, placeholder="...")`: whitespace collapsed, whole
+/// words kept while the placeholder still fits.
+fn shorten(text: &str, width: usize) -> String {
+    let words: Vec<&str> = crate::codec::pystr::split(text).collect();
+    let collapsed = words.join(" ");
+    if collapsed.chars().count() <= width {
+        return collapsed;
+    }
+    let mut line = String::new();
+    for w in &words {
+        let extra = if line.is_empty() { 0 } else { 1 };
+        if line.chars().count() + extra + w.chars().count() + 3 > width {
+            break;
+        }
+        if extra == 1 {
+            line.push(' ');
+        }
+        line.push_str(w);
+    }
+    format!("{line}...")
+}
+
+fn prefix(role: &Role) -> String {
+    match role {
+        Role::User => "User".to_owned(),
+        other => {
+            let s = other.as_str();
+            let mut c = s.chars();
+            c.next().map_or(String::new(), |f| f.to_uppercase().collect::<String>() + c.as_str())
+        }
+    }
+}
+
+/// gptme's ✅/❌ for system messages reporting success or failure.
+fn status(m: &Message, text: &str) -> &'static str {
+    if m.role != Role::System {
+        return "";
+    }
+    let first = text.split('\n').next().unwrap_or("").to_lowercase();
+    let words: Vec<&str> = first.split_whitespace().take(3).collect();
+    if first.starts_with("saved") || first.starts_with("appended") || words.iter().any(|w| *w == "success" || *w == "successfully") {
+        "✅ "
+    } else if first.starts_with("error") || first.starts_with("failed") {
+        "❌ "
+    } else {
+        ""
+    }
+}
+
+fn strip_think_sig(content: &str) -> String {
+    let mut out = String::new();
+    let mut rest = content;
+    while let Some(i) = rest.find("<!--") {
+        let after = &rest[i + 4..];
+        if after.trim_start().starts_with("think-sig:") {
+            if let Some(end) = after.find("-->") {
+                out.push_str(&rest[..i]);
+                rest = after[end + 3..].trim_start();
+                continue;
+            }
+        }
+        out.push_str(&rest[..i + 4]);
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// One line as gptme's `Message.format(max_length=100)` prints it.
+fn one_line(m: &Message, width: usize) -> String {
+    // Cut at the first newline or 100 characters, whichever comes first (character indexes,
+    // as Python's), marking the cut with "...".
+    let chars: Vec<char> = m.content.chars().collect();
+    let cut = chars.iter().position(|&c| c == '\n').map_or(100, |nl| nl.min(100)).min(chars.len());
+    let mut content: String = chars[..cut].iter().collect();
+    if cut < chars.len() {
+        content.push_str("...");
+    }
+    let text = strip_think_sig(&content);
+    if text.is_empty() {
+        return String::new();
+    }
+    let p = prefix(&m.role);
+    let max_len = width.saturating_sub(p.chars().count());
+    let flat = text.replace('\n', "\\n");
+    let mut output = shorten(&flat, max_len);
+    if output.chars().count() < 20 && flat.chars().count() > max_len {
+        output = flat.chars().take(max_len).collect::<String>() + "...";
+    }
+    format!("{p}: {}{}", status(m, &text), output.trim_end())
+}
+
+pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
+    let conn = store.connection()?;
+    let conv = live::load_conversation(&conn, &args.chat_id)?;
+    let doc = match &args.branch {
+        Some(b) => live::find_doc(&conn, conv.id, DocumentKind::Branch, b)?,
+        None => match live::active_view(&conn, conv.id)? {
+            Some(v) => Some(v),
+            None => live::find_doc(&conn, conv.id, DocumentKind::Branch, "main")?,
+        },
+    }
+    .ok_or_else(|| Failure(format!("conversation {:?} has no branch {:?}", args.chat_id, args.branch.as_deref().unwrap_or("main"))))?;
+    let name = queries::list_filtered(&conn, &queries::ListFilter { include_test: true, ..Default::default() })?
+        .into_iter()
+        .find(|c| c.chat_id == args.chat_id)
+        .map_or_else(|| args.chat_id.clone(), |c| c.name);
+    let all: Vec<Message> = live::doc_lines(&conn, &doc)?.into_iter().filter_map(|l| l.message).collect();
+    let mut messages: Vec<&Message> = all.iter().filter(|m| args.system || m.role != Role::System).collect();
+    let mut start = 0;
+    if let Some(k) = args.start {
+        start = k.saturating_sub(1 + args.context);
+        messages = messages.split_off(start.min(messages.len()));
+    }
+    let terminal = std::io::stdout().is_terminal();
+    let colour = terminal && std::env::var_os("NO_COLOR").is_none();
+    let width = terminal_width(terminal);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let result: std::io::Result<()> = (|| {
+        writeln!(out, "Reading conversation: {name} ({})", args.chat_id)?;
+        let mut hidden = 0;
+        for (i, m) in messages.iter().take(args.limit).enumerate() {
+            if args.full {
+                if m.hide {
+                    hidden += 1;
+                    continue;
+                }
+                writeln!(out, "{}. {}", start + i + 1, render_full(m, colour))?;
+            } else {
+                writeln!(out, "{}. {}", start + i + 1, one_line(m, width))?;
+            }
+        }
+        if hidden > 0 {
+            writeln!(out, "Skipped {hidden} hidden system messages (--system --full shows them; hidden ones stay hidden)")?;
+        }
+        Ok(())
+    })();
+    match result {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        other => other.map(|_| 0).map_err(Failure::from),
+    }
+}
+
+/// Python's `shutil.get_terminal_size().columns`: `$COLUMNS`, else the terminal's, else 80.
+fn terminal_width(terminal: bool) -> usize {
+    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).filter(|&c: &usize| c > 0) {
+        return c;
+    }
+    if terminal {
+        // SAFETY: TIOCGWINSZ fills a winsize struct for a terminal descriptor.
+        let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+        if unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0 && size.ws_col > 0 {
+            return size.ws_col as usize;
+        }
+    }
+    80
+}
+
+/// A whole message for a terminal: the role coloured, code fences set off with their language.
+fn render_full(m: &Message, colour: bool) -> String {
+    let (open, close) = if colour {
+        let code = match m.role {
+            Role::User => "1;32",
+            Role::Assistant => "1;34",
+            _ => "1;33",
+        };
+        (format!("\x1b[{code}m"), "\x1b[0m".to_owned())
+    } else {
+        (String::new(), String::new())
+    };
+    let text = strip_think_sig(&m.content);
+    let mut body = String::new();
+    for (i, block) in text.split("```").enumerate() {
+        if i % 2 == 0 {
+            body.push_str(block);
+        } else {
+            let (lang, code) = block.split_once('\n').unwrap_or((block, ""));
+            if colour {
+                body.push_str(&format!("```\x1b[4;34m{lang}\x1b[0m\n\x1b[2m{}\x1b[0m\n```", code.trim_end()));
+            } else {
+                body.push_str(&format!("```{lang}\n{}\n```", code.trim_end()));
+            }
+        }
+    }
+    let multiline = text.contains('\n');
+    format!("{open}{}{close}: {}{}{}", prefix(&m.role), status(m, &text), if multiline { "\n" } else { "" }, body.trim_end())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shorten_like_textwrap() {
+        assert_eq!(shorten("hello   world", 20), "hello world");
+        assert_eq!(shorten("hello world again", 12), "hello...");
+        assert_eq!(shorten("one two three four", 14), "one two...");
+    }
+}
