@@ -6,11 +6,13 @@
 //! - [`store`]: the SQLite database (schema migrations, writes, queries);
 //! - [`sync`]: moving conversations between gptme directories and the store;
 //! - [`ops`]: gptme's log operations (append, edit, undo, branch, …) on store and directory;
+//! - [`render`]: Markdown and HTML documents of a conversation;
 //! - [`cli`]: the `sessiondb` command line.
 
 pub mod codec;
 pub mod model;
 pub mod ops;
+pub mod render;
 pub mod store;
 pub mod sync;
 pub mod cli;

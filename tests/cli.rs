@@ -202,3 +202,22 @@ fn list_filters_and_sorts() {
     let by_messages = ids(&["--sort", "messages", "-n", "1"]);
     assert_eq!(by_messages, ["2026-07-07-long-conversation"]);
 }
+
+#[test]
+fn html_export_completions_and_man() {
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(fixtures()));
+    let page = work.path().join("page.html");
+    run_ok(sessiondb(&db).args(["export", "--format", "html", "2026-07-02-unicode-stress", "-o"]).arg(&page));
+    let html = fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<style>"));
+    assert!(!html.contains("<script") && !html.contains("http://cdn") && !html.contains("src=\"http"), "self-contained, no scripts");
+    assert!(html.contains("中文") && html.contains("style=\"color:"), "content and highlighted code");
+    for shell in ["bash", "zsh", "fish"] {
+        let out = run_ok(sessiondb(&db).args(["completions", shell]));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("sessiondb"), "{shell}");
+    }
+    let man = run_ok(std::process::Command::new(env!("CARGO_BIN_EXE_sessiondb")).arg("man"));
+    assert!(String::from_utf8_lossy(&man.stdout).contains(".TH sessiondb 1"));
+}

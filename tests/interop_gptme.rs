@@ -303,3 +303,32 @@ fn read_matches_gptme_chats_read() {
         assert_eq!(String::from_utf8_lossy(&ours.stdout), theirs, "{id} {ours_args:?}");
     }
 }
+
+#[test]
+fn markdown_export_matches_gptme() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    assert!(Command::new("cp").arg("-a").arg(fixtures()).arg(&logs).status().unwrap().success());
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let script = "import sys, pathlib\nfrom gptme.logmanager import LogManager\nfrom gptme.util.export import export_chat_to_markdown\nm = LogManager.load(pathlib.Path(sys.argv[1]), lock=False)\nexport_chat_to_markdown(sys.argv[2], m.log, pathlib.Path(sys.argv[3]))\n";
+    for id in ["2026-07-01-basic-chat", "2026-07-02-unicode-stress", "2026-07-03-message-flags", "2026-07-10-compacted-view", "2024-01-15-legacy-flat-tokens"] {
+        let copy = tempfile::tempdir().unwrap();
+        let copy_logs = copy.path().join("logs");
+        assert!(Command::new("cp").arg("-a").arg(&logs).arg(&copy_logs).status().unwrap().success());
+        let theirs = copy.path().join("out.md");
+        let out = Command::new(gptme_python())
+            .args(["-c", script])
+            .arg(copy_logs.join(id))
+            .arg(id)
+            .arg(&theirs)
+            .env("GPTME_LOGS_HOME", &copy_logs)
+            .env("HOME", copy.path())
+            .env("TZ", "UTC")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let ours = run_ok(sessiondb(&db).args(["export", "--format", "markdown", id]));
+        assert_eq!(String::from_utf8_lossy(&ours.stdout), fs::read_to_string(&theirs).unwrap(), "{id}");
+    }
+}

@@ -12,22 +12,29 @@ pub struct Args {
     /// The logs root to write into; each conversation becomes DIR/<chat id>/
     #[arg(long, value_name = "DIR", required_unless_present = "format")]
     to: Option<PathBuf>,
-    /// `toml`: print one branch of one conversation as gptme's editable TOML instead
-    #[arg(long, value_parser = ["toml"])]
+    /// Instead of directories: one conversation as gptme's editable TOML, as Markdown (gptme's
+    /// `chats export` layout) or as a self-contained HTML page
+    #[arg(long, value_parser = ["toml", "markdown", "html"])]
     format: Option<String>,
-    /// With --format toml: the branch
-    #[arg(long, default_value = "main")]
-    branch: String,
+    /// With --format: the branch [default: main; for markdown and html, the active view if any]
+    #[arg(long)]
+    branch: Option<String>,
+    /// With --format markdown|html: write here (atomically) instead of standard output
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
     /// Conversations to export [default: all]
     chat_ids: Vec<String>,
 }
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
-    if args.format.is_some() {
+    if let Some(format) = &args.format {
         let [chat_id] = args.chat_ids.as_slice() else {
-            return Err(Failure("--format toml takes exactly one CHAT_ID".into()));
+            return Err(Failure(format!("--format {format} takes exactly one CHAT_ID")));
         };
-        return super::ops::export_toml(store, chat_id, &args.branch);
+        if format == "toml" {
+            return super::ops::export_toml(store, chat_id, args.branch.as_deref().unwrap_or("main"));
+        }
+        return document(store, chat_id, format, args.branch.as_deref(), args.output.as_deref());
     }
     let to = args.to.expect("required without --format");
     let started = Instant::now();
@@ -57,4 +64,37 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         to.display()
     );
     Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// `export --format markdown|html`: the conversation as a document.
+fn document(store: &Store, chat_id: &str, format: &str, branch: Option<&str>, output: Option<&std::path::Path>) -> Result<i32, Failure> {
+    use crate::store::{live, DocumentKind};
+    let conn = store.connection()?;
+    let conv = live::load_conversation(&conn, chat_id)?;
+    let doc = match branch {
+        Some(b) => live::find_doc(&conn, conv.id, DocumentKind::Branch, b)?,
+        None => match live::active_view(&conn, conv.id)? {
+            Some(v) => Some(v),
+            None => live::find_doc(&conn, conv.id, DocumentKind::Branch, "main")?,
+        },
+    }
+    .ok_or_else(|| Failure(format!("conversation {chat_id:?} has no branch {:?}", branch.unwrap_or("main"))))?;
+    // As gptme holds them: a message without a timestamp has its file's mtime.
+    let mtime_ns: i64 = conn
+        .query_row("SELECT mtime_ns FROM entries WHERE conversation_id = ?1 AND path = ?2", rusqlite::params![conv.id, doc.path], |r| r.get(0))
+        .unwrap_or(0);
+    let mtime = mtime_ns.div_euclid(1_000_000_000) as f64 + mtime_ns.rem_euclid(1_000_000_000) as f64 * 1e-9;
+    let messages: Vec<_> =
+        live::doc_lines(&conn, &doc)?.into_iter().filter_map(|l| l.message).map(|m| crate::ops::normalise_for_rewrite(&m, mtime)).collect();
+    let text = if format == "html" { crate::render::html(chat_id, &messages) } else { crate::render::markdown(chat_id, &messages) };
+    match output {
+        Some(path) => {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64);
+            crate::sync::fsutil::write_atomic(path, 0o644, now, |out| out.write_all(text.as_bytes()))
+                .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
+            println!("Exported conversation to {}", path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(0)
 }

@@ -45,6 +45,12 @@ enum Command {
     Stats(stats::Args),
     /// Read a conversation, as gptme's `chats read` shows it (or in full)
     Read(read::Args),
+    /// Print shell completions (bash, zsh, fish, elvish, powershell)
+    Completions {
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff)
+    Man,
     /// Create an empty conversation in gptme's logs root
     New(ops::NewArgs),
     /// Append a message (attachments stored as gptme stores them)
@@ -112,6 +118,18 @@ fn open_store(db: Option<PathBuf>) -> Result<Store, Failure> {
 }
 
 fn dispatch(cli: Cli) -> Result<i32, Failure> {
+    // These describe the program and need no database.
+    match &cli.command {
+        Command::Completions { shell } => {
+            clap_complete::generate(*shell, &mut <Cli as clap::CommandFactory>::command(), "sessiondb", &mut std::io::stdout());
+            return Ok(0);
+        }
+        Command::Man => {
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut std::io::stdout()).map_err(Failure::from)?;
+            return Ok(0);
+        }
+        _ => {}
+    }
     let store = open_store(cli.db)?;
     match cli.command {
         Command::Import(args) => import::run(&store, args),
@@ -121,6 +139,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Search(args) => search::run(&store, args),
         Command::Stats(args) => stats::run(&store, args),
         Command::Read(args) => read::run(&store, args),
+        Command::Completions { .. } | Command::Man => unreachable!("handled above"),
         Command::New(args) => ops::new(&store, args),
         Command::Append(args) => ops::append(&store, args),
         Command::Undo(args) => ops::undo(&store, args),

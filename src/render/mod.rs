@@ -1,0 +1,179 @@
+//! Readable documents of a conversation: Markdown (gptme's `chats export` layout) and a
+//! self-contained HTML page (styles inline, code highlighted, no network resources, and no
+//! HTML from the messages themselves: it is shown as text).
+
+use std::sync::OnceLock;
+
+use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
+use syntect::highlighting::ThemeSet;
+use syntect::parsing::SyntaxSet;
+
+use crate::codec::timestamp;
+use crate::model::{Message, Role};
+
+fn role_label(role: &Role) -> String {
+    match role {
+        Role::User => "User".into(),
+        Role::Assistant => "Assistant".into(),
+        Role::System => "System".into(),
+        Role::Other(s) => {
+            let mut c = s.chars();
+            c.next().map_or(String::new(), |f| f.to_uppercase().collect::<String>() + c.as_str())
+        }
+    }
+}
+
+/// `strftime("%Y-%m-%d %H:%M:%S")` of a message's timestamp, as gptme's export shows it.
+fn shown_time(m: &Message) -> Option<String> {
+    let t = timestamp::parse(m.timestamp.as_deref()?)?;
+    Some(t.naive.format("%Y-%m-%d %H:%M:%S").to_string())
+}
+
+/// gptme's `export_chat_to_markdown`: a `# name` title, then per message (hidden ones left
+/// out) a `## Role  (time)` heading, a blank line, the content and a blank line, joined by
+/// newlines.
+pub fn markdown(name: &str, messages: &[Message]) -> String {
+    let mut lines = vec![format!("# {name}")];
+    for m in messages.iter().filter(|m| !m.hide) {
+        let mut header = format!("## {}", role_label(&m.role));
+        if let Some(t) = shown_time(m) {
+            header.push_str(&format!("  ({t})"));
+        }
+        lines.push(header);
+        lines.push(String::new());
+        lines.push(m.content.clone());
+        lines.push(String::new());
+    }
+    lines.join("\n")
+}
+
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+struct Highlighter {
+    syntaxes: SyntaxSet,
+    themes: ThemeSet,
+}
+
+fn highlighter() -> &'static Highlighter {
+    static H: OnceLock<Highlighter> = OnceLock::new();
+    H.get_or_init(|| Highlighter { syntaxes: SyntaxSet::load_defaults_newlines(), themes: ThemeSet::load_defaults() })
+}
+
+/// A highlighted `<pre>` for a code block (inline styles), or an escaped one for an unknown
+/// language.
+fn code_block(lang: &str, code: &str) -> String {
+    let h = highlighter();
+    let token = lang.split_whitespace().next().unwrap_or("");
+    let syntax = h.syntaxes.find_syntax_by_token(token).or_else(|| {
+        // gptme's tool blocks name a file (`save hello.py`): highlight by its extension.
+        lang.split_whitespace().nth(1).and_then(|f| f.rsplit('.').next()).and_then(|ext| h.syntaxes.find_syntax_by_extension(ext))
+    });
+    let label = if lang.is_empty() { String::new() } else { format!("<div class=\"lang\">{}</div>", escape(lang)) };
+    match syntax {
+        Some(s) => {
+            let theme = &h.themes.themes["InspiredGitHub"];
+            let html = syntect::html::highlighted_html_for_string(code, &h.syntaxes, s, theme).unwrap_or_else(|_| format!("<pre>{}</pre>", escape(code)));
+            format!("<div class=\"code\">{label}{html}</div>")
+        }
+        None => format!("<div class=\"code\">{label}<pre>{}</pre></div>", escape(code)),
+    }
+}
+
+/// Message content (Markdown) as HTML: raw HTML in the content is shown as text, fenced
+/// code is highlighted.
+fn content_html(text: &str) -> String {
+    let mut out = String::new();
+    let mut events = Vec::new();
+    let mut in_code: Option<(String, String)> = None;
+    for event in Parser::new_ext(text, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS) {
+        match (&mut in_code, event) {
+            (None, Event::Start(Tag::CodeBlock(kind))) => {
+                let lang = match kind {
+                    CodeBlockKind::Fenced(l) => l.to_string(),
+                    CodeBlockKind::Indented => String::new(),
+                };
+                in_code = Some((lang, String::new()));
+            }
+            (Some((_, code)), Event::Text(t)) => code.push_str(&t),
+            (Some(_), Event::End(TagEnd::CodeBlock)) => {
+                let (lang, code) = in_code.take().expect("in a code block");
+                events.push(Event::Html(code_block(&lang, &code).into()));
+            }
+            (Some(_), _) => {}
+            (None, Event::Html(h)) | (None, Event::InlineHtml(h)) => events.push(Event::Text(h)),
+            (None, e) => events.push(e),
+        }
+    }
+    pulldown_cmark::html::push_html(&mut out, events.into_iter());
+    out
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#1f2328;background:#fff}
+h1{font-size:1.5rem}.msg{border:1px solid #d0d7de;border-radius:8px;margin:1rem 0;padding:.25rem 1rem}
+.msg header{font-size:.85rem;color:#57606a;border-bottom:1px solid #eaeef2;padding:.4rem 0;display:flex;gap:.75rem}
+.msg header b{color:#1f2328}.user{background:#f6f8fa}.assistant{background:#fff}.system{background:#fffbea}
+.hidden{opacity:.6}.code{margin:.5rem 0}.code .lang{font:.75rem monospace;color:#57606a;padding:.2rem .5rem;background:#eaeef2;border-radius:6px 6px 0 0}
+pre{overflow-x:auto;padding:.75rem;border-radius:0 0 6px 6px;margin:0;font-size:.85rem}code{font-size:.9em}
+table{border-collapse:collapse}td,th{border:1px solid #d0d7de;padding:.2rem .5rem}";
+
+/// A self-contained HTML page of the conversation. Hidden messages are included, marked (an
+/// HTML page can show them faded; gptme's Markdown export leaves them out).
+pub fn html(name: &str, messages: &[Message]) -> String {
+    let mut body = String::new();
+    for m in messages {
+        let class = match m.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            _ => "system",
+        };
+        let hidden = if m.hide { " hidden" } else { "" };
+        let time = shown_time(m).map(|t| format!("<time>{t}</time>")).unwrap_or_default();
+        let model = m.model().map(|x| format!("<span>{}</span>", escape(x))).unwrap_or_default();
+        let flags = [(m.pinned, "pinned"), (m.hide, "hidden")].iter().filter(|(f, _)| *f).map(|(_, n)| format!("<span>{n}</span>")).collect::<String>();
+        body.push_str(&format!(
+            "<section class=\"msg {class}{hidden}\"><header><b>{}</b>{time}{model}{flags}</header>{}</section>\n",
+            role_label(&m.role),
+            content_html(&m.content)
+        ));
+    }
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{title}</title><style>{STYLE}</style></head>\n<body><h1>{title}</h1>\n{body}</body></html>\n",
+        title = escape(name)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_is_gptme_layout() {
+        let mut hidden = Message::new(Role::System, "secret", None);
+        hidden.hide = true;
+        let ms = vec![Message::new(Role::User, "hi", Some("2026-07-16T10:00:00.5".into())), hidden, Message::new(Role::Assistant, "yo", None)];
+        assert_eq!(markdown("c", &ms), "# c\n## User  (2026-07-16 10:00:00)\n\nhi\n\n## Assistant\n\nyo\n");
+    }
+
+    #[test]
+    fn html_is_self_contained_and_safe() {
+        let ms = vec![Message::new(Role::Assistant, "<script>alert(1)</script>\n\n```rust\nfn main() {}\n```\n", None)];
+        let page = html("t <x>", &ms);
+        assert!(!page.contains("<script>"), "{page}");
+        assert!(page.contains("&lt;script&gt;"));
+        assert!(!page.contains("http://") && !page.contains("https://") && !page.contains("src="));
+        assert!(page.contains("<title>t &lt;x&gt;</title>"));
+        assert!(page.contains("style=\""), "code is highlighted with inline styles");
+    }
+}
