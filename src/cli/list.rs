@@ -96,21 +96,38 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
 }
 
 /// Text for one table cell: control characters (a tab in a name, say) shown escaped so that
-/// they cannot break the layout or drive the terminal.
-fn cell(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+/// they cannot break the layout or drive the terminal; cut to `width` characters.
+fn cell(text: &str, width: usize) -> String {
+    let clean: String = text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect();
+    if clean.chars().count() <= width {
+        clean
+    } else {
+        clean.chars().take(width.saturating_sub(1)).collect::<String>() + "…"
+    }
 }
 
+/// The table: fixed columns for time, count, cost and model; the name and the last message's
+/// preview take what is left of the terminal's width. Colour only on a terminal, and not with
+/// `NO_COLOR`.
 fn write_table(out: &mut impl Write, conversations: &[ConversationSummary]) -> std::io::Result<()> {
-    writeln!(out, "{:<19}  {:>5}  {:>8}  {:<24}  NAME / LAST MESSAGE", "MODIFIED (UTC)", "MSGS", "COST", "MODEL")?;
+    use std::io::IsTerminal;
+    let terminal = std::io::stdout().is_terminal();
+    let colour = terminal && std::env::var_os("NO_COLOR").is_none();
+    let width = super::terminal_width(terminal).max(60);
+    let paint = |code: &str, text: &str| if colour { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() };
+    const FIXED: usize = 16 + 2 + 5 + 2 + 9 + 2 + 22 + 2;
+    let rest = width.saturating_sub(FIXED).max(12);
+    let header = format!("{:<16}  {:>5}  {:>9}  {:<22}  {}", "MODIFIED (UTC)", "MSGS", "COST", "MODEL", "NAME");
+    writeln!(out, "{}", paint("1", &header))?;
     for c in conversations {
         let modified = format_utc(c.modified);
-        let modified = modified.get(..19).unwrap_or(&modified).replace('T', " ");
-        let model: String = c.model.as_deref().unwrap_or("-").chars().take(24).collect();
+        let modified = modified.get(..16).unwrap_or(&modified).replace('T', " ");
         let cost = c.total_cost.map_or("NaN".to_owned(), |cost| format!("${cost:.4}"));
-        writeln!(out, "{:<19}  {:>5}  {:>8}  {:<24}  {}", modified, c.messages, cost, cell(&model), cell(&c.name))?;
+        let model = cell(c.model.as_deref().unwrap_or("-"), 22);
+        writeln!(out, "{}  {:>5}  {:>9}  {}  {}", paint("2", &modified), c.messages, cost, paint("36", &format!("{model:<22}")), paint("1", &cell(&c.name, rest)))?;
         if let (Some(role), Some(preview)) = (&c.last_message_role, &c.last_message_preview) {
-            writeln!(out, "{:<63}  {}: {}", "", cell(role), cell(preview))?;
+            let line = format!("{}: {}", role, preview);
+            writeln!(out, "{:FIXED$}{}", "", paint("2", &cell(&line, rest)))?;
         }
     }
     writeln!(out, "{} conversations", conversations.len())

@@ -175,3 +175,19 @@ fn human_bytes(bytes: u64) -> String {
         format!("{value:.1} {}", UNITS[unit])
     }
 }
+
+/// Python's `shutil.get_terminal_size().columns`: `$COLUMNS`, else the terminal's, else 80.
+pub(crate) fn terminal_width(terminal: bool) -> usize {
+    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).filter(|&c: &usize| c > 0) {
+        return c;
+    }
+    if terminal {
+        // SAFETY: TIOCGWINSZ fills a winsize struct for a terminal descriptor.
+        let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+        if unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0 && size.ws_col > 0 {
+            return size.ws_col as usize;
+        }
+    }
+    80
+}
+

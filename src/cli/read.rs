@@ -146,7 +146,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     }
     let terminal = std::io::stdout().is_terminal();
     let colour = terminal && std::env::var_os("NO_COLOR").is_none();
-    let width = terminal_width(terminal);
+    let width = super::terminal_width(terminal);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let result: std::io::Result<()> = (|| {
@@ -172,21 +172,6 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
         other => other.map(|_| 0).map_err(Failure::from),
     }
-}
-
-/// Python's `shutil.get_terminal_size().columns`: `$COLUMNS`, else the terminal's, else 80.
-fn terminal_width(terminal: bool) -> usize {
-    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).filter(|&c: &usize| c > 0) {
-        return c;
-    }
-    if terminal {
-        // SAFETY: TIOCGWINSZ fills a winsize struct for a terminal descriptor.
-        let mut size: libc::winsize = unsafe { std::mem::zeroed() };
-        if unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0 && size.ws_col > 0 {
-            return size.ws_col as usize;
-        }
-    }
-    80
 }
 
 /// A whole message for a terminal: the role coloured, code fences set off with their language.
