@@ -103,6 +103,8 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         Ok(())
     })?;
     batch.finish()?;
+    drop(conn);
+    store.checkpoint()?;
     progress.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     if args.json {

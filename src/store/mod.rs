@@ -88,7 +88,8 @@ impl Store {
                 "PRAGMA journal_mode = WAL;
                  PRAGMA foreign_keys = ON;
                  PRAGMA synchronous = NORMAL;
-                 PRAGMA cache_size = -32768;",
+                 PRAGMA cache_size = -32768;
+                 PRAGMA journal_size_limit = 16777216;",
             )
         });
         // Connections open on demand: a CLI run needs one, a long-running process a few.
@@ -105,6 +106,15 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Moves everything in the write-ahead log into the database and empties the log. Call
+    /// after a large write (an import): connections do not checkpoint on close (that would
+    /// cost every small command an fsync), and a long log must otherwise be re-read by the
+    /// next process that opens the database.
+    pub fn checkpoint(&self) -> Result<(), StoreError> {
+        self.connection()?.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
     }
 }
 

@@ -50,6 +50,7 @@ pub struct ConversationHits {
     pub chat_id: String,
     pub name: String,
     pub modified: f64,
+    /// Matches among the best-ranked ones examined (a lower bound for very common words).
     pub total: usize,
     pub hits: Vec<Hit>,
 }
@@ -141,9 +142,30 @@ pub fn search(conn: &rusqlite::Connection, q: &SearchQuery) -> Result<SearchResu
     }
 }
 
+/// Ranks in the index first and looks at the best `window` matches only: where a message
+/// stands and whether it passes the filters is decided for those rows alone. When they yield
+/// fewer conversations than asked for and the index had more matches, the window grows.
 fn run(conn: &rusqlite::Connection, q: &SearchQuery, fts: &str) -> Result<Vec<ConversationHits>, StoreError> {
-    let mut filters = vec!["messages_fts MATCH ?1".to_owned()];
-    let mut args: Vec<Value> = vec![Value::Text(fts.to_owned())];
+    let wanted = q.limit.max(1);
+    let mut window = (wanted * q.matches.max(1) * 8).max(64);
+    loop {
+        let mut ranked = conn.prepare_cached("SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rank LIMIT ?2")?;
+        let candidates: Vec<(i64, f64)> =
+            ranked.query_map(rusqlite::params![fts, window as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+        let exhausted = candidates.len() < window;
+        let out = place(conn, q, &candidates)?;
+        if out.len() >= wanted || exhausted {
+            return Ok(out.into_iter().take(wanted).collect());
+        }
+        window *= 4;
+    }
+}
+
+/// The ranked candidates that pass the filters, with where each stands, grouped by
+/// conversation in rank order.
+fn place(conn: &rusqlite::Connection, q: &SearchQuery, candidates: &[(i64, f64)]) -> Result<Vec<ConversationHits>, StoreError> {
+    let mut filters = vec!["m.id = ?1".to_owned()];
+    let mut args: Vec<Value> = vec![Value::Null];
     let mut arg = |value: Value| {
         args.push(value);
         args.len()
@@ -176,27 +198,26 @@ fn run(conn: &rusqlite::Connection, q: &SearchQuery, fts: &str) -> Result<Vec<Co
             .to_owned(),
     };
     let sql = format!(
-        "SELECT * FROM (
-           SELECT c.chat_id, coalesce(c.name, c.chat_id), c.modified, m.id, m.role, m.content, {placement} AS place, bm25(messages_fts) AS rank
-           FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN conversations c ON c.id = m.conversation_id
-           WHERE {}
-         ) WHERE place IS NOT NULL ORDER BY rank",
+        "SELECT c.chat_id, coalesce(c.name, c.chat_id), c.modified, m.role, m.content, {placement}
+         FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE {}",
         filters.join(" AND ")
     );
-    let mut stmt = conn.prepare(&sql)?;
-    let mut rows = stmt.query(params_from_iter(args))?;
+    let mut stmt = conn.prepare_cached(&sql)?;
     let mut out: Vec<ConversationHits> = Vec::new();
-    while let Some(r) = rows.next()? {
+    for &(id, rank) in candidates {
+        args[0] = Value::Integer(id);
+        let mut rows = stmt.query(params_from_iter(args.iter()))?;
+        let Some(r) = rows.next()? else { continue };
+        let Some(place): Option<String> = r.get(5)? else { continue };
         let chat_id: String = r.get(0)?;
-        let place: String = r.get(6)?;
         let (document, line) = place.split_once('\0').unwrap_or((&place, "0"));
         let hit = Hit {
-            message_id: r.get(3)?,
-            role: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
-            content: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+            message_id: id,
+            role: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
+            content: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
             document: document.to_owned(),
             line: line.parse().unwrap_or(0),
-            rank: r.get(7)?,
+            rank,
         };
         match out.iter_mut().find(|c| c.chat_id == chat_id) {
             Some(c) => {
@@ -208,7 +229,6 @@ fn run(conn: &rusqlite::Connection, q: &SearchQuery, fts: &str) -> Result<Vec<Co
             None => out.push(ConversationHits { chat_id, name: r.get(1)?, modified: r.get(2)?, total: 1, hits: vec![hit] }),
         }
     }
-    out.truncate(q.limit.max(1));
     Ok(out)
 }
 
