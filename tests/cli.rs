@@ -221,3 +221,23 @@ fn html_export_completions_and_man() {
     let man = run_ok(std::process::Command::new(env!("CARGO_BIN_EXE_sessiondb")).arg("man"));
     assert!(String::from_utf8_lossy(&man.stdout).contains(".TH sessiondb 1"));
 }
+
+#[test]
+fn role_counts_follow_every_write() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).args(["new", "r", "--logs-dir"]).arg(&logs));
+    for (role, content) in [("system", "s"), ("user", "u"), ("assistant", "a")] {
+        run_ok(sessiondb(&db).args(["append", "r", "--role", role, "--content", content]));
+    }
+    let by_role = || -> Value {
+        let out = run_ok(sessiondb(&db).args(["stats", "--json"]));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["by_role"].clone()
+    };
+    assert_eq!(by_role(), serde_json::json!({"assistant": 1, "system": 1, "user": 1}));
+    run_ok(sessiondb(&db).args(["undo", "r"]));
+    assert_eq!(by_role(), serde_json::json!({"system": 1, "user": 1}));
+    let detail: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["stats", "r", "--json"])).stdout).unwrap();
+    assert_eq!(detail["messages"]["by_role"], serde_json::json!({"system": 1, "user": 1}));
+}

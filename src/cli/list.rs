@@ -44,28 +44,50 @@ fn round4(x: f64) -> f64 {
 }
 
 /// One conversation in gptme's JSON shape (`_conv_to_dict`), plus the other `ConversationMeta`
-/// fields gptme computes for it.
-pub fn summary_json(c: &ConversationSummary) -> serde_json::Value {
-    let models_usage: serde_json::Value = serde_json::from_str(&c.models_usage).unwrap_or_default();
-    serde_json::json!({
-        "id": c.chat_id,
-        "name": c.name,
-        "path": format!("{}/conversation.jsonl", c.source_dir),
-        "created": format_utc(c.created),
-        "modified": format_utc(c.modified),
-        "messages": c.messages,
-        "branches": c.branches,
-        "workspace": c.workspace,
-        "agent_name": serde_json::Value::Null,
-        "model": c.model,
-        "total_cost": c.total_cost.map(round4),
-        "total_input_tokens": c.total_input_tokens,
-        "total_output_tokens": c.total_output_tokens,
-        "total_cache_read_tokens": c.total_cache_read_tokens,
-        "models_usage": models_usage,
-        "last_message_role": c.last_message_role,
-        "last_message_preview": c.last_message_preview,
-    })
+/// fields gptme computes for it. Serialised directly (no intermediate tree): listing thousands
+/// of conversations is mostly this.
+#[derive(serde::Serialize)]
+pub struct SummaryJson<'a> {
+    id: &'a str,
+    name: &'a str,
+    path: String,
+    created: String,
+    modified: String,
+    messages: i64,
+    branches: i64,
+    workspace: Option<&'a str>,
+    agent_name: Option<&'a str>,
+    model: Option<&'a str>,
+    total_cost: Option<f64>,
+    total_input_tokens: i64,
+    total_output_tokens: i64,
+    total_cache_read_tokens: i64,
+    models_usage: &'a serde_json::value::RawValue,
+    last_message_role: Option<&'a str>,
+    last_message_preview: Option<&'a str>,
+}
+
+pub fn summary_json(c: &ConversationSummary) -> SummaryJson<'_> {
+    let empty: &serde_json::value::RawValue = serde_json::from_str("{}").expect("valid");
+    SummaryJson {
+        id: &c.chat_id,
+        name: &c.name,
+        path: format!("{}/conversation.jsonl", c.source_dir),
+        created: format_utc(c.created),
+        modified: format_utc(c.modified),
+        messages: c.messages,
+        branches: c.branches,
+        workspace: c.workspace.as_deref(),
+        agent_name: None,
+        model: c.model.as_deref(),
+        total_cost: c.total_cost.map(round4),
+        total_input_tokens: c.total_input_tokens,
+        total_output_tokens: c.total_output_tokens,
+        total_cache_read_tokens: c.total_cache_read_tokens,
+        models_usage: serde_json::from_str(&c.models_usage).unwrap_or(empty),
+        last_message_role: c.last_message_role.as_deref(),
+        last_message_preview: c.last_message_preview.as_deref(),
+    }
 }
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
@@ -82,10 +104,10 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     };
     let conversations = queries::list_filtered(&conn, &filter)?;
     let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let result = if args.json {
         let rows: Vec<_> = conversations.iter().map(summary_json).collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&rows).expect("serialisable"))
+        serde_json::to_writer_pretty(&mut out, &rows).map_err(std::io::Error::from).and_then(|_| writeln!(out)).and_then(|_| out.flush())
     } else {
         write_table(&mut out, &conversations)
     };

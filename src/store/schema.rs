@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0001_init.sql"),
     include_str!("../../schema/0002_live_operations.sql"),
     include_str!("../../schema/0003_fts_cjk.sql"),
+    include_str!("../../schema/0004_role_counts.sql"),
 ];
 
 /// The schema version this build writes.

@@ -128,18 +128,14 @@ pub fn overview(conn: &rusqlite::Connection, since: Option<(f64, String)>, inclu
     Ok(data)
 }
 
-/// Messages by role on the main branches of `convs`.
+/// Messages by role on the main branches of `convs`, from their totals.
 fn role_counts(conn: &rusqlite::Connection, convs: &[&ConversationSummary]) -> Result<Value, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT m.role, count(*) FROM conversations c JOIN documents d ON d.conversation_id = c.id AND d.kind = 'branch' AND d.name = 'main'
-         JOIN document_lines dl ON dl.document_id = d.id JOIN messages m ON m.id = dl.message_id
-         WHERE c.chat_id = ?1 AND m.role IS NOT NULL GROUP BY m.role",
-    )?;
+    let mut stmt = conn.prepare_cached("SELECT chat_id, role_counts FROM conversations")?;
+    let stored: std::collections::HashMap<String, String> = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
     let mut totals: BTreeMap<String, i64> = BTreeMap::new();
     for c in convs {
-        let rows = stmt.query_map([&c.chat_id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
-        for row in rows {
-            let (role, n) = row?;
+        let counts: BTreeMap<String, i64> = stored.get(&c.chat_id).and_then(|t| serde_json::from_str(t).ok()).unwrap_or_default();
+        for (role, n) in counts {
             *totals.entry(role).or_default() += n;
         }
     }

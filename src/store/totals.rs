@@ -31,6 +31,8 @@ pub struct ListingTotals {
     /// The first line gptme would load as a message: `None` before one is seen, `Some(None)`
     /// when it has no timestamp.
     pub first_message_time: Option<Option<f64>>,
+    /// Messages (lines gptme loads) by role, sorted by role.
+    pub role_counts: std::collections::BTreeMap<String, i64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -69,6 +71,9 @@ impl ListingTotals {
                 &owned
             }
         };
+        if let LineContent::Message(m) = decoded {
+            *self.role_counts.entry(m.role.as_str().to_owned()).or_default() += 1;
+        }
         if self.first_message_time.is_none() {
             if let LineContent::Message(m) = decoded {
                 self.first_message_time =
@@ -197,7 +202,7 @@ pub fn save(conn: &Connection, conversation_id: i64, t: &ListingTotals, modified
         "UPDATE conversations SET created = ?2, modified = ?3, message_count = ?4,
             model = ?5, total_cost = ?6, input_tokens = ?7, output_tokens = ?8, cache_read_tokens = ?9,
             cache_creation_tokens = ?10, models_usage = ?11, last_role = ?12, last_preview = ?13,
-            first_message_seen = ?14, first_message_time = ?15
+            first_message_seen = ?14, first_message_time = ?15, role_counts = ?16
          WHERE id = ?1",
     )?
     .execute(params![
@@ -216,6 +221,7 @@ pub fn save(conn: &Connection, conversation_id: i64, t: &ListingTotals, modified
         t.last_message.1,
         t.first_message_time.is_some(),
         t.first_message_time.flatten(),
+        serde_json::to_string(&t.role_counts).expect("serialisable"),
     ])?;
     Ok(())
 }
@@ -224,7 +230,7 @@ pub fn save(conn: &Connection, conversation_id: i64, t: &ListingTotals, modified
 pub fn load(conn: &Connection, conversation_id: i64) -> Result<ListingTotals, StoreError> {
     let (base, models_usage) = conn.query_row(
         "SELECT message_count, model, total_cost, input_tokens, output_tokens, cache_read_tokens,
-                cache_creation_tokens, models_usage, last_role, last_preview, first_message_seen, first_message_time
+                cache_creation_tokens, models_usage, last_role, last_preview, first_message_seen, first_message_time, role_counts
          FROM conversations WHERE id = ?1",
         [conversation_id],
         |r| {
@@ -240,6 +246,7 @@ pub fn load(conn: &Connection, conversation_id: i64) -> Result<ListingTotals, St
                 models_usage: Vec::new(),
                 last_message: (r.get(8)?, r.get(9)?),
                 first_message_time: seen.then(|| r.get::<_, Option<f64>>(11)).transpose()?,
+                role_counts: serde_json::from_str(&r.get::<_, String>(12)?).unwrap_or_default(),
             };
             Ok((base, r.get::<_, String>(7)?))
         },
