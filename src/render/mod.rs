@@ -75,7 +75,12 @@ fn highlighter() -> &'static Highlighter {
 /// language.
 fn code_block(lang: &str, code: &str) -> String {
     let h = highlighter();
-    let token = lang.split_whitespace().next().unwrap_or("");
+    // gptme's tool blocks name a tool: highlight them as the language they carry.
+    let token = match lang.split_whitespace().next().unwrap_or("") {
+        "shell" | "tmux" => "bash",
+        "ipython" | "py" => "python",
+        other => other,
+    };
     let syntax = h.syntaxes.find_syntax_by_token(token).or_else(|| {
         // gptme's tool blocks name a file (`save hello.py`): highlight by its extension.
         lang.split_whitespace().nth(1).and_then(|f| f.rsplit('.').next()).and_then(|ext| h.syntaxes.find_syntax_by_extension(ext))
@@ -121,7 +126,7 @@ fn content_html(text: &str) -> String {
 }
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#1f2328;background:#fff}
-h1{font-size:1.5rem}.msg{border:1px solid #d0d7de;border-radius:8px;margin:1rem 0;padding:.25rem 1rem}
+h1{font-size:1.5rem}.msg h1,.msg h2,.msg h3,.msg h4{font-size:1.05rem;margin:.8rem 0 .4rem}.msg{border:1px solid #d0d7de;border-radius:8px;margin:1rem 0;padding:.25rem 1rem}
 .msg header{font-size:.85rem;color:#57606a;border-bottom:1px solid #eaeef2;padding:.4rem 0;display:flex;gap:.75rem}
 .msg header b{color:#1f2328}.user{background:#f6f8fa}.assistant{background:#fff}.system{background:#fffbea}
 .hidden{opacity:.6}.code{margin:.5rem 0}.code .lang{font:.75rem monospace;color:#57606a;padding:.2rem .5rem;background:#eaeef2;border-radius:6px 6px 0 0}
