@@ -76,24 +76,10 @@ done
 [[ -n "${COMMON// }" && -n "${RARE// }" ]] || die "search words must not be empty"
 
 # ---------------------------------------------------------------- python with gptme
-if [[ -n "${GPTME_PYTHON:-}" ]]; then
-    PY="$GPTME_PYTHON"
-elif [[ -x "$ROOT/.venv/bin/python" ]]; then
-    PY="$ROOT/.venv/bin/python"
-else
-    cat >&2 <<EOF
-bench_queries.sh: no Python with gptme found.
-Set GPTME_PYTHON to a python that has gptme installed, or create the project venv:
-    cd $ROOT && python3 -m venv .venv && .venv/bin/pip install gptme==0.35.1
-EOF
-    exit 2
-fi
+# $GPTME_PYTHON, else the project's .venv (tools/setup-gptme.sh creates it when missing).
+PY="${GPTME_PYTHON:-$("$ROOT/tools/setup-gptme.sh")}"
 if ! GPTME_VERSION="$("$PY" -c 'import importlib.metadata as m, gptme.logmanager; print(m.version("gptme"))' 2>/dev/null)"; then
-    cat >&2 <<EOF
-bench_queries.sh: $PY cannot import gptme.
-Install it there ($PY -m pip install gptme==0.35.1), or create the project venv:
-    cd $ROOT && python3 -m venv .venv && .venv/bin/pip install gptme==0.35.1
-EOF
+    echo "$(basename "$0"): $PY cannot import gptme (set GPTME_PYTHON, or run tools/setup-gptme.sh)" >&2
     exit 2
 fi
 
