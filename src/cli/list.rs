@@ -135,10 +135,15 @@ fn write_table(out: &mut impl Write, conversations: &[ConversationSummary]) -> s
     use std::io::IsTerminal;
     let terminal = std::io::stdout().is_terminal();
     let colour = terminal && std::env::var_os("NO_COLOR").is_none();
-    let width = super::terminal_width(terminal).max(60);
+
     let paint = |code: &str, text: &str| if colour { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() };
     const FIXED: usize = 16 + 2 + 5 + 2 + 9 + 2 + 22 + 2;
-    let rest = width.saturating_sub(FIXED).max(12);
+    // Name and preview fit a terminal (or $COLUMNS); written to a pipe or a file, nothing is cut.
+    let rest = if terminal || std::env::var_os("COLUMNS").is_some() {
+        super::terminal_width(terminal).max(60).saturating_sub(FIXED).max(12)
+    } else {
+        usize::MAX
+    };
     let header = format!("{:<16}  {:>5}  {:>9}  {:<22}  {}", "MODIFIED (UTC)", "MSGS", "COST", "MODEL", "NAME");
     writeln!(out, "{}", paint("1", &header))?;
     for c in conversations {
