@@ -191,3 +191,22 @@ pub(crate) fn terminal_width(terminal: bool) -> usize {
     80
 }
 
+
+/// `YYYY-MM-DD` (midnight UTC, as gptme's `--since` reads it), or `Nd` / `Nh` before now.
+pub(crate) fn parse_since(text: &str) -> Result<f64, Failure> {
+    let now = chrono::Utc::now();
+    let ago = |n: &str, secs: i64| -> Option<f64> { n.parse::<i64>().ok().map(|n| now.timestamp() as f64 - (n * secs) as f64) };
+    if let Some(n) = text.strip_suffix('d') {
+        if let Some(t) = ago(n, 86_400) {
+            return Ok(t);
+        }
+    }
+    if let Some(n) = text.strip_suffix('h') {
+        if let Some(t) = ago(n, 3_600) {
+            return Ok(t);
+        }
+    }
+    let date = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .map_err(|_| Failure(format!("--since {text:?}: expected YYYY-MM-DD, Nd or Nh")))?;
+    Ok(date.and_hms_opt(0, 0, 0).expect("midnight").and_utc().timestamp() as f64)
+}

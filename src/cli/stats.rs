@@ -36,7 +36,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let data = match &args.chat_id {
         Some(id) => stats::conversation(&conn, id)?,
         None => {
-            let since = args.since.as_deref().map(|s| super::search::parse_since(s).map(|t| (t, s.to_owned()))).transpose()?;
+            let since = args.since.as_deref().map(|s| super::parse_since(s).map(|t| (t, s.to_owned()))).transpose()?;
             stats::overview(&conn, since, args.all, args.by)?
         }
     };
