@@ -103,19 +103,27 @@ pub fn message() -> impl Strategy<Value = Message> {
         metadata,
         extra,
     )
-        .prop_map(|(role, content, timestamp, files, file_hashes, call_id, (pinned, hide, ui_only, ttl), metadata, extra)| {
-            let mut m = Message::new(role, content, timestamp);
-            m.files = files;
-            m.file_hashes = file_hashes;
-            m.call_id = call_id;
-            m.pinned = pinned;
-            m.hide = hide;
-            m.ui_only = ui_only;
-            m.ephemeral_ttl = ttl;
-            m.metadata = metadata;
+        .prop_map(|(role, content, timestamp, files, file_hashes, call_id, flags, metadata, extra)| {
+            let mut m = assemble(Message::new(role, content, timestamp), files, file_hashes, call_id, flags, metadata);
             m.extra = extra;
             m
         })
+}
+
+type Flags = (bool, bool, bool, Option<i64>);
+
+/// A message with the drawn fields set (pinned, hide, ui_only, ttl in `flags`).
+fn assemble(mut m: Message, files: Vec<String>, file_hashes: Vec<(String, String)>, call_id: Option<String>, flags: Flags, metadata: Option<Json>) -> Message {
+    let (pinned, hide, ui_only, ttl) = flags;
+    m.files = files;
+    m.file_hashes = file_hashes;
+    m.call_id = call_id;
+    m.pinned = pinned;
+    m.hide = hide;
+    m.ui_only = ui_only;
+    m.ephemeral_ttl = ttl;
+    m.metadata = metadata;
+    m
 }
 
 /// Messages as gptme itself would hold them, so that gptme re-serialises them unchanged: one of
@@ -168,17 +176,8 @@ pub fn gptme_native_message() -> impl Strategy<Value = Message> {
         (any::<bool>(), any::<bool>(), any::<bool>(), proptest::option::of(0i64..10)),
         metadata,
     )
-        .prop_map(|(role, content, timestamp, files, file_hashes, call_id, (pinned, hide, ui_only, ttl), metadata)| {
-            let mut m = Message::new(role, content, Some(timestamp));
-            m.files = files;
-            m.file_hashes = file_hashes;
-            m.call_id = call_id;
-            m.pinned = pinned;
-            m.hide = hide;
-            m.ui_only = ui_only;
-            m.ephemeral_ttl = ttl;
-            m.metadata = metadata;
-            m
+        .prop_map(|(role, content, timestamp, files, file_hashes, call_id, flags, metadata)| {
+            assemble(Message::new(role, content, Some(timestamp)), files, file_hashes, call_id, flags, metadata)
         })
 }
 
