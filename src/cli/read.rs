@@ -133,10 +133,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         },
     }
     .ok_or_else(|| Failure(format!("conversation {:?} has no branch {:?}", args.chat_id, args.branch.as_deref().unwrap_or("main"))))?;
-    let name = queries::list_filtered(&conn, &queries::ListFilter { include_test: true, ..Default::default() })?
-        .into_iter()
-        .find(|c| c.chat_id == args.chat_id)
-        .map_or_else(|| args.chat_id.clone(), |c| c.name);
+    let name = queries::conversation_summary(&conn, &args.chat_id)?.name;
     let all: Vec<Message> = live::doc_lines(&conn, &doc)?.into_iter().filter_map(|l| l.message).collect();
     let mut messages: Vec<&Message> = all.iter().filter(|m| args.system || m.role != Role::System).collect();
     let mut start = 0;

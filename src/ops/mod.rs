@@ -303,7 +303,7 @@ impl Session<'_> {
             None => live::create_doc(self.conn(), self.conv.id, &rel, DocumentKind::Events, branch, mode)?,
         };
         let mut doc = before.clone();
-        let seq = live::next_seq_fast(self.conn(), &doc)?;
+        let seq = live::next_seq(self.conn(), &doc)?;
         let event = Event { seq, ts: now_utc_iso(), kind: kind.to_owned(), payload };
         let line = live::append_event(self.batch.conn(), self.conv.id, &mut doc, &event)?;
         let expected = if before.line_count == 0 && !self.abs(&rel).exists() { None } else { before.size };

@@ -201,19 +201,10 @@ pub fn events(conn: &Connection, doc: &Doc) -> Result<Vec<StoredEvent>, StoreErr
     Ok(out)
 }
 
-/// gptme's next sequence number: one past the seq of the last non-blank line that decodes; when
-/// that line is damaged or has no integer seq, one past the highest valid seq (1 when none).
-pub fn next_seq(events: &[StoredEvent]) -> i64 {
-    let last = events.iter().rev().find(|e| std::str::from_utf8(&e.line).is_ok_and(|t| !t.trim().is_empty()));
-    if let Some(seq) = last.and_then(|e| e.json.as_ref()).and_then(|j| j.get("seq")).and_then(json::Json::as_i64) {
-        return seq + 1;
-    }
-    events.iter().filter_map(|e| e.json.as_ref()?.get("seq")?.as_i64()).max().map_or(1, |s| s + 1)
-}
-
-/// [`next_seq`] without reading the log: the last line's stored seq, skipping blank lines, or
-/// for a damaged last line the highest stored seq. Costs a few index lookups.
-pub fn next_seq_fast(conn: &Connection, doc: &Doc) -> Result<i64, StoreError> {
+/// gptme's next sequence number, without reading the log: one past the seq of the last
+/// non-blank line, or after a damaged last line one past the highest valid seq (1 when there
+/// is none). Costs a few index lookups.
+pub fn next_seq(conn: &Connection, doc: &Doc) -> Result<i64, StoreError> {
     let mut stmt = conn.prepare_cached("SELECT seq, raw FROM events WHERE document_id = ?1 ORDER BY line_no DESC")?;
     let mut rows = stmt.query([doc.id])?;
     while let Some(row) = rows.next()? {

@@ -139,6 +139,12 @@ pub fn list_filtered(conn: &rusqlite::Connection, f: &ListFilter) -> Result<Vec<
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// One conversation's listing row, or an error naming it.
+pub fn conversation_summary(conn: &rusqlite::Connection, chat_id: &str) -> Result<ConversationSummary, StoreError> {
+    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM conversations WHERE chat_id = ?1");
+    conn.query_row(&sql, [chat_id], summary_from_row).optional()?.ok_or_else(|| StoreError::NoConversation(chat_id.to_owned()))
+}
+
 /// The store's id of a conversation, or an error naming it.
 pub fn conversation_id(conn: &rusqlite::Connection, chat_id: &str) -> Result<i64, StoreError> {
     conn.query_row("SELECT id FROM conversations WHERE chat_id = ?1", [chat_id], |r| r.get(0))

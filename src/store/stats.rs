@@ -227,10 +227,7 @@ fn tool_calls(content: &str) -> Vec<&'static str> {
 
 /// One conversation's detail, as gptme's `chats stats ID --json` reports it.
 pub fn conversation(conn: &rusqlite::Connection, chat_id: &str) -> Result<Value, StoreError> {
-    let summary = queries::list_filtered(conn, &ListFilter { include_test: true, ..ListFilter::default() })?
-        .into_iter()
-        .find(|c| c.chat_id == chat_id)
-        .ok_or_else(|| StoreError::NoConversation(chat_id.to_owned()))?;
+    let summary = queries::conversation_summary(conn, chat_id)?;
     let conv = live::load_conversation(conn, chat_id)?;
     // gptme counts its loaded log: the active view when there is one, else main.
     let main = match live::active_view(conn, conv.id)? {
