@@ -10,7 +10,7 @@ use common::strategies::message;
 use proptest::prelude::*;
 use sessiondb::codec::message_line::encode_message;
 use sessiondb::store::{Store, WriteBatch};
-use sessiondb::sync::ingest::{import_conversation, Outcome};
+use sessiondb::sync::ingest::{import_conversation, Outcome, ReadMode};
 use sessiondb::sync::materialise::export_conversation;
 
 fn line() -> impl Strategy<Value = Vec<u8>> {
@@ -60,7 +60,7 @@ proptest! {
         let store = Store::open(&work.path().join("db")).unwrap();
         let mut conn = store.connection().unwrap();
         let mut batch = WriteBatch::begin(&mut conn).unwrap();
-        let outcome = import_conversation(&mut batch, &dir).unwrap();
+        let outcome = import_conversation(&mut batch, &dir, ReadMode::Whole).unwrap();
         prop_assert!(matches!(outcome, Outcome::Imported(_)));
         batch.finish().unwrap();
 
@@ -90,8 +90,8 @@ proptest! {
         fs::write(dir.join("branches/b.jsonl"), &rewritten).unwrap();
         fs::write(dir.join("files/0123456789abcdef.bin"), b"replaced").unwrap();
         let mut batch = WriteBatch::begin(&mut conn).unwrap();
-        prop_assert!(matches!(import_conversation(&mut batch, &dir).unwrap(), Outcome::Imported(_)));
-        prop_assert!(matches!(import_conversation(&mut batch, &dir).unwrap(), Outcome::Unchanged));
+        prop_assert!(matches!(import_conversation(&mut batch, &dir, ReadMode::Whole).unwrap(), Outcome::Imported(_)));
+        prop_assert!(matches!(import_conversation(&mut batch, &dir, ReadMode::Whole).unwrap(), Outcome::Unchanged));
         batch.finish().unwrap();
         let out2 = work.path().join("out2");
         export_conversation(&conn, "chat", &out2).unwrap();

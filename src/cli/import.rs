@@ -58,11 +58,22 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         return Err(Failure(format!("{}: not a directory", root.display())));
     }
     let started = Instant::now();
-    let (dirs, others) = ingest::conversation_dirs(&root)?;
+    let (mut dirs, others) = ingest::conversation_dirs(&root)?;
     let mut summary = Summary { skipped: others.len() as u64, ..Summary::default() };
     for other in &others {
         eprintln!("sessiondb: skipped {}: no conversation.jsonl", other.display());
     }
+    // Re-reading a conversation with queued changes would replace them: `sync` merges instead.
+    let queued = crate::store::queries::queued_chat_ids(&*store.connection()?)?;
+    dirs.retain(|d| {
+        let name = d.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let keep = !queued.iter().any(|q| q == name);
+        if !keep {
+            summary.skipped += 1;
+            eprintln!("sessiondb: skipped {}: it has changes queued in the store; run `sessiondb sync`", d.display());
+        }
+        keep
+    });
     let progress = ProgressBar::new(dirs.len() as u64);
     progress.set_style(
         ProgressStyle::with_template("{spinner} importing {pos}/{len} {wide_bar} {eta}").expect("valid template"),
@@ -70,7 +81,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let mut conn = store.connection()?;
     let mut batch = WriteBatch::begin(&mut conn)?;
     let mut batch_bytes = 0;
-    ingest::import_dirs(&mut batch, &dirs, &mut |batch, dir, outcome| {
+    ingest::import_dirs(&mut batch, &dirs, ingest::ReadMode::Whole, &mut |batch, dir, outcome| {
         match outcome {
             Ok(Outcome::Imported(stats)) => {
                 summary.conversations += 1;

@@ -73,10 +73,12 @@ pub struct CheckpointArgs {
     chat_id: String,
     /// The bookmark's label [default: cp<N>]
     label: Option<String>,
+    #[command(flatten)]
+    queue: super::QueueArg,
 }
 
 pub fn checkpoint(store: &Store, args: CheckpointArgs) -> Result<i32, Failure> {
-    let c = with_session(store, &args.chat_id, |s| s.mark(args.label.as_deref()))?;
+    let c = super::run_op(store, &args.chat_id, args.queue, |s| s.mark(args.label.as_deref()))?;
     println!("Checkpoint '{}' saved at message index {}.", c.label, c.index);
     Ok(0)
 }
@@ -112,10 +114,12 @@ pub struct BacktrackArgs {
     /// Why, recorded in the summary message
     #[arg(long)]
     reason: Option<String>,
+    #[command(flatten)]
+    queue: super::QueueArg,
 }
 
 pub fn backtrack(store: &Store, args: BacktrackArgs) -> Result<i32, Failure> {
-    let removed = with_session(store, &args.chat_id, |s| s.backtrack(&args.target, args.reason.as_deref()))?;
+    let removed = super::run_op(store, &args.chat_id, args.queue, |s| s.backtrack(&args.target, args.reason.as_deref()))?;
     if removed == 0 {
         println!("already there; nothing to rewind");
     } else {
@@ -128,10 +132,12 @@ pub fn backtrack(store: &Store, args: BacktrackArgs) -> Result<i32, Failure> {
 pub struct RenameArgs {
     chat_id: String,
     name: String,
+    #[command(flatten)]
+    queue: super::QueueArg,
 }
 
 pub fn rename(store: &Store, args: RenameArgs) -> Result<i32, Failure> {
-    with_session(store, &args.chat_id, |s| s.rename(&args.name))?;
+    super::run_op(store, &args.chat_id, args.queue, |s| s.rename(&args.name))?;
     println!("renamed {} to {:?}", args.chat_id, args.name);
     Ok(0)
 }

@@ -11,6 +11,7 @@ mod read;
 mod search;
 mod stats;
 mod show;
+mod sync;
 
 use std::path::PathBuf;
 
@@ -35,6 +36,8 @@ enum Command {
     Import(import::Args),
     /// Write conversations back as gptme directories
     Export(export::Args),
+    /// Bring the store and a logs root in step, both ways (once, or --watch)
+    Sync(sync::Args),
     /// List conversations, most recently modified first
     List(list::Args),
     /// Print the messages of one branch of a conversation
@@ -88,6 +91,30 @@ enum Command {
     Recover(manage::RecoverArgs),
 }
 
+/// `--queue`, for the commands that change a conversation.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub(crate) struct QueueArg {
+    /// Change only the store now; `sessiondb sync` writes the change to the conversation's
+    /// directory later (when gptme has the conversation open, say), keeping both versions if
+    /// gptme changed it meanwhile
+    #[arg(long)]
+    pub(crate) queue: bool,
+}
+
+/// Runs an operation (queued or not), adding the way out to a refusal because gptme holds the
+/// conversation.
+pub(crate) fn run_op<T>(
+    store: &Store,
+    chat_id: &str,
+    queue: QueueArg,
+    op: impl FnOnce(&mut crate::ops::Session) -> Result<T, crate::ops::OpsError>,
+) -> Result<T, Failure> {
+    crate::ops::run(store, chat_id, queue.queue, op).map_err(|e| match e {
+        crate::ops::OpsError::Lock(l) => Failure(format!("{l}, or give --queue to store the change now and have `sessiondb sync` write it")),
+        other => Failure::from(other),
+    })
+}
+
 /// A failure to report: the message is printed as `sessiondb: <message>`.
 #[derive(Debug)]
 pub struct Failure(pub String);
@@ -134,6 +161,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
     match cli.command {
         Command::Import(args) => import::run(&store, args),
         Command::Export(args) => export::run(&store, args),
+        Command::Sync(args) => sync::run(&store, args),
         Command::List(args) => list::run(&store, args),
         Command::Show(args) => show::run(&store, args),
         Command::Search(args) => search::run(&store, args),

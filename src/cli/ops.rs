@@ -65,6 +65,8 @@ pub struct AppendArgs {
     timestamp: Option<String>,
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    queue: super::QueueArg,
 }
 
 pub fn append(store: &Store, args: AppendArgs) -> Result<i32, Failure> {
@@ -104,7 +106,7 @@ pub fn append(store: &Store, args: AppendArgs) -> Result<i32, Failure> {
         }
         message.metadata = Some(value);
     }
-    let appended = with_session(store, &args.chat_id, |s| s.append(&args.branch, &message))?;
+    let appended = super::run_op(store, &args.chat_id, args.queue, |s| s.append(&args.branch, &message))?;
     if args.json {
         let out = serde_json::json!({
             "line": String::from_utf8_lossy(&appended.line),
@@ -128,10 +130,12 @@ pub struct UndoArgs {
     n: usize,
     #[arg(long, default_value = "main")]
     branch: String,
+    #[command(flatten)]
+    queue: super::QueueArg,
 }
 
 pub fn undo(store: &Store, args: UndoArgs) -> Result<i32, Failure> {
-    match with_session(store, &args.chat_id, |s| s.undo(&args.branch, args.n))? {
+    match super::run_op(store, &args.chat_id, args.queue, |s| s.undo(&args.branch, args.n))? {
         None => println!("Nothing to undo."),
         Some((removed, backup)) => {
             for m in &removed {
@@ -154,6 +158,8 @@ pub struct EditArgs {
     /// Take the new messages from this TOML file instead of opening an editor
     #[arg(long, value_name = "FILE")]
     toml: Option<PathBuf>,
+    #[command(flatten)]
+    queue: super::QueueArg,
 }
 
 /// Runs `$VISUAL` (else `$EDITOR`, else `vi`) on `path`; true when it exited successfully.
@@ -194,7 +200,7 @@ pub fn edit(store: &Store, args: EditArgs) -> Result<i32, Failure> {
     };
     let source = args.toml.as_ref().map_or("the edited TOML".to_owned(), |p| p.display().to_string());
     let messages = toml_to_messages(&text).map_err(|e| Failure(format!("{source}: {e}; nothing changed")))?;
-    let backup = with_session(store, &args.chat_id, |s| s.edit(&args.branch, &messages))?;
+    let backup = super::run_op(store, &args.chat_id, args.queue, |s| s.edit(&args.branch, &messages))?;
     println!("edited {} ({} messages); backup branch: {backup}", args.branch, messages.len());
     Ok(0)
 }
@@ -206,10 +212,12 @@ pub struct BranchArgs {
     /// The branch to copy
     #[arg(long, default_value = "main")]
     from: String,
+    #[command(flatten)]
+    queue: super::QueueArg,
 }
 
 pub fn branch(store: &Store, args: BranchArgs) -> Result<i32, Failure> {
-    let created = with_session(store, &args.chat_id, |s| s.branch(&args.name, &args.from))?;
+    let created = super::run_op(store, &args.chat_id, args.queue, |s| s.branch(&args.name, &args.from))?;
     println!("{} {}", if created { "created branch" } else { "branch exists:" }, args.name);
     Ok(0)
 }

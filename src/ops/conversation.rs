@@ -49,7 +49,7 @@ pub fn new_conversation(store: &Store, logs_root: &Path, chat_id: &str, name: Op
         sync_dir(&dir).map_err(io(&dir))?;
         let mut conn = store.connection()?;
         let mut batch = WriteBatch::begin(&mut conn)?;
-        ingest::import_conversation(&mut batch, &dir)?;
+        ingest::import_conversation(&mut batch, &dir, ingest::ReadMode::Whole)?;
         batch.finish()?;
         Ok(())
     })();

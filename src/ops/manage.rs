@@ -12,7 +12,7 @@ use crate::sync::{gptme_lock, ingest, materialise};
 fn import_dir(store: &Store, dir: &Path) -> Result<(), OpsError> {
     let mut conn = store.connection()?;
     let mut batch = WriteBatch::begin(&mut conn)?;
-    ingest::import_conversation(&mut batch, dir)?;
+    ingest::import_conversation(&mut batch, dir, ingest::ReadMode::Whole)?;
     batch.finish()?;
     Ok(())
 }

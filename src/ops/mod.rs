@@ -68,18 +68,24 @@ pub struct Session<'c> {
     batch: WriteBatch<'c>,
     conv: LiveConversation,
     dir: DirTransaction,
-    _lock: ConversationLock,
+    /// gptme's lock on the directory (none for a queued operation's private copy).
+    _lock: Option<ConversationLock>,
     /// gptme's lock sidecars (`.events.jsonl.lock`, `.config.lock`) held until the end, by
     /// path: a second flock on a new descriptor would wait for our own first one.
     sidecars: Vec<(String, std::fs::File)>,
 }
 
 /// Runs `op` on conversation `chat_id` as one transaction over the store and its directory.
+/// Changes queued earlier with [`with_queued_session`] are written out first.
 pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Session) -> Result<T, OpsError>) -> Result<T, OpsError> {
     let mut conn = store.connection()?;
-    let dir = live::load_conversation(&conn, chat_id)?.dir;
+    let conv = live::load_conversation(&conn, chat_id)?;
+    let dir = conv.dir;
     if !dir.join("conversation.jsonl").exists() {
         return Err(OpsError::Invalid(format!("{}: the conversation directory is gone (run `sessiondb import`)", dir.display())));
+    }
+    if crate::sync::pending::has_pending(&conn, conv.id)? {
+        crate::sync::pending::materialise_pending(&mut conn, chat_id, false).map_err(pending_error)?;
     }
     // The directory lock first, then the database lock: every writer takes them in this order.
     let lock = gptme_lock::acquire(&dir)?;
@@ -87,10 +93,10 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     let stored: Vec<u8> = batch.conn().prepare_cached("SELECT fingerprint FROM conversations WHERE chat_id = ?1")?.query_row([chat_id], |r| r.get(0))?;
     if ingest::directory_fingerprint(&dir)? != stored {
         // gptme (or a person) changed the directory: operate on what is there now.
-        ingest::import_conversation(&mut batch, &dir)?;
+        ingest::import_conversation(&mut batch, &dir, ingest::ReadMode::Whole)?;
     }
     let conv = live::load_conversation(batch.conn(), chat_id)?;
-    let mut session = Session { batch, conv, dir: DirTransaction::new(), _lock: lock, sidecars: Vec::new() };
+    let mut session = Session { batch, conv, dir: DirTransaction::new(), _lock: Some(lock), sidecars: Vec::new() };
     let out = op(&mut session)?;
     let Session { batch, conv, dir, _lock, sidecars } = session;
     let fingerprint = ingest::directory_fingerprint(&conv.dir)?;
@@ -99,6 +105,73 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     dir.commit()?;
     drop(sidecars);
     Ok(out)
+}
+
+/// Runs `op` with [`with_queued_session`] when `queued`, else with [`with_session`].
+pub fn run<T>(store: &Store, chat_id: &str, queued: bool, op: impl FnOnce(&mut Session) -> Result<T, OpsError>) -> Result<T, OpsError> {
+    if queued {
+        with_queued_session(store, chat_id, op)
+    } else {
+        with_session(store, chat_id, op)
+    }
+}
+
+/// Runs `op` on conversation `chat_id` in the store only, leaving its directory untouched
+/// until `sessiondb sync` writes the change (see `sync::pending`): for a conversation that a
+/// live gptme has open, or a directory that cannot be written now.
+///
+/// The operation runs exactly as [`with_session`] would, on a private copy of the conversation
+/// materialised from the store; every path it changes is queued with what the directory held
+/// when the store last read it, which is how the sync tells a conflict from a plain update.
+pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Session) -> Result<T, OpsError>) -> Result<T, OpsError> {
+    let mut conn = store.connection()?;
+    let mut batch = WriteBatch::begin(&mut conn)?;
+    let conv = live::load_conversation(batch.conn(), chat_id)?;
+    if !crate::sync::pending::has_pending(batch.conn(), conv.id)? && conv.dir.join("conversation.jsonl").exists() {
+        // The base of the queue must be what the directory holds now: catch up first.
+        let stored: Vec<u8> = batch.conn().prepare_cached("SELECT fingerprint FROM conversations WHERE id = ?1")?.query_row([conv.id], |r| r.get(0))?;
+        if ingest::directory_fingerprint(&conv.dir)? != stored {
+            ingest::import_conversation(&mut batch, &conv.dir, ingest::ReadMode::CompleteLines)?;
+        }
+    }
+    let conv = live::load_conversation(batch.conn(), chat_id)?;
+    let bases: std::collections::HashMap<String, (Option<u64>, i64)> = batch
+        .conn()
+        .prepare("SELECT path, size, mtime_ns FROM entries WHERE conversation_id = ?1")?
+        .query_map([conv.id], |r| Ok((r.get(0)?, (r.get::<_, Option<i64>>(1)?.map(|s| s as u64), r.get(2)?))))?
+        .collect::<Result<_, _>>()?;
+    let staging = tempfile::Builder::new().prefix("sessiondb-queue-").tempdir().map_err(|source| DirError::Io { path: std::env::temp_dir(), source })?;
+    let copy = staging.path().join(&conv.chat_id);
+    crate::sync::materialise::export_conversation_to(batch.conn(), chat_id, &copy).map_err(|e| OpsError::Invalid(e.to_string()))?;
+    let staged = LiveConversation { dir: copy.clone(), ..conv.clone() };
+    let mut session = Session { batch, conv: staged, dir: DirTransaction::new(), _lock: None, sidecars: Vec::new() };
+    let out = op(&mut session)?;
+    let Session { batch, dir, sidecars, .. } = session;
+    let mut changed: Vec<String> = dir
+        .changed_paths()
+        .iter()
+        .filter_map(|p| p.strip_prefix(&copy).ok())
+        .filter_map(|p| p.to_str().map(str::to_owned))
+        .filter(|p| !p.is_empty())
+        .collect();
+    changed.sort();
+    changed.dedup();
+    crate::sync::pending::queue_paths(batch.conn(), conv.id, &changed, &bases)?;
+    batch.finish()?;
+    drop(sidecars);
+    dir.commit()?;
+    Ok(out)
+}
+
+fn pending_error(e: crate::sync::pending::PendingError) -> OpsError {
+    use crate::sync::pending::PendingError as P;
+    match e {
+        P::Store(e) => OpsError::Store(e),
+        P::Lock(e) => OpsError::Lock(e),
+        P::Dir(e) => OpsError::Dir(e),
+        P::Ingest(e) => OpsError::Ingest(e),
+        P::Io { path, source } => OpsError::Dir(DirError::Io { path, source }),
+    }
 }
 
 /// Permission bits of a file created with `open(..., "a")` under the current umask, as gptme's
@@ -135,8 +208,17 @@ impl Session<'_> {
         self.conv.dir.join(rel)
     }
 
+    /// Records a file's state after a write, with the watermark of what the store now holds of
+    /// it (the whole file), so that the next sync does not read it again.
     fn record(&self, rel: &str, stat: FileStat) -> Result<(), OpsError> {
         live::set_entry_stat(self.conn(), self.conv.id, rel, stat.mode, stat.mtime_ns, stat.size)?;
+        let path = self.abs(rel);
+        let io = |source| DirError::Io { path: path.clone(), source };
+        let file = std::fs::File::open(&path).map_err(io)?;
+        use std::os::unix::fs::MetadataExt;
+        let ino = file.metadata().map_err(io)?.ino();
+        let tail = crate::sync::watermark::tail_digest(&file, stat.size).map_err(io)?;
+        live::set_watermark(self.conn(), self.conv.id, rel, &crate::store::Watermark { size: stat.size, ino, tail })?;
         Ok(())
     }
 

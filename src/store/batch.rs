@@ -32,6 +32,11 @@ impl<'c> WriteBatch<'c> {
         ConversationWriter::begin(self.conn, chat_id, source_dir, fingerprint)
     }
 
+    /// Starts adding lines to stored conversation `conversation_id`, in a savepoint.
+    pub fn resume_conversation(&mut self, conversation_id: i64) -> Result<ConversationWriter<'_>, StoreError> {
+        ConversationWriter::resume(self.conn, conversation_id)
+    }
+
     /// Indexes what the batch added, commits, and opens the next transaction so the batch can
     /// go on.
     pub fn commit(&mut self) -> Result<(), StoreError> {

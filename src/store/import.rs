@@ -7,7 +7,7 @@
 //! caller's job (`sync::ingest` does it on another thread), and lines arrive one at a time, so
 //! memory is bounded by the longest line plus one 32-byte key per distinct message.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 
 use rusqlite::{params, Savepoint};
@@ -69,6 +69,8 @@ pub struct LineWarning {
 #[derive(Debug, Clone, Default)]
 pub struct WriteStats {
     pub messages: u64,
+    /// Messages the store did not hold before (all of them on a first import).
+    pub new_messages: u64,
     pub branches: u64,
     pub views: u64,
     pub events: u64,
@@ -82,6 +84,17 @@ pub struct WriteStats {
 /// At most this many warnings are kept per conversation; the rest are only counted.
 const MAX_WARNINGS: usize = 100;
 
+/// What was read of one file, recorded so that the next sync reads only what follows (see
+/// `sync::watermark`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Watermark {
+    /// Bytes read from the start of the file (whole lines, in sync).
+    pub size: u64,
+    pub ino: u64,
+    /// SHA-256 of the (up to) 4096 bytes before `size`.
+    pub tail: [u8; 32],
+}
+
 /// A document being written: its row id and where its lines go.
 #[derive(Debug, Clone, Copy)]
 pub struct DocumentId(i64);
@@ -92,6 +105,11 @@ pub struct ConversationWriter<'c> {
     tx: Savepoint<'c>,
     conversation_id: i64,
     message_ids: HashMap<LineDigest, i64>,
+    /// Extending a stored conversation ([`Self::resume`]) rather than writing it anew: a digest
+    /// missing from `message_ids` may still be stored.
+    resumed: bool,
+    /// The messages the previous copy held, so that a re-import can tell which are new.
+    previous_messages: HashSet<LineDigest>,
     /// Blobs the previous copy referred to: removed at the end unless still referred to.
     previous_blobs: Vec<Vec<u8>>,
     stats: WriteStats,
@@ -114,6 +132,14 @@ impl<'c> ConversationWriter<'c> {
             )?
             .query_map([chat_id], |r| r.get(0))?
             .collect::<Result<Vec<Vec<u8>>, _>>()?;
+        let previous_messages = tx
+            .prepare(
+                "SELECT m.line_sha256 FROM messages m JOIN conversations c ON c.id = m.conversation_id
+                 WHERE c.chat_id = ?1 AND m.role IS NOT NULL",
+            )?
+            .query_map([chat_id], |r| r.get::<_, Vec<u8>>(0))?
+            .filter_map(|d| d.map(|d| <LineDigest>::try_from(d.as_slice()).ok()).transpose())
+            .collect::<Result<HashSet<_>, _>>()?;
         tx.execute("DELETE FROM conversations WHERE chat_id = ?1", [chat_id])?;
         tx.execute(
             "INSERT INTO conversations (chat_id, source_dir, fingerprint, imported_at, created, modified)
@@ -121,7 +147,44 @@ impl<'c> ConversationWriter<'c> {
             params![chat_id, source_dir, fingerprint],
         )?;
         let conversation_id = tx.last_insert_rowid();
-        Ok(ConversationWriter { tx, conversation_id, message_ids: HashMap::new(), previous_blobs, stats: WriteStats::default() })
+        let stats = WriteStats::default();
+        Ok(ConversationWriter { tx, conversation_id, message_ids: HashMap::new(), resumed: false, previous_messages, previous_blobs, stats })
+    }
+
+    /// Starts adding lines to the stored conversation `conversation_id` (incremental ingest), in
+    /// a savepoint of the caller's write transaction. Nothing is deleted.
+    pub(super) fn resume(conn: &'c mut rusqlite::Connection, conversation_id: i64) -> Result<Self, StoreError> {
+        let tx = conn.savepoint()?;
+        let stats = WriteStats::default();
+        Ok(ConversationWriter {
+            tx,
+            conversation_id,
+            message_ids: HashMap::new(),
+            resumed: true,
+            previous_messages: HashSet::new(),
+            previous_blobs: Vec::new(),
+            stats,
+        })
+    }
+
+    /// The transaction, for reads.
+    pub fn conn(&self) -> &rusqlite::Connection {
+        &self.tx
+    }
+
+    /// The row of an already stored line with this digest, if any.
+    fn stored_message(&mut self, digest: &LineDigest) -> Result<Option<i64>, StoreError> {
+        if let Some(&id) = self.message_ids.get(digest) {
+            return Ok(Some(id));
+        }
+        if !self.resumed {
+            return Ok(None);
+        }
+        let found = rows::find_message(&self.tx, self.conversation_id, digest)?;
+        if let Some(id) = found {
+            self.message_ids.insert(*digest, id);
+        }
+        Ok(found)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -209,8 +272,8 @@ impl<'c> ConversationWriter<'c> {
     }
 
     /// Starts a JSONL document; its lines follow through the `add_*_line` methods.
-    pub fn start_document(&mut self, path: &str, kind: DocumentKind, name: &str, mode: u32, mtime_ns: i64, size: u64) -> Result<DocumentId, StoreError> {
-        self.entry(path, "document", mode, mtime_ns, None, None, Some(size))?;
+    pub fn start_document(&mut self, path: &str, kind: DocumentKind, name: &str, mode: u32, mtime_ns: i64) -> Result<DocumentId, StoreError> {
+        self.entry(path, "document", mode, mtime_ns, None, None, None)?;
         self.tx
             .prepare_cached(
                 "INSERT INTO documents (conversation_id, path, kind, name, ends_with_newline, line_count)
@@ -225,13 +288,51 @@ impl<'c> ConversationWriter<'c> {
         Ok(DocumentId(self.tx.last_insert_rowid()))
     }
 
-    /// Ends a document: how many lines it had and whether its last one ended with a newline.
-    pub fn end_document(&mut self, document: DocumentId, line_count: i64, ends_with_newline: bool) -> Result<(), StoreError> {
-        self.tx.execute(
-            "UPDATE documents SET ends_with_newline = ?2, line_count = ?3 WHERE id = ?1",
-            params![document.0, ends_with_newline, line_count],
-        )?;
+    /// Ends a document: how many lines it has, whether its last one ended with a newline, and
+    /// what was read of its file (the watermark of the next incremental read).
+    pub fn end_document(&mut self, document: DocumentId, path: &str, line_count: i64, ends_with_newline: bool, read: &Watermark) -> Result<(), StoreError> {
+        self.tx.prepare_cached("UPDATE documents SET ends_with_newline = ?2, line_count = ?3 WHERE id = ?1")?.execute(params![
+            document.0,
+            ends_with_newline,
+            line_count
+        ])?;
+        self.tx
+            .prepare_cached("UPDATE entries SET size = ?3, ino = ?4, tail_sha256 = ?5 WHERE conversation_id = ?1 AND path = ?2")?
+            .execute(params![self.conversation_id, path, read.size as i64, read.ino as i64, &read.tail[..]])?;
         Ok(())
+    }
+
+    /// The stored document at `path` of this conversation, to add lines to (incremental ingest):
+    /// its id and how many lines it has.
+    pub fn existing_document(&self, path: &str) -> Result<(DocumentId, i64), StoreError> {
+        let (id, lines) = self
+            .tx
+            .prepare_cached("SELECT id, line_count FROM documents WHERE conversation_id = ?1 AND path = ?2")?
+            .query_row(params![self.conversation_id, path], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok((DocumentId(id), lines))
+    }
+
+    /// Records the file attributes of a document that gained lines (incremental ingest).
+    pub fn touch_document(&mut self, path: &str, mode: u32, mtime_ns: i64) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached("UPDATE entries SET mode = ?3, mtime_ns = ?4 WHERE conversation_id = ?1 AND path = ?2")?
+            .execute(params![self.conversation_id, path, mode, mtime_ns])?;
+        Ok(())
+    }
+
+    /// Ends an incremental ingest: main's listing totals when it gained lines, the directory's
+    /// new fingerprint (empty when not everything it describes was read), and the savepoint
+    /// released.
+    pub fn finish_resumed(self, main: Option<(&ListingTotals, f64)>, fingerprint: &[u8]) -> Result<WriteStats, StoreError> {
+        if let Some((totals, modified)) = main {
+            super::totals::save(&self.tx, self.conversation_id, totals, modified)?;
+        }
+        self.tx.execute(
+            "UPDATE conversations SET fingerprint = ?2, deleted_at = NULL, imported_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1",
+            params![self.conversation_id, fingerprint],
+        )?;
+        self.tx.commit()?;
+        Ok(self.stats)
     }
 
     /// Reports a problem with a whole file (shown without a line number).
@@ -265,8 +366,8 @@ impl<'c> ConversationWriter<'c> {
         decoded: Option<&DecodedLine>,
     ) -> Result<(), StoreError> {
         self.stats.bytes += line.len() as u64 + 1;
-        let message_id = match self.message_ids.get(digest) {
-            Some(&id) => id,
+        let message_id = match self.stored_message(digest)? {
+            Some(id) => id,
             None => {
                 let owned;
                 let decoded = match decoded {
@@ -296,6 +397,9 @@ impl<'c> ConversationWriter<'c> {
 
     fn insert_message(&mut self, digest: &LineDigest, m: &Message, raw: Option<&[u8]>) -> Result<i64, StoreError> {
         self.stats.messages += 1;
+        if self.resumed || !self.previous_messages.contains(digest) {
+            self.stats.new_messages += 1;
+        }
         rows::insert_message(&self.tx, self.conversation_id, digest, m, raw)
     }
 
@@ -337,8 +441,8 @@ impl<'c> ConversationWriter<'c> {
                         Payload::Other(_) => vec![],
                     };
                     for (position, (message, digest)) in nested.into_iter().zip(nested_digests).enumerate() {
-                        let message_id = match self.message_ids.get(digest) {
-                            Some(&id) => id,
+                        let message_id = match self.stored_message(digest)? {
+                            Some(id) => id,
                             None => {
                                 let id = self.insert_message(digest, message, None)?;
                                 self.message_ids.insert(*digest, id);
@@ -395,8 +499,13 @@ impl<'c> ConversationWriter<'c> {
     /// Writes the listing totals and releases the savepoint (the batch commits it).
     /// `modified` is the mtime of conversation.jsonl; `branch_count` is gptme's: 1 plus the
     /// number of `branches/*.jsonl` entries.
-    pub fn finish(self, totals: &ListingTotals, modified: f64, branch_count: i64) -> Result<WriteStats, StoreError> {
+    /// `complete` is false when not everything the fingerprint describes was read (a line left
+    /// for later): the fingerprint is then cleared, so that the directory is looked at again.
+    pub fn finish(self, totals: &ListingTotals, modified: f64, branch_count: i64, complete: bool) -> Result<WriteStats, StoreError> {
         super::totals::save(&self.tx, self.conversation_id, totals, modified)?;
+        if !complete {
+            self.tx.execute("UPDATE conversations SET fingerprint = x'' WHERE id = ?1", [self.conversation_id])?;
+        }
         self.tx.execute("UPDATE conversations SET branch_count = ?2 WHERE id = ?1", params![self.conversation_id, branch_count])?;
         // Blobs are shared by content across conversations: one goes when nothing refers to it.
         for sha in &self.previous_blobs {

@@ -163,6 +163,13 @@ pub fn set_entry_stat(conn: &Connection, conversation_id: i64, path: &str, mode:
     Ok(())
 }
 
+/// Records what the store holds of a file (see `sync::watermark`).
+pub fn set_watermark(conn: &Connection, conversation_id: i64, path: &str, mark: &super::Watermark) -> Result<(), StoreError> {
+    conn.prepare_cached("UPDATE entries SET size = ?3, ino = ?4, tail_sha256 = ?5 WHERE conversation_id = ?1 AND path = ?2")?
+        .execute(params![conversation_id, path, mark.size as i64, mark.ino as i64, &mark.tail[..]])?;
+    Ok(())
+}
+
 /// Removes a document and its entry.
 pub fn remove_doc(conn: &Connection, conversation_id: i64, doc: &Doc) -> Result<(), StoreError> {
     conn.execute("DELETE FROM documents WHERE id = ?1", [doc.id])?;

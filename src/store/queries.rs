@@ -107,6 +107,9 @@ pub fn list_filtered(conn: &rusqlite::Connection, f: &ListFilter) -> Result<Vec<
         args.push(v);
         format!("?{}", args.len())
     };
+    // A conversation whose directory is gone is kept (until `sessiondb rm`) but not listed,
+    // as gptme no longer lists it.
+    filters.push("deleted_at IS NULL".into());
     if !f.include_test {
         filters.push("NOT (chat_id GLOB 'tmp*' OR chat_id GLOB 'test-*' OR chat_id GLOB '*gptme-evals-*')".into());
     }
@@ -155,6 +158,13 @@ pub fn conversation_id(conn: &rusqlite::Connection, chat_id: &str) -> Result<i64
 /// All chat ids, sorted.
 pub fn chat_ids(conn: &rusqlite::Connection) -> Result<Vec<String>, StoreError> {
     let mut stmt = conn.prepare("SELECT chat_id FROM conversations ORDER BY chat_id")?;
+    let rows = stmt.query_map([], |r| r.get(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The conversations with changes queued for their directories (see `sync::pending`).
+pub fn queued_chat_ids(conn: &rusqlite::Connection) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn.prepare("SELECT chat_id FROM conversations c WHERE EXISTS (SELECT 1 FROM pending_paths p WHERE p.conversation_id = c.id)")?;
     let rows = stmt.query_map([], |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }

@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0002_live_operations.sql"),
     include_str!("../../schema/0003_fts_cjk.sql"),
     include_str!("../../schema/0004_role_counts.sql"),
+    include_str!("../../schema/0005_sync.sql"),
 ];
 
 /// The schema version this build writes.

@@ -182,6 +182,9 @@ fn place(conn: &rusqlite::Connection, q: &SearchQuery, candidates: &[(i64, f64)]
     if let Some(chat) = &q.chat_id {
         filters.push(format!("c.chat_id = ?{}", arg(Value::Text(chat.clone()))));
     }
+    if q.chat_id.is_none() {
+        filters.push("c.deleted_at IS NULL".into());
+    }
     if !q.include_test && q.chat_id.is_none() {
         filters.push("NOT (c.chat_id GLOB 'tmp*' OR c.chat_id GLOB 'test-*' OR c.chat_id GLOB '*gptme-evals-*')".into());
     }

@@ -47,6 +47,8 @@ pub enum DirError {
 #[derive(Default)]
 pub struct DirTransaction {
     undo: Vec<Undo>,
+    /// Every path created, written or removed, in order (repeats possible).
+    changed: Vec<PathBuf>,
     dirs: Vec<PathBuf>,
     committed: bool,
 }
@@ -59,6 +61,11 @@ fn now_ns() -> i64 {
 impl DirTransaction {
     pub fn new() -> Self {
         DirTransaction::default()
+    }
+
+    /// The paths this transaction created, wrote or removed.
+    pub fn changed_paths(&self) -> &[PathBuf] {
+        &self.changed
     }
 
     fn touched(&mut self, path: &Path) {
@@ -82,6 +89,7 @@ impl DirTransaction {
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(path, fs::Permissions::from_mode(mode)).map_err(io)?;
         self.undo.push(Undo::RemoveDir { path: path.to_owned() });
+        self.changed.push(path.to_owned());
         self.touched(path);
         Ok(())
     }
@@ -106,6 +114,7 @@ impl DirTransaction {
         if existing.is_none() {
             self.touched(path);
         }
+        self.changed.push(path.to_owned());
         file.write_all(bytes).map_err(io)?;
         file.sync_data().map_err(io)?;
         stat(path).map_err(io)
@@ -122,6 +131,7 @@ impl DirTransaction {
             None => Undo::Remove { path: path.to_owned() },
         });
         self.touched(path);
+        self.changed.push(path.to_owned());
         stat(path).map_err(io)
     }
 
@@ -139,6 +149,7 @@ impl DirTransaction {
             None => Undo::Remove { path: path.to_owned() },
         });
         self.touched(path);
+        self.changed.push(path.to_owned());
         stat(path).map_err(|source| DirError::Io { path: path.to_owned(), source })
     }
 
@@ -149,6 +160,7 @@ impl DirTransaction {
             fs::remove_file(path).map_err(io)?;
             self.undo.push(Undo::Restore { path: path.to_owned(), backup });
             self.touched(path);
+            self.changed.push(path.to_owned());
         }
         Ok(())
     }

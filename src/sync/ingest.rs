@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
-use std::io::BufReader;
+use std::io::{BufReader, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
@@ -19,9 +19,10 @@ use crate::codec::config::{parse_chat_config, ChatConfig};
 use crate::codec::conv_checkpoints::{decode_checkpoint_line, CheckpointLine};
 use crate::codec::events::{decode_event_line, EventLine, Payload};
 use crate::codec::lines::LineReader;
+use crate::sync::watermark::{tail_digest, Watermark};
 use crate::codec::message_line::{decode_line, encode_message, DecodedLine};
 use crate::model::{ChatId, ChatIdError, Message};
-use crate::store::{DocumentId, DocumentKind, LineDigest, LineWarning, ListingTotals, StoreError, WriteBatch, WriteStats};
+use crate::store::{ConversationWriter, DocumentId, DocumentKind, LineDigest, LineWarning, ListingTotals, StoreError, WriteBatch, WriteStats};
 
 /// Why a conversation directory could not be imported.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +39,17 @@ pub enum IngestError {
     NotAConversation { path: PathBuf },
     #[error("{path}: {source}")]
     Store { path: PathBuf, source: StoreError },
+}
+
+/// How much of a transcript or event log an import takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadMode {
+    /// Every byte, an unterminated last line included (kept as written): `sessiondb import`,
+    /// which takes a directory as it is.
+    Whole,
+    /// Whole lines only: a last line without its newline may be gptme writing it right now, so
+    /// it is read once complete (`sessiondb sync`, which follows live directories).
+    CompleteLines,
 }
 
 /// What importing one conversation did.
@@ -83,10 +95,10 @@ pub fn default_logs_root() -> Option<PathBuf> {
 
 /// One filesystem entry found in a conversation directory.
 #[derive(Debug)]
-struct Found {
+pub(crate) struct Found {
     /// Relative to the conversation directory, '/'-separated; "" is the directory itself.
-    rel: String,
-    meta: fs::Metadata,
+    pub(crate) rel: String,
+    pub(crate) meta: fs::Metadata,
 }
 
 impl Found {
@@ -94,7 +106,7 @@ impl Found {
         self.meta.mode() & 0o7777
     }
 
-    fn mtime_ns(&self) -> i64 {
+    pub(crate) fn mtime_ns(&self) -> i64 {
         self.meta.mtime() * 1_000_000_000 + self.meta.mtime_nsec()
     }
 }
@@ -106,7 +118,7 @@ fn is_ignored(rel: &str) -> bool {
 }
 
 /// Lists every entry below `dir`, parents first, without following symlinks.
-fn walk(dir: &Path) -> Result<Vec<Found>, IngestError> {
+pub(crate) fn walk(dir: &Path) -> Result<Vec<Found>, IngestError> {
     let io = |path: &Path| { let path = path.to_owned(); move |source| IngestError::Io { path, source } };
     let mut found = vec![Found { rel: String::new(), meta: fs::symlink_metadata(dir).map_err(io(dir))? }];
     let mut pending = vec![(dir.to_owned(), String::new())];
@@ -133,7 +145,7 @@ fn walk(dir: &Path) -> Result<Vec<Found>, IngestError> {
 }
 
 /// Which codec document a relative path is, by gptme's layout.
-fn classify(rel: &str) -> Option<(DocumentKind, String)> {
+pub(crate) fn classify(rel: &str) -> Option<(DocumentKind, String)> {
     let parts: Vec<&str> = rel.split('/').collect();
     let jsonl_stem = |name: &str| name.strip_suffix(".jsonl").filter(|s| !s.is_empty()).map(str::to_owned);
     match parts.as_slice() {
@@ -180,7 +192,7 @@ fn stays_inside(rel: &str, target: &Path) -> bool {
 /// target and mtime; directories by mode only, since what they contain is listed itself and
 /// their mtimes move whenever a temporary file comes and goes. ctime is left out for the same
 /// reason: sessiondb's own hard-linked backups touch it without changing anything.
-fn fingerprint(dir: &Path, found: &[Found], links: &[(usize, Vec<u8>)]) -> Vec<u8> {
+pub(crate) fn fingerprint(dir: &Path, found: &[Found], links: &[(usize, Vec<u8>)]) -> Vec<u8> {
     let mut h = Sha256::new();
     h.update(dir.as_os_str().as_bytes());
     for (i, f) in found.iter().enumerate() {
@@ -220,7 +232,7 @@ pub fn directory_fingerprint(dir: &Path) -> Result<Vec<u8>, IngestError> {
 /// How a conversation directory reaches the store: the producer ([`prepare`]) turns the
 /// directory into these items, the consumer ([`apply`]) writes them. Items carry decoded lines,
 /// so all parsing happens on the producer's thread.
-enum Item {
+pub(crate) enum Item {
     Unchanged,
     Begin { chat_id: ChatId, source_dir: String, fingerprint: Vec<u8> },
     Dir { rel: String, mode: u32, mtime_ns: i64 },
@@ -230,13 +242,16 @@ enum Item {
     LargeBlob { rel: String, mode: u32, mtime_ns: i64, sha256: [u8; 32], size: u64, path: PathBuf },
     Config(Result<ChatConfig, String>),
     Workspace(String),
-    StartDocument { rel: String, kind: DocumentKind, name: String, mode: u32, mtime_ns: i64, size: u64 },
+    StartDocument { rel: String, kind: DocumentKind, name: String, mode: u32, mtime_ns: i64 },
     /// `decoded` is `None` for a line whose digest was already sent in this conversation.
     MessageLine { line_no: i64, digest: LineDigest, line: Vec<u8>, decoded: Option<DecodedLine> },
     EventLine { line_no: i64, line: Vec<u8>, decoded: EventLine, nested: Vec<LineDigest> },
     CheckpointLine { line_no: i64, line: Vec<u8>, decoded: CheckpointLine },
-    EndDocument { line_count: i64, ends_with_newline: bool },
-    End { totals: Box<ListingTotals>, modified: f64, branch_count: i64 },
+    /// `read` is what was read of the file: where the next incremental read starts.
+    EndDocument { line_count: i64, ends_with_newline: bool, read: Watermark },
+    /// `complete`: everything the fingerprint describes was read (else the fingerprint must not
+    /// be kept, or the rest would never be read).
+    End { totals: Box<ListingTotals>, modified: f64, branch_count: i64, complete: bool },
     Failed(IngestError),
 }
 
@@ -265,20 +280,20 @@ const CHANNEL_CHUNKS: usize = 4;
 
 /// Modification time → epoch seconds, computed as CPython computes `st_mtime`
 /// (`sec + nsec * 1e-9`), so listings agree with gptme's to the last bit.
-fn mtime_seconds(meta: &fs::Metadata) -> f64 {
+pub(crate) fn mtime_seconds(meta: &fs::Metadata) -> f64 {
     meta.mtime() as f64 + meta.mtime_nsec() as f64 * 1e-9
 }
 
 /// Produces the items of one conversation directory. `known` is the fingerprint the store has
 /// for it, if any. Returns false when the consumer has gone away.
-fn prepare(dir: &Path, known: Option<&[u8]>, send: &mut dyn FnMut(Item) -> bool) -> bool {
-    match prepare_inner(dir, known, send) {
+fn prepare(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dyn FnMut(Item) -> bool) -> bool {
+    match prepare_inner(dir, known, read, send) {
         Ok(alive) => alive,
         Err(e) => send(Item::Failed(e)),
     }
 }
 
-fn prepare_inner(dir: &Path, known: Option<&[u8]>, send: &mut dyn FnMut(Item) -> bool) -> Result<bool, IngestError> {
+fn prepare_inner(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dyn FnMut(Item) -> bool) -> Result<bool, IngestError> {
     let dir = std::path::absolute(dir).map_err(|source| IngestError::Io { path: dir.to_owned(), source })?;
     let name = dir.file_name().ok_or_else(|| IngestError::NotAConversation { path: dir.clone() })?;
     let name = name.to_str().ok_or_else(|| IngestError::NotUtf8 { path: dir.clone() })?;
@@ -312,6 +327,7 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, send: &mut dyn FnMut(Item) ->
     let mut totals = ListingTotals::default();
     let mut modified = 0.0;
     let mut sent_digests: HashSet<LineDigest> = HashSet::new();
+    let mut complete = true;
     for (i, f) in found.iter().enumerate() {
         let abs = dir.join(&f.rel);
         let io = |source| IngestError::Io { path: abs.clone(), source };
@@ -333,14 +349,25 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, send: &mut dyn FnMut(Item) ->
                     if is_main {
                         modified = mtime_seconds(&f.meta);
                     }
-                    if !send(Item::StartDocument { rel, kind: doc_kind, name: doc_name, mode, mtime_ns, size: f.meta.len() }) {
-                        return Ok(false);
-                    }
+                    // One descriptor for everything about the file, and no more bytes than it
+                    // had when it was opened: a writer appending meanwhile is read next time.
                     let file = File::open(&abs).map_err(io)?;
-                    let main_totals = if is_main { Some(&mut totals) } else { None };
-                    if !send_lines(file, doc_kind, main_totals, &mut sent_digests, send).map_err(io)? {
+                    let meta = file.metadata().map_err(io)?;
+                    let (mode, mtime_ns) = (meta.mode() & 0o7777, meta.mtime() * 1_000_000_000 + meta.mtime_nsec());
+                    if is_main {
+                        modified = mtime_seconds(&meta);
+                    }
+                    if !send(Item::StartDocument { rel, kind: doc_kind, name: doc_name, mode, mtime_ns }) {
                         return Ok(false);
                     }
+                    let main_totals = if is_main { Some(&mut totals) } else { None };
+                    let limit = meta.len();
+                    let Some(consumed) = send_lines(file, limit, meta.ino(), read, doc_kind, main_totals, &mut sent_digests, send).map_err(io)? else {
+                        return Ok(false);
+                    };
+                    // What was read is what the fingerprint describes only when the file was
+                    // neither replaced since the walk nor left with a line for later.
+                    complete &= consumed == f.meta.len() && meta.ino() == f.meta.ino() && mtime_ns == f.mtime_ns();
                     true
                 }
                 None => {
@@ -376,7 +403,7 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, send: &mut dyn FnMut(Item) ->
         // gptme's per-conversation default workspace.
         return Ok(false);
     }
-    Ok(send(Item::End { totals: Box::new(totals), modified, branch_count }))
+    Ok(send(Item::End { totals: Box::new(totals), modified, branch_count, complete }))
 }
 
 /// The workspace gptme's `ChatConfig.from_logdir` reports for a conversation with a
@@ -433,46 +460,64 @@ fn resolve(path: &Path) -> String {
     out.to_string_lossy().into_owned()
 }
 
-/// Reads and decodes the lines of one document, sending one item per line.
+/// Reads and decodes the first `limit` bytes of one document (inode `ino`), sending one item
+/// per line. With [`ReadMode::CompleteLines`] an unterminated last line is left for later.
+#[allow(clippy::too_many_arguments)]
 fn send_lines(
     file: File,
+    limit: u64,
+    ino: u64,
+    read: ReadMode,
     kind: DocumentKind,
     mut totals: Option<&mut ListingTotals>,
     sent_digests: &mut HashSet<LineDigest>,
     send: &mut dyn FnMut(Item) -> bool,
-) -> std::io::Result<bool> {
-    let mut lines = LineReader::new(BufReader::with_capacity(1 << 16, file));
+) -> std::io::Result<Option<u64>> {
+    let mut lines = LineReader::new(BufReader::with_capacity(1 << 16, (&file).take(limit)));
     let mut line_no: i64 = 0;
+    let mut consumed: u64 = 0;
     while let Some(line) = lines.next_line()? {
         let line = line.to_vec();
-        let item = match kind {
-            DocumentKind::Branch | DocumentKind::View | DocumentKind::Lossless => {
-                let digest: LineDigest = Sha256::digest(&line).into();
-                let first = sent_digests.insert(digest);
-                let decoded = (first || totals.is_some()).then(|| decode_line(&line));
-                if let Some(t) = totals.as_deref_mut() {
-                    t.feed(&line, decoded.as_ref().map(|d| &d.content));
-                }
-                Item::MessageLine { line_no, digest, decoded: if first { decoded } else { None }, line }
-            }
-            DocumentKind::Events => {
-                let decoded = decode_event_line(&line);
-                let nested = match &decoded {
-                    EventLine::Event { event, canonical: true } => nested_messages(&event.payload)
-                        .map(|m| Sha256::digest(encode_message(m).as_bytes()).into())
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                Item::EventLine { line_no, line, decoded, nested }
-            }
-            DocumentKind::ConvCheckpoints => Item::CheckpointLine { line_no, decoded: decode_checkpoint_line(&line), line },
-        };
+        let terminated = lines.ends_with_newline();
+        if !terminated && read == ReadMode::CompleteLines {
+            break; // possibly a write in progress
+        }
+        consumed += line.len() as u64 + u64::from(terminated);
+        let item = line_item(kind, line_no, line, totals.as_deref_mut(), sent_digests);
         if !send(item) {
-            return Ok(false);
+            return Ok(None);
         }
         line_no += 1;
     }
-    Ok(send(Item::EndDocument { line_count: line_no, ends_with_newline: lines.ends_with_newline() }))
+    let ends_with_newline = consumed == 0 || lines.ends_with_newline() || read == ReadMode::CompleteLines;
+    let mark = Watermark { size: consumed, ino, tail: tail_digest(&file, consumed)? };
+    Ok(send(Item::EndDocument { line_count: line_no, ends_with_newline, read: mark }).then_some(consumed))
+}
+
+/// Decodes one line of a document of `kind` into the item that carries it to the writer.
+pub(crate) fn line_item(kind: DocumentKind, line_no: i64, line: Vec<u8>, totals: Option<&mut ListingTotals>, sent_digests: &mut HashSet<LineDigest>) -> Item {
+    match kind {
+        DocumentKind::Branch | DocumentKind::View | DocumentKind::Lossless => {
+            let digest: LineDigest = Sha256::digest(&line).into();
+            let first = sent_digests.insert(digest);
+            let decoded = (first || totals.is_some()).then(|| decode_line(&line));
+            if let Some(t) = totals {
+                t.feed(&line, decoded.as_ref().map(|d| &d.content));
+            }
+            Item::MessageLine { line_no, digest, decoded: if first { decoded } else { None }, line }
+        }
+        DocumentKind::Events => {
+            let decoded = decode_event_line(&line);
+            let nested = match &decoded {
+                EventLine::Event { event, canonical: true } => nested_messages(&event.payload)
+                    .map(|m| Sha256::digest(encode_message(m).as_bytes()).into())
+                    .collect(),
+                _ => Vec::new(),
+            };
+            Item::EventLine { line_no, line, decoded, nested }
+        }
+        DocumentKind::ConvCheckpoints => Item::CheckpointLine { line_no, decoded: decode_checkpoint_line(&line), line },
+    }
 }
 
 fn nested_messages(payload: &Payload) -> Box<dyn Iterator<Item = &Message> + '_> {
@@ -480,6 +525,16 @@ fn nested_messages(payload: &Payload) -> Box<dyn Iterator<Item = &Message> + '_>
         Payload::Message(m) => Box::new(std::iter::once(m)),
         Payload::Messages(ms) => Box::new(ms.iter()),
         Payload::Other(_) => Box::new(std::iter::empty()),
+    }
+}
+
+/// Writes one line item of document `id` (at `rel`).
+pub(crate) fn write_line(writer: &mut ConversationWriter, id: DocumentId, rel: &str, item: Item) -> Result<(), StoreError> {
+    match item {
+        Item::MessageLine { line_no, digest, line, decoded } => writer.add_message_line(id, rel, line_no, &digest, &line, decoded.as_ref()),
+        Item::EventLine { line_no, line, decoded, nested } => writer.add_event_line(id, rel, line_no, &line, &decoded, &nested),
+        Item::CheckpointLine { line_no, line, decoded } => writer.add_checkpoint_line(id, rel, line_no, &line, &decoded),
+        _ => unreachable!("only line items are written as lines"),
     }
 }
 
@@ -523,29 +578,21 @@ fn apply(batch: &mut WriteBatch, dir: &Path, first: Item, next: &mut dyn FnMut()
                 Ok(())
             }
             Item::Workspace(w) => writer.set_workspace(&w),
-            Item::StartDocument { rel, kind, name, mode, mtime_ns, size } => {
-                let id = writer.start_document(&rel, kind, &name, mode, mtime_ns, size).map_err(store_err).map_err(failed)?;
+            Item::StartDocument { rel, kind, name, mode, mtime_ns } => {
+                let id = writer.start_document(&rel, kind, &name, mode, mtime_ns).map_err(store_err).map_err(failed)?;
                 document = Some((id, rel));
                 Ok(())
             }
-            Item::MessageLine { line_no, digest, line, decoded } => {
+            line @ (Item::MessageLine { .. } | Item::EventLine { .. } | Item::CheckpointLine { .. }) => {
                 let (id, rel) = doc();
-                writer.add_message_line(*id, rel, line_no, &digest, &line, decoded.as_ref())
+                write_line(&mut writer, *id, rel, line)
             }
-            Item::EventLine { line_no, line, decoded, nested } => {
-                let (id, rel) = doc();
-                writer.add_event_line(*id, rel, line_no, &line, &decoded, &nested)
+            Item::EndDocument { line_count, ends_with_newline, read } => {
+                let (id, rel) = document.take().expect("a started document");
+                writer.end_document(id, &rel, line_count, ends_with_newline, &read)
             }
-            Item::CheckpointLine { line_no, line, decoded } => {
-                let (id, rel) = doc();
-                writer.add_checkpoint_line(*id, rel, line_no, &line, &decoded)
-            }
-            Item::EndDocument { line_count, ends_with_newline } => {
-                let (id, _) = document.take().expect("a started document");
-                writer.end_document(id, line_count, ends_with_newline)
-            }
-            Item::End { totals, modified, branch_count } => {
-                let outcome = writer.finish(&totals, modified, branch_count).map(Outcome::Imported);
+            Item::End { totals, modified, branch_count, complete } => {
+                let outcome = writer.finish(&totals, modified, branch_count, complete).map(Outcome::Imported);
                 return outcome.map_err(|e| ApplyError { error: store_err(e), consumed: true });
             }
             Item::Failed(error) => return Err(ApplyError { error, consumed: true }),
@@ -572,6 +619,7 @@ fn known_fingerprints(conn: &rusqlite::Connection) -> Result<HashMap<String, Vec
 pub fn import_dirs(
     batch: &mut WriteBatch,
     dirs: &[PathBuf],
+    read: ReadMode,
     on_done: &mut dyn FnMut(&mut WriteBatch, &Path, Result<Outcome, IngestError>) -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
     let known = known_fingerprints(batch.conn())?;
@@ -583,7 +631,7 @@ pub fn import_dirs(
             for dir in dirs {
                 let key = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
                 let known = known.get(key).map(Vec::as_slice);
-                let alive = prepare(dir, known, &mut |item| {
+                let alive = prepare(dir, known, read, &mut |item| {
                     chunk_bytes += item.size();
                     chunk.push(item);
                     if chunk.len() < CHUNK_ITEMS && chunk_bytes < CHUNK_BYTES {
@@ -643,9 +691,9 @@ impl ChunkedReceiver {
 
 /// Imports one conversation directory into `batch` (replacing any earlier copy), or reports it
 /// unchanged. On error nothing of this conversation is left in the batch.
-pub fn import_conversation(batch: &mut WriteBatch, dir: &Path) -> Result<Outcome, IngestError> {
+pub fn import_conversation(batch: &mut WriteBatch, dir: &Path, read: ReadMode) -> Result<Outcome, IngestError> {
     let mut result = None;
-    import_dirs(batch, &[dir.to_owned()], &mut |_, _, outcome| {
+    import_dirs(batch, &[dir.to_owned()], read, &mut |_, _, outcome| {
         result = Some(outcome);
         Ok(())
     })

@@ -5,5 +5,10 @@
 pub mod dirtx;
 pub mod fsutil;
 pub mod gptme_lock;
+pub mod incremental;
 pub mod ingest;
 pub mod materialise;
+pub mod pass;
+pub mod watch;
+pub mod pending;
+pub mod watermark;

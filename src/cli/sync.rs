@@ -1,0 +1,141 @@
+//! `sessiondb sync [LOGS_DIR] [--dry-run] [--json] [--watch [--rescan SECS]]`.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Failure;
+use crate::store::Store;
+use crate::sync::ingest;
+use crate::sync::pass::{sync_pass, SyncReport};
+use crate::sync::watch::{watch, WatchEvent};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// gptme's logs root [default: $GPTME_LOGS_HOME, else $XDG_DATA_HOME/gptme/logs, else
+    /// ~/.local/share/gptme/logs]
+    logs_dir: Option<PathBuf>,
+    /// Report what would be done, and change nothing
+    #[arg(long, conflicts_with = "watch")]
+    dry_run: bool,
+    /// Print the summary as JSON (with --watch: one JSON object per line, per pass)
+    #[arg(long)]
+    json: bool,
+    /// Keep running, taking in what gptme writes as it writes it (Ctrl-C stops)
+    #[arg(long)]
+    watch: bool,
+    /// With --watch: seconds between full rescans, which catch anything notifications missed
+    #[arg(long, default_value_t = 30, value_name = "SECS", requires = "watch")]
+    rescan: u64,
+}
+
+pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
+    let root = args
+        .logs_dir
+        .or_else(ingest::default_logs_root)
+        .ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?;
+    if !root.is_dir() {
+        return Err(Failure(format!("{}: not a directory", root.display())));
+    }
+    if args.watch {
+        return watch_root(store, &root, Duration::from_secs(args.rescan.max(1)), args.json);
+    }
+    let report = sync_pass(store, &root, None, args.dry_run)?;
+    if !args.dry_run {
+        store.checkpoint()?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).expect("serialisable"));
+    } else {
+        print_summary(&report);
+    }
+    Ok(exit_code(&report))
+}
+
+fn exit_code(report: &SyncReport) -> i32 {
+    i32::from(report.ingest.failed + report.materialise.failed > 0)
+}
+
+fn plural(n: u64, one: &str) -> String {
+    format!("{n} {one}{}", if n == 1 { "" } else { "s" })
+}
+
+fn print_summary(r: &SyncReport) {
+    let (i, m) = (&r.ingest, &r.materialise);
+    let would = if r.dry_run { "would take in" } else { "took in" };
+    println!(
+        "{would} {} ({} new), {}; {} gone (marked deleted); {} skipped (locked by gptme); {} failed",
+        plural(i.conversations, "conversation"),
+        i.new_conversations,
+        plural(i.messages, "message"),
+        i.deleted,
+        i.skipped_locked,
+        i.failed
+    );
+    let would = if r.dry_run { "would write out" } else { "wrote out" };
+    println!(
+        "{would} {}, {}, {}; {} skipped (locked by gptme); {} failed",
+        plural(m.conversations, "conversation"),
+        plural(m.messages, "message"),
+        plural(m.files, "file"),
+        m.skipped_locked,
+        m.failed
+    );
+    println!("{}", plural(r.conflicts.len() as u64, "conflict"));
+    for c in &r.conflicts {
+        match &c.kept_as {
+            Some(kept) => println!("  {}: {}: both sides changed it; the directory's version stays, the store's is kept as {kept}", c.chat_id, c.path),
+            None => println!("  {}: {}: removed in the store but changed in the directory; the directory's version stays", c.chat_id, c.path),
+        }
+    }
+    for w in &r.warnings {
+        eprintln!("warning: {w}");
+    }
+    for e in &r.errors {
+        eprintln!("error: {e}");
+    }
+}
+
+fn watch_root(store: &Store, root: &std::path::Path, rescan: Duration, json: bool) -> Result<i32, Failure> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).map_err(|e| Failure(format!("cannot handle Ctrl-C: {e}")))?;
+    if !json {
+        eprintln!("sessiondb: watching {} (Ctrl-C stops)", root.display());
+    }
+    let mut failures = 0;
+    watch(store, root, rescan, &stop, &mut |event| match event {
+        WatchEvent::Pass { report, .. } => {
+            failures += report.ingest.failed + report.materialise.failed;
+            if json {
+                println!("{}", serde_json::to_string(report).expect("serialisable"));
+            } else if report.changed_anything() || !report.errors.is_empty() {
+                let time = chrono::Local::now().format("%H:%M:%S%.3f");
+                let (i, m) = (&report.ingest, &report.materialise);
+                println!(
+                    "{time} in: {}, {}{}; out: {}, {}; {}",
+                    plural(i.conversations, "conversation"),
+                    plural(i.messages, "message"),
+                    if i.deleted > 0 { format!(", {} gone", i.deleted) } else { String::new() },
+                    plural(m.conversations, "conversation"),
+                    plural(m.messages, "message"),
+                    plural(report.conflicts.len() as u64, "conflict"),
+                );
+                for c in &report.conflicts {
+                    println!("  conflict {}: {} (the store's version is kept as {})", c.chat_id, c.path, c.kept_as.as_deref().unwrap_or("-"));
+                }
+                for e in &report.errors {
+                    eprintln!("error: {e}");
+                }
+            }
+        }
+        WatchEvent::Degraded(why) => eprintln!("sessiondb: {why}"),
+        WatchEvent::Failed(e) => eprintln!("sessiondb: sync failed: {e}; trying again at the next change"),
+    })?;
+    store.checkpoint()?;
+    if !json {
+        eprintln!("sessiondb: stopped");
+    }
+    Ok(i32::from(failures > 0))
+}

@@ -1,0 +1,236 @@
+//! Incremental ingest: bringing a stored conversation up to date with its directory by reading
+//! only what gptme appended since the last read.
+//!
+//! [`plan`] compares the directory (one `lstat` per entry, no file contents) with the entries
+//! the store recorded. When the only differences are transcripts and event logs that grew, the
+//! conversation is extended in place ([`apply_growth`]): each grown file is read from its
+//! watermark on, after checking with [`super::watermark::only_grew`] that the bytes before it
+//! are still the ones read. Anything else — a rewritten file (edit, undo, compaction), a new or
+//! removed branch, view, attachment or config — needs the conversation read again whole, by
+//! the ordinary import.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use rusqlite::params;
+
+use super::ingest::{self, Found, IngestError};
+use super::watermark::{only_grew, tail_digest};
+use crate::codec::lines::LineReader;
+use crate::store::{DocumentKind, ListingTotals, StoreError, Watermark, WriteBatch, WriteStats};
+
+/// What a stored entry was when the store last read or wrote it.
+struct StoredEntry {
+    kind: String,
+    mode: u32,
+    mtime_ns: i64,
+    size: Option<u64>,
+    link_target: Option<Vec<u8>>,
+    /// For documents: the watermark, and whether the stored lines end with a newline.
+    mark: Option<Watermark>,
+    ends_with_newline: bool,
+}
+
+fn stored_entries(conn: &rusqlite::Connection, conversation_id: i64) -> Result<HashMap<String, StoredEntry>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT e.path, e.kind, e.mode, e.mtime_ns, e.size, e.ino, e.tail_sha256, e.link_target, d.ends_with_newline
+         FROM entries e LEFT JOIN documents d ON d.conversation_id = e.conversation_id AND d.path = e.path
+         WHERE e.conversation_id = ?1",
+    )?;
+    let rows = stmt.query_map([conversation_id], |r| {
+        let size: Option<i64> = r.get(4)?;
+        let ino: Option<i64> = r.get(5)?;
+        let tail: Option<Vec<u8>> = r.get(6)?;
+        let mark = match (size, ino, tail.and_then(|t| <[u8; 32]>::try_from(t.as_slice()).ok())) {
+            (Some(size), Some(ino), Some(tail)) => Some(Watermark { size: size as u64, ino: ino as u64, tail }),
+            _ => None,
+        };
+        Ok((
+            r.get::<_, String>(0)?,
+            StoredEntry {
+                kind: r.get(1)?,
+                mode: r.get(2)?,
+                mtime_ns: r.get(3)?,
+                size: size.map(|s| s as u64),
+                link_target: r.get(7)?,
+                mark,
+                ends_with_newline: r.get::<_, Option<bool>>(8)?.unwrap_or(true),
+            },
+        ))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A document that may only have grown since it was read.
+#[derive(Debug, Clone)]
+pub struct Grown {
+    pub rel: String,
+    pub kind: DocumentKind,
+    mark: Watermark,
+    /// Its size, inode and mtime when the directory was walked.
+    walked: (u64, u64, i64),
+}
+
+/// What bringing one stored conversation up to date takes.
+pub enum Plan {
+    /// Nothing to read.
+    Unchanged,
+    /// Only these documents grew.
+    Grow(Vec<Grown>),
+    /// Something else changed: read the conversation again whole.
+    Full,
+}
+
+/// Compares directory `dir` with what the store holds of conversation `conversation_id`.
+/// Returns the plan and the directory's fingerprint now.
+pub fn plan(conn: &rusqlite::Connection, conversation_id: i64, dir: &Path) -> Result<(Plan, Vec<u8>), IngestError> {
+    let dir = std::path::absolute(dir).map_err(|source| IngestError::Io { path: dir.to_owned(), source })?;
+    let found = ingest::walk(&dir)?;
+    let mut links = Vec::new();
+    for (i, f) in found.iter().enumerate() {
+        if f.meta.file_type().is_symlink() {
+            let abs = dir.join(&f.rel);
+            let target = std::fs::read_link(&abs).map_err(|source| IngestError::Io { path: abs.clone(), source })?;
+            links.push((i, target.as_os_str().as_bytes().to_vec()));
+        }
+    }
+    let fingerprint = ingest::fingerprint(&dir, &found, &links);
+    let known: Vec<u8> = conn
+        .prepare_cached("SELECT fingerprint FROM conversations WHERE id = ?1")
+        .and_then(|mut s| s.query_row([conversation_id], |r| r.get(0)))
+        .map_err(|e| IngestError::Store { path: dir.clone(), source: e.into() })?;
+    if known == fingerprint {
+        return Ok((Plan::Unchanged, fingerprint));
+    }
+    let stored = stored_entries(conn, conversation_id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
+    let mut grown = Vec::new();
+    let mut seen = 0;
+    for (i, f) in found.iter().enumerate() {
+        let Some(s) = stored.get(&f.rel) else { return Ok((Plan::Full, fingerprint)) };
+        seen += 1;
+        let link = links.iter().find(|(j, _)| *j == i).map(|(_, t)| t);
+        match compare(f, s, link) {
+            Same::Yes => {}
+            Same::Grew(mark) => match ingest::classify(&f.rel) {
+                Some((kind, _)) => grown.push(Grown { rel: f.rel.clone(), kind, mark, walked: (f.meta.len(), f.meta.ino(), f.mtime_ns()) }),
+                None => return Ok((Plan::Full, fingerprint)),
+            },
+            Same::No => return Ok((Plan::Full, fingerprint)),
+        }
+    }
+    if seen != stored.len() {
+        return Ok((Plan::Full, fingerprint)); // something the store has is gone
+    }
+    Ok((if grown.is_empty() { Plan::Unchanged } else { Plan::Grow(grown) }, fingerprint))
+}
+
+enum Same {
+    Yes,
+    /// A document that may have grown from this watermark.
+    Grew(Watermark),
+    No,
+}
+
+fn compare(f: &Found, s: &StoredEntry, link: Option<&Vec<u8>>) -> Same {
+    let mode = f.meta.mode() & 0o7777;
+    let ft = f.meta.file_type();
+    if ft.is_dir() {
+        return if s.kind == "dir" && s.mode == mode { Same::Yes } else { Same::No };
+    }
+    if ft.is_symlink() {
+        let same = s.kind == "symlink" && s.link_target.as_ref() == link && s.mtime_ns == f.mtime_ns();
+        return if same { Same::Yes } else { Same::No };
+    }
+    let unchanged = s.mode == mode && s.mtime_ns == f.mtime_ns() && s.size == Some(f.meta.len());
+    match s.kind.as_str() {
+        "blob" if unchanged => Same::Yes,
+        "document" => match s.mark {
+            Some(mark) if unchanged && mark.ino == f.meta.ino() => Same::Yes,
+            // A document read up to a line without its newline cannot be extended: that line
+            // would be split in two. Nor can one that was given other permissions.
+            Some(mark) if s.mode == mode && s.ends_with_newline && mark.ino == f.meta.ino() && f.meta.len() >= mark.size => {
+                Same::Grew(mark)
+            }
+            _ => Same::No,
+        },
+        _ => Same::No,
+    }
+}
+
+/// Extends stored conversation `conversation_id` with the lines its grown documents gained, in
+/// a savepoint of `batch`. Returns `None` (having written nothing) when a file turns out not to
+/// have only grown after all: the caller then reads the conversation whole.
+pub fn apply_growth(
+    batch: &mut WriteBatch,
+    conversation_id: i64,
+    dir: &Path,
+    grown: &[Grown],
+    fingerprint: &[u8],
+) -> Result<Option<WriteStats>, IngestError> {
+    let store_err = |source| IngestError::Store { path: dir.to_owned(), source };
+    let mut main_totals: Option<(ListingTotals, f64)> = None;
+    let mut writer = batch.resume_conversation(conversation_id).map_err(store_err)?;
+    let mut complete = true;
+    for g in grown {
+        let abs = dir.join(&g.rel);
+        let io = |source| IngestError::Io { path: abs.clone(), source };
+        let mut file = File::open(&abs).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        if !only_grew(&file, meta.ino(), meta.len(), &g.mark).map_err(io)? {
+            return Ok(None); // dropping the writer rolls its savepoint back
+        }
+        let is_main = g.kind == DocumentKind::Branch && g.rel == "conversation.jsonl";
+        let mut totals = if is_main {
+            Some(crate::store::totals::load(writer.conn(), conversation_id).map_err(store_err)?)
+        } else {
+            None
+        };
+        let (doc, first_line) = writer.existing_document(&g.rel).map_err(store_err)?;
+        file.seek(SeekFrom::Start(g.mark.size)).map_err(io)?;
+        let mut lines = LineReader::new(BufReader::with_capacity(1 << 16, (&file).take(meta.len() - g.mark.size)));
+        let mut consumed = 0u64;
+        let mut line_no = first_line;
+        let mut digests = std::collections::HashSet::new();
+        while let Some(line) = lines.next_line().map_err(io)? {
+            let line = line.to_vec();
+            if !lines.ends_with_newline() {
+                break; // the rest of a line gptme is still writing: next time
+            }
+            consumed += line.len() as u64 + 1;
+            let item = ingest::line_item(g.kind, line_no, line, totals.as_mut(), &mut digests);
+            ingest::write_line(&mut writer, doc, &g.rel, item).map_err(|e| store_at(dir, e))?;
+            line_no += 1;
+        }
+        let size = g.mark.size + consumed;
+        let mark = Watermark { size, ino: meta.ino(), tail: tail_digest(&file, size).map_err(io)? };
+        writer.end_document(doc, &g.rel, line_no, true, &mark).map_err(store_err)?;
+        let mtime_ns = meta.mtime() * 1_000_000_000 + meta.mtime_nsec();
+        writer.touch_document(&g.rel, meta.mode() & 0o7777, mtime_ns).map_err(store_err)?;
+        complete &= (meta.len(), meta.ino(), mtime_ns) == g.walked && size == meta.len();
+        if let Some(t) = totals {
+            main_totals = Some((t, ingest::mtime_seconds(&meta)));
+        }
+    }
+    let fingerprint: &[u8] = if complete { fingerprint } else { &[] };
+    let main = main_totals.as_ref().map(|(t, m)| (t, *m));
+    writer.finish_resumed(main, fingerprint).map(Some).map_err(store_err)
+}
+
+fn store_at(dir: &Path, e: StoreError) -> IngestError {
+    match e {
+        StoreError::Io { path, source } => IngestError::Io { path: dir.join(path), source },
+        other => IngestError::Store { path: dir.to_owned(), source: other },
+    }
+}
+
+/// Records that a conversation's directory was found as the store has it (its fingerprint, and
+/// that it is not deleted).
+pub fn mark_unchanged(conn: &rusqlite::Connection, conversation_id: i64, fingerprint: &[u8]) -> Result<(), StoreError> {
+    conn.prepare_cached("UPDATE conversations SET fingerprint = ?2, deleted_at = NULL WHERE id = ?1 AND (fingerprint != ?2 OR deleted_at IS NOT NULL)")?
+        .execute(params![conversation_id, fingerprint])?;
+    Ok(())
+}

@@ -1,0 +1,248 @@
+//! One sync pass between a gptme logs root and the store, in both directions.
+//!
+//! First the store's queued changes go out ([`super::pending`]), conversation by conversation,
+//! each under gptme's lock; then the directories' changes come in, in one write transaction
+//! (committed about every 64 MB): unchanged conversations cost one `lstat` per file, grown
+//! ones are extended from their watermarks ([`super::incremental`]), and new or otherwise
+//! changed ones are read whole by the ordinary import, taking only complete lines. Directories
+//! that are gone are marked deleted in the store, never purged.
+//!
+//! A pass can be killed at any moment: the store commits rows and watermarks together, so the
+//! next pass starts from the last commit and neither loses nor repeats a line.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::incremental::{self, Plan};
+use super::ingest::{self, format_warning, IngestError, Outcome, ReadMode};
+use super::pending::{self, Conflict, PendingError};
+use super::gptme_lock::LockError;
+use crate::store::{Store, StoreError, WriteBatch};
+
+/// What came in from the directories.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct IngestSummary {
+    /// Conversations that changed and were read (new ones included).
+    pub conversations: u64,
+    pub new_conversations: u64,
+    /// Messages the store did not hold before.
+    pub messages: u64,
+    /// Conversations whose directory is gone (marked deleted in the store).
+    pub deleted: u64,
+    /// Conversations with queued store changes that a live gptme holds: neither read nor
+    /// written until it lets go.
+    pub skipped_locked: u64,
+    pub failed: u64,
+}
+
+/// What went out to the directories.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct MaterialiseSummary {
+    pub conversations: u64,
+    /// Messages the directories gained.
+    pub messages: u64,
+    pub files: u64,
+    /// Conversations with queued changes that a live gptme holds (left for a later pass).
+    pub skipped_locked: u64,
+    pub failed: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SyncReport {
+    pub logs_dir: String,
+    pub dry_run: bool,
+    pub ingest: IngestSummary,
+    pub materialise: MaterialiseSummary,
+    pub conflicts: Vec<Conflict>,
+    /// Lines gptme would not load (`path:line: reason`), at most 100.
+    pub warnings: Vec<String>,
+    pub errors: Vec<String>,
+    pub seconds: f64,
+}
+
+impl SyncReport {
+    /// Whether the pass changed anything (or, in a dry run, would).
+    pub fn changed_anything(&self) -> bool {
+        let i = &self.ingest;
+        let m = &self.materialise;
+        i.conversations + i.deleted + m.conversations > 0 || !self.conflicts.is_empty()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Ingest(#[from] IngestError),
+}
+
+/// A stored conversation of this logs root.
+struct Stored {
+    id: i64,
+    deleted: bool,
+    queued: bool,
+}
+
+fn stored_conversations(conn: &rusqlite::Connection, root: &Path) -> Result<HashMap<String, Stored>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT id, chat_id, source_dir, deleted_at IS NOT NULL,
+                EXISTS (SELECT 1 FROM pending_paths p WHERE p.conversation_id = c.id)
+         FROM conversations c",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok((r.get::<_, String>(1)?, r.get::<_, String>(2)?, Stored { id: r.get(0)?, deleted: r.get(3)?, queued: r.get(4)? }))
+    })?;
+    let mut out = HashMap::new();
+    for row in rows {
+        let (chat_id, source_dir, stored) = row?;
+        if Path::new(&source_dir).parent() == Some(root) {
+            out.insert(chat_id, stored);
+        }
+    }
+    Ok(out)
+}
+
+/// Commit ingest work about this often, as `sessiondb import` does.
+const BATCH_BYTES: u64 = 64 << 20;
+const MAX_WARNINGS: usize = 100;
+
+/// Runs one pass over `logs_root`, or only over the conversations named in `only` (watch mode
+/// passes the ones it saw change). With `dry_run`, reports what the pass would do and changes
+/// nothing, in the store or on disk.
+pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>, dry_run: bool) -> Result<SyncReport, SyncError> {
+    let started = Instant::now();
+    let root = std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?;
+    let in_scope = |chat_id: &str| only.is_none_or(|o| o.contains(chat_id));
+    let mut report = SyncReport {
+        logs_dir: root.display().to_string(),
+        dry_run,
+        ingest: IngestSummary::default(),
+        materialise: MaterialiseSummary::default(),
+        conflicts: Vec::new(),
+        warnings: Vec::new(),
+        errors: Vec::new(),
+        seconds: 0.0,
+    };
+    let (dirs, _) = ingest::conversation_dirs(&root)?;
+    let on_disk: HashMap<String, PathBuf> = dirs
+        .into_iter()
+        .filter_map(|d| Some((d.file_name()?.to_str()?.to_owned(), d)))
+        .filter(|(name, _)| in_scope(name))
+        .collect();
+    let mut conn = store.connection()?;
+
+    // Out: queued store changes, each conversation in its own transaction.
+    let stored = stored_conversations(&conn, &root)?;
+    let mut still_queued = HashSet::new();
+    let mut queued: Vec<&String> = stored.iter().filter(|(c, s)| s.queued && on_disk.contains_key(*c)).map(|(c, _)| c).collect();
+    queued.sort();
+    for chat_id in queued {
+        match pending::materialise_pending(&mut conn, chat_id, dry_run) {
+            Ok(m) => {
+                report.materialise.conversations += 1;
+                report.materialise.files += m.files;
+                report.materialise.messages += m.messages;
+                report.conflicts.extend(m.conflicts);
+                if dry_run {
+                    still_queued.insert(chat_id.clone());
+                }
+            }
+            Err(PendingError::Lock(LockError::Held { .. })) => {
+                report.materialise.skipped_locked += 1;
+                still_queued.insert(chat_id.clone());
+            }
+            Err(e) => {
+                report.materialise.failed += 1;
+                report.errors.push(format!("{chat_id}: {e}"));
+                still_queued.insert(chat_id.clone());
+            }
+        }
+    }
+
+    // In: what the directories gained, in one transaction.
+    let stored = stored_conversations(&conn, &root)?;
+    let mut batch = WriteBatch::begin(&mut conn)?;
+    let mut full = Vec::new();
+    let mut names: Vec<&String> = on_disk.keys().collect();
+    names.sort();
+    for name in names {
+        let dir = &on_disk[name];
+        let Some(s) = stored.get(name) else {
+            report.ingest.new_conversations += 1;
+            full.push(dir.clone());
+            continue;
+        };
+        if still_queued.contains(name) {
+            if !dry_run {
+                report.ingest.skipped_locked += 1;
+            }
+            continue;
+        }
+        let outcome = incremental::plan(batch.conn(), s.id, dir).and_then(|(plan, fingerprint)| match plan {
+            Plan::Unchanged => {
+                incremental::mark_unchanged(batch.conn(), s.id, &fingerprint).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
+                Ok(Some(None))
+            }
+            Plan::Grow(grown) => incremental::apply_growth(&mut batch, s.id, dir, &grown, &fingerprint).map(|o| o.map(Some)),
+            Plan::Full => Ok(None),
+        });
+        match outcome {
+            Ok(Some(None)) => {}
+            Ok(Some(Some(stats))) if stats.bytes == 0 => {} // only an unfinished line, still unfinished
+            Ok(Some(Some(stats))) => {
+                report.ingest.conversations += 1;
+                report.ingest.messages += stats.new_messages;
+            }
+            Ok(None) => full.push(dir.clone()),
+            Err(e) => {
+                report.ingest.failed += 1;
+                report.errors.push(e.to_string());
+            }
+        }
+    }
+    let mut batch_bytes = 0;
+    ingest::import_dirs(&mut batch, &full, ReadMode::CompleteLines, &mut |batch, dir, outcome| {
+        match outcome {
+            Ok(Outcome::Imported(stats)) => {
+                report.ingest.conversations += 1;
+                report.ingest.messages += stats.new_messages;
+                for w in &stats.warnings {
+                    if report.warnings.len() < MAX_WARNINGS {
+                        report.warnings.push(format_warning(dir, w));
+                    }
+                }
+                batch_bytes += stats.bytes;
+                if batch_bytes > BATCH_BYTES && !dry_run {
+                    batch.commit()?;
+                    batch_bytes = 0;
+                }
+            }
+            Ok(Outcome::Unchanged) => {}
+            Err(e) => {
+                report.ingest.failed += 1;
+                report.errors.push(format!("{e}; nothing of this conversation was read"));
+            }
+        }
+        Ok(())
+    })?;
+
+    // Gone: marked, kept until `sessiondb rm`.
+    for (chat_id, s) in &stored {
+        if in_scope(chat_id) && !s.deleted && !on_disk.contains_key(chat_id) {
+            batch
+                .conn()
+                .execute("UPDATE conversations SET deleted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1", [s.id])
+                .map_err(StoreError::from)?;
+            report.ingest.deleted += 1;
+        }
+    }
+    if !dry_run {
+        batch.finish()?;
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}

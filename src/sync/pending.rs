@@ -1,0 +1,298 @@
+//! Materialising changes that were made in the store only (operations run with `--queue`)
+//! into the conversation directory, keeping both sides of every conflict.
+//!
+//! Each queued path remembers what the directory held when the store last agreed with it (its
+//! size and mtime, see `pending_paths`). At sync, a path whose directory copy still matches
+//! that base gets the store's version, written atomically. A path the directory changed too is
+//! a conflict, unless both now hold the same bytes (a sync that was killed after writing): the
+//! directory's version stays where it is, and the store's is kept beside it —
+//! a branch transcript as the new branch `<branch>-conflict-<n>` (its event log, if that
+//! diverged too, as that branch's `events.jsonl`), a view as `views/<view>-conflict-<n>.jsonl`,
+//! any other file as `<path>.conflict-<n>`. Then the conversation is read back from the
+//! directory, so the store holds exactly what the directory holds: both versions.
+//!
+//! The directory is written under gptme's `.lock` (a conversation that a live gptme holds is
+//! left for a later sync) and through a [`DirTransaction`], and the store commits only after
+//! every file is in place, so a crash at any point leaves the queue to be finished next time.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use rusqlite::params;
+use serde::Serialize;
+
+use super::dirtx::{DirError, DirTransaction};
+use super::gptme_lock::{self, LockError};
+use super::ingest::{self, IngestError, ReadMode};
+use crate::store::{live, queries, DocumentKind, StoreError, WriteBatch};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PendingError {
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Lock(#[from] LockError),
+    #[error("{0}")]
+    Dir(#[from] DirError),
+    #[error("{0}")]
+    Ingest(#[from] IngestError),
+    #[error("{path}: {source}")]
+    Io { path: std::path::PathBuf, source: std::io::Error },
+}
+
+impl From<rusqlite::Error> for PendingError {
+    fn from(e: rusqlite::Error) -> Self {
+        PendingError::Store(StoreError::Sqlite(e))
+    }
+}
+
+/// Both sides changed one file since the last sync.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Conflict {
+    pub chat_id: String,
+    /// The file both sides changed; it keeps the directory's version.
+    pub path: String,
+    /// Where the store's version was kept (`None`: the store had removed the file).
+    pub kept_as: Option<String>,
+}
+
+/// What materialising one conversation's queue did (or, in a dry run, would do).
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Materialised {
+    pub files: u64,
+    /// Messages the directory's transcripts gained.
+    pub messages: u64,
+    pub conflicts: Vec<Conflict>,
+}
+
+/// Whether conversation `conversation_id` has changes queued for its directory.
+pub fn has_pending(conn: &rusqlite::Connection, conversation_id: i64) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM pending_paths WHERE conversation_id = ?1)")?
+        .query_row([conversation_id], |r| r.get(0))?)
+}
+
+struct PendingPath {
+    path: String,
+    base: Option<(u64, i64)>,
+}
+
+fn pending_paths(conn: &rusqlite::Connection, conversation_id: i64) -> Result<Vec<PendingPath>, StoreError> {
+    let mut stmt = conn.prepare_cached("SELECT path, base_size, base_mtime_ns FROM pending_paths WHERE conversation_id = ?1 ORDER BY path")?;
+    let rows = stmt.query_map([conversation_id], |r| {
+        let size: Option<i64> = r.get(1)?;
+        let mtime: Option<i64> = r.get(2)?;
+        Ok(PendingPath { path: r.get(0)?, base: size.zip(mtime).map(|(s, m)| (s as u64, m)) })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The store's version of one path: a directory, a file's bytes and mode, or nothing.
+enum StoreVersion {
+    Absent,
+    Dir(u32),
+    File { bytes: Vec<u8>, mode: u32 },
+}
+
+fn store_version(conn: &rusqlite::Connection, conversation_id: i64, path: &str) -> Result<StoreVersion, StoreError> {
+    let entry = queries::entries(conn, conversation_id)?.into_iter().find(|e| e.path == path);
+    let Some(entry) = entry else { return Ok(StoreVersion::Absent) };
+    let mut bytes = Vec::new();
+    match entry.kind {
+        queries::EntryKind::Dir => return Ok(StoreVersion::Dir(entry.mode)),
+        queries::EntryKind::Symlink(target) => bytes = target, // compared, never written (operations make no links)
+        queries::EntryKind::Blob(sha) => {
+            queries::open_blob(conn, &sha)?.read_to_end(&mut bytes).map_err(|source| StoreError::Io { path: path.to_owned(), source })?;
+        }
+        queries::EntryKind::Document { id, kind, ends_with_newline } => {
+            crate::sync::materialise::write_document(conn, id, kind, ends_with_newline, &mut bytes)?;
+        }
+    }
+    Ok(StoreVersion::File { bytes, mode: entry.mode })
+}
+
+/// Writes the queued changes of conversation `chat_id` to its directory (see the module
+/// documentation), or with `dry_run` only reports what that would do. Fails with
+/// [`LockError::Held`] when a live gptme holds the conversation.
+pub fn materialise_pending(conn: &mut rusqlite::Connection, chat_id: &str, dry_run: bool) -> Result<Materialised, PendingError> {
+    let dir = live::load_conversation(conn, chat_id)?.dir;
+    // The directory lock first, then the database lock, as every writer takes them.
+    let _lock = if dry_run { None } else { Some(gptme_lock::acquire(&dir)?) };
+    let mut batch = WriteBatch::begin(conn)?;
+    let conv = live::load_conversation(batch.conn(), chat_id)?;
+    let mut tx = DirTransaction::new();
+    let mut out = Materialised::default();
+    let mut names = ConflictNames::default();
+    let mut messages = TranscriptMessages::of_directory(&dir)?;
+    for p in pending_paths(batch.conn(), conv.id)? {
+        let abs = dir.join(&p.path);
+        let io = |source| PendingError::Io { path: abs.clone(), source };
+        let now = fs::symlink_metadata(&abs).ok();
+        let store = store_version(batch.conn(), conv.id, &p.path)?;
+        if let StoreVersion::Dir(mode) = store {
+            if now.is_none() && !dry_run {
+                tx.create_dir(&abs, mode)?;
+            }
+            continue;
+        }
+        let dir_changed = match (&now, p.base) {
+            (None, None) => false,
+            (Some(m), _) if m.is_dir() => true,
+            (Some(m), Some((size, mtime_ns))) => m.len() != size || m.mtime() * 1_000_000_000 + m.mtime_nsec() != mtime_ns,
+            _ => true,
+        };
+        if !dir_changed {
+            match store {
+                StoreVersion::File { bytes, mode } => {
+                    if !dry_run {
+                        tx.replace(&abs, mode, |w| w.write_all(&bytes))?;
+                    }
+                    out.files += 1;
+                    out.messages += messages.count_new(&p.path, &bytes);
+                }
+                StoreVersion::Absent if now.is_some() => {
+                    if !dry_run {
+                        tx.remove(&abs)?;
+                    }
+                    out.files += 1;
+                }
+                _ => {}
+            }
+            continue;
+        }
+        let on_disk = match &now {
+            Some(m) if m.is_file() => Some(fs::read(&abs).map_err(io)?),
+            Some(m) if m.file_type().is_symlink() => Some(fs::read_link(&abs).map_err(io)?.into_os_string().into_encoded_bytes()),
+            _ => None,
+        };
+        match store {
+            StoreVersion::File { bytes, mode } => {
+                if on_disk.as_deref() == Some(&bytes[..]) {
+                    continue; // both hold the same: written by a sync that did not get to commit
+                }
+                let kept = names.place(&dir, &p.path, &bytes);
+                let kept_abs = dir.join(&kept);
+                if fs::read(&kept_abs).ok().as_deref() != Some(&bytes[..]) && !dry_run {
+                    if let Some(parent) = kept_abs.parent() {
+                        tx.create_dir(parent, 0o755)?;
+                    }
+                    tx.replace(&kept_abs, mode, |w| w.write_all(&bytes))?;
+                }
+                out.files += 1;
+                out.messages += messages.count_new(&kept, &bytes);
+                out.conflicts.push(Conflict { chat_id: chat_id.to_owned(), path: p.path.clone(), kept_as: Some(kept) });
+            }
+            StoreVersion::Absent => {
+                if on_disk.is_some() {
+                    out.conflicts.push(Conflict { chat_id: chat_id.to_owned(), path: p.path.clone(), kept_as: None });
+                }
+            }
+            StoreVersion::Dir(_) => unreachable!("handled above"),
+        }
+    }
+    if dry_run {
+        return Ok(out); // the batch rolls back, and nothing was written
+    }
+    // The directory now holds everything: read it back, which also clears the queue.
+    ingest::import_conversation(&mut batch, &dir, ReadMode::Whole)?;
+    batch.finish()?;
+    tx.commit()?;
+    Ok(out)
+}
+
+/// The messages a conversation directory's transcripts hold, to count what a write adds.
+struct TranscriptMessages(std::collections::HashSet<crate::store::LineDigest>);
+
+impl TranscriptMessages {
+    fn of_directory(dir: &Path) -> Result<Self, PendingError> {
+        let mut seen = std::collections::HashSet::new();
+        for f in ingest::walk(dir)? {
+            if matches!(ingest::classify(&f.rel), Some((DocumentKind::Branch, _))) && f.meta.is_file() {
+                let path = dir.join(&f.rel);
+                let bytes = fs::read(&path).map_err(|source| PendingError::Io { path, source })?;
+                seen.extend(Self::messages(&bytes));
+            }
+        }
+        Ok(TranscriptMessages(seen))
+    }
+
+    fn messages(bytes: &[u8]) -> impl Iterator<Item = crate::store::LineDigest> + '_ {
+        use sha2::Digest;
+        bytes.split(|&b| b == b'\n').filter(|l| {
+            matches!(crate::codec::message_line::decode_line(l).content, crate::codec::message_line::LineContent::Message(_))
+        }).map(|l| sha2::Sha256::digest(l).into())
+    }
+
+    /// How many messages written to transcript `rel` as `bytes` the directory did not hold.
+    fn count_new(&mut self, rel: &str, bytes: &[u8]) -> u64 {
+        if !matches!(ingest::classify(rel), Some((DocumentKind::Branch, _))) {
+            return 0;
+        }
+        let digests: Vec<_> = Self::messages(bytes).collect();
+        digests.into_iter().filter(|d| self.0.insert(*d)).count() as u64
+    }
+}
+
+/// Conflict names handed out in one pass: a branch's transcript and event log go to the same
+/// `<branch>-conflict-<n>`.
+#[derive(Default)]
+struct ConflictNames {
+    branches: HashMap<String, String>,
+}
+
+impl ConflictNames {
+    /// Where the store's version of `rel` goes: the first free name, or one that already holds
+    /// exactly `bytes` (a pass that was interrupted after writing it).
+    fn place(&mut self, dir: &Path, rel: &str, bytes: &[u8]) -> String {
+        let holds = |candidate: &str| fs::read(dir.join(candidate)).ok().as_deref() == Some(bytes);
+        let free = |candidate: &str| fs::symlink_metadata(dir.join(candidate)).is_err();
+        match ingest::classify(rel) {
+            Some((kind @ (DocumentKind::Branch | DocumentKind::Events), branch)) => {
+                let file = |name: &str| match kind {
+                    DocumentKind::Branch => format!("branches/{name}.jsonl"),
+                    _ => format!("branches/{name}/events.jsonl"),
+                };
+                if let Some(name) = self.branches.get(&branch) {
+                    if free(&file(name)) || holds(&file(name)) {
+                        return file(name);
+                    }
+                }
+                for n in 1.. {
+                    let name = format!("{branch}-conflict-{n}");
+                    let unused = free(&format!("branches/{name}.jsonl")) && free(&format!("branches/{name}"));
+                    if unused || holds(&file(&name)) {
+                        self.branches.insert(branch.clone(), name.clone());
+                        return file(&name);
+                    }
+                }
+                unreachable!()
+            }
+            Some((DocumentKind::View, view)) => first_free(|n| format!("views/{view}-conflict-{n}.jsonl"), free, holds),
+            _ => first_free(|n| format!("{rel}.conflict-{n}"), free, holds),
+        }
+    }
+}
+
+fn first_free(name: impl Fn(u64) -> String, free: impl Fn(&str) -> bool, holds: impl Fn(&str) -> bool) -> String {
+    (1..).map(name).find(|c| free(c) || holds(c)).expect("an unbounded range")
+}
+
+/// Records that the operation just run on a copy of conversation `conversation_id` changed
+/// `paths` in the store only. `bases` is what the store held of each path before (size and
+/// mtime of what it read from the directory); a path already queued keeps its first base.
+pub fn queue_paths(conn: &rusqlite::Connection, conversation_id: i64, paths: &[String], bases: &HashMap<String, (Option<u64>, i64)>) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "INSERT OR IGNORE INTO pending_paths (conversation_id, path, base_size, base_mtime_ns) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for path in paths {
+        let base = bases.get(path);
+        let size = base.and_then(|(s, _)| s.map(|s| s as i64));
+        let mtime = base.map(|(_, m)| *m);
+        // A directory (size NULL) counts as present: only its absence matters.
+        stmt.execute(params![conversation_id, path, size.or(mtime.map(|_| 0)), mtime])?;
+    }
+    Ok(())
+}

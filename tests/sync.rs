@@ -1,0 +1,386 @@
+//! `sessiondb sync`: real gptme and sessiondb taking turns on one logs root, incremental reads,
+//! half-written lines, conflicts, deleted directories, locks, dry runs and concurrent
+//! processes.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{gptme_python, run_ok, sessiondb, tool, tree::assert_same_tree, LiveGptme};
+use serde_json::Value;
+
+struct Root {
+    _temp: tempfile::TempDir,
+    logs: PathBuf,
+    db: PathBuf,
+    home: PathBuf,
+}
+
+fn root_with_fixtures() -> Root {
+    let temp = tempfile::tempdir().unwrap();
+    let logs = temp.path().join("logs");
+    run_ok(Command::new("cp").arg("-a").arg(common::fixtures()).arg(&logs));
+    let home = temp.path().join("home");
+    fs::create_dir(&home).unwrap();
+    Root { db: temp.path().join("db.sqlite"), logs, home, _temp: temp }
+}
+
+impl Root {
+    fn sessiondb(&self) -> Command {
+        let mut cmd = sessiondb(&self.db);
+        cmd.env("GPTME_LOGS_HOME", &self.logs).env("HOME", &self.home);
+        cmd
+    }
+
+    fn sync(&self) -> Value {
+        let out = run_ok(self.sessiondb().arg("sync").arg(&self.logs).arg("--json"));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// Runs a gptme_ops.py script (real gptme's LogManager) on the logs root.
+    fn gptme(&self, script: Value) {
+        let path = self.home.join("script.json");
+        fs::write(&path, script.to_string()).unwrap();
+        run_ok(Command::new(gptme_python()).arg(tool("gptme_ops.py")).arg(&self.logs).arg(&path));
+    }
+
+    fn store(&self) -> sessiondb::store::Store {
+        sessiondb::store::Store::open(&self.db).unwrap()
+    }
+}
+
+fn user(content: &str) -> Value {
+    serde_json::json!({"role": "user", "content": content, "timestamp": "2026-12-01T10:00:00+00:00"})
+}
+
+/// Every message content in every transcript (main and branches) of a conversation directory.
+fn directory_contents(dir: &Path) -> BTreeSet<String> {
+    let mut files = vec![dir.join("conversation.jsonl")];
+    if let Ok(entries) = fs::read_dir(dir.join("branches")) {
+        files.extend(entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "jsonl")));
+    }
+    let mut out = BTreeSet::new();
+    for f in files {
+        for line in fs::read_to_string(&f).unwrap().lines() {
+            let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{}: {e}: {line}", f.display()));
+            out.insert(v["content"].as_str().unwrap().to_owned());
+        }
+    }
+    out
+}
+
+/// Every message content in every branch the store holds for a conversation.
+fn store_contents(store: &sessiondb::store::Store, chat_id: &str) -> BTreeSet<String> {
+    let conn = store.connection().unwrap();
+    let mut out = BTreeSet::new();
+    for branch in sessiondb::store::queries::branch_names(&conn, chat_id).unwrap() {
+        for (m, _) in sessiondb::store::queries::branch_messages(&conn, chat_id, &branch).unwrap() {
+            out.insert(m.content);
+        }
+    }
+    out
+}
+
+/// The store's copy of a conversation, written out, equals its directory (gptme's `.lock`
+/// aside, which holds a process id).
+fn assert_store_matches_directory(root: &Root, chat_id: &str) {
+    let out = tempfile::tempdir().unwrap();
+    run_ok(root.sessiondb().args(["export", "--to"]).arg(out.path()).arg(chat_id));
+    assert_same_tree(&root.logs.join(chat_id), &out.path().join(chat_id), &[".lock"]);
+}
+
+fn conflicts(report: &Value) -> Vec<(String, String, String)> {
+    report["conflicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["chat_id"].as_str().unwrap().into(), c["path"].as_str().unwrap().into(), c["kept_as"].as_str().unwrap_or("").into()))
+        .collect()
+}
+
+#[test]
+fn gptme_and_sessiondb_taking_turns_lose_nothing() {
+    let root = root_with_fixtures();
+    let chat = "2026-12-01-sync-turns";
+    let first = root.sync();
+    assert_eq!(first["ingest"]["new_conversations"], 18);
+
+    // gptme: a new conversation, appends, an edit, an undo, a branch.
+    root.gptme(serde_json::json!([
+        {"op": "new", "id": chat},
+        {"op": "append", "id": chat, "role": "user", "content": "u1", "timestamp": "2026-12-01T10:00:00+00:00"},
+        {"op": "append", "id": chat, "role": "assistant", "content": "u2", "timestamp": "2026-12-01T10:00:01+00:00"},
+        {"op": "append", "id": chat, "role": "user", "content": "u3", "timestamp": "2026-12-01T10:00:02+00:00"},
+        {"op": "edit", "id": chat, "messages": [user("u1"), user("e1")]},
+        {"op": "append", "id": chat, "role": "user", "content": "u4", "timestamp": "2026-12-01T10:00:03+00:00"},
+        {"op": "undo", "id": chat, "n": 1},
+        {"op": "branch", "id": chat, "name": "side"},
+        {"op": "append", "id": chat, "branch": "side", "role": "user", "content": "s1", "timestamp": "2026-12-01T10:00:04+00:00"},
+    ]));
+    let report = root.sync();
+    assert_eq!(report["ingest"]["new_conversations"], 1, "{report}");
+    assert!(conflicts(&report).is_empty());
+    assert_store_matches_directory(&root, chat);
+
+    // sessiondb writes through; gptme loads what it wrote and appends again.
+    run_ok(root.sessiondb().args(["append", chat, "--role", "user", "--content", "sd1"]));
+    run_ok(root.sessiondb().args(["append", chat, "--branch", "side", "--role", "user", "--content", "sd2"]));
+    root.gptme(serde_json::json!([{"op": "append", "id": chat, "role": "assistant", "content": "g1", "timestamp": "2026-12-01T10:00:05+00:00"}]));
+    let report = root.sync();
+    assert_eq!(report["ingest"]["conversations"], 1, "{report}");
+    assert_eq!(report["ingest"]["messages"], 1, "only gptme's new message is new to the store: {report}");
+    assert_store_matches_directory(&root, chat);
+
+    // Both sides change main: sessiondb queues an append, gptme appends meanwhile.
+    run_ok(root.sessiondb().args(["append", chat, "--queue", "--role", "user", "--content", "sq1"]));
+    assert!(!directory_contents(&root.logs.join(chat)).contains("sq1"), "a queued change waits for sync");
+    root.gptme(serde_json::json!([{"op": "append", "id": chat, "role": "user", "content": "g2", "timestamp": "2026-12-01T10:00:06+00:00"}]));
+    let report = root.sync();
+    let found = conflicts(&report);
+    assert_eq!(
+        found,
+        vec![
+            (chat.into(), "conversation.jsonl".into(), "branches/main-conflict-1.jsonl".into()),
+            (chat.into(), "events.jsonl".into(), "branches/main-conflict-1/events.jsonl".into()),
+        ],
+        "{report}"
+    );
+    let main: Vec<String> = fs::read_to_string(root.logs.join(chat).join("conversation.jsonl")).unwrap().lines().map(str::to_owned).collect();
+    assert!(main.last().unwrap().contains("\"g2\""), "the directory's version stays the branch");
+    let kept = fs::read_to_string(root.logs.join(chat).join("branches/main-conflict-1.jsonl")).unwrap();
+    assert!(kept.lines().last().unwrap().contains("\"sq1\""), "the store's version is kept: {kept}");
+    assert_store_matches_directory(&root, chat);
+
+    // Both sides edit the same branch: a queued undo against gptme's edit of `side`.
+    run_ok(root.sessiondb().args(["undo", chat, "--branch", "side", "--queue"]));
+    root.gptme(serde_json::json!([{"op": "edit", "id": chat, "branch": "side", "messages": [user("u1"), user("side edited by gptme")]}]));
+    let report = root.sync();
+    let found = conflicts(&report);
+    assert!(found.iter().any(|(_, path, kept)| path == "branches/side.jsonl" && kept == "branches/side-conflict-1.jsonl"), "{report}");
+    assert_store_matches_directory(&root, chat);
+
+    // A further pass finds nothing to do, and every acknowledged message is on both sides.
+    let report = root.sync();
+    assert_eq!(report["ingest"]["conversations"], 0, "{report}");
+    assert_eq!(report["materialise"]["conversations"], 0, "{report}");
+    let acknowledged = ["u1", "u2", "u3", "e1", "u4", "s1", "sd1", "sd2", "g1", "sq1", "g2", "side edited by gptme"];
+    let on_disk = directory_contents(&root.logs.join(chat));
+    let in_store = store_contents(&root.store(), chat);
+    for m in acknowledged {
+        assert!(on_disk.contains(m), "{m} missing from the directory: {on_disk:?}");
+        assert!(in_store.contains(m), "{m} missing from the store: {in_store:?}");
+    }
+    assert_eq!(on_disk, in_store);
+    // And real gptme reads every file of the result.
+    let out = Command::new(gptme_python()).arg(tool("gptme_check.py")).arg("reads").arg(&root.logs).output().unwrap();
+    let check: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(check["ok"], true, "{check}");
+}
+
+#[test]
+fn appended_lines_are_read_from_the_watermark_and_half_lines_wait() {
+    let root = root_with_fixtures();
+    let chat = "2026-07-01-basic-chat";
+    root.sync();
+    let path = root.logs.join(chat).join("conversation.jsonl");
+    let line = |content: &str| format!("{{\"role\": \"user\", \"content\": \"{content}\", \"timestamp\": \"2026-12-01T10:00:00\"}}\n");
+
+    // A line gptme is still writing: not taken in until its newline arrives.
+    let full = line("quetzal arrives whole");
+    let (head, tail) = full.split_at(20);
+    fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(head.as_bytes()).unwrap();
+    let report = root.sync();
+    assert_eq!(report["ingest"]["messages"], 0, "{report}");
+    fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(tail.as_bytes()).unwrap();
+    let report = root.sync();
+    assert_eq!((report["ingest"]["conversations"].as_u64(), report["ingest"]["messages"].as_u64()), (Some(1), Some(1)), "{report}");
+    let hits = run_ok(root.sessiondb().args(["search", "quetzal", "--json"]));
+    let hits: Value = serde_json::from_slice(&hits.stdout).unwrap();
+    assert_eq!(hits["conversations"].as_array().unwrap().len(), 1, "{hits}");
+    assert_store_matches_directory(&root, chat);
+
+    // Only the new bytes are read: a change before the watermark that keeps the inode, the size
+    // and the last 4 KiB is not looked at again (gptme never writes so; it rewrites through a
+    // new file), which shows the reread did not happen.
+    let mut bytes = fs::read(&path).unwrap();
+    let at = bytes.iter().position(|&b| b == b':').unwrap() + 3;
+    bytes[at] = if bytes[at] == b'x' { b'y' } else { b'x' };
+    let mut f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.write_all(&bytes).unwrap();
+    f.write_all(line("second append").as_bytes()).unwrap();
+    drop(f);
+    let report = root.sync();
+    assert_eq!(report["ingest"]["messages"], 1, "{report}");
+    let stored = store_contents(&root.store(), chat);
+    assert!(stored.contains("second append"));
+
+    // A rewrite through a new file (as gptme's edit and undo write) is read again whole.
+    let rewritten = root.logs.join(chat).join("rewrite.tmp");
+    fs::write(&rewritten, line("only line after a rewrite")).unwrap();
+    fs::rename(&rewritten, &path).unwrap();
+    let report = root.sync();
+    assert_eq!(report["ingest"]["conversations"], 1, "{report}");
+    let conn = root.store().connection().unwrap();
+    let main = sessiondb::store::queries::branch_messages(&conn, chat, "main").unwrap();
+    assert_eq!(main.iter().map(|(m, _)| m.content.as_str()).collect::<Vec<_>>(), ["only line after a rewrite"]);
+    drop(conn);
+    assert_store_matches_directory(&root, chat);
+}
+
+#[test]
+fn deleted_directories_are_marked_not_purged() {
+    let root = root_with_fixtures();
+    let chat = "2026-07-09-named-chat";
+    root.sync();
+    let aside = root.home.join("aside");
+    fs::rename(root.logs.join(chat), &aside).unwrap();
+    let report = root.sync();
+    assert_eq!(report["ingest"]["deleted"], 1, "{report}");
+    let list = String::from_utf8(run_ok(root.sessiondb().args(["list", "--all", "--json"])).stdout).unwrap();
+    assert!(!list.contains(chat), "a deleted conversation is not listed");
+    run_ok(root.sessiondb().args(["show", chat])); // but it is still there
+    assert_eq!(root.sync()["ingest"]["deleted"], 0, "marked once");
+
+    fs::rename(&aside, root.logs.join(chat)).unwrap();
+    root.sync();
+    let list = String::from_utf8(run_ok(root.sessiondb().args(["list", "--all", "--json"])).stdout).unwrap();
+    assert!(list.contains(chat), "back when the directory is back");
+
+    fs::rename(root.logs.join(chat), &aside).unwrap();
+    root.sync();
+    run_ok(root.sessiondb().args(["rm", chat]));
+    assert!(!root.sessiondb().args(["show", chat]).output().unwrap().status.success(), "rm purges it");
+}
+
+#[test]
+fn dry_run_changes_nothing() {
+    let root = root_with_fixtures();
+    let chat = "2026-07-01-basic-chat";
+    root.sync();
+    run_ok(root.sessiondb().args(["append", chat, "--queue", "--role", "user", "--content", "queued"]));
+    fs::OpenOptions::new()
+        .append(true)
+        .open(root.logs.join("2026-07-03-message-flags/conversation.jsonl"))
+        .unwrap()
+        .write_all(b"{\"role\": \"user\", \"content\": \"by hand\", \"timestamp\": \"2026-12-01T10:00:00\"}\n")
+        .unwrap();
+    let before = common::tree::snapshot(&root.logs, &[]);
+    let out = run_ok(root.sessiondb().args(["sync", "--dry-run", "--json"]).arg(&root.logs));
+    let dry: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(common::tree::snapshot(&root.logs, &[]), before, "the directories are untouched");
+    assert_eq!(dry["materialise"]["messages"], 1, "{dry}");
+    assert_eq!(dry["ingest"]["messages"], 1, "{dry}");
+    let real = root.sync();
+    assert_eq!(real["ingest"], dry["ingest"], "the dry run reported what the sync did");
+    assert_eq!(real["materialise"], dry["materialise"]);
+}
+
+#[test]
+fn a_conversation_gptme_holds_is_read_but_never_written() {
+    let root = root_with_fixtures();
+    let chat = "2026-07-01-basic-chat";
+    let other = "2026-07-04-attachments";
+    root.sync();
+    run_ok(root.sessiondb().args(["append", chat, "--queue", "--role", "user", "--content", "waits for gptme to close"]));
+    let refused = root.sessiondb().args(["append", chat, "--role", "user", "--content", "x"]).output().unwrap();
+    let gptme = LiveGptme::hold(&root.logs.join(other), &root.logs, &root.home);
+    let held = LiveGptme::hold(&root.logs.join(chat), &root.logs, &root.home);
+    let before = fs::read(root.logs.join(chat).join("conversation.jsonl")).unwrap();
+    // While held, gptme's own appends are still taken in (here: written by hand, as gptme would).
+    fs::OpenOptions::new()
+        .append(true)
+        .open(root.logs.join(other).join("conversation.jsonl"))
+        .unwrap()
+        .write_all(b"{\"role\": \"user\", \"content\": \"gptme wrote this\", \"timestamp\": \"2026-12-01T10:00:00\"}\n")
+        .unwrap();
+    let report = root.sync();
+    assert_eq!(report["materialise"]["skipped_locked"], 1, "{report}");
+    assert_eq!(report["ingest"]["messages"], 1, "{report}");
+    assert_eq!(fs::read(root.logs.join(chat).join("conversation.jsonl")).unwrap(), before, "never written while held");
+    assert!(refused.status.success(), "not held yet: written through (after the queue)");
+    drop(held);
+    drop(gptme);
+    let report = root.sync();
+    assert_eq!(report["materialise"]["conversations"], 1, "{report}");
+    assert!(directory_contents(&root.logs.join(chat)).contains("waits for gptme to close"));
+    assert_store_matches_directory(&root, chat);
+}
+
+#[test]
+fn an_operation_refused_because_gptme_holds_the_conversation_suggests_queue() {
+    let root = root_with_fixtures();
+    let chat = "2026-07-01-basic-chat";
+    root.sync();
+    let _held = LiveGptme::hold(&root.logs.join(chat), &root.logs, &root.home);
+    let out = root.sessiondb().args(["append", chat, "--role", "user", "--content", "x"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--queue") && err.contains("in use by gptme"), "{err}");
+    run_ok(root.sessiondb().args(["append", chat, "--queue", "--role", "user", "--content", "x"]));
+}
+
+/// Runs `sessiondb ARGS` `times` times in a row in a child process, stopping at the first
+/// failure; stderr is kept.
+fn repeat(root: &Root, times: u32, args: &[String]) -> std::process::Child {
+    let script = format!("db=\"$1\"; shift; for n in $(seq 1 {times}); do \"$0\" --db \"$db\" \"$@\" >/dev/null || exit 1; done");
+    Command::new("sh")
+        .args(["-c", &script, env!("CARGO_BIN_EXE_sessiondb")])
+        .arg(&root.db)
+        .args(args)
+        .env("GPTME_LOGS_HOME", &root.logs)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn concurrent_processes_never_report_a_locked_database() {
+    let root = root_with_fixtures();
+    root.sync();
+    let chats = ["2026-07-01-basic-chat", "2026-07-03-message-flags", "2026-07-09-named-chat"];
+    let writers = |i: usize| if i == 0 { 2 } else { 1 }; // two appenders share the first
+    const APPENDS: u32 = 15;
+    let mut children = Vec::new();
+    for (i, chat) in chats.iter().enumerate() {
+        for k in 0..writers(i) {
+            // Each append's content is numbered by the shell loop: "c<k> <n>".
+            let script = format!(
+                "db=\"$1\"; for n in $(seq 1 {APPENDS}); do \"$0\" --db \"$db\" append {chat} --role user --content \"c{k} $n\" >/dev/null || exit 1; done"
+            );
+            let child = Command::new("sh")
+                .args(["-c", &script, env!("CARGO_BIN_EXE_sessiondb")])
+                .arg(&root.db)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            children.push(child);
+        }
+    }
+    let logs = root.logs.display().to_string();
+    for args in [vec!["sync", &logs], vec!["list", "--json"], vec!["search", "c0"]] {
+        children.push(repeat(&root, 10, &args.iter().map(|s| s.to_string()).collect::<Vec<_>>()));
+    }
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && !err.contains("locked"), "a process failed: {err}");
+    }
+    let report = root.sync();
+    assert_eq!(report["ingest"]["messages"], 0, "the store already held every append: {report}");
+    let conn = root.store().connection().unwrap();
+    for (i, chat) in chats.iter().enumerate() {
+        let main = sessiondb::store::queries::branch_messages(&conn, chat, "main").unwrap();
+        let contents: Vec<&str> = main.iter().map(|(m, _)| m.content.as_str()).collect();
+        for k in 0..writers(i) {
+            let mine: Vec<String> = contents.iter().filter(|c| c.starts_with(&format!("c{k} "))).map(|c| c.to_string()).collect();
+            let expected: Vec<String> = (1..=APPENDS).map(|n| format!("c{k} {n}")).collect();
+            assert_eq!(mine, expected, "{chat}: each append once, in order");
+        }
+        let summary = sessiondb::store::queries::conversation_summary(&conn, chat).unwrap();
+        assert_eq!(summary.messages as usize, main.len(), "{chat}: listing totals equal the messages stored");
+    }
+}
