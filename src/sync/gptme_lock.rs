@@ -12,6 +12,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
@@ -33,17 +34,23 @@ fn lock_path(dir: &Path) -> PathBuf {
 }
 
 /// Takes `<dir>/.lock` (creating it when missing) and writes this process's PID into it, as
-/// gptme does. Fails when a live process holds it.
+/// gptme does. Fails when a live process holds it — unless that process is another sessiondb,
+/// whose hold lasts one operation: then this waits its turn (up to [`SESSIONDB_WAIT`]).
 pub fn acquire(dir: &Path) -> Result<ConversationLock, LockError> {
     let path = lock_path(dir);
     let io = |source| LockError::Io { path: path.clone(), source };
     let open = || OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path);
     let mut file = open().map_err(io)?;
-    if let Err(e) = file.try_lock() {
-        if !matches!(e, std::fs::TryLockError::WouldBlock) {
-            return Err(io(std::io::Error::other(e.to_string())));
+    let started = Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
         }
+        let waited = started.elapsed();
         match holder_pid(&mut file) {
+            Some(pid) if pid != std::process::id() && is_alive(pid) && is_sessiondb(pid) && waited < SESSIONDB_WAIT => {}
             Some(pid) if is_alive(pid) => return Err(LockError::HeldBy { dir: dir.to_owned(), pid }),
             Some(_) => {
                 // Stale: the process that wrote its PID is gone (the lock survives in some
@@ -52,14 +59,31 @@ pub fn acquire(dir: &Path) -> Result<ConversationLock, LockError> {
                 std::fs::remove_file(&path).map_err(io)?;
                 file = open().map_err(io)?;
                 file.try_lock().map_err(|_| LockError::Held { dir: dir.to_owned() })?;
+                break;
             }
+            // Locked but no PID yet: a holder between taking the lock and writing its PID.
+            None if waited < NO_PID_WAIT => {}
             None => return Err(LockError::Held { dir: dir.to_owned() }),
         }
+        std::thread::sleep(Duration::from_millis(5));
     }
     file.set_len(0).map_err(io)?;
     file.rewind().map_err(io)?;
     write!(file, "{}", std::process::id()).map_err(io)?;
     Ok(ConversationLock { _file: file })
+}
+
+/// How long to wait for another sessiondb process's operation on the same conversation.
+pub const SESSIONDB_WAIT: Duration = Duration::from_secs(30);
+/// How long a lock may be held without a PID in it before it counts as held by a stranger.
+const NO_PID_WAIT: Duration = Duration::from_secs(1);
+
+/// Whether process `pid` is a sessiondb (this program, or one named so): its hold on a
+/// conversation lasts one operation, so it is worth waiting for, unlike gptme's.
+fn is_sessiondb(pid: u32) -> bool {
+    let exe = |p: &str| std::fs::read_link(format!("/proc/{p}/exe")).ok();
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    comm.trim() == "sessiondb" || exe(&pid.to_string()).is_some_and(|e| Some(e) == exe("self"))
 }
 
 /// Whether a live process other than this one holds the lock (without taking it).

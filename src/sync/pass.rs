@@ -151,7 +151,7 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
                     still_queued.insert(chat_id.clone());
                 }
             }
-            Err(PendingError::Lock(LockError::Held { .. })) => {
+            Err(PendingError::Lock(LockError::Held { .. } | LockError::HeldBy { .. })) => {
                 report.materialise.skipped_locked += 1;
                 still_queued.insert(chat_id.clone());
             }
