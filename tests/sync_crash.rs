@@ -1,0 +1,113 @@
+//! Killing `sessiondb sync` at random moments while real gptme keeps appending: afterwards one
+//! more sync must leave every message gptme acknowledged in the store exactly once, the store
+//! equal to the directories, and SQLite's integrity check clean.
+//!
+//! The CI form makes at least 60 kills; set `SESSIONDB_CRASH_KILLS` for a longer run.
+
+mod common;
+
+use std::collections::HashMap;
+use std::fs;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{gptme_python, run_ok, sessiondb, tool, tree::assert_same_tree};
+
+/// xorshift64*: a small, seedable generator for kill delays.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+#[test]
+fn killed_syncs_lose_and_duplicate_nothing() {
+    let kills_wanted: u32 = std::env::var("SESSIONDB_CRASH_KILLS").ok().and_then(|k| k.parse().ok()).unwrap_or(60);
+    let seed = std::env::var("SESSIONDB_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
+    });
+    println!("seed {seed} (SESSIONDB_CRASH_SEED reproduces the kill delays)");
+    let mut rng = Rng(seed);
+    let temp = tempfile::tempdir().unwrap();
+    let logs = temp.path().join("logs");
+    run_ok(Command::new("cp").arg("-a").arg(common::fixtures()).arg(&logs));
+    let db = temp.path().join("db.sqlite");
+    let ack = temp.path().join("acknowledged.txt");
+    let chats = ["2026-12-01-crash-a", "2026-12-01-crash-b", "2026-07-01-basic-chat"];
+    let mut appender = Command::new(gptme_python())
+        .arg(tool("gptme_appender.py"))
+        .arg(&logs)
+        .arg(&ack)
+        .arg("100000")
+        .args(chats)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+
+    let (mut kills, mut completed) = (0u32, 0u32);
+    // Kill delays are spread over one and a half times about the length of a whole sync, so
+    // that kills land in every phase and some syncs get to commit. That length follows the
+    // runs (the first import is slower than later passes): shorter after a sync that finished
+    // in time, longer after a kill.
+    let mut whole = Duration::from_millis(100);
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while kills < kills_wanted {
+        assert!(Instant::now() < deadline, "too slow: {kills} kills");
+        let mut sync = sessiondb(&db).arg("sync").arg(&logs).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        std::thread::sleep(Duration::from_micros(rng.next() % (whole.as_micros() as u64 * 3 / 2 + 1)));
+        if sync.try_wait().unwrap().is_none() {
+            sync.kill().unwrap(); // SIGKILL
+            sync.wait().unwrap();
+            kills += 1;
+            whole = whole.mul_f64(1.1);
+        } else {
+            let out = sync.wait_with_output().unwrap();
+            whole = whole.mul_f64(0.9);
+            assert!(out.status.success(), "a sync failed: {}", String::from_utf8_lossy(&out.stderr));
+            completed += 1;
+        }
+    }
+    // SIGTERM: the appender finishes the append in hand and records it.
+    unsafe { libc::kill(appender.id() as i32, libc::SIGTERM) };
+    assert!(appender.wait().unwrap().success());
+    run_ok(sessiondb(&db).arg("sync").arg(&logs));
+
+    let acknowledged: Vec<String> = fs::read_to_string(&ack).unwrap().lines().map(str::to_owned).collect();
+    assert!(acknowledged.len() > 10, "gptme appended too little to test anything: {}", acknowledged.len());
+    let store = sessiondb::store::Store::open(&db).unwrap();
+    let conn = store.connection().unwrap();
+    let integrity: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(integrity, "ok");
+    let mut lost = 0;
+    let mut duplicated = 0;
+    for chat in chats {
+        let main = sessiondb::store::queries::branch_messages(&conn, chat, "main").unwrap();
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for (m, _) in &main {
+            *counts.entry(m.content.as_str()).or_default() += 1;
+        }
+        for a in acknowledged.iter().filter(|a| a.starts_with(&format!("ack {chat} "))) {
+            match counts.get(a.as_str()) {
+                None => lost += 1,
+                Some(&n) if n > 1 => duplicated += 1,
+                _ => {}
+            }
+        }
+        let summary = sessiondb::store::queries::conversation_summary(&conn, chat).unwrap();
+        assert_eq!(summary.messages as usize, main.len(), "{chat}: listing totals follow the messages");
+        // The store's copy, written out, is the directory.
+        let out = tempfile::tempdir().unwrap();
+        run_ok(sessiondb(&db).args(["export", "--to"]).arg(out.path()).arg(chat));
+        assert_same_tree(&logs.join(chat), &out.path().join(chat), &[".lock"]);
+    }
+    println!(
+        "kills: {kills}, syncs completed: {completed}, messages acknowledged by gptme: {}, lost: {lost}, duplicated: {duplicated}",
+        acknowledged.len()
+    );
+    assert_eq!((lost, duplicated), (0, 0));
+}

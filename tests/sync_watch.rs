@@ -1,0 +1,62 @@
+//! `sessiondb sync --watch`: what gptme writes becomes searchable while it runs, new
+//! conversations included, and Ctrl-C stops it cleanly.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{gptme_python, run_ok, sessiondb, tool};
+
+/// Polls `sessiondb search WORD` until it finds a match; returns how long that took.
+fn searchable(db: &std::path::Path, word: &str, within: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        let out = run_ok(sessiondb(db).args(["search", word, "--json"]));
+        let hits: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        if !hits.as_array().unwrap().is_empty() {
+            return started.elapsed();
+        }
+        assert!(started.elapsed() < within, "{word:?} not searchable after {within:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn watch_takes_in_what_gptme_writes_and_stops_on_ctrl_c() {
+    let temp = tempfile::tempdir().unwrap();
+    let logs = temp.path().join("logs");
+    run_ok(Command::new("cp").arg("-a").arg(common::fixtures()).arg(&logs));
+    let db = temp.path().join("db.sqlite");
+    let mut watch = sessiondb(&db).arg("sync").arg(&logs).args(["--watch", "--json"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut passes = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let first: serde_json::Value = serde_json::from_str(&passes.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["ingest"]["new_conversations"], 18, "the first pass takes in the whole root");
+
+    // gptme appends to an existing conversation, then starts a new one.
+    let append = |chat: &str| {
+        let ack = temp.path().join("ack.txt");
+        run_ok(Command::new(gptme_python()).arg(tool("gptme_appender.py")).arg(&logs).arg(&ack).arg("1").arg(chat));
+    };
+    append("2026-07-01-basic-chat");
+    let lag = searchable(&db, "\"ack 2026-07-01-basic-chat 0\"", Duration::from_secs(10));
+    println!("an appended message was searchable {lag:?} after gptme wrote it");
+    append("2026-12-01-started-while-watching");
+    searchable(&db, "\"ack 2026-12-01-started-while-watching 0\"", Duration::from_secs(10));
+
+    // Ctrl-C: a clean stop.
+    unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = watch.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "watch did not stop on SIGINT");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    let store = sessiondb::store::Store::open(&db).unwrap();
+    let integrity: String = store.connection().unwrap().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(integrity, "ok");
+}
