@@ -19,6 +19,8 @@ gptme writes into the copy. Steps, all on the same copy:
      message (polling every 5 ms; the search process itself takes part of that time).
 """
 import argparse
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -70,9 +72,10 @@ def bench(args, work: Path) -> int:
     def gptme_append(chat: str, content: str | None = None) -> str:
         counter[0] += 1
         content = content or f"benchmark append {counter[0]}"
-        manager = LogManager.load(logs / chat)
-        manager.append(Message("user", content))
-        manager._release_lock()
+        with contextlib.redirect_stdout(io.StringIO()):  # gptme prints each message it appends
+            manager = LogManager.load(logs / chat)
+            manager.append(Message("user", content))
+            manager._release_lock()
         return content
 
     def sync(database=db) -> tuple[float, dict]:

@@ -127,7 +127,11 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
         errors: Vec::new(),
         seconds: 0.0,
     };
-    let (dirs, _) = ingest::conversation_dirs(&root)?;
+    // Watch passes name their conversations: look at just those, not the whole root.
+    let dirs = match only {
+        None => ingest::conversation_dirs(&root)?.0,
+        Some(only) => only.iter().map(|name| root.join(name)).filter(|d| d.is_dir() && std::fs::symlink_metadata(d.join("conversation.jsonl")).is_ok()).collect(),
+    };
     let on_disk: HashMap<String, PathBuf> = dirs
         .into_iter()
         .filter_map(|d| Some((d.file_name()?.to_str()?.to_owned(), d)))

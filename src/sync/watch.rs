@@ -18,7 +18,7 @@ use super::pass::{sync_pass, SyncError, SyncReport};
 use crate::store::Store;
 
 /// How long a burst of notifications may go on before the pass runs.
-const SETTLE: Duration = Duration::from_millis(25);
+const SETTLE: Duration = Duration::from_millis(5);
 /// How often the stop flag is looked at while nothing happens.
 const TICK: Duration = Duration::from_millis(200);
 
@@ -81,6 +81,9 @@ pub fn watch(store: &Store, logs_root: &Path, rescan: Duration, stop: &AtomicBoo
         let mut changed = HashSet::new();
         let mut lost = false;
         let mut note = |event: notify::Result<notify::Event>| match event {
+            // Reads (this loop's own among them) change nothing: only writes, creations,
+            // removals and renames call for a pass.
+            Ok(e) if matches!(e.kind, notify::EventKind::Access(_)) => {}
             Ok(e) => {
                 lost |= e.need_rescan();
                 changed.extend(e.paths.iter().filter_map(|p| conversation_of(&root, p)));
