@@ -56,8 +56,25 @@ fn killed_syncs_lose_and_duplicate_nothing() {
     // in time, longer after a kill.
     let mut whole = Duration::from_millis(100);
     let deadline = Instant::now() + Duration::from_secs(600);
+    // sessiondb's side: appends queued in the store, which the syncs being killed write out —
+    // to a conversation only sessiondb changes, and to one gptme appends to as well (conflicts).
+    let queued_chats = ["2026-07-03-message-flags", "2026-12-01-crash-b"];
+    let mut queued: Vec<(String, String)> = Vec::new();
+    let mut round = 0u32;
     while kills < kills_wanted {
         assert!(Instant::now() < deadline, "too slow: {kills} kills");
+        round += 1;
+        if round.is_multiple_of(3) {
+            let chat = queued_chats[(round / 3) as usize % 2];
+            let content = format!("queued {chat} {round}");
+            let out = sessiondb(&db).args(["append", chat, "--queue", "--role", "user", "--content", &content]).output().unwrap();
+            if out.status.success() {
+                queued.push((chat.to_owned(), content));
+            } else {
+                // Only before the first sync that took in the conversation.
+                assert!(String::from_utf8_lossy(&out.stderr).contains("no conversation"), "{}", String::from_utf8_lossy(&out.stderr));
+            }
+        }
         let mut sync = sessiondb(&db).arg("sync").arg(&logs).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
         std::thread::sleep(Duration::from_micros(rng.next() % (whole.as_micros() as u64 * 3 / 2 + 1)));
         if sync.try_wait().unwrap().is_none() {
@@ -85,7 +102,20 @@ fn killed_syncs_lose_and_duplicate_nothing() {
     assert_eq!(integrity, "ok");
     let mut lost = 0;
     let mut duplicated = 0;
-    for chat in chats {
+    // Every queued append reached its directory: in main, or in a conflict branch.
+    for (chat, content) in &queued {
+        let dir = logs.join(chat);
+        let mut transcripts = vec![dir.join("conversation.jsonl")];
+        if let Ok(entries) = fs::read_dir(dir.join("branches")) {
+            transcripts.extend(entries.map(|e| e.unwrap().path()).filter(|p| p.is_file()));
+        }
+        let needle = format!("\"content\": \"{content}\"");
+        if !transcripts.iter().any(|t| fs::read_to_string(t).unwrap().contains(&needle)) {
+            lost += 1;
+        }
+    }
+    let chats: Vec<&str> = chats.iter().copied().chain(["2026-07-03-message-flags"]).collect();
+    for &chat in &chats {
         let main = sessiondb::store::queries::branch_messages(&conn, chat, "main").unwrap();
         let mut counts: HashMap<&str, usize> = HashMap::new();
         for (m, _) in &main {
@@ -106,8 +136,9 @@ fn killed_syncs_lose_and_duplicate_nothing() {
         assert_same_tree(&logs.join(chat), &out.path().join(chat), &[".lock"]);
     }
     println!(
-        "kills: {kills}, syncs completed: {completed}, messages acknowledged by gptme: {}, lost: {lost}, duplicated: {duplicated}",
-        acknowledged.len()
+        "kills: {kills}, syncs completed: {completed}, messages acknowledged by gptme: {}, appends queued by sessiondb: {}, lost: {lost}, duplicated: {duplicated}",
+        acknowledged.len(),
+        queued.len()
     );
     assert_eq!((lost, duplicated), (0, 0));
 }

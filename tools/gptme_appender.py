@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -27,6 +28,18 @@ def main() -> int:
 
     stop = False
 
+    def load(logdir: Path) -> LogManager:
+        # gptme refuses a conversation another process holds (sessiondb writing it out, say):
+        # as a person would, try again shortly.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                return LogManager.load(logdir, create=True)
+            except RuntimeError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
     def on_term(*_):
         nonlocal stop
         stop = True
@@ -37,7 +50,7 @@ def main() -> int:
             if stop:
                 break
             chat = ids[i % len(ids)]
-            manager = LogManager.load(root / chat, create=True)
+            manager = load(root / chat)
             content = f"ack {chat} {i}"
             manager.append(Message("user", content))
             manager._release_lock()

@@ -63,6 +63,9 @@ pub struct Appended {
     pub checkpoint_seq: Option<i64>,
 }
 
+/// What an undo removed (the `/undo` command included) and the backup branch it saved.
+pub type Undone = (Vec<Message>, Option<String>);
+
 /// One operation on one conversation, in progress.
 pub struct Session<'c> {
     batch: WriteBatch<'c>,
@@ -89,6 +92,7 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     }
     // The directory lock first, then the database lock: every writer takes them in this order.
     let lock = gptme_lock::acquire(&dir)?;
+    crate::sync::fsutil::remove_debris(&dir).map_err(|source| DirError::Io { path: dir.clone(), source })?;
     let mut batch = WriteBatch::begin(&mut conn)?;
     let stored: Vec<u8> = batch.conn().prepare_cached("SELECT fingerprint FROM conversations WHERE chat_id = ?1")?.query_row([chat_id], |r| r.get(0))?;
     if ingest::directory_fingerprint(&dir)? != stored {
@@ -513,7 +517,7 @@ impl Session<'_> {
     /// One deliberate difference: gptme logs `{"n": n}` even when it also removed the `/undo`
     /// command, so its event log then replays to one message too many. sessiondb counts the
     /// command too (`n + 1`), so that recovery gives back the transcript.
-    pub fn undo(&mut self, branch: &str, n: usize) -> Result<Option<(Vec<Message>, Option<String>)>, OpsError> {
+    pub fn undo(&mut self, branch: &str, n: usize) -> Result<Option<Undone>, OpsError> {
         let mut doc = self.target(branch)?;
         let mut messages = self.messages(&doc)?;
         let mut removed = Vec::new();

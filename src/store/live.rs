@@ -219,7 +219,7 @@ pub fn next_seq(conn: &Connection, doc: &Doc) -> Result<i64, StoreError> {
             return Ok(seq + 1);
         }
         let raw: Option<Vec<u8>> = row.get(1)?;
-        let blank = raw.as_deref().map_or(true, |r| std::str::from_utf8(r).is_ok_and(|t| t.trim().is_empty()));
+        let blank = raw.as_deref().is_none_or(|r| std::str::from_utf8(r).is_ok_and(|t| t.trim().is_empty()));
         if blank {
             continue;
         }

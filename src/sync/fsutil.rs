@@ -15,6 +15,29 @@ use filetime::FileTime;
 /// Prefix of temporary files, so that a stray one is recognisable.
 pub const TEMP_PREFIX: &str = ".sessiondb-tmp-";
 
+/// Removes what interrupted writers left in conversation directory `dir`: temporary files and
+/// the backups a [`super::dirtx::DirTransaction`] keeps until it commits (all named with
+/// [`TEMP_PREFIX`]). Only to be called under the conversation's lock, when no sessiondb can be
+/// writing there; by then each such file is a copy of something the directory or the store
+/// already holds. Symlinks are not followed. Returns how many files were removed.
+pub fn remove_debris(dir: &Path) -> io::Result<u64> {
+    let mut removed = 0;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in fs::read_dir(&d)? {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_file() && entry.file_name().to_str().is_some_and(|n| n.starts_with(TEMP_PREFIX)) {
+                fs::remove_file(entry.path())?;
+                removed += 1;
+            }
+        }
+    }
+    Ok(removed)
+}
+
 /// Atomically replaces `path` with what `fill` writes, with permission bits `mode` and
 /// modification time `mtime_ns` (nanoseconds since the epoch).
 pub fn write_atomic(path: &Path, mode: u32, mtime_ns: i64, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {

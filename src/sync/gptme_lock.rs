@@ -73,6 +73,22 @@ pub fn acquire(dir: &Path) -> Result<ConversationLock, LockError> {
     Ok(ConversationLock { _file: file })
 }
 
+/// Takes the lock only if it is free right now (a stale one included), never waiting.
+pub fn try_acquire(dir: &Path) -> Result<ConversationLock, LockError> {
+    let path = lock_path(dir);
+    let io = |source| LockError::Io { path: path.clone(), source };
+    let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Err(LockError::Held { dir: dir.to_owned() }),
+        Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+    }
+    file.set_len(0).map_err(io)?;
+    file.rewind().map_err(io)?;
+    write!(file, "{}", std::process::id()).map_err(io)?;
+    Ok(ConversationLock { _file: file })
+}
+
 /// How long to wait for another sessiondb process's operation on the same conversation.
 pub const SESSIONDB_WAIT: Duration = Duration::from_secs(30);
 /// How long a lock may be held without a PID in it before it counts as held by a stranger.

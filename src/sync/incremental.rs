@@ -85,11 +85,20 @@ pub enum Plan {
     Full,
 }
 
+/// What [`plan`] found.
+pub struct Planned {
+    pub plan: Plan,
+    /// The directory's fingerprint now.
+    pub fingerprint: Vec<u8>,
+    /// Temporary files of an interrupted sessiondb write are lying in the directory.
+    pub debris: bool,
+}
+
 /// Compares directory `dir` with what the store holds of conversation `conversation_id`.
-/// Returns the plan and the directory's fingerprint now.
-pub fn plan(conn: &rusqlite::Connection, conversation_id: i64, dir: &Path) -> Result<(Plan, Vec<u8>), IngestError> {
+pub fn plan(conn: &rusqlite::Connection, conversation_id: i64, dir: &Path) -> Result<Planned, IngestError> {
     let dir = std::path::absolute(dir).map_err(|source| IngestError::Io { path: dir.to_owned(), source })?;
-    let found = ingest::walk(&dir)?;
+    let (found, debris) = ingest::walk_noting_debris(&dir)?;
+    let planned = |plan, fingerprint| Ok(Planned { plan, fingerprint, debris });
     let mut links = Vec::new();
     for (i, f) in found.iter().enumerate() {
         if f.meta.file_type().is_symlink() {
@@ -104,28 +113,28 @@ pub fn plan(conn: &rusqlite::Connection, conversation_id: i64, dir: &Path) -> Re
         .and_then(|mut s| s.query_row([conversation_id], |r| r.get(0)))
         .map_err(|e| IngestError::Store { path: dir.clone(), source: e.into() })?;
     if known == fingerprint {
-        return Ok((Plan::Unchanged, fingerprint));
+        return planned(Plan::Unchanged, fingerprint);
     }
     let stored = stored_entries(conn, conversation_id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
     let mut grown = Vec::new();
     let mut seen = 0;
     for (i, f) in found.iter().enumerate() {
-        let Some(s) = stored.get(&f.rel) else { return Ok((Plan::Full, fingerprint)) };
+        let Some(s) = stored.get(&f.rel) else { return planned(Plan::Full, fingerprint) };
         seen += 1;
         let link = links.iter().find(|(j, _)| *j == i).map(|(_, t)| t);
         match compare(f, s, link) {
             Same::Yes => {}
             Same::Grew(mark) => match ingest::classify(&f.rel) {
                 Some((kind, _)) => grown.push(Grown { rel: f.rel.clone(), kind, mark, walked: (f.meta.len(), f.meta.ino(), f.mtime_ns()) }),
-                None => return Ok((Plan::Full, fingerprint)),
+                None => return planned(Plan::Full, fingerprint),
             },
-            Same::No => return Ok((Plan::Full, fingerprint)),
+            Same::No => return planned(Plan::Full, fingerprint),
         }
     }
     if seen != stored.len() {
-        return Ok((Plan::Full, fingerprint)); // something the store has is gone
+        return planned(Plan::Full, fingerprint); // something the store has is gone
     }
-    Ok((if grown.is_empty() { Plan::Unchanged } else { Plan::Grow(grown) }, fingerprint))
+    planned(if grown.is_empty() { Plan::Unchanged } else { Plan::Grow(grown) }, fingerprint)
 }
 
 enum Same {

@@ -119,6 +119,12 @@ fn is_ignored(rel: &str) -> bool {
 
 /// Lists every entry below `dir`, parents first, without following symlinks.
 pub(crate) fn walk(dir: &Path) -> Result<Vec<Found>, IngestError> {
+    walk_noting_debris(dir).map(|(found, _)| found)
+}
+
+/// [`walk`], also telling whether an interrupted sessiondb write left temporary files.
+pub(crate) fn walk_noting_debris(dir: &Path) -> Result<(Vec<Found>, bool), IngestError> {
+    let mut debris = false;
     let io = |path: &Path| { let path = path.to_owned(); move |source| IngestError::Io { path, source } };
     let mut found = vec![Found { rel: String::new(), meta: fs::symlink_metadata(dir).map_err(io(dir))? }];
     let mut pending = vec![(dir.to_owned(), String::new())];
@@ -131,6 +137,7 @@ pub(crate) fn walk(dir: &Path) -> Result<Vec<Found>, IngestError> {
             let name = name.to_str().ok_or_else(|| IngestError::NotUtf8 { path: path.clone() })?;
             let child_rel = if rel.is_empty() { name.to_owned() } else { format!("{rel}/{name}") };
             if is_ignored(&child_rel) {
+                debris |= name.starts_with(crate::sync::fsutil::TEMP_PREFIX);
                 continue;
             }
             let meta = fs::symlink_metadata(&path).map_err(io(&path))?;
@@ -141,7 +148,7 @@ pub(crate) fn walk(dir: &Path) -> Result<Vec<Found>, IngestError> {
         }
     }
     found.sort_by(|a, b| a.rel.cmp(&b.rel));
-    Ok(found)
+    Ok((found, debris))
 }
 
 /// Which codec document a relative path is, by gptme's layout.
@@ -613,15 +620,13 @@ fn known_fingerprints(conn: &rusqlite::Connection) -> Result<HashMap<String, Vec
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// Called by [`import_dirs`] after each conversation directory.
+pub type OnImported<'a> = dyn FnMut(&mut WriteBatch, &Path, Result<Outcome, IngestError>) -> Result<(), StoreError> + 'a;
+
 /// Imports the conversation directories `dirs` into `batch`, reading and decoding them on a
 /// second thread while this one writes. `on_done` is called once per directory, in order, with
 /// its outcome, and may commit the batch (it is given the batch between conversations).
-pub fn import_dirs(
-    batch: &mut WriteBatch,
-    dirs: &[PathBuf],
-    read: ReadMode,
-    on_done: &mut dyn FnMut(&mut WriteBatch, &Path, Result<Outcome, IngestError>) -> Result<(), StoreError>,
-) -> Result<(), StoreError> {
+pub fn import_dirs(batch: &mut WriteBatch, dirs: &[PathBuf], read: ReadMode, on_done: &mut OnImported) -> Result<(), StoreError> {
     let known = known_fingerprints(batch.conn())?;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Item>>(CHANNEL_CHUNKS);
     std::thread::scope(|scope| {

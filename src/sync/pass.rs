@@ -106,6 +106,15 @@ fn stored_conversations(conn: &rusqlite::Connection, root: &Path) -> Result<Hash
     Ok(out)
 }
 
+/// Removes what an interrupted sessiondb write left in `dir`, when the conversation can be
+/// locked at once (never waiting, so that a gptme starting now is not kept out for long).
+/// Left for a later pass otherwise.
+fn clear_debris(dir: &Path) {
+    if let Ok(_lock) = super::gptme_lock::try_acquire(dir) {
+        let _ = super::fsutil::remove_debris(dir);
+    }
+}
+
 /// Commit ingest work about this often, as `sessiondb import` does.
 const BATCH_BYTES: u64 = 64 << 20;
 const MAX_WARNINGS: usize = 100;
@@ -186,7 +195,13 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
             }
             continue;
         }
-        let outcome = incremental::plan(batch.conn(), s.id, dir).and_then(|(plan, fingerprint)| match plan {
+        let outcome = incremental::plan(batch.conn(), s.id, dir).map(|planned| {
+            if planned.debris && !dry_run {
+                clear_debris(dir);
+            }
+            (planned.plan, planned.fingerprint)
+        });
+        let outcome = outcome.and_then(|(plan, fingerprint)| match plan {
             Plan::Unchanged => {
                 incremental::mark_unchanged(batch.conn(), s.id, &fingerprint).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
                 Ok(Some(None))

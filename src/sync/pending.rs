@@ -121,6 +121,9 @@ pub fn materialise_pending(conn: &mut rusqlite::Connection, chat_id: &str, dry_r
     let dir = live::load_conversation(conn, chat_id)?.dir;
     // The directory lock first, then the database lock, as every writer takes them.
     let _lock = if dry_run { None } else { Some(gptme_lock::acquire(&dir)?) };
+    if !dry_run {
+        super::fsutil::remove_debris(&dir).map_err(|source| PendingError::Io { path: dir.clone(), source })?;
+    }
     let mut batch = WriteBatch::begin(conn)?;
     let conv = live::load_conversation(batch.conn(), chat_id)?;
     let mut tx = DirTransaction::new();
