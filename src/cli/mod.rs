@@ -2,6 +2,7 @@
 //! command is a thin call into the library; errors are printed as one sentence naming the file
 //! or conversation, and the exit code says whether everything succeeded.
 
+mod doctor;
 mod export;
 mod import;
 mod list;
@@ -38,6 +39,8 @@ enum Command {
     Export(export::Args),
     /// Bring the store and a logs root in step, both ways (once, or --watch)
     Sync(sync::Args),
+    /// Check the database (integrity, schema, orphaned rows, totals) and its sync state
+    Doctor(doctor::Args),
     /// List conversations, most recently modified first
     List(list::Args),
     /// Print the messages of one branch of a conversation
@@ -157,6 +160,10 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         }
         _ => {}
     }
+    if let Command::Doctor(args) = cli.command {
+        let path = cli.db.or_else(default_db_path).ok_or_else(|| Failure("cannot find the database: set --db or SESSIONDB_DB".into()))?;
+        return doctor::run(&path, args);
+    }
     let store = open_store(cli.db)?;
     match cli.command {
         Command::Import(args) => import::run(&store, args),
@@ -167,7 +174,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Search(args) => search::run(&store, args),
         Command::Stats(args) => stats::run(&store, args),
         Command::Read(args) => read::run(&store, args),
-        Command::Completions { .. } | Command::Man => unreachable!("handled above"),
+        Command::Completions { .. } | Command::Man | Command::Doctor(_) => unreachable!("handled above"),
         Command::New(args) => ops::new(&store, args),
         Command::Append(args) => ops::append(&store, args),
         Command::Undo(args) => ops::undo(&store, args),

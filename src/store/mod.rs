@@ -7,6 +7,7 @@
 //! never half-imported.
 
 mod batch;
+pub mod doctor;
 pub mod fts;
 mod import;
 pub mod live;

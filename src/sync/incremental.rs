@@ -204,19 +204,22 @@ pub fn apply_growth(
         let mut consumed = 0u64;
         let mut line_no = first_line;
         let mut digests = std::collections::HashSet::new();
+        let mut terminated = true;
         while let Some(line) = lines.next_line().map_err(io)? {
             let line = line.to_vec();
-            if !lines.ends_with_newline() {
-                break; // the rest of a line gptme is still writing: next time
+            terminated = lines.ends_with_newline();
+            if !terminated && !ingest::is_whole_record(g.kind, &line) {
+                terminated = true; // the line is left for next time: what was read ends at a newline
+                break; // the rest of a line gptme is still writing
             }
-            consumed += line.len() as u64 + 1;
+            consumed += line.len() as u64 + u64::from(terminated);
             let item = ingest::line_item(g.kind, line_no, line, totals.as_mut(), &mut digests);
             ingest::write_line(&mut writer, doc, &g.rel, item).map_err(|e| store_at(dir, e))?;
             line_no += 1;
         }
         let size = g.mark.size + consumed;
         let mark = Watermark { size, ino: meta.ino(), tail: tail_digest(&file, size).map_err(io)? };
-        writer.end_document(doc, &g.rel, line_no, true, &mark).map_err(store_err)?;
+        writer.end_document(doc, &g.rel, line_no, terminated, &mark).map_err(store_err)?;
         let mtime_ns = meta.mtime() * 1_000_000_000 + meta.mtime_nsec();
         writer.touch_document(&g.rel, meta.mode() & 0o7777, mtime_ns).map_err(store_err)?;
         complete &= (meta.len(), meta.ino(), mtime_ns) == g.walked && size == meta.len();

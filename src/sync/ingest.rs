@@ -468,7 +468,8 @@ fn resolve(path: &Path) -> String {
 }
 
 /// Reads and decodes the first `limit` bytes of one document (inode `ino`), sending one item
-/// per line. With [`ReadMode::CompleteLines`] an unterminated last line is left for later.
+/// per line. With [`ReadMode::CompleteLines`] an unterminated last line is left for later,
+/// unless it is a whole record ([`is_whole_record`]).
 #[allow(clippy::too_many_arguments)]
 fn send_lines(
     file: File,
@@ -483,22 +484,38 @@ fn send_lines(
     let mut lines = LineReader::new(BufReader::with_capacity(1 << 16, (&file).take(limit)));
     let mut line_no: i64 = 0;
     let mut consumed: u64 = 0;
+    let mut unterminated = false;
     while let Some(line) = lines.next_line()? {
         let line = line.to_vec();
         let terminated = lines.ends_with_newline();
-        if !terminated && read == ReadMode::CompleteLines {
+        if !terminated && read == ReadMode::CompleteLines && !is_whole_record(kind, &line) {
             break; // possibly a write in progress
         }
         consumed += line.len() as u64 + u64::from(terminated);
+        unterminated = !terminated;
         let item = line_item(kind, line_no, line, totals.as_deref_mut(), sent_digests);
         if !send(item) {
             return Ok(None);
         }
         line_no += 1;
     }
-    let ends_with_newline = consumed == 0 || lines.ends_with_newline() || read == ReadMode::CompleteLines;
+    let ends_with_newline = !unterminated;
     let mark = Watermark { size: consumed, ino, tail: tail_digest(&file, consumed)? };
     Ok(send(Item::EndDocument { line_count: line_no, ends_with_newline, read: mark }).then_some(consumed))
+}
+
+/// Whether a last line without its newline is nonetheless a whole record of a document of
+/// `kind` (a message, an event, a bookmark), as gptme would load it. Such a line cannot be a
+/// write in progress that ends differently — a JSON object is complete at its closing brace —
+/// so it is taken in; if its newline arrives later, the file no longer only grew from what was
+/// read (the stored last line lacks it) and the conversation is read again whole.
+pub(crate) fn is_whole_record(kind: DocumentKind, line: &[u8]) -> bool {
+    use crate::codec::message_line::LineContent;
+    match kind {
+        DocumentKind::Branch | DocumentKind::View | DocumentKind::Lossless => matches!(decode_line(line).content, LineContent::Message(_)),
+        DocumentKind::Events => matches!(decode_event_line(line), EventLine::Event { .. }),
+        DocumentKind::ConvCheckpoints => matches!(decode_checkpoint_line(line), CheckpointLine::Checkpoint { .. }),
+    }
 }
 
 /// Decodes one line of a document of `kind` into the item that carries it to the writer.

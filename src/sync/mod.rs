@@ -11,4 +11,5 @@ pub mod materialise;
 pub mod pass;
 pub mod watch;
 pub mod pending;
+pub mod state;
 pub mod watermark;

@@ -1,0 +1,113 @@
+//! `sessiondb doctor [LOGS_DIR] [--json]`: is the database sound, and where does it stand
+//! against gptme's logs?
+
+use std::path::{Path, PathBuf};
+
+use super::Failure;
+use crate::store::doctor::{check_database, DatabaseReport};
+use crate::sync::ingest;
+use crate::sync::state::{sync_state, SyncState};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// gptme's logs root to compare the store with [default: $GPTME_LOGS_HOME, else
+    /// $XDG_DATA_HOME/gptme/logs, else ~/.local/share/gptme/logs, when it exists]
+    logs_dir: Option<PathBuf>,
+    /// Print the report as JSON
+    #[arg(long)]
+    json: bool,
+}
+
+/// How to get a sound database back: gptme's directories hold everything except changes
+/// queued with --queue and not yet synced.
+fn restore_advice(db: &Path, logs: Option<&Path>) -> String {
+    let logs = logs.map(|l| l.display().to_string()).unwrap_or_else(|| "LOGS_DIR".into());
+    format!(
+        "gptme's directories are the source of the history: move {db} (and its -wal and -shm files) aside, then run \
+         `sessiondb import {logs}` to build a new database from them. Only changes queued with --queue and not yet \
+         written by `sessiondb sync` exist in the database alone."
+    , db = db.display())
+}
+
+pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
+    if !db.exists() {
+        return Err(Failure(format!("{}: no database here", db.display())));
+    }
+    let logs = args.logs_dir.or_else(|| ingest::default_logs_root().filter(|l| l.is_dir()));
+    // A plain connection, no migration: doctor changes nothing, and must work on a database
+    // that the rest of sessiondb refuses (a newer schema) or cannot read (a damaged file).
+    let opened = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX);
+    let checked = opened.map_err(crate::store::StoreError::from).and_then(|conn| {
+        conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        let report = check_database(&conn)?;
+        Ok((conn, report))
+    });
+    let (report, state, sync_error) = match checked {
+        Ok((conn, report)) => {
+            let sound = report.problems.is_empty();
+            let (state, sync_error) = match (&logs, sound) {
+                (Some(l), true) => match sync_state(&conn, l) {
+                    Ok(s) => (Some(s), None),
+                    Err(e) => (None, Some(e.to_string())),
+                },
+                _ => (None, None),
+            };
+            (report, state, sync_error)
+        }
+        Err(e) => (DatabaseReport { problems: vec![format!("the database cannot be read: {e}")], ..DatabaseReport::default() }, None, None),
+    };
+    let damaged = report.problems.iter().any(|p| p.starts_with("SQLite integrity") || p.starts_with("the database cannot") || p.starts_with("full-text"));
+    let advice = damaged.then(|| restore_advice(db, logs.as_deref()));
+    let mut problems = report.problems.clone();
+    if let Some(e) = &sync_error {
+        problems.push(format!("logs root: {e}"));
+    }
+    if args.json {
+        let json = serde_json::json!({
+            "ok": problems.is_empty(),
+            "database": db.display().to_string(),
+            "schema_version": report.schema_version,
+            "supported_version": report.supported_version,
+            "conversations": report.conversations,
+            "messages": report.messages,
+            "problems": problems,
+            "sync": state,
+            "advice": advice,
+        });
+        println!("{}", serde_json::to_string_pretty(&json).expect("serialisable"));
+    } else {
+        print_report(db, &report, &problems, state.as_ref(), advice.as_deref());
+    }
+    Ok(i32::from(!problems.is_empty()))
+}
+
+fn print_report(db: &Path, report: &DatabaseReport, problems: &[String], state: Option<&SyncState>, advice: Option<&str>) {
+    println!("database: {}", db.display());
+    println!("schema version {} (this sessiondb: {})", report.schema_version, report.supported_version);
+    println!("{} conversations, {} messages", report.conversations, report.messages);
+    if problems.is_empty() {
+        println!("no problems found: integrity, foreign keys, full-text index, orphaned rows, listing totals");
+    } else {
+        println!("{} problems:", problems.len());
+        for p in problems {
+            println!("  {p}");
+        }
+    }
+    if let Some(s) = state {
+        println!("against {}:", s.logs_dir);
+        println!("  {} conversations in step", s.in_step);
+        let list = |what: &str, items: &[String]| {
+            if !items.is_empty() {
+                println!("  {} {what}: {}", items.len(), items.join(", "));
+            }
+        };
+        list("changed since the last sync (`sessiondb sync` reads them)", &s.changed);
+        list("with queued changes (`sessiondb sync` writes them)", &s.queued);
+        list("not imported yet", &s.not_imported);
+        list("gone from the logs root (kept until `sessiondb rm`)", &s.deleted);
+        list("with temporary files of an interrupted write (removed by the next sync or operation)", &s.debris);
+    }
+    if let Some(a) = advice {
+        println!("to restore: {a}");
+    }
+}

@@ -1,0 +1,167 @@
+//! `sessiondb doctor`'s checks of the database itself: SQLite's integrity, the schema version,
+//! rows that nothing refers to, the full-text index, and listing totals that disagree with the
+//! messages they summarise.
+//!
+//! Everything here only reads. It works on a plain connection, not through [`super::Store`],
+//! so that a database that cannot be migrated (a newer schema) or barely opens (a damaged
+//! file) can still be examined.
+
+use rusqlite::Connection;
+use serde::Serialize;
+
+use super::schema::CURRENT_VERSION;
+use super::totals::ListingTotals;
+use super::{live, DocumentKind, StoreError};
+
+/// What the database checks found.
+#[derive(Debug, Default, Serialize)]
+pub struct DatabaseReport {
+    pub schema_version: i64,
+    pub supported_version: i64,
+    pub conversations: i64,
+    pub messages: i64,
+    /// Things that are wrong: each one line.
+    pub problems: Vec<String>,
+}
+
+/// How many problems of one kind are listed one by one; the rest are counted.
+const LIST_AT_MOST: usize = 20;
+
+fn push_all(problems: &mut Vec<String>, what: &str, items: Vec<String>) {
+    let n = items.len();
+    for item in items.into_iter().take(LIST_AT_MOST) {
+        problems.push(format!("{what}: {item}"));
+    }
+    if n > LIST_AT_MOST {
+        problems.push(format!("{what}: {} more", n - LIST_AT_MOST));
+    }
+}
+
+fn strings(conn: &Connection, sql: &str) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn.prepare(sql)?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Runs every database check. Fails only when the database cannot be read at all.
+pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
+    let mut report = DatabaseReport { supported_version: CURRENT_VERSION, ..DatabaseReport::default() };
+    report.schema_version = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if report.schema_version > CURRENT_VERSION {
+        report.problems.push(format!(
+            "the database uses schema version {}, newer than this sessiondb supports ({CURRENT_VERSION}): upgrade sessiondb; nothing else was checked",
+            report.schema_version
+        ));
+        return Ok(report);
+    }
+    let integrity = strings(conn, "PRAGMA integrity_check")?;
+    if integrity != ["ok"] {
+        push_all(&mut report.problems, "SQLite integrity check", integrity);
+        // Nothing else can be trusted in a damaged file.
+        return Ok(report);
+    }
+    push_all(
+        &mut report.problems,
+        "foreign key",
+        strings(conn, "SELECT \"table\" || ' row ' || coalesce(rowid, '?') || ' refers to a missing ' || parent FROM pragma_foreign_key_check")?,
+    );
+    if report.schema_version < CURRENT_VERSION {
+        report.problems.push(format!(
+            "schema version {} is older than {CURRENT_VERSION}: any other sessiondb command brings it up to date",
+            report.schema_version
+        ));
+        return Ok(report);
+    }
+    report.conversations = conn.query_row("SELECT count(*) FROM conversations", [], |r| r.get(0))?;
+    report.messages = conn.query_row("SELECT count(*) FROM messages WHERE role IS NOT NULL", [], |r| r.get(0))?;
+    if let Err(e) = conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')", []) {
+        report.problems.push(format!("full-text index: {e} (rebuild it with `sessiondb import` into a new database)"));
+    }
+    push_all(
+        &mut report.problems,
+        "full-text index",
+        strings(
+            conn,
+            "SELECT count(*) || ' messages are not indexed' FROM messages
+             WHERE id > (SELECT value FROM store_state WHERE key = 'fts_indexed_upto') HAVING count(*) > 0",
+        )?,
+    );
+    push_all(
+        &mut report.problems,
+        "orphaned message",
+        strings(
+            conn,
+            "SELECT c.chat_id || ': message row ' || m.id || ' is in no branch, view or event'
+             FROM messages m JOIN conversations c ON c.id = m.conversation_id
+             WHERE NOT EXISTS (SELECT 1 FROM document_lines dl WHERE dl.message_id = m.id)
+               AND NOT EXISTS (SELECT 1 FROM event_messages em WHERE em.message_id = m.id)",
+        )?,
+    );
+    push_all(
+        &mut report.problems,
+        "orphaned blob",
+        strings(conn, "SELECT hex(sha256) || ' is part of no conversation' FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM entries e WHERE e.blob_sha256 = b.sha256)")?,
+    );
+    push_all(
+        &mut report.problems,
+        "missing blob",
+        strings(
+            conn,
+            "SELECT c.chat_id || ': ' || e.path || ' has no content' FROM entries e JOIN conversations c ON c.id = e.conversation_id
+             WHERE e.kind = 'blob' AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = e.blob_sha256)",
+        )?,
+    );
+    push_all(
+        &mut report.problems,
+        "document",
+        strings(
+            conn,
+            "SELECT c.chat_id || ': ' || e.path || ' has no lines record' FROM entries e JOIN conversations c ON c.id = e.conversation_id
+             WHERE e.kind = 'document' AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.conversation_id = e.conversation_id AND d.path = e.path)
+             UNION ALL
+             SELECT c.chat_id || ': ' || d.path || ' has ' || d.line_count || ' lines recorded but ' ||
+                    (SELECT count(*) FROM document_lines dl WHERE dl.document_id = d.id) || ' stored'
+             FROM documents d JOIN conversations c ON c.id = d.conversation_id
+             WHERE d.kind IN ('branch', 'view', 'lossless')
+               AND d.line_count != (SELECT count(*) FROM document_lines dl WHERE dl.document_id = d.id)",
+        )?,
+    );
+    push_all(&mut report.problems, "listing totals", totals_disagreements(conn)?);
+    Ok(report)
+}
+
+/// Conversations whose stored listing totals are not what their main branch's lines add up to.
+fn totals_disagreements(conn: &Connection) -> Result<Vec<String>, StoreError> {
+    let mut out = Vec::new();
+    let ids: Vec<(i64, String)> = conn.prepare("SELECT id, chat_id FROM conversations ORDER BY chat_id")?.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+    for (id, chat_id) in ids {
+        let Some(main) = live::find_doc(conn, id, DocumentKind::Branch, "main")? else {
+            out.push(format!("{chat_id}: no main branch (conversation.jsonl)"));
+            continue;
+        };
+        let mut computed = ListingTotals::default();
+        for line in live::doc_lines(conn, &main)? {
+            computed.feed(&line.line, None);
+        }
+        let stored = super::totals::load(conn, id)?;
+        let same_cost = computed.total_cost == stored.total_cost || (!computed.total_cost.is_finite() && !stored.total_cost.is_finite())
+            || (computed.total_cost - stored.total_cost).abs() <= 1e-9 * computed.total_cost.abs().max(1.0);
+        let mut differs = Vec::new();
+        if computed.message_count != stored.message_count {
+            differs.push(format!("{} messages stored, {} counted", stored.message_count, computed.message_count));
+        }
+        if !same_cost {
+            differs.push(format!("cost {} stored, {} summed", stored.total_cost, computed.total_cost));
+        }
+        if (computed.input_tokens, computed.output_tokens, computed.cache_read_tokens) != (stored.input_tokens, stored.output_tokens, stored.cache_read_tokens) {
+            differs.push("token totals differ".into());
+        }
+        if computed.role_counts != stored.role_counts {
+            differs.push(format!("messages by role {:?} stored, {:?} counted", stored.role_counts, computed.role_counts));
+        }
+        if !differs.is_empty() {
+            out.push(format!("{chat_id}: {}", differs.join("; ")));
+        }
+    }
+    Ok(out)
+}

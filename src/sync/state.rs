@@ -1,0 +1,75 @@
+//! How the store stands against a logs root, without changing either (`sessiondb doctor`).
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::ingest::{self, IngestError};
+use crate::store::StoreError;
+
+/// Where each conversation of a logs root stands.
+#[derive(Debug, Default, Serialize)]
+pub struct SyncState {
+    pub logs_dir: String,
+    /// Conversations whose directory is exactly as the store last read or wrote it.
+    pub in_step: u64,
+    /// Directories changed since (the next `sync` reads them).
+    pub changed: Vec<String>,
+    /// Conversations with changes queued in the store (the next `sync` writes them).
+    pub queued: Vec<String>,
+    /// Directories the store does not have yet.
+    pub not_imported: Vec<String>,
+    /// Stored conversations whose directory is gone: marked deleted, or to be marked by `sync`.
+    pub deleted: Vec<String>,
+    /// Directories holding temporary files of an interrupted sessiondb write (harmless; the
+    /// next operation or sync on the conversation removes them).
+    pub debris: Vec<String>,
+}
+
+/// Compares every conversation directory under `logs_root` with the store. Reads metadata only.
+pub fn sync_state(conn: &rusqlite::Connection, logs_root: &Path) -> Result<SyncState, IngestError> {
+    let root = std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?;
+    let store_err = |source: rusqlite::Error| IngestError::Store { path: root.clone(), source: StoreError::Sqlite(source) };
+    let mut state = SyncState { logs_dir: root.display().to_string(), ..SyncState::default() };
+    let (dirs, _) = ingest::conversation_dirs(&root)?;
+    let mut stmt = conn
+        .prepare(
+            "SELECT chat_id, source_dir, fingerprint, EXISTS (SELECT 1 FROM pending_paths p WHERE p.conversation_id = c.id)
+             FROM conversations c",
+        )
+        .map_err(store_err)?;
+    let stored: Vec<(String, String, Vec<u8>, bool)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .and_then(|rows| rows.collect())
+        .map_err(store_err)?;
+    let stored: std::collections::HashMap<String, (Vec<u8>, bool)> = stored
+        .into_iter()
+        .filter(|(_, source, _, _)| Path::new(source).parent() == Some(root.as_path()))
+        .map(|(chat, _, fingerprint, queued)| (chat, (fingerprint, queued)))
+        .collect();
+    let mut on_disk = std::collections::HashSet::new();
+    for dir in dirs {
+        let Some(name) = dir.file_name().and_then(|n| n.to_str()).map(str::to_owned) else { continue };
+        on_disk.insert(name.clone());
+        if ingest::walk_noting_debris(&dir)?.1 {
+            state.debris.push(name.clone());
+        }
+        match stored.get(&name) {
+            None => state.not_imported.push(name),
+            Some((fingerprint, queued)) => {
+                if *queued {
+                    state.queued.push(name.clone());
+                }
+                if ingest::directory_fingerprint(&dir)? == *fingerprint {
+                    state.in_step += 1;
+                } else {
+                    state.changed.push(name);
+                }
+            }
+        }
+    }
+    let mut gone: Vec<String> = stored.keys().filter(|c| !on_disk.contains(*c)).cloned().collect();
+    gone.sort();
+    state.deleted = gone;
+    Ok(state)
+}
