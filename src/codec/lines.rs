@@ -6,26 +6,60 @@
 
 use std::io::{self, BufRead};
 
-/// Reads `\n`-terminated lines one at a time, so memory is bounded by the longest line.
+/// The longest line read: gptme's largest real lines (a pasted file, a long tool output) are a
+/// few megabytes; a longer "line" is a damaged or hostile file (a sparse file of zeros has no
+/// newline at all), and reading it whole would take unbounded memory.
+pub const MAX_LINE: usize = 64 << 20;
+
+/// Reads `\n`-terminated lines one at a time, so memory is bounded by the longest line (at
+/// most [`MAX_LINE`]: a longer one is an error naming its line number).
 pub struct LineReader<R> {
     inner: R,
     buf: Vec<u8>,
     /// Whether the most recent line ended with `\n`.
     terminated: bool,
+    /// Lines returned so far.
+    lines: u64,
+    max_line: usize,
 }
 
 impl<R: BufRead> LineReader<R> {
     pub fn new(inner: R) -> Self {
-        LineReader { inner, buf: Vec::new(), terminated: true }
+        Self::with_max_line(inner, MAX_LINE)
+    }
+
+    pub fn with_max_line(inner: R, max_line: usize) -> Self {
+        LineReader { inner, buf: Vec::new(), terminated: true, lines: 0, max_line }
     }
 
     /// The next line without its `\n`, or `None` at the end of the file.
     pub fn next_line(&mut self) -> io::Result<Option<&[u8]>> {
         self.buf.clear();
-        let n = self.inner.read_until(b'\n', &mut self.buf)?;
-        if n == 0 {
+        loop {
+            let available = self.inner.fill_buf()?;
+            if available.is_empty() {
+                break;
+            }
+            let (taken, done) = match available.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (available.len(), false),
+            };
+            if self.buf.len() + taken > self.max_line + 1 {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("line {} is longer than {} MiB: not a gptme log line", self.lines + 1, self.max_line >> 20),
+                ));
+            }
+            self.buf.extend_from_slice(&available[..taken]);
+            self.inner.consume(taken);
+            if done {
+                break;
+            }
+        }
+        if self.buf.is_empty() {
             return Ok(None);
         }
+        self.lines += 1;
         self.terminated = self.buf.last() == Some(&b'\n');
         if self.terminated {
             self.buf.pop();
@@ -58,5 +92,15 @@ mod tests {
         assert_eq!(split(b"a\n"), (vec![b"a".to_vec()], true));
         assert_eq!(split(b"a\n\nb"), (vec![b"a".to_vec(), b"".to_vec(), b"b".to_vec()], false));
         assert_eq!(split(b"\n"), (vec![b"".to_vec()], true));
+    }
+
+    #[test]
+    fn a_line_beyond_the_limit_is_an_error_naming_it() {
+        let mut r = LineReader::with_max_line(&b"short\n0123456789\nx"[..], 8);
+        assert_eq!(r.next_line().unwrap(), Some(&b"short"[..]));
+        let e = r.next_line().unwrap_err();
+        assert!(e.to_string().contains("line 2 is longer"), "{e}");
+        let mut r = LineReader::with_max_line(&b"12345678\n"[..], 8);
+        assert_eq!(r.next_line().unwrap(), Some(&b"12345678"[..]), "the limit itself is fine");
     }
 }
