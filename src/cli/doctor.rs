@@ -29,6 +29,11 @@ fn restore_advice(db: &Path, logs: Option<&Path>) -> String {
     , db = db.display())
 }
 
+/// Whether a problem means the file itself is damaged (then only a rebuild helps).
+fn is_damage(problem: &str) -> bool {
+    ["SQLite integrity", "the database cannot", "full-text"].iter().any(|p| problem.starts_with(p))
+}
+
 pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     if !db.exists() {
         return Err(Failure(format!("{}: no database here", db.display())));
@@ -44,8 +49,9 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     });
     let (report, state, sync_error) = match checked {
         Ok((conn, report)) => {
-            let sound = report.problems.is_empty();
-            let (state, sync_error) = match (&logs, sound) {
+            // The logs root can be compared whenever the rows can be trusted at all.
+            let readable = report.schema_version == report.supported_version && !report.problems.iter().any(|p| is_damage(p));
+            let (state, sync_error) = match (&logs, readable) {
                 (Some(l), true) => match sync_state(&conn, l) {
                     Ok(s) => (Some(s), None),
                     Err(e) => (None, Some(e.to_string())),
@@ -56,7 +62,7 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
         }
         Err(e) => (DatabaseReport { problems: vec![format!("the database cannot be read: {e}")], ..DatabaseReport::default() }, None, None),
     };
-    let damaged = report.problems.iter().any(|p| p.starts_with("SQLite integrity") || p.starts_with("the database cannot") || p.starts_with("full-text"));
+    let damaged = report.problems.iter().any(|p| is_damage(p));
     let advice = damaged.then(|| restore_advice(db, logs.as_deref()));
     let mut problems = report.problems.clone();
     if let Some(e) = &sync_error {
