@@ -103,6 +103,7 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     let mut session = Session { batch, conv, dir: DirTransaction::new(), _lock: Some(lock), sidecars: Vec::new() };
     let out = op(&mut session)?;
     let Session { batch, conv, dir, _lock, sidecars } = session;
+    live::refresh_dir_entries(batch.conn(), conv.id, &conv.dir)?;
     let fingerprint = ingest::directory_fingerprint(&conv.dir)?;
     batch.conn().prepare_cached("UPDATE conversations SET fingerprint = ?2 WHERE id = ?1")?.execute(params![conv.id, fingerprint])?;
     batch.finish()?;

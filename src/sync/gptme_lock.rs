@@ -10,7 +10,7 @@
 //! that starts meanwhile from loading a half-written conversation.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, Write};
+use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -36,56 +36,108 @@ fn lock_path(dir: &Path) -> PathBuf {
 /// Takes `<dir>/.lock` (creating it when missing) and writes this process's PID into it, as
 /// gptme does. Fails when a live process holds it — unless that process is another sessiondb,
 /// whose hold lasts one operation: then this waits its turn (up to [`SESSIONDB_WAIT`]).
+///
+/// Reading the holder's PID races with a new holder stamping its own, so each verdict must
+/// hold for a moment before it is acted on: a dead PID before taking over, an empty file before
+/// giving up. A lock file replaced by a takeover meanwhile is reopened, so that two processes
+/// never hold locks on two different files.
 pub fn acquire(dir: &Path) -> Result<ConversationLock, LockError> {
     let path = lock_path(dir);
     let io = |source| LockError::Io { path: path.clone(), source };
     let open = || OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path);
-    let mut file = open().map_err(io)?;
     let started = Instant::now();
+    let (mut no_pid_since, mut dead_since, mut stranger_since) = (None, None, None);
+    let mut file = open().map_err(io)?;
     loop {
         match file.try_lock() {
-            Ok(()) => break,
+            Ok(()) if is_current(&file, &path) => break,
+            Ok(()) => {
+                file = open().map_err(io)?; // taken over and replaced meanwhile
+                continue;
+            }
             Err(std::fs::TryLockError::WouldBlock) => {}
             Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
         }
-        let waited = started.elapsed();
+        let now = Instant::now();
+        let lasted = |since: &mut Option<Instant>, limit: Duration| now.duration_since(*since.get_or_insert(now)) >= limit;
         match holder_pid(&mut file) {
-            Some(pid) if pid != std::process::id() && is_alive(pid) && is_sessiondb(pid) && waited < SESSIONDB_WAIT => {}
-            Some(pid) if is_alive(pid) => return Err(LockError::HeldBy { dir: dir.to_owned(), pid }),
-            Some(_) => {
-                // Stale: the process that wrote its PID is gone (the lock survives in some
-                // descendant that inherited the descriptor). Take over as gptme does.
-                drop(file);
-                std::fs::remove_file(&path).map_err(io)?;
-                file = open().map_err(io)?;
-                file.try_lock().map_err(|_| LockError::Held { dir: dir.to_owned() })?;
-                break;
+            // Our own PID: left from our previous hold by a new holder not yet stamped, unless
+            // it lasts (this process holds the lock elsewhere).
+            Some(pid) if pid == std::process::id() => {
+                (no_pid_since, dead_since) = (None, None);
+                if lasted(&mut stranger_since, SETTLE) {
+                    return Err(LockError::HeldBy { dir: dir.to_owned(), pid });
+                }
             }
-            // Locked but no PID yet: a holder between taking the lock and writing its PID.
-            None if waited < NO_PID_WAIT => {}
-            None => return Err(LockError::Held { dir: dir.to_owned() }),
+            Some(pid) if is_alive(pid) && is_sessiondb(pid) => {
+                (no_pid_since, dead_since, stranger_since) = (None, None, None);
+                if now.duration_since(started) >= SESSIONDB_WAIT {
+                    return Err(LockError::HeldBy { dir: dir.to_owned(), pid });
+                }
+            }
+            Some(pid) if is_alive(pid) => {
+                (no_pid_since, dead_since) = (None, None);
+                if lasted(&mut stranger_since, SETTLE) {
+                    return Err(LockError::HeldBy { dir: dir.to_owned(), pid });
+                }
+            }
+            Some(_) => {
+                (no_pid_since, stranger_since) = (None, None);
+                if lasted(&mut dead_since, SETTLE) {
+                    // Stale: the process that wrote its PID is gone (the lock survives in some
+                    // descendant that inherited the descriptor). Take over as gptme does.
+                    drop(file);
+                    std::fs::remove_file(&path).map_err(io)?;
+                    file = open().map_err(io)?;
+                    file.try_lock().map_err(|_| LockError::Held { dir: dir.to_owned() })?;
+                    break;
+                }
+            }
+            None => {
+                (dead_since, stranger_since) = (None, None);
+                if lasted(&mut no_pid_since, NO_PID_WAIT) {
+                    return Err(LockError::Held { dir: dir.to_owned() });
+                }
+            }
         }
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(1));
     }
-    file.set_len(0).map_err(io)?;
-    file.rewind().map_err(io)?;
-    write!(file, "{}", std::process::id()).map_err(io)?;
+    stamp(&file).map_err(io)?;
     Ok(ConversationLock { _file: file })
 }
+
+/// Whether the open lock file is still the one at `path` (not removed by a takeover).
+fn is_current(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+        _ => false,
+    }
+}
+
+/// Writes this process's PID into the held lock file, as gptme does, without ever leaving it
+/// empty (a reader would take an empty file for a holder that names no process).
+fn stamp(file: &File) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let pid = std::process::id().to_string();
+    file.write_all_at(pid.as_bytes(), 0)?;
+    file.set_len(pid.len() as u64)
+}
+
+/// How long a dead or foreign PID must be seen before it is acted on.
+const SETTLE: Duration = Duration::from_millis(50);
 
 /// Takes the lock only if it is free right now (a stale one included), never waiting.
 pub fn try_acquire(dir: &Path) -> Result<ConversationLock, LockError> {
     let path = lock_path(dir);
     let io = |source| LockError::Io { path: path.clone(), source };
-    let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
+    let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
     match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => return Err(LockError::Held { dir: dir.to_owned() }),
+        Ok(()) if is_current(&file, &path) => {}
+        Ok(()) | Err(std::fs::TryLockError::WouldBlock) => return Err(LockError::Held { dir: dir.to_owned() }),
         Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
     }
-    file.set_len(0).map_err(io)?;
-    file.rewind().map_err(io)?;
-    write!(file, "{}", std::process::id()).map_err(io)?;
+    stamp(&file).map_err(io)?;
     Ok(ConversationLock { _file: file })
 }
 

@@ -1,0 +1,132 @@
+//! 8 processes × 500 appends, over conversations some of them share and some they have alone,
+//! while `sessiondb list`, `search` and `sync` run in a loop beside them: no message lost,
+//! duplicated or reordered, positions contiguous, no "database is locked" reaching anyone, and
+//! listing totals equal to the messages stored.
+//!
+//! The appending processes are this test binary run again as children (the
+//! `concurrency_child` test, which does nothing unless `SESSIONDB_CONCURRENCY_CHILD` is set), so
+//! that each append goes through the library as in a long-running tool.
+
+mod common;
+
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+
+use common::{run_ok, sessiondb, tree::assert_same_tree};
+
+const PROCESSES: usize = 8;
+const APPENDS: usize = 500;
+
+/// Which conversation process `p` appends to: four share one, two share another, two have
+/// one each.
+fn conversation_of(p: usize) -> &'static str {
+    match p {
+        0..=3 => "2026-12-01-shared-by-four",
+        4 | 5 => "2026-12-01-shared-by-two",
+        6 => "2026-12-01-alone-a",
+        _ => "2026-12-01-alone-b",
+    }
+}
+
+#[test]
+fn concurrency_child() {
+    let Ok(spec) = std::env::var("SESSIONDB_CONCURRENCY_CHILD") else { return };
+    let (db, p) = spec.split_once('|').unwrap();
+    let p: usize = p.parse().unwrap();
+    let store = sessiondb::store::Store::open(std::path::Path::new(db)).unwrap();
+    for n in 0..APPENDS {
+        let message = sessiondb::model::Message::new(sessiondb::model::Role::User, format!("p{p} {n}"), Some("2026-12-01T10:00:00".into()));
+        sessiondb::ops::with_session(&store, conversation_of(p), |s| s.append("main", &message)).unwrap_or_else(|e| panic!("append {n}: {e}"));
+    }
+}
+
+#[test]
+fn eight_processes_appending_lose_and_duplicate_nothing() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let db = work.path().join("db.sqlite");
+    for p in [0, 4, 6, 7] {
+        run_ok(sessiondb(&db).args(["new", conversation_of(p), "--logs-dir"]).arg(&logs));
+    }
+    let started = std::time::Instant::now();
+    let mut appenders = Vec::new();
+    for p in 0..PROCESSES {
+        let child = Command::new(std::env::current_exe().unwrap())
+            .args(["concurrency_child", "--exact", "--nocapture"])
+            .env("SESSIONDB_CONCURRENCY_CHILD", format!("{}|{p}", db.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        appenders.push(child);
+    }
+    // Readers and a syncing process, looping until the appenders are done.
+    let logs_arg = logs.display().to_string();
+    let mut others = Vec::new();
+    for args in [vec!["list", "--json"], vec!["search", "p3"], vec!["sync", &logs_arg], vec!["stats", "--json"]] {
+        let script = "db=\"$1\"; shift; while [ ! -e \"$STOP\" ]; do \"$0\" --db \"$db\" \"$@\" >/dev/null || exit 1; n=$((n+1)); done; echo $n";
+        let child = Command::new("sh")
+            .args(["-c", script, env!("CARGO_BIN_EXE_sessiondb")])
+            .arg(&db)
+            .args(&args)
+            .env("STOP", work.path().join("stop"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        others.push(child);
+    }
+    for child in appenders {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "an appender failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let appending = started.elapsed();
+    std::fs::write(work.path().join("stop"), "").unwrap();
+    let mut reads = 0;
+    for child in others {
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && !err.contains("locked"), "a reader or sync failed: {err}");
+        reads += String::from_utf8_lossy(&out.stdout).trim().parse::<u64>().unwrap_or(0);
+    }
+
+    let store = sessiondb::store::Store::open(&db).unwrap();
+    let conn = store.connection().unwrap();
+    let mut stored_total = 0;
+    for chat in ["2026-12-01-shared-by-four", "2026-12-01-shared-by-two", "2026-12-01-alone-a", "2026-12-01-alone-b"] {
+        let main = sessiondb::store::queries::branch_messages(&conn, chat, "main").unwrap();
+        let mut per_process: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (m, _) in &main {
+            let (p, n) = m.content.strip_prefix('p').unwrap().split_once(' ').unwrap();
+            per_process.entry(p.parse().unwrap()).or_default().push(n.parse().unwrap());
+        }
+        for p in (0..PROCESSES).filter(|&p| conversation_of(p) == chat) {
+            assert_eq!(per_process.remove(&p).unwrap_or_default(), (0..APPENDS).collect::<Vec<_>>(), "{chat}: process {p}'s appends, each once, in order");
+        }
+        assert!(per_process.is_empty(), "{chat}: appends from elsewhere");
+        let (lines, last): (i64, i64) = conn
+            .query_row(
+                "SELECT count(*), max(dl.line_no) FROM document_lines dl JOIN documents d ON d.id = dl.document_id
+                 JOIN conversations c ON c.id = d.conversation_id WHERE c.chat_id = ?1 AND d.path = 'conversation.jsonl'",
+                [chat],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(last + 1, lines, "{chat}: positions contiguous");
+        let summary = sessiondb::store::queries::conversation_summary(&conn, chat).unwrap();
+        assert_eq!(summary.messages as usize, main.len(), "{chat}: listing totals equal the messages stored");
+        stored_total += main.len();
+        let out = tempfile::tempdir().unwrap();
+        run_ok(sessiondb(&db).args(["export", "--to"]).arg(out.path()).arg(chat));
+        assert_same_tree(&logs.join(chat), &out.path().join(chat), &[".lock"]);
+    }
+    assert_eq!(stored_total, PROCESSES * APPENDS);
+    let integrity: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(integrity, "ok");
+    println!(
+        "{} appends by {PROCESSES} processes in {:.1} s ({:.0}/s), alongside {reads} list/search/sync/stats runs; lost 0, duplicated 0",
+        PROCESSES * APPENDS,
+        appending.as_secs_f64(),
+        (PROCESSES * APPENDS) as f64 / appending.as_secs_f64()
+    );
+}
