@@ -60,7 +60,15 @@ fn eight_processes_appending_lose_and_duplicate_nothing() {
             .unwrap();
         appenders.push(child);
     }
-    // Readers and a syncing process, looping until the appenders are done.
+    // Readers and a syncing process, looping until the appenders are done (or the test fails:
+    // the guard's drop stops them then too).
+    struct Stop(std::path::PathBuf);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = std::fs::write(&self.0, "");
+        }
+    }
+    let stop = Stop(work.path().join("stop"));
     let logs_arg = logs.display().to_string();
     let mut others = Vec::new();
     for args in [vec!["list", "--json"], vec!["search", "p3"], vec!["sync", &logs_arg], vec!["stats", "--json"]] {
@@ -69,7 +77,7 @@ fn eight_processes_appending_lose_and_duplicate_nothing() {
             .args(["-c", script, env!("CARGO_BIN_EXE_sessiondb")])
             .arg(&db)
             .args(&args)
-            .env("STOP", work.path().join("stop"))
+            .env("STOP", &stop.0)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -81,7 +89,7 @@ fn eight_processes_appending_lose_and_duplicate_nothing() {
         assert!(out.status.success(), "an appender failed: {}", String::from_utf8_lossy(&out.stderr));
     }
     let appending = started.elapsed();
-    std::fs::write(work.path().join("stop"), "").unwrap();
+    drop(stop);
     let mut reads = 0;
     for child in others {
         let out = child.wait_with_output().unwrap();
