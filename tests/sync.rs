@@ -386,3 +386,20 @@ fn concurrent_processes_never_report_a_locked_database() {
         assert_eq!(summary.messages as usize, main.len(), "{chat}: listing totals equal the messages stored");
     }
 }
+
+#[test]
+fn lines_gptme_appends_after_a_compaction_keep_their_place() {
+    // sessiondb compacts the event log in place at its 50th event (as gptme does): the lines
+    // left keep their numbers, and lines appended after them must still come after them.
+    let root = root_with_fixtures();
+    let chat = "2026-12-01-compacted";
+    run_ok(root.sessiondb().args(["new", chat, "--logs-dir"]).arg(&root.logs));
+    for i in 0..52 {
+        run_ok(root.sessiondb().args(["append", chat, "--role", "user", "--content", &format!("m{i}")]));
+    }
+    root.sync();
+    root.gptme(serde_json::json!([{"op": "append", "id": chat, "role": "user", "content": "after the compaction", "timestamp": "2026-12-01T10:00:00+00:00"}]));
+    let report = root.sync();
+    assert_eq!(report["ingest"]["messages"], 1, "{report}");
+    assert_store_matches_directory(&root, chat);
+}

@@ -303,13 +303,23 @@ impl<'c> ConversationWriter<'c> {
     }
 
     /// The stored document at `path` of this conversation, to add lines to (incremental ingest):
-    /// its id and how many lines it has.
-    pub fn existing_document(&self, path: &str) -> Result<(DocumentId, i64), StoreError> {
-        let (id, lines) = self
+    /// its id, how many lines it has, and the number its next line gets. The two differ for an
+    /// event log that was compacted in place, whose remaining lines keep their numbers.
+    pub fn existing_document(&self, path: &str) -> Result<(DocumentId, i64, i64), StoreError> {
+        let (id, lines, kind): (i64, i64, String) = self
             .tx
-            .prepare_cached("SELECT id, line_count FROM documents WHERE conversation_id = ?1 AND path = ?2")?
-            .query_row(params![self.conversation_id, path], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok((DocumentId(id), lines))
+            .prepare_cached("SELECT id, line_count, kind FROM documents WHERE conversation_id = ?1 AND path = ?2")?
+            .query_row(params![self.conversation_id, path], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        let table = match DocumentKind::parse(&kind) {
+            Some(DocumentKind::Events) => "events",
+            Some(DocumentKind::ConvCheckpoints) => "conv_checkpoints",
+            _ => "document_lines",
+        };
+        let next: i64 = self
+            .tx
+            .prepare_cached(&format!("SELECT coalesce(max(line_no) + 1, 0) FROM {table} WHERE document_id = ?1"))?
+            .query_row([id], |r| r.get(0))?;
+        Ok((DocumentId(id), lines, next))
     }
 
     /// Records the file attributes of a document that gained lines (incremental ingest).

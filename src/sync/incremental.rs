@@ -92,13 +92,28 @@ pub struct Planned {
     pub fingerprint: Vec<u8>,
     /// Temporary files of an interrupted sessiondb write are lying in the directory.
     pub debris: bool,
+    /// Directories whose mtime moved (files came and went in them), with the new mtime: not a
+    /// change to read, but export restores directory mtimes, so the store records them.
+    pub dir_mtimes: Vec<(String, i64)>,
+}
+
+impl Planned {
+    /// Records the directories' new mtimes (see `dir_mtimes`).
+    pub fn record_dir_mtimes(&self, conn: &rusqlite::Connection, conversation_id: i64) -> Result<(), StoreError> {
+        let mut stmt = conn.prepare_cached("UPDATE entries SET mtime_ns = ?3 WHERE conversation_id = ?1 AND path = ?2 AND kind = 'dir'")?;
+        for (rel, mtime_ns) in &self.dir_mtimes {
+            stmt.execute(params![conversation_id, rel, mtime_ns])?;
+        }
+        Ok(())
+    }
 }
 
 /// Compares directory `dir` with what the store holds of conversation `conversation_id`.
 pub fn plan(conn: &rusqlite::Connection, conversation_id: i64, dir: &Path) -> Result<Planned, IngestError> {
     let dir = std::path::absolute(dir).map_err(|source| IngestError::Io { path: dir.to_owned(), source })?;
     let (found, debris) = ingest::walk_noting_debris(&dir)?;
-    let planned = |plan, fingerprint| Ok(Planned { plan, fingerprint, debris });
+    let mut dir_mtimes = Vec::new();
+    let planned = |plan, fingerprint, dir_mtimes| Ok(Planned { plan, fingerprint, debris, dir_mtimes });
     let mut links = Vec::new();
     for (i, f) in found.iter().enumerate() {
         if f.meta.file_type().is_symlink() {
@@ -113,28 +128,44 @@ pub fn plan(conn: &rusqlite::Connection, conversation_id: i64, dir: &Path) -> Re
         .and_then(|mut s| s.query_row([conversation_id], |r| r.get(0)))
         .map_err(|e| IngestError::Store { path: dir.clone(), source: e.into() })?;
     if known == fingerprint {
-        return planned(Plan::Unchanged, fingerprint);
+        // Nothing to read; directories' mtimes are outside the fingerprint, so compare them.
+        let mut stmt = conn
+            .prepare_cached("SELECT path, mtime_ns FROM entries WHERE conversation_id = ?1 AND kind = 'dir'")
+            .map_err(|e| IngestError::Store { path: dir.clone(), source: e.into() })?;
+        let stored: HashMap<String, i64> = stmt
+            .query_map([conversation_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(|e| IngestError::Store { path: dir.clone(), source: e.into() })?;
+        for f in found.iter().filter(|f| f.meta.is_dir()) {
+            if stored.get(&f.rel).is_some_and(|&m| m != f.mtime_ns()) {
+                dir_mtimes.push((f.rel.clone(), f.mtime_ns()));
+            }
+        }
+        return planned(Plan::Unchanged, fingerprint, dir_mtimes);
     }
     let stored = stored_entries(conn, conversation_id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
     let mut grown = Vec::new();
     let mut seen = 0;
     for (i, f) in found.iter().enumerate() {
-        let Some(s) = stored.get(&f.rel) else { return planned(Plan::Full, fingerprint) };
+        let Some(s) = stored.get(&f.rel) else { return planned(Plan::Full, fingerprint, Vec::new()) };
         seen += 1;
+        if f.meta.is_dir() && s.mtime_ns != f.mtime_ns() {
+            dir_mtimes.push((f.rel.clone(), f.mtime_ns()));
+        }
         let link = links.iter().find(|(j, _)| *j == i).map(|(_, t)| t);
         match compare(f, s, link) {
             Same::Yes => {}
             Same::Grew(mark) => match ingest::classify(&f.rel) {
                 Some((kind, _)) => grown.push(Grown { rel: f.rel.clone(), kind, mark, walked: (f.meta.len(), f.meta.ino(), f.mtime_ns()) }),
-                None => return planned(Plan::Full, fingerprint),
+                None => return planned(Plan::Full, fingerprint, Vec::new()),
             },
-            Same::No => return planned(Plan::Full, fingerprint),
+            Same::No => return planned(Plan::Full, fingerprint, Vec::new()),
         }
     }
     if seen != stored.len() {
-        return planned(Plan::Full, fingerprint); // something the store has is gone
+        return planned(Plan::Full, fingerprint, Vec::new()); // something the store has is gone
     }
-    planned(if grown.is_empty() { Plan::Unchanged } else { Plan::Grow(grown) }, fingerprint)
+    planned(if grown.is_empty() { Plan::Unchanged } else { Plan::Grow(grown) }, fingerprint, dir_mtimes)
 }
 
 enum Same {
@@ -198,7 +229,7 @@ pub fn apply_growth(
         } else {
             None
         };
-        let (doc, first_line) = writer.existing_document(&g.rel).map_err(store_err)?;
+        let (doc, lines_before, first_line) = writer.existing_document(&g.rel).map_err(store_err)?;
         file.seek(SeekFrom::Start(g.mark.size)).map_err(io)?;
         let mut lines = LineReader::new(BufReader::with_capacity(1 << 16, (&file).take(meta.len() - g.mark.size)));
         let mut consumed = 0u64;
@@ -219,7 +250,7 @@ pub fn apply_growth(
         }
         let size = g.mark.size + consumed;
         let mark = Watermark { size, ino: meta.ino(), tail: tail_digest(&file, size).map_err(io)? };
-        writer.end_document(doc, &g.rel, line_no, terminated, &mark).map_err(store_err)?;
+        writer.end_document(doc, &g.rel, lines_before + (line_no - first_line), terminated, &mark).map_err(store_err)?;
         let mtime_ns = meta.mtime() * 1_000_000_000 + meta.mtime_nsec();
         writer.touch_document(&g.rel, meta.mode() & 0o7777, mtime_ns).map_err(store_err)?;
         complete &= (meta.len(), meta.ino(), mtime_ns) == g.walked && size == meta.len();

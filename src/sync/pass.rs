@@ -195,11 +195,12 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
             }
             continue;
         }
-        let outcome = incremental::plan(batch.conn(), s.id, dir).map(|planned| {
+        let outcome = incremental::plan(batch.conn(), s.id, dir).and_then(|planned| {
             if planned.debris && !dry_run {
                 clear_debris(dir);
             }
-            (planned.plan, planned.fingerprint)
+            planned.record_dir_mtimes(batch.conn(), s.id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
+            Ok((planned.plan, planned.fingerprint))
         });
         let outcome = outcome.and_then(|(plan, fingerprint)| match plan {
             Plan::Unchanged => {
