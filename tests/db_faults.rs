@@ -126,3 +126,21 @@ fn a_newer_schema_is_reported_and_left_untouched() {
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("newer"));
     assert_eq!(fs::read(&db).unwrap(), before, "not a byte changed");
 }
+
+#[test]
+fn a_read_only_file_system_gets_a_plain_error() {
+    // /proc refuses new files even to root (who writes through permission bits): a read-only
+    // file system for the database and for an export target alike.
+    let work = tempfile::tempdir().unwrap();
+    let logs = fixtures_copy(work.path());
+    let out = sessiondb(std::path::Path::new("/proc/sessiondb-test.db")).arg("list").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.starts_with("sessiondb: cannot create the database at /proc/sessiondb-test.db"), "{err}");
+    let db = work.path().join("db.sqlite");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let out = sessiondb(&db).args(["export", "--to", "/proc/sessiondb-export", "2026-07-01-basic-chat"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("/proc/sessiondb-export") && !err.contains("panicked"), "{err}");
+    let (ok, report) = doctor(&db, &logs);
+    assert!(ok, "{report}");
+}
