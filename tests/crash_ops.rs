@@ -16,17 +16,6 @@ use std::time::{Duration, Instant};
 
 use common::{run_ok, sessiondb, tree::assert_same_tree};
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
-
 const CHAT: &str = "2026-12-01-crash-ops";
 
 /// Every transcript line of a conversation directory parses as a message; returns the contents.
@@ -61,12 +50,7 @@ fn store_contents(db: &Path) -> BTreeSet<String> {
 
 #[test]
 fn killed_writers_lose_nothing_and_leave_no_half_written_file() {
-    let kills_wanted: u32 = std::env::var("SESSIONDB_CRASH_KILLS").ok().and_then(|k| k.parse().ok()).unwrap_or(200);
-    let seed = std::env::var("SESSIONDB_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
-    });
-    println!("seed {seed} (SESSIONDB_CRASH_SEED reproduces the choices and delays)");
-    let mut rng = Rng(seed);
+    let (kills_wanted, mut rng) = common::crash::plan(200);
     let temp = tempfile::tempdir().unwrap();
     let logs = temp.path().join("logs");
     run_ok(Command::new("cp").arg("-a").arg(common::fixtures()).arg(&logs));

@@ -12,6 +12,8 @@ use std::process::Command;
 use common::{run_ok, sessiondb, tree::assert_same_tree};
 
 /// Runs a command to completion and returns (exit code, stderr, peak resident memory in MiB).
+/// The child is reaped by `wait4` (which also reports its memory), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
 fn run_measured(cmd: &mut Command, dir: &Path) -> (i32, String, u64) {
     let err_path = dir.join("stderr.txt");
     let child = cmd.stdout(std::process::Stdio::null()).stderr(fs::File::create(&err_path).unwrap()).spawn().unwrap();

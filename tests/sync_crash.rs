@@ -13,26 +13,9 @@ use std::time::{Duration, Instant};
 
 use common::{gptme_python, run_ok, sessiondb, tool, tree::assert_same_tree};
 
-/// xorshift64*: a small, seedable generator for kill delays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
-
 #[test]
 fn killed_syncs_lose_and_duplicate_nothing() {
-    let kills_wanted: u32 = std::env::var("SESSIONDB_CRASH_KILLS").ok().and_then(|k| k.parse().ok()).unwrap_or(60);
-    let seed = std::env::var("SESSIONDB_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
-    });
-    println!("seed {seed} (SESSIONDB_CRASH_SEED reproduces the kill delays)");
-    let mut rng = Rng(seed);
+    let (kills_wanted, mut rng) = common::crash::plan(60);
     let temp = tempfile::tempdir().unwrap();
     let logs = temp.path().join("logs");
     run_ok(Command::new("cp").arg("-a").arg(common::fixtures()).arg(&logs));

@@ -50,13 +50,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     if let (Some(file), Some(chat_id)) = (&args.toml, &args.logs_dir) {
         return super::ops::import_toml(store, file, &chat_id.to_string_lossy(), &args.branch);
     }
-    let root = args
-        .logs_dir
-        .or_else(ingest::default_logs_root)
-        .ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?;
-    if !root.is_dir() {
-        return Err(Failure(format!("{}: not a directory", root.display())));
-    }
+    let root = super::logs_root(args.logs_dir)?;
     let started = Instant::now();
     let (mut dirs, others) = ingest::conversation_dirs(&root)?;
     let mut summary = Summary { skipped: others.len() as u64, ..Summary::default() };

@@ -195,6 +195,17 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
     }
 }
 
+/// The logs root a command works on: the one given, else gptme's default; it must exist.
+pub(crate) fn logs_root(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
+    let root = given
+        .or_else(crate::sync::ingest::default_logs_root)
+        .ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?;
+    if !root.is_dir() {
+        return Err(Failure(format!("{}: not a directory", root.display())));
+    }
+    Ok(root)
+}
+
 /// Formats a byte count for people.
 fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];

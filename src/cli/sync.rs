@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use super::Failure;
 use crate::store::Store;
-use crate::sync::ingest;
 use crate::sync::pass::{sync_pass, SyncReport};
 use crate::sync::watch::{watch, WatchEvent};
 
@@ -31,13 +30,7 @@ pub struct Args {
 }
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
-    let root = args
-        .logs_dir
-        .or_else(ingest::default_logs_root)
-        .ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?;
-    if !root.is_dir() {
-        return Err(Failure(format!("{}: not a directory", root.display())));
-    }
+    let root = super::logs_root(args.logs_dir)?;
     if args.watch {
         return watch_root(store, &root, Duration::from_secs(args.rescan.max(1)), args.json);
     }
