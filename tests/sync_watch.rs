@@ -55,7 +55,9 @@ fn watch_takes_in_what_gptme_writes_and_stops_on_ctrl_c() {
         assert!(Instant::now() < deadline, "watch did not stop on SIGINT");
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert!(status.success(), "{status:?}");
+    // On failure, the passes that reported errors say why.
+    let rest: Vec<String> = passes.map_while(Result::ok).filter(|l| l.contains("\"errors\":[\"")).collect();
+    assert!(status.success(), "{status:?}: {rest:?}");
     let store = sessiondb::store::Store::open(&db).unwrap();
     let integrity: String = store.connection().unwrap().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(integrity, "ok");

@@ -58,12 +58,13 @@ fn print_summary(r: &SyncReport) {
     let (i, m) = (&r.ingest, &r.materialise);
     let would = if r.dry_run { "would take in" } else { "took in" };
     println!(
-        "{would} {} ({} new), {}; {} gone (marked deleted); {} skipped (locked by gptme); {} failed",
+        "{would} {} ({} new), {}; {} gone (marked deleted); {} skipped (locked by gptme); {} still being written (next pass); {} failed",
         plural(i.conversations, "conversation"),
         i.new_conversations,
         plural(i.messages, "message"),
         i.deleted,
         i.skipped_locked,
+        i.changing,
         i.failed
     );
     let would = if r.dry_run { "would write out" } else { "wrote out" };

@@ -35,6 +35,9 @@ pub struct IngestSummary {
     /// Conversations with queued store changes that a live gptme holds: neither read nor
     /// written until it lets go.
     pub skipped_locked: u64,
+    /// Conversations whose files kept changing while they were read (gptme writing them):
+    /// read at the next pass.
+    pub changing: u64,
     pub failed: u64,
 }
 
@@ -113,6 +116,11 @@ fn clear_debris(dir: &Path) {
     if let Ok(_lock) = super::gptme_lock::try_acquire(dir) {
         let _ = super::fsutil::remove_debris(dir);
     }
+}
+
+/// Whether reading failed because a file disappeared between being listed and being read.
+fn vanished(e: &IngestError) -> bool {
+    matches!(e, IngestError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
 }
 
 /// Commit ingest work about this often, as `sessiondb import` does.
@@ -218,37 +226,50 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
                 report.ingest.messages += stats.new_messages;
             }
             Ok(None) => full.push(dir.clone()),
+            Err(e) if vanished(&e) => full.push(dir.clone()), // read whole, below (with a retry)
             Err(e) => {
                 report.ingest.failed += 1;
                 report.errors.push(e.to_string());
             }
         }
     }
+    // gptme writes through temporary files renamed into place, so a file listed a moment ago
+    // may be gone when it is opened: such a conversation is read again at once, and if it is
+    // still changing, left for the next pass (not a failure).
     let mut batch_bytes = 0;
-    ingest::import_dirs(&mut batch, &full, ReadMode::CompleteLines, &mut |batch, dir, outcome| {
-        match outcome {
-            Ok(Outcome::Imported(stats)) => {
-                report.ingest.conversations += 1;
-                report.ingest.messages += stats.new_messages;
-                for w in &stats.warnings {
-                    if report.warnings.len() < MAX_WARNINGS {
-                        report.warnings.push(format_warning(dir, w));
+    for attempt in 0..2 {
+        let mut retry = Vec::new();
+        ingest::import_dirs(&mut batch, &full, ReadMode::CompleteLines, &mut |batch, dir, outcome| {
+            match outcome {
+                Ok(Outcome::Imported(stats)) => {
+                    report.ingest.conversations += 1;
+                    report.ingest.messages += stats.new_messages;
+                    for w in &stats.warnings {
+                        if report.warnings.len() < MAX_WARNINGS {
+                            report.warnings.push(format_warning(dir, w));
+                        }
+                    }
+                    batch_bytes += stats.bytes;
+                    if batch_bytes > BATCH_BYTES && !dry_run {
+                        batch.commit()?;
+                        batch_bytes = 0;
                     }
                 }
-                batch_bytes += stats.bytes;
-                if batch_bytes > BATCH_BYTES && !dry_run {
-                    batch.commit()?;
-                    batch_bytes = 0;
+                Ok(Outcome::Unchanged) => {}
+                Err(e) if vanished(&e) && attempt == 0 => retry.push(dir.to_owned()),
+                Err(e) if vanished(&e) => report.ingest.changing += 1,
+                Err(e) => {
+                    report.ingest.failed += 1;
+                    report.errors.push(format!("{e}; nothing of this conversation was read"));
                 }
             }
-            Ok(Outcome::Unchanged) => {}
-            Err(e) => {
-                report.ingest.failed += 1;
-                report.errors.push(format!("{e}; nothing of this conversation was read"));
-            }
+            Ok(())
+        })?;
+        full = retry;
+        if full.is_empty() {
+            break;
         }
-        Ok(())
-    })?;
+    }
 
     // Gone: marked, kept until `sessiondb rm`.
     for (chat_id, s) in &stored {
