@@ -97,9 +97,8 @@ enum StoreVersion {
     File { bytes: Vec<u8>, mode: u32 },
 }
 
-fn store_version(conn: &rusqlite::Connection, conversation_id: i64, path: &str) -> Result<StoreVersion, StoreError> {
-    let entry = queries::entries(conn, conversation_id)?.into_iter().find(|e| e.path == path);
-    let Some(entry) = entry else { return Ok(StoreVersion::Absent) };
+fn store_version(conn: &rusqlite::Connection, entries: &HashMap<String, queries::Entry>, path: &str) -> Result<StoreVersion, StoreError> {
+    let Some(entry) = entries.get(path).cloned() else { return Ok(StoreVersion::Absent) };
     let mut bytes = Vec::new();
     match entry.kind {
         queries::EntryKind::Dir => return Ok(StoreVersion::Dir(entry.mode)),
@@ -130,11 +129,12 @@ pub fn materialise_pending(conn: &mut rusqlite::Connection, chat_id: &str, dry_r
     let mut out = Materialised::default();
     let mut names = ConflictNames::default();
     let mut messages = TranscriptMessages::of_directory(&dir)?;
+    let entries: HashMap<String, queries::Entry> = queries::entries(batch.conn(), conv.id)?.into_iter().map(|e| (e.path.clone(), e)).collect();
     for p in pending_paths(batch.conn(), conv.id)? {
         let abs = dir.join(&p.path);
         let io = |source| PendingError::Io { path: abs.clone(), source };
         let now = fs::symlink_metadata(&abs).ok();
-        let store = store_version(batch.conn(), conv.id, &p.path)?;
+        let store = store_version(batch.conn(), &entries, &p.path)?;
         if let StoreVersion::Dir(mode) = store {
             if now.is_none() && !dry_run {
                 tx.create_dir(&abs, mode)?;
