@@ -18,24 +18,6 @@ use common::{run_ok, sessiondb, tree::assert_same_tree};
 
 const CHAT: &str = "2026-12-01-crash-ops";
 
-/// Every transcript line of a conversation directory parses as a message; returns the contents.
-fn parse_transcripts(dir: &Path) -> BTreeSet<String> {
-    let mut files = vec![dir.join("conversation.jsonl")];
-    if let Ok(entries) = fs::read_dir(dir.join("branches")) {
-        files.extend(entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "jsonl")));
-    }
-    let mut contents = BTreeSet::new();
-    for f in files.iter().filter(|f| f.exists()) {
-        let text = fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        assert!(text.is_empty() || text.ends_with('\n'), "{}: cut short", f.display());
-        for line in text.lines() {
-            let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{}: half-written line ({e}): {line}", f.display()));
-            contents.insert(v["content"].as_str().unwrap().to_owned());
-        }
-    }
-    contents
-}
-
 fn store_contents(db: &Path) -> BTreeSet<String> {
     let store = sessiondb::store::Store::open(db).unwrap();
     let conn = store.connection().unwrap();
@@ -97,9 +79,9 @@ fn killed_writers_lose_nothing_and_leave_no_half_written_file() {
             let integrity: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
             assert_eq!(integrity, "ok", "after killing {op}");
             drop(conn);
-            parse_transcripts(&logs.join(CHAT));
+            common::transcript_contents(&logs.join(CHAT));
             if out.join(CHAT).exists() {
-                parse_transcripts(&out.join(CHAT));
+                common::transcript_contents(&out.join(CHAT));
             }
         } else {
             let result = child.wait_with_output().unwrap();
@@ -119,7 +101,7 @@ fn killed_writers_lose_nothing_and_leave_no_half_written_file() {
     }
     run_ok(sessiondb(&db).arg("sync").arg(&logs));
     let in_store = store_contents(&db);
-    let on_disk = parse_transcripts(&logs.join(CHAT));
+    let on_disk = common::transcript_contents(&logs.join(CHAT));
     let lost: Vec<&String> = acknowledged.iter().filter(|a| !in_store.contains(*a) || !on_disk.contains(*a)).collect();
     let check = tempfile::tempdir().unwrap();
     run_ok(sessiondb(&db).args(["export", "--to"]).arg(check.path()).arg(CHAT));

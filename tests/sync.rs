@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::fs;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use common::{gptme_python, run_ok, sessiondb, tool, tree::assert_same_tree, LiveGptme};
@@ -55,22 +55,6 @@ impl Root {
 
 fn user(content: &str) -> Value {
     serde_json::json!({"role": "user", "content": content, "timestamp": "2026-12-01T10:00:00+00:00"})
-}
-
-/// Every message content in every transcript (main and branches) of a conversation directory.
-fn directory_contents(dir: &Path) -> BTreeSet<String> {
-    let mut files = vec![dir.join("conversation.jsonl")];
-    if let Ok(entries) = fs::read_dir(dir.join("branches")) {
-        files.extend(entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "jsonl")));
-    }
-    let mut out = BTreeSet::new();
-    for f in files {
-        for line in fs::read_to_string(&f).unwrap().lines() {
-            let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{}: {e}: {line}", f.display()));
-            out.insert(v["content"].as_str().unwrap().to_owned());
-        }
-    }
-    out
 }
 
 /// Every message content in every branch the store holds for a conversation.
@@ -137,7 +121,7 @@ fn gptme_and_sessiondb_taking_turns_lose_nothing() {
 
     // Both sides change main: sessiondb queues an append, gptme appends meanwhile.
     run_ok(root.sessiondb().args(["append", chat, "--queue", "--role", "user", "--content", "sq1"]));
-    assert!(!directory_contents(&root.logs.join(chat)).contains("sq1"), "a queued change waits for sync");
+    assert!(!common::transcript_contents(&root.logs.join(chat)).contains("sq1"), "a queued change waits for sync");
     root.gptme(serde_json::json!([{"op": "append", "id": chat, "role": "user", "content": "g2", "timestamp": "2026-12-01T10:00:06+00:00"}]));
     let report = root.sync();
     let found = conflicts(&report);
@@ -168,7 +152,7 @@ fn gptme_and_sessiondb_taking_turns_lose_nothing() {
     assert_eq!(report["ingest"]["conversations"], 0, "{report}");
     assert_eq!(report["materialise"]["conversations"], 0, "{report}");
     let acknowledged = ["u1", "u2", "u3", "e1", "u4", "s1", "sd1", "sd2", "g1", "sq1", "g2", "side edited by gptme"];
-    let on_disk = directory_contents(&root.logs.join(chat));
+    let on_disk = common::transcript_contents(&root.logs.join(chat));
     let in_store = store_contents(&root.store(), chat);
     for m in acknowledged {
         assert!(on_disk.contains(m), "{m} missing from the directory: {on_disk:?}");
@@ -308,7 +292,7 @@ fn a_conversation_gptme_holds_is_read_but_never_written() {
     drop(gptme);
     let report = root.sync();
     assert_eq!(report["materialise"]["conversations"], 1, "{report}");
-    assert!(directory_contents(&root.logs.join(chat)).contains("waits for gptme to close"));
+    assert!(common::transcript_contents(&root.logs.join(chat)).contains("waits for gptme to close"));
     assert_store_matches_directory(&root, chat);
 }
 

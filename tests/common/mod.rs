@@ -88,3 +88,22 @@ impl Drop for LiveGptme {
         let _ = self.0.wait();
     }
 }
+
+/// The contents of every message in a conversation directory's transcripts (main and
+/// branches), checking that each file ends whole and every line parses as a message.
+pub fn transcript_contents(dir: &Path) -> std::collections::BTreeSet<String> {
+    let mut files = vec![dir.join("conversation.jsonl")];
+    if let Ok(entries) = std::fs::read_dir(dir.join("branches")) {
+        files.extend(entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "jsonl")));
+    }
+    let mut contents = std::collections::BTreeSet::new();
+    for f in files.iter().filter(|f| f.exists()) {
+        let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert!(text.is_empty() || text.ends_with('\n'), "{}: cut short", f.display());
+        for line in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{}: half-written line ({e}): {line}", f.display()));
+            contents.insert(v["content"].as_str().unwrap().to_owned());
+        }
+    }
+    contents
+}
