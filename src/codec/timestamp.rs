@@ -5,7 +5,7 @@
 //! naive timestamp (what gptme writes for messages) means local time, as Python's
 //! `datetime.timestamp()` takes it.
 
-use chrono::{DateTime, FixedOffset, Local, NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
+use chrono::{DateTime, Datelike, FixedOffset, Local, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Timelike};
 
 /// A parsed timestamp: a wall-clock time and, when the text had one, its UTC offset.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -134,11 +134,23 @@ pub fn normalise(text: &str) -> Option<String> {
 /// Formats a naive local time as Python's `datetime.isoformat()` (microseconds only when
 /// non-zero), which is how gptme writes message timestamps.
 pub fn format_naive(dt: NaiveDateTime) -> String {
+    // Fields formatted directly: a listing formats two timestamps per conversation, and
+    // chrono's strftime parser was a tenth of `list --json`'s time.
+    let (date, time) = (dt.date(), dt.time());
+    let whole = format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        date.year(),
+        date.month(),
+        date.day(),
+        time.hour(),
+        time.minute(),
+        time.second()
+    );
     let micros = dt.and_utc().timestamp_subsec_micros();
     if micros == 0 {
-        dt.format("%Y-%m-%dT%H:%M:%S").to_string()
+        whole
     } else {
-        format!("{}.{:06}", dt.format("%Y-%m-%dT%H:%M:%S"), micros)
+        format!("{whole}.{micros:06}")
     }
 }
 
