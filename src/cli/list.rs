@@ -5,7 +5,7 @@ use std::io::Write;
 use super::Failure;
 use crate::codec::timestamp::format_utc;
 use crate::store::queries::{self, ConversationSummary, ListFilter, SortBy};
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -102,19 +102,36 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         sort: args.sort,
         reverse: args.reverse,
     };
-    let conversations = queries::list_filtered(&conn, &filter)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let result = if args.json {
-        let rows: Vec<_> = conversations.iter().map(summary_json).collect();
-        serde_json::to_writer_pretty(&mut out, &rows).map_err(std::io::Error::from).and_then(|_| writeln!(out)).and_then(|_| out.flush())
-    } else {
-        write_table(&mut out, &conversations)
-    };
-    match result {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
-        other => other.map(|_| 0).map_err(Failure::from),
+    let result = if args.json { write_json(&mut out, &conn, &filter) } else { write_table(&mut out, &conn, &filter) };
+    match result.and_then(|_| out.flush().map_err(ListError::from)) {
+        Ok(()) => Ok(0),
+        Err(ListError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        Err(ListError::Io(e)) => Err(Failure::from(e)),
+        Err(ListError::Store(e)) => Err(Failure::from(e)),
     }
+}
+
+/// What can stop a listing half-way: the store, or the output.
+#[derive(Debug, thiserror::Error)]
+enum ListError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// The JSON array, written row by row as the store yields them; the same bytes as
+/// `serde_json::to_writer_pretty` of the whole list.
+fn write_json(out: &mut impl Write, conn: &rusqlite::Connection, filter: &ListFilter) -> Result<(), ListError> {
+    use serde::ser::{SerializeSeq, Serializer};
+    let mut serializer = serde_json::Serializer::pretty(&mut *out);
+    let mut seq = serializer.serialize_seq(None).map_err(std::io::Error::from)?;
+    queries::visit_filtered(conn, filter, |c| seq.serialize_element(&summary_json(&c)).map_err(|e| ListError::Io(e.into())))?;
+    seq.end().map_err(std::io::Error::from)?;
+    writeln!(out)?;
+    Ok(())
 }
 
 /// Text for one table cell: control characters (a tab in a name, say) shown escaped so that
@@ -131,7 +148,7 @@ fn cell(text: &str, width: usize) -> String {
 /// The table: fixed columns for time, count, cost and model; the name and the last message's
 /// preview take what is left of the terminal's width. Colour only on a terminal, and not with
 /// `NO_COLOR`.
-fn write_table(out: &mut impl Write, conversations: &[ConversationSummary]) -> std::io::Result<()> {
+fn write_table(out: &mut impl Write, conn: &rusqlite::Connection, filter: &ListFilter) -> Result<(), ListError> {
     use std::io::IsTerminal;
     let terminal = std::io::stdout().is_terminal();
     let colour = terminal && std::env::var_os("NO_COLOR").is_none();
@@ -146,7 +163,9 @@ fn write_table(out: &mut impl Write, conversations: &[ConversationSummary]) -> s
     };
     let header = format!("{:<16}  {:>5}  {:>9}  {:<22}  {}", "MODIFIED (UTC)", "MSGS", "COST", "MODEL", "NAME");
     writeln!(out, "{}", paint("1", &header))?;
-    for c in conversations {
+    let mut count = 0usize;
+    queries::visit_filtered(conn, filter, |c| -> Result<(), ListError> {
+        count += 1;
         let modified = format_utc(c.modified);
         let modified = modified.get(..16).unwrap_or(&modified).replace('T', " ");
         let cost = c.total_cost.map_or("NaN".to_owned(), |cost| format!("${cost:.4}"));
@@ -156,6 +175,8 @@ fn write_table(out: &mut impl Write, conversations: &[ConversationSummary]) -> s
             let line = format!("{}: {}", role, preview);
             writeln!(out, "{:FIXED$}{}", "", paint("2", &cell(&line, rest)))?;
         }
-    }
-    writeln!(out, "{} conversations", conversations.len())
+        Ok(())
+    })?;
+    writeln!(out, "{count} conversations")?;
+    Ok(())
 }

@@ -101,6 +101,33 @@ pub fn list_conversations(conn: &rusqlite::Connection, include_test: bool, limit
 
 /// [`list_conversations`] with filters and another order.
 pub fn list_filtered(conn: &rusqlite::Connection, f: &ListFilter) -> Result<Vec<ConversationSummary>, StoreError> {
+    let mut out = Vec::new();
+    visit_filtered(conn, f, |c| -> Result<(), StoreError> {
+        out.push(c);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// [`list_filtered`], handing each row to `visit` as it is read instead of collecting them:
+/// a listing of ten thousand conversations is written out without being held in memory twice.
+/// An error from `visit` stops the listing and is returned.
+pub fn visit_filtered<E: From<StoreError>>(
+    conn: &rusqlite::Connection,
+    f: &ListFilter,
+    mut visit: impl FnMut(ConversationSummary) -> Result<(), E>,
+) -> Result<(), E> {
+    let (sql, args) = listing_sql(f);
+    let mut stmt = conn.prepare(&sql).map_err(StoreError::from)?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(args)).map_err(StoreError::from)?;
+    while let Some(row) = rows.next().map_err(StoreError::from)? {
+        visit(summary_from_row(row).map_err(StoreError::from)?)?;
+    }
+    Ok(())
+}
+
+/// The listing's statement and its arguments.
+fn listing_sql(f: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
     let mut filters: Vec<String> = Vec::new();
     let mut args: Vec<rusqlite::types::Value> = Vec::new();
     let mut arg = |v: rusqlite::types::Value| {
@@ -137,9 +164,7 @@ pub fn list_filtered(conn: &rusqlite::Connection, f: &ListFilter) -> Result<Vec<
     let direction = if f.reverse { "ASC" } else { "DESC" };
     let limit = arg((f.limit.map_or(-1, |l| l as i64)).into());
     let sql = format!("SELECT {SUMMARY_COLUMNS} FROM conversations {filter} ORDER BY {key} {direction}, chat_id LIMIT {limit}");
-    let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt.query_map(rusqlite::params_from_iter(args), summary_from_row)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    (sql, args)
 }
 
 /// One conversation's listing row, or an error naming it.
