@@ -149,7 +149,12 @@ fn run(conn: &rusqlite::Connection, q: &SearchQuery, fts: &str) -> Result<Vec<Co
     let wanted = q.limit.max(1);
     let mut window = (wanted * q.matches.max(1) * 8).max(64);
     loop {
-        let mut ranked = conn.prepare_cached("SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rank LIMIT ?2")?;
+        // bm25() spelled out rather than FTS5's `rank` column (the same default bm25): with
+        // `ORDER BY rank` FTS5 evaluates the ranking twice per match, which doubled the time of
+        // a word found in half of all messages.
+        let mut ranked = conn.prepare_cached(
+            "SELECT rowid, bm25(messages_fts) AS score FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY score LIMIT ?2",
+        )?;
         let candidates: Vec<(i64, f64)> =
             ranked.query_map(rusqlite::params![fts, window as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
         let exhausted = candidates.len() < window;
