@@ -18,11 +18,14 @@
 #        sessiondb search WORD --json -n 20   for the common and the rare word
 #        sessiondb stats --json               (if this sessiondb has no `stats`, `list --json --all`
 #                                              is timed in its place and the table says so)
-#   5. tools/bench_gptme_queries.py on a copy of the logs root (gptme's listing creates
+#   5. benches/queries.rs (`cargo bench --bench queries`): the same questions asked of the library
+#      in-process, best of R, each run opening the database afresh (timed like gptme's calls)
+#   6. tools/bench_gptme_queries.py on a copy of the logs root (gptme's listing creates
 #      workspace/ dirs in conversations without config.toml): best of G runs, timed in-process
 #      after import, of get_conversations(detail=True), get_conversations(detail=False),
 #      list_conversations(20), search_chats(WORD, 20) and conversation_stats(as_json=True)
-#   6. a table on stdout: operation | gptme s | sessiondb s | ratio (gptme / sessiondb);
+#   7. a table on stdout: operation | gptme s | sessiondb process s | ratio | sessiondb in-process s |
+#      ratio (ratios are gptme / sessiondb);
 #      progress goes to stderr
 # Then one line per sessiondb list command comparing its time at the smallest and largest size.
 #
@@ -107,7 +110,7 @@ export TZ=UTC
 
 # ---------------------------------------------------------------- build
 echo "== cargo build --release" >&2
-(cd "$ROOT" && cargo build --release)
+(cd "$ROOT" && cargo build --release && cargo bench --bench queries --no-run)
 BIN="$ROOT/target/release/sessiondb"
 [[ -x "$BIN" ]] || { echo "bench_queries.sh: $BIN missing after build" >&2; exit 1; }
 
@@ -153,7 +156,7 @@ time_sdb() {
     echo "   sessiondb $*: best $(fmt_s "${SDB[$key]}") s (runs: ${times[*]})" >&2
 }
 
-declare -A LIST_ALL_AT LIST_20_AT GP_LIST_AT
+declare -A LIST_ALL_AT LIST_20_AT GP_LIST_AT LIB_20_AT
 
 for SIZE in "${SIZE_LIST[@]}"; do
     CONVS="${SIZE%x*}"
@@ -218,6 +221,21 @@ for SIZE in "${SIZE_LIST[@]}"; do
     time_sdb search_rare search "$RARE" --json -n "$LIMIT"
     time_sdb stats "${STATS_ARGS[@]}"
 
+    # ------------------------------------------------------------ sessiondb in-process
+    INJ="$WORK/inprocess-$CONVS-$MSGS.json"
+    if ! (cd "$ROOT" && cargo bench --quiet --bench queries -- "$DB" "$COMMON" "$RARE" --runs "$RUNS" --limit "$LIMIT") > "$INJ" 2> "$WORK/inprocess.err"; then
+        echo "bench_queries.sh: benches/queries.rs failed:" >&2
+        tail -n 30 "$WORK/inprocess.err" >&2
+        exit 1
+    fi
+    inproc() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"][sys.argv[2]])' "$INJ" "$1"; }
+    IN_LIST=$(inproc list_detail)
+    IN_LIST_20=$(inproc list_default)
+    IN_SEARCH_COMMON=$(inproc "search:$COMMON")
+    IN_SEARCH_RARE=$(inproc "search:$RARE")
+    IN_STATS=$(inproc stats)
+    echo "   sessiondb in-process: list $IN_LIST s, newest $LIMIT $IN_LIST_20 s, search $IN_SEARCH_COMMON / $IN_SEARCH_RARE s, stats $IN_STATS s" >&2
+
     # ------------------------------------------------------------ gptme, on a copy
     COPY="$WORK/gptme-logs-$CONVS-$MSGS"
     echo "   copying the logs root for gptme to $COPY" >&2
@@ -240,6 +258,7 @@ for SIZE in "${SIZE_LIST[@]}"; do
     LIST_ALL_AT[$SIZE]="${SDB[list_all]}"
     LIST_20_AT[$SIZE]="${SDB[list_20]}"
     GP_LIST_AT[$SIZE]="$GP_LIST_DETAIL"
+    LIB_20_AT[$SIZE]="$IN_LIST_20"
 
     # ------------------------------------------------------------ result checks
     GP_CONVS=$(pyq "$GPJ" 'd["checks"]["conversations"]')
@@ -280,19 +299,20 @@ print("same ids, same order" if s == g else ("same ids, other order" if sorted(s
         echo
         echo "== $CONVS conversations x $MSGS messages ($SDB_MESSAGES messages, $LOGS_MB MB of logs; $GEN_NOTE)"
         echo "sessiondb import: $(fmt_s "$IMPORT_S") s wall clock (its own count: $IMPORT_INTERNAL s), database $DB_MB MB"
-        echo "sessiondb: best of $RUNS, wall clock of the whole process; gptme $GPTME_VERSION: best of $GP_RUNS, in-process after import"
-        printf '%-46s | %10s | %11s | %8s | %s\n' "operation" "gptme s" "sessiondb s" "ratio" "gptme call / sessiondb command"
-        printf '%s\n' "-----------------------------------------------+------------+-------------+----------+-------------------------------"
-        row() { printf '%-46s | %10s | %11s | %8s | %s\n' "$1" "$(fmt_s "$2")" "$(fmt_s "$3")" "$(ratio "$2" "$3")" "$4"; }
-        row "list all, with costs" "$GP_LIST_DETAIL" "${SDB[list_all]}" "get_conversations(detail=True) / list --json --all"
-        row "list all, without costs" "$GP_LIST_NODETAIL" "${SDB[list_all]}" "get_conversations(detail=False) / list --json --all (same run)"
-        row "list newest $LIMIT (chats list default)" "$GP_LIST_DEFAULT" "${SDB[list_20]}" "list_conversations($LIMIT) / list --json --all -n $LIMIT"
-        row "search '$COMMON' -n $LIMIT (common)" "$GP_SEARCH_COMMON" "${SDB[search_common]}" "search_chats('$COMMON', $LIMIT) / search $COMMON --json -n $LIMIT"
-        row "search '$RARE' -n $LIMIT (rare)" "$GP_SEARCH_RARE" "${SDB[search_rare]}" "search_chats('$RARE', $LIMIT) / search $RARE --json -n $LIMIT"
+        echo "gptme $GPTME_VERSION: best of $GP_RUNS, in-process after import; sessiondb: best of $RUNS, as a whole process (the CLI," \
+             "JSON written out) and in-process (benches/queries.rs, the library, database opened afresh each run)"
+        printf '%-46s | %10s | %10s | %8s | %10s | %8s | %s\n' "operation" "gptme s" "sdb proc s" "ratio" "sdb lib s" "ratio" "gptme call / sessiondb command"
+        printf '%s\n' "-----------------------------------------------+------------+------------+----------+------------+----------+-------------------------------"
+        row() { printf '%-46s | %10s | %10s | %8s | %10s | %8s | %s\n' "$1" "$(fmt_s "$2")" "$(fmt_s "$3")" "$(ratio "$2" "$3")" "$(fmt_s "$4")" "$(ratio "$2" "$4")" "$5"; }
+        row "list all, with costs" "$GP_LIST_DETAIL" "${SDB[list_all]}" "$IN_LIST" "get_conversations(detail=True) / list --json --all"
+        row "list all, without costs" "$GP_LIST_NODETAIL" "${SDB[list_all]}" "$IN_LIST" "get_conversations(detail=False) / list --json --all (same run)"
+        row "list newest $LIMIT (chats list default)" "$GP_LIST_DEFAULT" "${SDB[list_20]}" "$IN_LIST_20" "list_conversations($LIMIT) / list --json --all -n $LIMIT"
+        row "search '$COMMON' -n $LIMIT (common)" "$GP_SEARCH_COMMON" "${SDB[search_common]}" "$IN_SEARCH_COMMON" "search_chats('$COMMON', $LIMIT) / search $COMMON --json -n $LIMIT"
+        row "search '$RARE' -n $LIMIT (rare)" "$GP_SEARCH_RARE" "${SDB[search_rare]}" "$IN_SEARCH_RARE" "search_chats('$RARE', $LIMIT) / search $RARE --json -n $LIMIT"
         if [[ -n "$STATS_NOTE" ]]; then
-            row "stats overview [sessiondb: list, see note]" "$GP_STATS" "${SDB[stats]}" "conversation_stats(as_json=True) / ${STATS_ARGS[*]}"
+            row "stats overview [sessiondb: list, see note]" "$GP_STATS" "${SDB[stats]}" "$IN_STATS" "conversation_stats(as_json=True) / ${STATS_ARGS[*]}"
         else
-            row "stats overview" "$GP_STATS" "${SDB[stats]}" "conversation_stats(as_json=True) / ${STATS_ARGS[*]}"
+            row "stats overview" "$GP_STATS" "${SDB[stats]}" "$IN_STATS" "conversation_stats(as_json=True) / ${STATS_ARGS[*]}"
         fi
         [[ -z "$STATS_NOTE" ]] || echo "note: $STATS_NOTE"
         echo "checks: conversations gptme $GP_CONVS / sessiondb $SDB_CONVS; messages gptme $GP_MESSAGES / sessiondb $SDB_MESSAGES;" \
@@ -302,9 +322,13 @@ print("same ids, same order" if s == g else ("same ids, other order" if sorted(s
         echo "        sessiondb searches all $SDB_CONVS (FTS5): '$COMMON' $SDB_FOUND_COMMON returned, '$RARE' $SDB_FOUND_RARE returned (at most $LIMIT)"
         if [[ "$CONVS" == 1000 ]]; then
             verdict() { awk -v g="$1" -v s="$2" 'BEGIN { if (s !~ /^[0-9.]+$/ || s <= 0) print "n/a"; else if (g / s >= 100) print "met"; else print "NOT met" }'; }
-            echo "target >= 100x at 1,000 conversations: list with costs $(verdict "$GP_LIST_DETAIL" "${SDB[list_all]}")," \
-                 "list without $(verdict "$GP_LIST_NODETAIL" "${SDB[list_all]}")," \
-                 "search common $(verdict "$GP_SEARCH_COMMON" "${SDB[search_common]}"), search rare $(verdict "$GP_SEARCH_RARE" "${SDB[search_rare]}")"
+            for how in process library; do
+                if [[ $how == process ]]; then L="${SDB[list_all]}"; C="${SDB[search_common]}"; R="${SDB[search_rare]}"
+                else L="$IN_LIST"; C="$IN_SEARCH_COMMON"; R="$IN_SEARCH_RARE"; fi
+                echo "target >= 100x at 1,000 conversations ($how): list with costs $(verdict "$GP_LIST_DETAIL" "$L")," \
+                     "list without $(verdict "$GP_LIST_NODETAIL" "$L")," \
+                     "search common $(verdict "$GP_SEARCH_COMMON" "$C"), search rare $(verdict "$GP_SEARCH_RARE" "$R")"
+            done
         fi
     }
     rm -f "$DB" "$DB-wal" "$DB-shm" "$DB-journal"
@@ -318,6 +342,7 @@ done
         echo
         echo "scaling $A -> $B: sessiondb list --json --all $(fmt_s "${LIST_ALL_AT[$A]}") s -> $(fmt_s "${LIST_ALL_AT[$B]}") s ($(scale "${LIST_ALL_AT[$A]}" "${LIST_ALL_AT[$B]}"))," \
              "list --json --all -n $LIMIT $(fmt_s "${LIST_20_AT[$A]}") s -> $(fmt_s "${LIST_20_AT[$B]}") s ($(scale "${LIST_20_AT[$A]}" "${LIST_20_AT[$B]}"));" \
+             "library newest $LIMIT $(fmt_s "${LIB_20_AT[$A]}") s -> $(fmt_s "${LIB_20_AT[$B]}") s ($(scale "${LIB_20_AT[$A]}" "${LIB_20_AT[$B]}"));" \
              "gptme get_conversations(detail=True) $(fmt_s "${GP_LIST_AT[$A]}") s -> $(fmt_s "${GP_LIST_AT[$B]}") s ($(scale "${GP_LIST_AT[$A]}" "${GP_LIST_AT[$B]}"))"
     fi
     if [[ ${#FAILURES[@]} -gt 0 ]]; then
