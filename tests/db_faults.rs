@@ -64,14 +64,23 @@ fn a_corrupted_page_is_detected_and_doctor_says_how_to_restore() {
     let (ok, report) = doctor(&db, &logs);
     assert!(ok, "{report}");
     assert_eq!(report["sync"]["in_step"], 18);
-    // Overwrite pages in the middle of the file (not the header) with garbage.
-    let len = fs::metadata(&db).unwrap().len();
+    // Overwrite two whole pages of the messages table with garbage. They are chosen through
+    // dbstat, not by their place in the file: a page picked by position can be a free page or
+    // the unused middle of a B-tree page, which no check can tell from data.
+    let (page_size, pages): (u64, Vec<u64>) = {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let size: u64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+        let mut stmt = conn.prepare("SELECT pageno FROM dbstat WHERE name = 'messages' AND pagetype = 'leaf' ORDER BY pageno").unwrap();
+        let leaves: Vec<u64> = stmt.query_map([], |r| r.get(0)).unwrap().collect::<Result<_, _>>().unwrap();
+        assert!(leaves.len() >= 3, "{leaves:?}");
+        (size, vec![leaves[leaves.len() / 3], leaves[leaves.len() / 2]])
+    };
     let mut f = fs::OpenOptions::new().write(true).open(&db).unwrap();
-    let page = 8192;
-    for k in [len / page / 2, len / page / 3] {
-        f.seek(SeekFrom::Start(k * page + 100)).unwrap();
-        f.write_all(&[0xA5; 3000]).unwrap();
+    for pageno in pages {
+        f.seek(SeekFrom::Start((pageno - 1) * page_size)).unwrap();
+        f.write_all(&vec![0xA5; page_size as usize]).unwrap();
     }
+    f.sync_all().unwrap();
     drop(f);
     let (ok, report) = doctor(&db, &logs);
     assert!(!ok, "{report}");
