@@ -201,6 +201,17 @@ fn list_filters_and_sorts() {
     assert_eq!(ids(&["--until", "2999-01-01"]).len(), ids(&[]).len());
     let by_messages = ids(&["--sort", "messages", "-n", "1"]);
     assert_eq!(by_messages, ["2026-07-07-long-conversation"]);
+    // Every order: --reverse is the listing backwards, ties included, and -n K its first K
+    // (SQLite once planned -n 1 and -n 2 differently from larger limits).
+    for key in ["modified", "created", "cost", "tokens", "messages"] {
+        let all = ids(&["--sort", key]);
+        let mut backwards = ids(&["--sort", key, "--reverse"]);
+        backwards.reverse();
+        assert_eq!(backwards, all, "--sort {key} --reverse");
+        for k in [1, 2, 3] {
+            assert_eq!(ids(&["--sort", key, "-n", &k.to_string()]), all[..k.min(all.len())], "--sort {key} -n {k}");
+        }
+    }
 }
 
 #[test]

@@ -33,7 +33,7 @@ pub struct Args {
     /// Order by
     #[arg(long, value_enum, default_value_t = SortBy::Modified)]
     sort: SortBy,
-    /// Smallest (or oldest) first
+    /// Smallest (or oldest) first: the listing in exactly the reverse order
     #[arg(long)]
     reverse: bool,
 }

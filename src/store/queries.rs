@@ -88,7 +88,8 @@ pub struct ListFilter {
     /// Only conversations whose display name or id matches this glob.
     pub name: Option<String>,
     pub sort: SortBy,
-    /// Smallest first instead of largest (oldest first, for times).
+    /// Smallest first instead of largest (oldest first, for times): the exact reverse of the
+    /// listing, ties (broken by chat id) included.
     pub reverse: bool,
 }
 
@@ -161,9 +162,11 @@ fn listing_sql(f: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
         SortBy::Tokens => "input_tokens + output_tokens",
         SortBy::Messages => "message_count",
     };
-    let direction = if f.reverse { "ASC" } else { "DESC" };
+    // `--reverse` is the exact reverse of the listing, ties included, so that one index
+    // (`conversations_by_modified`, `conversations_by_created`) serves both directions.
+    let (direction, tie) = if f.reverse { ("ASC", "DESC") } else { ("DESC", "ASC") };
     let limit = arg((f.limit.map_or(-1, |l| l as i64)).into());
-    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM conversations {filter} ORDER BY {key} {direction}, chat_id LIMIT {limit}");
+    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM conversations {filter} ORDER BY {key} {direction}, chat_id {tie} LIMIT {limit}");
     (sql, args)
 }
 

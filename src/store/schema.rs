@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0003_fts_cjk.sql"),
     include_str!("../../schema/0004_role_counts.sql"),
     include_str!("../../schema/0005_sync.sql"),
+    include_str!("../../schema/0006_listing_order.sql"),
 ];
 
 /// The schema version this build writes.
