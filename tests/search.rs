@@ -119,3 +119,45 @@ fn the_index_follows_every_write() {
     run_ok(sessiondb(&db).args(["rm", "live"]));
     assert!(search(&db, &["quokkas"]).is_empty());
 }
+
+#[test]
+fn a_word_crowded_into_one_conversation_does_not_hide_the_others() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    // 300 short messages outrank everything else, more than the first window of ranked
+    // matches holds, so the search has to rank the rest to find four conversations.
+    // (Each line distinct: the store keeps identical lines of a conversation once.)
+    let texts: Vec<String> = (0..300).map(|i| format!("needle needle {i}")).collect();
+    let crowded: Vec<(&str, &str)> = texts.iter().enumerate().map(|(i, t)| (if i % 2 == 0 { "user" } else { "assistant" }, t.as_str())).collect();
+    conversation(&logs, "crowded", &crowded);
+    for id in ["sparse-a", "sparse-b", "sparse-c"] {
+        conversation(&logs, id, &[("user", "a much longer message that mentions the needle only once, among many other words of no interest")]);
+    }
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let results = search(&db, &["needle", "-n", "4", "-m", "2"]);
+    let found = ids(&results);
+    assert_eq!(found[0], "crowded");
+    let mut rest = found[1..].to_vec();
+    rest.sort();
+    assert_eq!(rest, ["sparse-a", "sparse-b", "sparse-c"]);
+    assert_eq!(results[0]["matches"], 300, "every match counted");
+    assert_eq!(results[0]["snippets"].as_array().unwrap().len(), 2);
+    assert_eq!(search(&db, &["needle", "--chat", "crowded"])[0]["matches"], 300);
+    assert_eq!(search(&db, &["needle", "--chat", "sparse-b"])[0]["matches"], 1);
+    assert_eq!(search(&db, &["needle", "--role", "assistant", "--chat", "crowded"])[0]["matches"], 150);
+    assert!(search(&db, &["needle", "--chat", "no-such-chat"]).is_empty());
+}
+
+#[test]
+fn a_filter_that_passes_everything_changes_nothing() {
+    // Filtered searches rank inside one query with the filters; unfiltered ones rank the
+    // index first. Both must give the same answer when the filter excludes nothing.
+    let (_work, db) = setup();
+    for q in ["borrow", "decorat*", "foo-bar", "数据库", "borrow OR decorators"] {
+        let plain = search(&db, &[q, "-m", "3"]);
+        let filtered = search(&db, &[q, "-m", "3", "--since", "36500d"]);
+        let strip = |rs: &[Value]| -> Vec<(String, Value)> { rs.iter().map(|r| (r["id"].as_str().unwrap().to_owned(), r["snippets"].clone())).collect() };
+        assert_eq!(strip(&filtered), strip(&plain), "{q}");
+    }
+}

@@ -50,7 +50,9 @@ pub struct ConversationHits {
     pub chat_id: String,
     pub name: String,
     pub modified: f64,
-    /// Matches among the best-ranked ones examined (a lower bound for very common words).
+    /// Matching messages: every one when the search was filtered or had to rank past its
+    /// first window, else those among the best-ranked window (a lower bound for very common
+    /// words).
     pub total: usize,
     pub hits: Vec<Hit>,
 }
@@ -142,13 +144,17 @@ pub fn search(conn: &rusqlite::Connection, q: &SearchQuery) -> Result<SearchResu
     }
 }
 
-/// Ranks in the index first and looks at the best `window` matches only: where a message
-/// stands and whether it passes the filters is decided for those rows alone. When they yield
-/// fewer conversations than asked for and the index had more matches, the window grows.
+/// Two ways to the same answer. Without a narrowing filter (role, model, since, chat,
+/// branch) nearly every match qualifies, so the best `window` matches of the whole index are
+/// ranked (FTS5 keeps only those, however many match) and only they are looked up. When they
+/// yield too few conversations, or a filter would have most of them rejected, the filters go
+/// into the ranking query instead and one pass ranks exactly the qualifying matches: growing
+/// a window and ranking again took seconds for a common word in one conversation.
 fn run(conn: &rusqlite::Connection, q: &SearchQuery, fts: &str) -> Result<Vec<ConversationHits>, StoreError> {
     let wanted = q.limit.max(1);
-    let mut window = (wanted * q.matches.max(1) * 8).max(64);
-    loop {
+    let narrowed = q.role.is_some() || q.model.is_some() || q.since.is_some() || q.chat_id.is_some() || q.branch.is_some();
+    if !narrowed {
+        let window = (wanted * q.matches.max(1) * 8).max(64);
         // bm25() spelled out rather than FTS5's `rank` column (the same default bm25): with
         // `ORDER BY rank` FTS5 evaluates the ranking twice per match, which doubled the time of
         // a word found in half of all messages.
@@ -162,18 +168,19 @@ fn run(conn: &rusqlite::Connection, q: &SearchQuery, fts: &str) -> Result<Vec<Co
         if out.len() >= wanted || exhausted {
             return Ok(out.into_iter().take(wanted).collect());
         }
-        window *= 4;
     }
+    run_filtered(conn, q, fts)
 }
 
-/// The ranked candidates that pass the filters, with where each stands, grouped by
-/// conversation in rank order.
-fn place(conn: &rusqlite::Connection, q: &SearchQuery, candidates: &[(i64, f64)]) -> Result<Vec<ConversationHits>, StoreError> {
-    let mut filters = vec!["m.id = ?1".to_owned()];
-    let mut args: Vec<Value> = vec![Value::Null];
+/// The filters of `q` as SQL over `messages m` and `conversations c`, with their arguments
+/// numbered from `?{first}`. `placed` requires the message to stand in a branch or view (the
+/// `--branch` one, if given), as [`place`] does.
+fn filter_sql(q: &SearchQuery, first: usize, placed: bool) -> (Vec<String>, Vec<Value>) {
+    let mut filters: Vec<String> = Vec::new();
+    let mut args: Vec<Value> = Vec::new();
     let mut arg = |value: Value| {
         args.push(value);
-        args.len()
+        first + args.len() - 1
     };
     if let Some(role) = &q.role {
         filters.push(format!("m.role = ?{}", arg(Value::Text(role.clone()))));
@@ -193,6 +200,80 @@ fn place(conn: &rusqlite::Connection, q: &SearchQuery, candidates: &[(i64, f64)]
     if !q.include_test && q.chat_id.is_none() {
         filters.push("NOT (c.chat_id GLOB 'tmp*' OR c.chat_id GLOB 'test-*' OR c.chat_id GLOB '*gptme-evals-*')".into());
     }
+    if placed {
+        filters.push(match &q.branch {
+            Some(b) => format!(
+                "EXISTS (SELECT 1 FROM document_lines dl JOIN documents d ON d.id = dl.document_id
+                  WHERE dl.message_id = m.id AND d.kind = 'branch' AND d.name = ?{})",
+                arg(Value::Text(b.clone()))
+            ),
+            None => "EXISTS (SELECT 1 FROM document_lines dl WHERE dl.message_id = m.id)".to_owned(),
+        });
+    }
+    (filters, args)
+}
+
+/// Ranks exactly the matches that pass the filters, in one pass, and keeps the best
+/// conversations with exact match counts. With `--chat`, the index is read over that
+/// conversation's message ids only.
+fn run_filtered(conn: &rusqlite::Connection, q: &SearchQuery, fts: &str) -> Result<Vec<ConversationHits>, StoreError> {
+    let (mut filters, mut args) = filter_sql(q, 2, true);
+    args.insert(0, Value::Text(fts.to_owned()));
+    if let Some(chat) = &q.chat_id {
+        // One rowid range rather than `rowid IN (...)`: FTS5 restarts its cursor, and bm25 its
+        // document-frequency count, for each value of an IN list.
+        let range: (Option<i64>, Option<i64>) = conn.query_row(
+            "SELECT min(m.id), max(m.id) FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE c.chat_id = ?1",
+            [chat],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let (Some(lo), Some(hi)) = range else { return Ok(Vec::new()) };
+        filters.push(format!("messages_fts.rowid BETWEEN {lo} AND {hi}"));
+    }
+    let sql = format!(
+        "SELECT messages_fts.rowid, bm25(messages_fts) AS score, c.chat_id
+         FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN conversations c ON c.id = m.conversation_id
+         WHERE messages_fts MATCH ?1 AND {}
+         ORDER BY score, messages_fts.rowid",
+        filters.join(" AND ")
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(params_from_iter(args.iter()))?;
+    // Conversations in the order of their best match, with every match counted and the best
+    // `matches` kept; the rows stream by, none is held beyond that.
+    let per = q.matches.max(1);
+    let mut order: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashMap<String, (usize, Vec<(i64, f64)>)> = std::collections::HashMap::new();
+    while let Some(r) = rows.next()? {
+        let (id, score, chat_id): (i64, f64, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+        let entry = seen.entry(chat_id).or_insert_with_key(|k| {
+            order.push(k.clone());
+            (0, Vec::new())
+        });
+        entry.0 += 1;
+        if entry.1.len() < per {
+            entry.1.push((id, score));
+        }
+    }
+    order.truncate(q.limit.max(1));
+    let chosen: Vec<(i64, f64)> = order.iter().flat_map(|c| seen[c].1.iter().copied()).collect();
+    let mut out = place(conn, q, &chosen)?;
+    for c in &mut out {
+        c.total = seen[&c.chat_id].0;
+    }
+    Ok(out)
+}
+
+/// The ranked candidates that pass the filters, with where each stands, grouped by
+/// conversation in rank order.
+fn place(conn: &rusqlite::Connection, q: &SearchQuery, candidates: &[(i64, f64)]) -> Result<Vec<ConversationHits>, StoreError> {
+    let (mut filters, mut args) = filter_sql(q, 2, false);
+    filters.insert(0, "m.id = ?1".to_owned());
+    args.insert(0, Value::Null);
+    let mut arg = |value: Value| {
+        args.push(value);
+        args.len()
+    };
     // Where the message stands: its first line in main, else in any branch or view; with
     // --branch, in that branch only. Messages held only by an event log are not shown.
     let placement = match &q.branch {
