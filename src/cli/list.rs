@@ -15,7 +15,7 @@ pub struct Args {
     /// Include test and eval conversations (ids starting with `tmp` or `test-`, or containing `gptme-evals-`)
     #[arg(long)]
     all: bool,
-    /// Show at most N conversations
+    /// Show at most N conversations (default: all of them; gptme's `chats list` stops at 20)
     #[arg(short = 'n', long = "limit", value_name = "N")]
     limit: Option<usize>,
     /// Only conversations whose last model is M
