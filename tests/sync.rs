@@ -387,3 +387,22 @@ fn lines_gptme_appends_after_a_compaction_keep_their_place() {
     assert_eq!(report["ingest"]["messages"], 1, "{report}");
     assert_store_matches_directory(&root, chat);
 }
+
+#[test]
+fn directory_mtimes_stay_true_through_backups_and_debris() {
+    let root = root_with_fixtures();
+    run_ok(root.sessiondb().arg("import").arg(&root.logs));
+    let chat = "2026-07-05-branches";
+    // An edit replaces conversation.jsonl, keeping the old one as a backup until it commits.
+    let toml = root.home.join("edit.toml");
+    fs::write(&toml, "[[messages]]\nrole = \"user\"\ncontent = \"edited\"\ntimestamp = \"2026-12-01T10:00:00\"\n").unwrap();
+    run_ok(root.sessiondb().args(["edit", chat, "--toml"]).arg(&toml));
+    assert_store_matches_directory(&root, chat);
+    // What a killed writer leaves behind: the next sync removes it under the lock, which
+    // moves the directory's mtime after the pass has looked at the directory.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    fs::write(root.logs.join(chat).join("branches/.sessiondb-tmp-killed"), "half").unwrap();
+    root.sync();
+    assert!(!root.logs.join(chat).join("branches/.sessiondb-tmp-killed").exists());
+    assert_store_matches_directory(&root, chat);
+}

@@ -183,12 +183,27 @@ impl DirTransaction {
     }
 
     /// Makes the changes permanent: removes the backups and flushes the directories.
+    ///
+    /// Removing a backup moves its directory's mtime, which the caller has just recorded in the
+    /// store as the operation left it; that mtime is put back, since the backup was never part
+    /// of the directory's contents.
     pub fn commit(mut self) -> Result<(), DirError> {
         self.committed = true;
+        let mut parents: Vec<(PathBuf, filetime::FileTime)> = Vec::new();
         for undo in std::mem::take(&mut self.undo) {
             if let Undo::Restore { backup, .. } = undo {
+                if let Some(parent) = backup.parent() {
+                    if !parents.iter().any(|(p, _)| p == parent) {
+                        if let Ok(meta) = fs::metadata(parent) {
+                            parents.push((parent.to_owned(), filetime::FileTime::from_last_modification_time(&meta)));
+                        }
+                    }
+                }
                 let _ = fs::remove_file(&backup);
             }
+        }
+        for (parent, mtime) in &parents {
+            filetime::set_file_mtime(parent, *mtime).map_err(|source| DirError::Io { path: parent.clone(), source })?;
         }
         for dir in &self.dirs {
             sync_dir(dir).map_err(|source| DirError::Io { path: dir.clone(), source })?;
@@ -246,8 +261,12 @@ mod tests {
         let mut tx = DirTransaction::new();
         assert!(matches!(tx.append(&a, Some(3), 0o600, b"x"), Err(DirError::Changed { .. })));
         tx.replace(&a, 0o640, |w| w.write_all(b"new")).unwrap();
+        // What the store records after the operation, before the commit removes the backup.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let recorded = fs::metadata(dir.path()).unwrap().modified().unwrap();
         tx.commit().unwrap();
         assert_eq!(fs::read(&a).unwrap(), b"new");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert_eq!(fs::metadata(dir.path()).unwrap().modified().unwrap(), recorded, "removing the backup keeps the directory's mtime");
     }
 }

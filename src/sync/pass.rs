@@ -111,10 +111,11 @@ fn stored_conversations(conn: &rusqlite::Connection, root: &Path) -> Result<Hash
 
 /// Removes what an interrupted sessiondb write left in `dir`, when the conversation can be
 /// locked at once (never waiting, so that a gptme starting now is not kept out for long).
-/// Left for a later pass otherwise.
-fn clear_debris(dir: &Path) {
-    if let Ok(_lock) = super::gptme_lock::try_acquire(dir) {
-        let _ = super::fsutil::remove_debris(dir);
+/// Left for a later pass otherwise. Returns whether anything was removed.
+fn clear_debris(dir: &Path) -> bool {
+    match super::gptme_lock::try_acquire(dir) {
+        Ok(_lock) => super::fsutil::remove_debris(dir).is_ok_and(|removed| removed > 0),
+        Err(_) => false,
     }
 }
 
@@ -204,9 +205,9 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
             continue;
         }
         let outcome = incremental::plan(batch.conn(), s.id, dir).and_then(|planned| {
-            if planned.debris && !dry_run {
-                clear_debris(dir);
-            }
+            // Removing files moves their directories' mtimes: plan again, so that the mtimes
+            // recorded are the ones the directory has from now on.
+            let planned = if planned.debris && !dry_run && clear_debris(dir) { incremental::plan(batch.conn(), s.id, dir)? } else { planned };
             planned.record_dir_mtimes(batch.conn(), s.id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
             Ok((planned.plan, planned.fingerprint))
         });
