@@ -162,8 +162,8 @@ fn listing_sql(f: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
         SortBy::Tokens => "input_tokens + output_tokens",
         SortBy::Messages => "message_count",
     };
-    // `--reverse` is the exact reverse of the listing, ties included, so that one index
-    // (`conversations_by_modified`, `conversations_by_created`) serves both directions.
+    // `--reverse` is the exact reverse of the listing, ties included, so that each sort key's
+    // index (schema 0006) serves both directions.
     let (direction, tie) = if f.reverse { ("ASC", "DESC") } else { ("DESC", "ASC") };
     let limit = arg((f.limit.map_or(-1, |l| l as i64)).into());
     let sql = format!("SELECT {SUMMARY_COLUMNS} FROM conversations {filter} ORDER BY {key} {direction}, chat_id {tie} LIMIT {limit}");
