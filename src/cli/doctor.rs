@@ -68,6 +68,19 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     if let Some(e) = &sync_error {
         problems.push(format!("logs root: {e}"));
     }
+    if let Some(s) = &state {
+        for chat in &s.stranded {
+            let dir = Path::new(&s.logs_dir).join(chat).display().to_string();
+            problems.push(super::sync::stranded_message(&crate::sync::pass::Stranded { chat_id: chat.clone(), dir }));
+        }
+        for d in &s.displaced {
+            problems.push(format!(
+                "{}: {} message(s) sessiondb had appended to {} were dropped by a rewrite that no undo or edit explains; \
+                 the store still holds them, and `sessiondb sync` keeps them as a conflict branch",
+                d.chat_id, d.messages, d.path
+            ));
+        }
+    }
     if args.json {
         let json = serde_json::json!({
             "ok": problems.is_empty(),

@@ -6,7 +6,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{human_bytes, Failure};
-use crate::store::{Store, WriteBatch};
+use crate::store::{Store, StoreError, WriteBatch};
 use crate::sync::ingest::{self, format_warning, IngestError, Outcome};
 
 #[derive(clap::Args)]
@@ -52,22 +52,11 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     }
     let root = super::logs_root(args.logs_dir)?;
     let started = Instant::now();
-    let (mut dirs, others) = ingest::conversation_dirs(&root)?;
+    let (dirs, others) = ingest::conversation_dirs(&root)?;
     let mut summary = Summary { skipped: others.len() as u64, ..Summary::default() };
     for other in &others {
         eprintln!("sessiondb: skipped {}: no conversation.jsonl", other.display());
     }
-    // Re-reading a conversation with queued changes would replace them: `sync` merges instead.
-    let queued = crate::store::queries::queued_chat_ids(&*store.connection()?)?;
-    dirs.retain(|d| {
-        let name = d.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        let keep = !queued.iter().any(|q| q == name);
-        if !keep {
-            summary.skipped += 1;
-            eprintln!("sessiondb: skipped {}: it has changes queued in the store; run `sessiondb sync`", d.display());
-        }
-        keep
-    });
     let progress = ProgressBar::new(dirs.len() as u64);
     progress.set_style(
         ProgressStyle::with_template("{spinner} importing {pos}/{len} {wide_bar} {eta}").expect("valid template"),
@@ -75,7 +64,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let mut conn = store.connection()?;
     let mut batch = WriteBatch::begin(&mut conn)?;
     let mut batch_bytes = 0;
-    ingest::import_dirs(&mut batch, &dirs, ingest::ReadMode::Whole, &mut |batch, dir, outcome| {
+    ingest::import_dirs(&mut batch, &dirs, ingest::ReadMode::Whole, false, &mut |batch, dir, outcome| {
         match outcome {
             Ok(Outcome::Imported(stats)) => {
                 summary.conversations += 1;
@@ -86,6 +75,9 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
                 summary.attachments += stats.attachments;
                 summary.bytes += stats.bytes;
                 summary.warnings += stats.warnings.len() as u64 + stats.more_warnings;
+                for (path, n, kept_as) in &stats.rescued {
+                    progress.suspend(|| eprintln!("warning: {}", super::sync::rescued_message(&dir.display().to_string(), path, *n, kept_as)));
+                }
                 for warning in &stats.warnings {
                     progress.suspend(|| eprintln!("warning: {}", format_warning(dir, warning)));
                 }
@@ -99,6 +91,11 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
                 }
             }
             Ok(Outcome::Unchanged) => summary.unchanged += 1,
+            // Re-reading it would replace its queued changes (the store refuses): `sync` merges.
+            Err(IngestError::Store { source: StoreError::Queued(_), .. }) => {
+                summary.skipped += 1;
+                progress.suspend(|| eprintln!("sessiondb: skipped {}: it has changes queued in the store; run `sessiondb sync`", dir.display()));
+            }
             Err(e) => {
                 summary.failed += 1;
                 progress.suspend(|| eprintln!("error: {}", describe(&e)));

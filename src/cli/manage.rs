@@ -145,10 +145,14 @@ pub fn rename(store: &Store, args: RenameArgs) -> Result<i32, Failure> {
 #[derive(clap::Args)]
 pub struct RmArgs {
     chat_id: String,
+    /// Remove it even though changes queued with --queue were never written to its directory
+    /// (they are lost)
+    #[arg(long)]
+    force: bool,
 }
 
 pub fn rm(store: &Store, args: RmArgs) -> Result<i32, Failure> {
-    ops::remove(store, &args.chat_id)?;
+    ops::remove(store, &args.chat_id, args.force)?;
     println!("removed {}", args.chat_id);
     Ok(0)
 }
@@ -172,7 +176,7 @@ pub fn clean(store: &Store, args: CleanArgs) -> Result<i32, Failure> {
     let (mut deleted, mut freed) = (0, 0);
     if args.delete {
         for c in &found {
-            match ops::remove(store, &c.chat_id) {
+            match ops::remove(store, &c.chat_id, false) {
                 Ok(()) => {
                     deleted += 1;
                     freed += c.size_bytes;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::Failure;
 use crate::store::Store;
-use crate::sync::pass::{sync_pass, SyncReport};
+use crate::sync::pass::{sync_pass, Stranded, SyncReport};
 use crate::sync::watch::{watch, WatchEvent};
 
 #[derive(clap::Args)]
@@ -83,12 +83,37 @@ fn print_summary(r: &SyncReport) {
             None => println!("  {}: {}: removed in the store but changed in the directory; the directory's version stays", c.chat_id, c.path),
         }
     }
+    for d in &r.displaced {
+        eprintln!("warning: {}", rescued_message(&d.chat_id, &d.path, d.messages, d.kept_as.as_deref().unwrap_or("-")));
+    }
+    for s in &r.stranded {
+        eprintln!("warning: {}", stranded_message(s));
+    }
     for w in &r.warnings {
         eprintln!("warning: {w}");
     }
     for e in &r.errors {
         eprintln!("error: {e}");
     }
+}
+
+/// Messages sessiondb appended that gptme's rewrite dropped, and where they are kept.
+pub(super) fn rescued_message(conversation: &str, path: &str, messages: u64, kept_as: &str) -> String {
+    format!(
+        "{conversation}: {messages} message(s) sessiondb had appended to {path} were dropped by a rewrite that no undo or edit explains \
+         (gptme loaded the conversation just before they were written); kept as {kept_as}"
+    )
+}
+
+/// What to do about changes queued for a directory that is gone.
+pub(super) fn stranded_message(s: &Stranded) -> String {
+    format!(
+        "{chat}: changes queued in the store cannot be written out: its directory {dir} is gone (renamed or deleted). \
+         Move it back and run `sessiondb sync`, or write the store's copy elsewhere with `sessiondb export --to DIR {chat}`; \
+         until then `sessiondb rm {chat}` refuses (`--force` discards them)",
+        chat = s.chat_id,
+        dir = s.dir
+    )
 }
 
 fn watch_root(store: &Store, root: &std::path::Path, rescan: Duration, json: bool) -> Result<i32, Failure> {
@@ -99,9 +124,17 @@ fn watch_root(store: &Store, root: &std::path::Path, rescan: Duration, json: boo
         eprintln!("sessiondb: watching {} (Ctrl-C stops)", root.display());
     }
     let mut failures = 0;
+    let mut told_stranded = std::collections::HashSet::new();
     watch(store, root, rescan, &stop, &mut |event| match event {
         WatchEvent::Pass { report, .. } => {
             failures += report.ingest.failed + report.materialise.failed;
+            if !json {
+                for s in &report.stranded {
+                    if told_stranded.insert(s.chat_id.clone()) {
+                        eprintln!("warning: {}", stranded_message(s));
+                    }
+                }
+            }
             if json {
                 println!("{}", serde_json::to_string(report).expect("serialisable"));
             } else if report.changed_anything() || !report.errors.is_empty() {
@@ -116,6 +149,9 @@ fn watch_root(store: &Store, root: &std::path::Path, rescan: Duration, json: boo
                     plural(m.messages, "message"),
                     plural(report.conflicts.len() as u64, "conflict"),
                 );
+                for d in &report.displaced {
+                    eprintln!("warning: {}", rescued_message(&d.chat_id, &d.path, d.messages, d.kept_as.as_deref().unwrap_or("-")));
+                }
                 for c in &report.conflicts {
                     println!("  conflict {}: {} (the store's version is kept as {})", c.chat_id, c.path, c.kept_as.as_deref().unwrap_or("-"));
                 }

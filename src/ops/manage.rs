@@ -96,13 +96,19 @@ pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&s
 }
 
 /// Removes a conversation: its directory (as gptme's `chats delete` does) and its rows.
-/// Refused while a live gptme holds it.
-pub fn remove(store: &Store, chat_id: &str) -> Result<(), OpsError> {
+/// Refused while a live gptme holds it, and — unless `force` — while it has changes queued
+/// for its directory (decided inside the write transaction, so a queue cannot slip in).
+pub fn remove(store: &Store, chat_id: &str, force: bool) -> Result<(), OpsError> {
     let mut conn = store.connection()?;
     let conv = live::load_conversation(&conn, chat_id)?;
     let _lock = if conv.dir.exists() { Some(gptme_lock::acquire(&conv.dir)?) } else { None };
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    if !force && crate::sync::pending::has_pending(&tx, conv.id)? {
+        let where_ = if conv.dir.exists() { "not synced yet" } else { "the directory is gone: renamed or deleted" };
+        return Err(OpsError::QueuedChanges { chat_id: chat_id.to_owned(), dir: conv.dir.display().to_string(), where_ });
+    }
     tx.execute("DELETE FROM conversations WHERE id = ?1", [conv.id])?;
+    crate::store::acknowledged::forget_conversation(&tx, chat_id)?;
     tx.execute("DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM entries WHERE blob_sha256 = blobs.sha256)", [])?;
     if conv.dir.exists() {
         std::fs::remove_dir_all(&conv.dir).map_err(|source| OpsError::Dir(crate::sync::dirtx::DirError::Io { path: conv.dir.clone(), source }))?;

@@ -43,6 +43,9 @@ pub enum OpsError {
     Ingest(#[from] IngestError),
     #[error("{0}")]
     Invalid(String),
+    #[error("{chat_id}: it has changes queued in the store that its directory {dir} does not hold yet ({where_}); removing it would discard them. \
+             Write them out first (`sessiondb sync`, or `sessiondb export --to DIR {chat_id}` to keep a copy elsewhere), or pass --force to discard them")]
+    QueuedChanges { chat_id: String, dir: String, where_: &'static str },
 }
 
 impl From<rusqlite::Error> for OpsError {
@@ -94,11 +97,21 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     let lock = gptme_lock::acquire(&dir)?;
     crate::sync::fsutil::remove_debris(&dir).map_err(|source| DirError::Io { path: dir.clone(), source })?;
     let mut batch = WriteBatch::begin(&mut conn)?;
+    if crate::sync::pending::has_pending(batch.conn(), conv.id)? {
+        // Queued by another process after the check above: write it out first, then begin again.
+        drop(batch);
+        drop(lock);
+        drop(conn);
+        return with_session(store, chat_id, op);
+    }
     let stored: Vec<u8> = batch.conn().prepare_cached("SELECT fingerprint FROM conversations WHERE chat_id = ?1")?.query_row([chat_id], |r| r.get(0))?;
     if ingest::directory_fingerprint(&dir)? != stored {
         // gptme (or a person) changed the directory: operate on what is there now.
         ingest::import_conversation(&mut batch, &dir, ingest::ReadMode::Whole)?;
     }
+    // The store now holds what the directory holds, under the lock: no gptme can have a copy
+    // of this conversation older than the appends recorded before the settling time.
+    crate::store::acknowledged::forget_settled(batch.conn(), chat_id, crate::sync::acknowledged::SETTLE)?;
     let conv = live::load_conversation(batch.conn(), chat_id)?;
     let mut session = Session { batch, conv, dir: DirTransaction::new(), _lock: Some(lock), sidecars: Vec::new() };
     let out = op(&mut session)?;
@@ -370,7 +383,9 @@ impl Session<'_> {
             Some(v) => self.extend(v, &message)?.0,
             None => doc,
         };
-        let (seq, checkpoint_seq) = self.log_event(branch, MESSAGE_APPEND, Payload::Message(message), &current)?;
+        let (seq, checkpoint_seq) = self.log_event(branch, MESSAGE_APPEND, Payload::Message(message.clone()), &current)?;
+        // Acknowledged: kept safe from a gptme that loaded the branch just before this append.
+        crate::store::acknowledged::record(self.conn(), &self.conv.chat_id, &before.path, &message, &line, seq)?;
         Ok(Appended { line, view: view.map(|v| v.name), seq, checkpoint_seq })
     }
 

@@ -79,6 +79,10 @@ pub struct WriteStats {
     pub warnings: Vec<LineWarning>,
     /// Warnings beyond the ones kept in `warnings`.
     pub more_warnings: u64,
+    /// Messages sessiondb had appended that the directory dropped (gptme rewrote a transcript
+    /// from a stale copy), kept as new branches before this read: `(transcript, messages,
+    /// kept as)`.
+    pub rescued: Vec<(String, u64, String)>,
 }
 
 /// At most this many warnings are kept per conversation; the rest are only counted.
@@ -117,7 +121,8 @@ pub struct ConversationWriter<'c> {
 
 impl<'c> ConversationWriter<'c> {
     /// Starts replacing `chat_id` in the store, in a savepoint of the caller's write
-    /// transaction (see [`super::WriteBatch`]).
+    /// transaction (see [`super::WriteBatch`]). Refused with [`StoreError::Queued`] while the
+    /// conversation has changes queued for its directory: replacing it would discard them.
     pub(super) fn begin(
         conn: &'c mut rusqlite::Connection,
         chat_id: &str,
@@ -125,6 +130,16 @@ impl<'c> ConversationWriter<'c> {
         fingerprint: &[u8],
     ) -> Result<Self, StoreError> {
         let tx = conn.savepoint()?;
+        // Checked inside the write transaction, so that no queue committed after the caller
+        // looked can be deleted with the old copy (the cascade would take `pending_paths`).
+        let queued: bool = tx
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM pending_paths p JOIN conversations c ON c.id = p.conversation_id WHERE c.chat_id = ?1)",
+            )?
+            .query_row([chat_id], |r| r.get(0))?;
+        if queued {
+            return Err(StoreError::Queued(chat_id.to_owned()));
+        }
         let previous_blobs = tx
             .prepare(
                 "SELECT DISTINCT e.blob_sha256 FROM entries e JOIN conversations c ON c.id = e.conversation_id

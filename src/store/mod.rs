@@ -6,6 +6,7 @@
 //! A conversation is always written whole in one transaction: readers see it before or after,
 //! never half-imported.
 
+pub mod acknowledged;
 mod batch;
 pub mod doctor;
 pub mod fts;
@@ -47,6 +48,10 @@ pub enum StoreError {
     NoConversation(String),
     #[error("conversation {chat_id:?} has no branch {branch:?}")]
     NoBranch { chat_id: String, branch: String },
+    /// Reading the directory again would replace changes made in the store only (`--queue`):
+    /// they must be written out (or kept as conflicts) first, by `sessiondb sync`.
+    #[error("conversation {0:?} has changes queued in the store that its directory does not hold yet; run `sessiondb sync` to write them out first")]
+    Queued(String),
 }
 
 pub type Connection = r2d2::PooledConnection<SqliteConnectionManager>;

@@ -16,6 +16,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0004_role_counts.sql"),
     include_str!("../../schema/0005_sync.sql"),
     include_str!("../../schema/0006_listing_order.sql"),
+    include_str!("../../schema/0007_acknowledged_lines.sql"),
 ];
 
 /// The schema version this build writes.

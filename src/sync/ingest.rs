@@ -35,6 +35,8 @@ pub enum IngestError {
     SymlinkOutside { path: PathBuf, target: PathBuf },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: a directory where gptme keeps a file; the conversation was not read (the store keeps its last good copy). Move the directory away and put the file back")]
+    DirectoryForFile { path: PathBuf },
     #[error("{path}: not a conversation (no conversation.jsonl)")]
     NotAConversation { path: PathBuf },
     #[error("{path}: {source}")]
@@ -312,6 +314,10 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dy
     }
     let mut links = Vec::new();
     for (i, f) in found.iter().enumerate() {
+        if f.meta.is_dir() && (classify(&f.rel).is_some() || f.rel == "config.toml") {
+            // Read as an empty directory it would silently drop the whole document.
+            return Err(IngestError::DirectoryForFile { path: dir.join(&f.rel) });
+        }
         if f.meta.file_type().is_symlink() {
             let abs = dir.join(&f.rel);
             let target = fs::read_link(&abs).map_err(|source| IngestError::Io { path: abs.clone(), source })?;
@@ -643,14 +649,27 @@ pub type OnImported<'a> = dyn FnMut(&mut WriteBatch, &Path, Result<Outcome, Inge
 /// Imports the conversation directories `dirs` into `batch`, reading and decoding them on a
 /// second thread while this one writes. `on_done` is called once per directory, in order, with
 /// its outcome, and may commit the batch (it is given the batch between conversations).
-pub fn import_dirs(batch: &mut WriteBatch, dirs: &[PathBuf], read: ReadMode, on_done: &mut OnImported) -> Result<(), StoreError> {
+///
+/// Before a stored conversation is read again, messages sessiondb appended that the directory
+/// dropped are kept as a new branch ([`super::acknowledged::rescue`]; not in a `dry_run`); a
+/// conversation whose rescue fails is not read (its outcome is the error).
+pub fn import_dirs(batch: &mut WriteBatch, dirs: &[PathBuf], read: ReadMode, dry_run: bool, on_done: &mut OnImported) -> Result<(), StoreError> {
     let known = known_fingerprints(batch.conn())?;
+    let acknowledged = if dry_run { HashSet::new() } else { crate::store::acknowledged::chat_ids(batch.conn())? };
+    let mut rescued: HashMap<&Path, Result<Vec<super::acknowledged::Displaced>, IngestError>> = HashMap::new();
+    for dir in dirs {
+        let key = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if known.contains_key(key) && acknowledged.contains(key) {
+            rescued.insert(dir, super::acknowledged::rescue(batch.conn(), key, dir));
+        }
+    }
+    let readable: Vec<&PathBuf> = dirs.iter().filter(|d| !matches!(rescued.get(d.as_path()), Some(Err(_)))).collect();
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Item>>(CHANNEL_CHUNKS);
     std::thread::scope(|scope| {
         scope.spawn(move || {
             let mut chunk = Vec::with_capacity(CHUNK_ITEMS);
             let mut chunk_bytes = 0;
-            for dir in dirs {
+            for dir in readable {
                 let key = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
                 let known = known.get(key).map(Vec::as_slice);
                 let alive = prepare(dir, known, read, &mut |item| {
@@ -671,12 +690,27 @@ pub fn import_dirs(batch: &mut WriteBatch, dirs: &[PathBuf], read: ReadMode, on_
         // Dropping the receiver (on error) stops the producer at its next send.
         let mut items = ChunkedReceiver { rx, chunk: Vec::new().into_iter() };
         for dir in dirs {
+            let kept = match rescued.remove(dir.as_path()) {
+                Some(Err(e)) => {
+                    on_done(batch, dir, Err(e))?;
+                    continue;
+                }
+                Some(Ok(kept)) => kept,
+                None => Vec::new(),
+            };
             let Some(first) = items.next() else { break };
             let outcome = apply(batch, dir, first, &mut || items.next()).map_err(|e| {
                 if !e.consumed {
                     items.drain_conversation();
                 }
                 e.error
+            });
+            let outcome = outcome.map(|o| match o {
+                Outcome::Imported(mut stats) => {
+                    stats.rescued = kept.into_iter().map(|d| (d.path, d.messages, d.kept_as.unwrap_or_default())).collect();
+                    Outcome::Imported(stats)
+                }
+                unchanged => unchanged,
             });
             on_done(batch, dir, outcome)?;
         }
@@ -715,7 +749,7 @@ impl ChunkedReceiver {
 /// unchanged. On error nothing of this conversation is left in the batch.
 pub fn import_conversation(batch: &mut WriteBatch, dir: &Path, read: ReadMode) -> Result<Outcome, IngestError> {
     let mut result = None;
-    import_dirs(batch, &[dir.to_owned()], read, &mut |_, _, outcome| {
+    import_dirs(batch, &[dir.to_owned()], read, false, &mut |_, _, outcome| {
         result = Some(outcome);
         Ok(())
     })

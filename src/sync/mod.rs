@@ -2,6 +2,7 @@
 //! directories in, [`materialise`] writes them back out, both through [`fsutil`]'s safe
 //! filesystem primitives, under gptme's own process lock ([`gptme_lock`]).
 
+pub mod acknowledged;
 pub mod dirtx;
 pub mod fsutil;
 pub mod gptme_lock;

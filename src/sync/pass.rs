@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use super::acknowledged::Displaced;
 use super::incremental::{self, Plan};
 use super::ingest::{self, format_warning, IngestError, Outcome, ReadMode};
 use super::pending::{self, Conflict, PendingError};
@@ -63,7 +64,21 @@ pub struct SyncReport {
     /// Lines gptme would not load (`path:line: reason`), at most 100.
     pub warnings: Vec<String>,
     pub errors: Vec<String>,
+    /// Conversations with queued changes whose directory is gone: kept in the store until the
+    /// directory is back, or until they are exported elsewhere (see [`Stranded`]).
+    pub stranded: Vec<Stranded>,
+    /// Messages sessiondb had appended that a rewrite by gptme dropped, without an undo or an
+    /// edit to explain it: each transcript's are kept as a new branch.
+    pub displaced: Vec<Displaced>,
     pub seconds: f64,
+}
+
+/// Changes queued for a conversation directory that is gone (renamed or deleted).
+#[derive(Debug, Clone, Serialize)]
+pub struct Stranded {
+    pub chat_id: String,
+    /// Where the directory was.
+    pub dir: String,
 }
 
 impl SyncReport {
@@ -71,7 +86,7 @@ impl SyncReport {
     pub fn changed_anything(&self) -> bool {
         let i = &self.ingest;
         let m = &self.materialise;
-        i.conversations + i.deleted + m.conversations > 0 || !self.conflicts.is_empty()
+        i.conversations + i.deleted + m.conversations > 0 || !self.conflicts.is_empty() || !self.displaced.is_empty()
     }
 }
 
@@ -109,6 +124,42 @@ fn stored_conversations(conn: &rusqlite::Connection, root: &Path) -> Result<Hash
     Ok(out)
 }
 
+/// Writes the queued changes of `chat_id` out (or, in a dry run, counts them) into the report.
+/// Returns false when they are still queued: a live gptme holds the conversation, or writing
+/// failed (the error is in the report).
+fn write_out(conn: &mut rusqlite::Connection, chat_id: &str, dry_run: bool, report: &mut SyncReport) -> bool {
+    match pending::materialise_pending(conn, chat_id, dry_run) {
+        Ok(m) => {
+            report.materialise.conversations += 1;
+            report.materialise.files += m.files;
+            report.materialise.messages += m.messages;
+            report.conflicts.extend(m.conflicts);
+            true
+        }
+        Err(PendingError::Lock(LockError::Held { .. } | LockError::HeldBy { .. })) => {
+            report.materialise.skipped_locked += 1;
+            false
+        }
+        Err(e) => {
+            report.materialise.failed += 1;
+            report.errors.push(format!("{chat_id}: {e}"));
+            false
+        }
+    }
+}
+
+/// The conversations of this root whose directory is gone while changes are queued for it
+/// (renamed or deleted under gptme): nothing can be written until it is back.
+fn stranded_queues(stored: &HashMap<String, Stored>, on_disk: &HashMap<String, PathBuf>, root: &Path, in_scope: impl Fn(&str) -> bool) -> Vec<Stranded> {
+    let mut out: Vec<Stranded> = stored
+        .iter()
+        .filter(|(chat_id, s)| s.queued && in_scope(chat_id) && !on_disk.contains_key(*chat_id))
+        .map(|(chat_id, _)| Stranded { chat_id: chat_id.clone(), dir: root.join(chat_id).display().to_string() })
+        .collect();
+    out.sort_by(|a, b| a.chat_id.cmp(&b.chat_id));
+    out
+}
+
 /// Removes what an interrupted sessiondb write left in `dir`, when the conversation can be
 /// locked at once (never waiting, so that a gptme starting now is not kept out for long).
 /// Left for a later pass otherwise. Returns whether anything was removed.
@@ -143,6 +194,8 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
         conflicts: Vec::new(),
         warnings: Vec::new(),
         errors: Vec::new(),
+        stranded: Vec::new(),
+        displaced: Vec::new(),
         seconds: 0.0,
     };
     // Watch passes name their conversations: look at just those, not the whole root.
@@ -159,36 +212,22 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
 
     // Out: queued store changes, each conversation in its own transaction.
     let stored = stored_conversations(&conn, &root)?;
-    let mut still_queued = HashSet::new();
+    let mut left_queued = HashSet::new();
     let mut queued: Vec<&String> = stored.iter().filter(|(c, s)| s.queued && on_disk.contains_key(*c)).map(|(c, _)| c).collect();
     queued.sort();
     for chat_id in queued {
-        match pending::materialise_pending(&mut conn, chat_id, dry_run) {
-            Ok(m) => {
-                report.materialise.conversations += 1;
-                report.materialise.files += m.files;
-                report.materialise.messages += m.messages;
-                report.conflicts.extend(m.conflicts);
-                if dry_run {
-                    still_queued.insert(chat_id.clone());
-                }
-            }
-            Err(PendingError::Lock(LockError::Held { .. } | LockError::HeldBy { .. })) => {
-                report.materialise.skipped_locked += 1;
-                still_queued.insert(chat_id.clone());
-            }
-            Err(e) => {
-                report.materialise.failed += 1;
-                report.errors.push(format!("{chat_id}: {e}"));
-                still_queued.insert(chat_id.clone());
-            }
+        if !write_out(&mut conn, chat_id, dry_run, &mut report) || dry_run {
+            left_queued.insert(chat_id.clone());
         }
     }
+    report.stranded = stranded_queues(&stored, &on_disk, &root, in_scope);
 
     // In: what the directories gained, in one transaction.
     let stored = stored_conversations(&conn, &root)?;
     let mut batch = WriteBatch::begin(&mut conn)?;
     let mut full = Vec::new();
+    // Conversations queued while this pass ran: written out once the pass has committed.
+    let mut late: Vec<String> = Vec::new();
     let mut names: Vec<&String> = on_disk.keys().collect();
     names.sort();
     for name in names {
@@ -198,9 +237,15 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
             full.push(dir.clone());
             continue;
         };
-        if still_queued.contains(name) {
-            if !dry_run {
-                report.ingest.skipped_locked += 1;
+        // Decided inside the write transaction: a queue committed after the out phase looked
+        // (an `append --queue` racing this pass) must not be replaced by a re-read.
+        if pending::has_pending(batch.conn(), s.id)? {
+            if left_queued.contains(name) {
+                if !dry_run {
+                    report.ingest.skipped_locked += 1;
+                }
+            } else if !dry_run {
+                late.push(name.clone());
             }
             continue;
         }
@@ -240,10 +285,15 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
     let mut batch_bytes = 0;
     for attempt in 0..2 {
         let mut retry = Vec::new();
-        ingest::import_dirs(&mut batch, &full, ReadMode::CompleteLines, &mut |batch, dir, outcome| {
+        ingest::import_dirs(&mut batch, &full, ReadMode::CompleteLines, dry_run, &mut |batch, dir, outcome| {
             match outcome {
                 Ok(Outcome::Imported(stats)) => {
                     report.ingest.conversations += 1;
+                    let chat_id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                    for (path, messages, kept_as) in &stats.rescued {
+                        let kept_as = Some(kept_as.clone());
+                        report.displaced.push(Displaced { chat_id: chat_id.clone(), path: path.clone(), messages: *messages, kept_as });
+                    }
                     report.ingest.messages += stats.new_messages;
                     for w in &stats.warnings {
                         if report.warnings.len() < MAX_WARNINGS {
@@ -257,6 +307,7 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
                     }
                 }
                 Ok(Outcome::Unchanged) => {}
+                Err(IngestError::Store { source: StoreError::Queued(chat_id), .. }) => late.push(chat_id),
                 Err(e) if vanished(&e) && attempt == 0 => retry.push(dir.to_owned()),
                 Err(e) if vanished(&e) => report.ingest.changing += 1,
                 Err(e) => {
@@ -282,8 +333,16 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
             report.ingest.deleted += 1;
         }
     }
-    if !dry_run {
+    if dry_run {
+        drop(batch); // rolls back
+    } else {
         batch.finish()?;
+    }
+    // Queued while the pass ran: out now (the directory is read back as it is written).
+    late.sort();
+    late.dedup();
+    for chat_id in &late {
+        write_out(&mut conn, chat_id, false, &mut report);
     }
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)

@@ -199,7 +199,10 @@ pub fn materialise_pending(conn: &mut rusqlite::Connection, chat_id: &str, dry_r
     if dry_run {
         return Ok(out); // the batch rolls back, and nothing was written
     }
-    // The directory now holds everything: read it back, which also clears the queue.
+    // The directory now holds everything: the queue is done, and the directory is read back,
+    // in the same transaction (a queue added meanwhile waits for the lock and then for the
+    // next sync, since the queued operation takes the database lock too).
+    batch.conn().prepare_cached("DELETE FROM pending_paths WHERE conversation_id = ?1")?.execute([conv.id])?;
     ingest::import_conversation(&mut batch, &dir, ReadMode::Whole)?;
     batch.finish()?;
     tx.commit()?;
@@ -242,14 +245,14 @@ impl TranscriptMessages {
 /// Conflict names handed out in one pass: a branch's transcript and event log go to the same
 /// `<branch>-conflict-<n>`.
 #[derive(Default)]
-struct ConflictNames {
+pub(crate) struct ConflictNames {
     branches: HashMap<String, String>,
 }
 
 impl ConflictNames {
     /// Where the store's version of `rel` goes: the first free name, or one that already holds
     /// exactly `bytes` (a pass that was interrupted after writing it).
-    fn place(&mut self, dir: &Path, rel: &str, bytes: &[u8]) -> String {
+    pub(crate) fn place(&mut self, dir: &Path, rel: &str, bytes: &[u8]) -> String {
         let holds = |candidate: &str| fs::read(dir.join(candidate)).ok().as_deref() == Some(bytes);
         let free = |candidate: &str| fs::symlink_metadata(dir.join(candidate)).is_err();
         match ingest::classify(rel) {

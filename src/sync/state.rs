@@ -21,6 +21,12 @@ pub struct SyncState {
     pub not_imported: Vec<String>,
     /// Stored conversations whose directory is gone: marked deleted, or to be marked by `sync`.
     pub deleted: Vec<String>,
+    /// Conversations with queued changes whose directory is gone (renamed or deleted): nothing
+    /// can be written until it is back (or the store's copy is exported elsewhere).
+    pub stranded: Vec<String>,
+    /// Messages sessiondb appended that the directory dropped without an undo or an edit to
+    /// explain it (gptme rewrote it from a stale copy): the next `sync` keeps them as a branch.
+    pub displaced: Vec<super::acknowledged::Displaced>,
     /// Directories holding temporary files of an interrupted sessiondb write (harmless; the
     /// next operation or sync on the conversation removes them).
     pub debris: Vec<String>,
@@ -63,6 +69,7 @@ pub fn sync_state(conn: &rusqlite::Connection, logs_root: &Path) -> Result<SyncS
                 if ingest::directory_fingerprint(&dir)? == *fingerprint {
                     state.in_step += 1;
                 } else {
+                    state.displaced.extend(super::acknowledged::check(conn, &name, &dir)?);
                     state.changed.push(name);
                 }
             }
@@ -70,6 +77,7 @@ pub fn sync_state(conn: &rusqlite::Connection, logs_root: &Path) -> Result<SyncS
     }
     let mut gone: Vec<String> = stored.keys().filter(|c| !on_disk.contains(*c)).cloned().collect();
     gone.sort();
+    state.stranded = gone.iter().filter(|c| stored.get(*c).is_some_and(|(_, queued)| *queued)).cloned().collect();
     state.deleted = gone;
     Ok(state)
 }

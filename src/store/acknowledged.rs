@@ -1,0 +1,96 @@
+//! The rows of `acknowledged_lines`: messages sessiondb appended to a branch, kept by chat id
+//! until `sync::acknowledged` finds them safe (see migration 0007 for why they exist).
+//!
+//! Only this module touches the table. Records are written in the same transaction as the
+//! append they describe, so a committed append always has its record.
+
+use rusqlite::{params, Connection};
+use sha2::{Digest, Sha256};
+
+use super::StoreError;
+use crate::model::Message;
+
+/// How a message is recognised in a transcript gptme may have rewritten: its role, content and
+/// timestamp (a rewrite can re-encode the line, but keeps these).
+pub type MessageKey = [u8; 32];
+
+pub fn message_key(m: &Message) -> MessageKey {
+    let mut h = Sha256::new();
+    h.update(m.role.as_str().as_bytes());
+    h.update([0]);
+    h.update(m.content.as_bytes());
+    h.update([0]);
+    h.update(m.timestamp.as_deref().unwrap_or("").as_bytes());
+    h.finalize().into()
+}
+
+/// One recorded append.
+#[derive(Debug, Clone)]
+pub struct Acknowledged {
+    pub path: String,
+    pub key: MessageKey,
+    /// The exact line written, without its newline.
+    pub line: Vec<u8>,
+    pub event_seq: i64,
+    pub appended_at: f64,
+}
+
+/// Records that sessiondb appended `message` (written as `line`) to transcript `path` of
+/// `chat_id`, with event `event_seq`. Call inside the append's transaction.
+pub fn record(conn: &Connection, chat_id: &str, path: &str, message: &Message, line: &[u8], event_seq: i64) -> Result<(), StoreError> {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO acknowledged_lines (chat_id, path, message_key, line, event_seq, appended_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![chat_id, path, &message_key(message)[..], line, event_seq, now])?;
+    Ok(())
+}
+
+/// The recorded appends of `chat_id`, oldest first.
+pub fn of_conversation(conn: &Connection, chat_id: &str) -> Result<Vec<Acknowledged>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT path, message_key, line, event_seq, appended_at FROM acknowledged_lines WHERE chat_id = ?1
+         ORDER BY appended_at, event_seq",
+    )?;
+    let rows = stmt.query_map([chat_id], |r| {
+        let key: Vec<u8> = r.get(1)?;
+        Ok(Acknowledged {
+            path: r.get(0)?,
+            key: key.as_slice().try_into().unwrap_or([0; 32]),
+            line: r.get(2)?,
+            event_seq: r.get(3)?,
+            appended_at: r.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The chat ids that have recorded appends.
+pub fn chat_ids(conn: &Connection) -> Result<std::collections::HashSet<String>, StoreError> {
+    let mut stmt = conn.prepare_cached("SELECT DISTINCT chat_id FROM acknowledged_lines")?;
+    let rows = stmt.query_map([], |r| r.get(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Drops the record of one append: its message is safe, or was removed on purpose.
+pub fn forget(conn: &Connection, chat_id: &str, a: &Acknowledged) -> Result<(), StoreError> {
+    conn.prepare_cached("DELETE FROM acknowledged_lines WHERE chat_id = ?1 AND path = ?2 AND message_key = ?3")?
+        .execute(params![chat_id, a.path, &a.key[..]])?;
+    Ok(())
+}
+
+/// Drops the records of `chat_id` older than `settle` seconds. Call only under the
+/// conversation's lock, once the store holds what the directory holds (see
+/// `sync::acknowledged`).
+pub fn forget_settled(conn: &Connection, chat_id: &str, settle: f64) -> Result<(), StoreError> {
+    let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()) - settle;
+    conn.prepare_cached("DELETE FROM acknowledged_lines WHERE chat_id = ?1 AND appended_at < ?2")?.execute(params![chat_id, before])?;
+    Ok(())
+}
+
+/// Drops every record of `chat_id` (the conversation is removed).
+pub fn forget_conversation(conn: &Connection, chat_id: &str) -> Result<(), StoreError> {
+    conn.prepare_cached("DELETE FROM acknowledged_lines WHERE chat_id = ?1")?.execute([chat_id])?;
+    Ok(())
+}

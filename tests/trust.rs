@@ -1,0 +1,295 @@
+//! What sessiondb acknowledged is never lost: queued changes against a concurrent sync and a
+//! gptme rewriting the conversation, appends that a gptme loading at the wrong moment drops,
+//! queued changes of a renamed directory, and a transcript replaced by a directory. Each test
+//! plays real gptme (`tools/gptme_actor.py`) against the real binary.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+
+use common::{gptme_python, run_ok, sessiondb, tool};
+use serde_json::Value;
+
+struct Root {
+    _temp: tempfile::TempDir,
+    logs: PathBuf,
+    db: PathBuf,
+    home: PathBuf,
+}
+
+impl Root {
+    fn new() -> Root {
+        let temp = tempfile::tempdir().unwrap();
+        let logs = temp.path().join("logs");
+        let home = temp.path().join("home");
+        fs::create_dir_all(&logs).unwrap();
+        fs::create_dir(&home).unwrap();
+        Root { db: temp.path().join("db.sqlite"), logs, home, _temp: temp }
+    }
+
+    fn sessiondb(&self) -> Command {
+        let mut cmd = sessiondb(&self.db);
+        cmd.env("GPTME_LOGS_HOME", &self.logs).env("HOME", &self.home);
+        cmd
+    }
+
+    fn output(&self, args: &[&str]) -> Output {
+        self.sessiondb().args(args).output().unwrap()
+    }
+
+    fn sync(&self) -> Value {
+        let out = run_ok(self.sessiondb().arg("sync").arg(&self.logs).arg("--json"));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    fn append(&self, chat: &str, content: &str, queue: bool) {
+        let mut cmd = self.sessiondb();
+        cmd.args(["append", chat, "--role", "user", "--content", content]);
+        if queue {
+            cmd.arg("--queue");
+        }
+        let out = run_ok(&mut cmd);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("appended"), "{out:?}");
+    }
+
+    /// Every message content in every branch the store holds for a conversation.
+    fn store_contents(&self, chat_id: &str) -> BTreeSet<String> {
+        let store = sessiondb::store::Store::open(&self.db).unwrap();
+        let conn = store.connection().unwrap();
+        let mut out = BTreeSet::new();
+        for branch in sessiondb::store::queries::branch_names(&conn, chat_id).unwrap() {
+            for (m, _) in sessiondb::store::queries::branch_messages(&conn, chat_id, &branch).unwrap() {
+                out.insert(m.content);
+            }
+        }
+        out
+    }
+}
+
+/// Real gptme on one conversation, driven command by command (see tools/gptme_actor.py).
+struct Gptme {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Gptme {
+    fn start(dir: &Path) -> Gptme {
+        let mut child = Command::new(gptme_python())
+            .arg(tool("gptme_actor.py"))
+            .arg(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python runs");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Gptme { child, stdin, stdout }
+    }
+
+    fn run(&mut self, command: &str) -> String {
+        writeln!(self.stdin, "{command}").unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        assert!(line.starts_with("ok"), "gptme {command:?}: {line}");
+        line.trim().to_owned()
+    }
+}
+
+impl Drop for Gptme {
+    fn drop(&mut self) {
+        let _ = writeln!(self.stdin, "quit");
+        let _ = self.child.wait();
+    }
+}
+
+/// Every message content of a directory's transcripts (main and branches).
+fn directory_contents(dir: &Path) -> BTreeSet<String> {
+    common::transcript_contents(dir).into_iter().collect()
+}
+
+/// A conversation made by gptme, imported.
+fn started(root: &Root, chat: &str) -> PathBuf {
+    let dir = root.logs.join(chat);
+    let mut gptme = Gptme::start(&dir);
+    gptme.run("load");
+    gptme.run("append hello from gptme");
+    drop(gptme);
+    run_ok(root.sessiondb().arg("import").arg(&root.logs));
+    dir
+}
+
+/// Issue 13, item 1: a queue committed while a sync pass runs — gptme holding the conversation
+/// and rewriting it (undo: a new inode, so the pass re-reads the conversation whole) — was
+/// deleted with the old rows. Every queued append must end in the directory and the store.
+#[test]
+fn queued_appends_survive_a_concurrent_sync_and_gptme_rewrites() {
+    let root = Root::new();
+    let dir = started(&root, "busy");
+    let mut watch = root
+        .sessiondb()
+        .args(["sync", "--watch", "--rescan", "1", "--json"])
+        .arg(&root.logs)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut gptme = Gptme::start(&dir);
+    gptme.run("load");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    // gptme keeps writing: an append, then an undo of it (a backup branch and a rewrite).
+    let writer = std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut i = 0;
+        while !flag.load(std::sync::atomic::Ordering::SeqCst) {
+            gptme.run(&format!("append gptme {i}"));
+            if i % 2 == 1 {
+                gptme.run("undo 1");
+            } else {
+                kept.push(format!("gptme {i}"));
+            }
+            i += 1;
+        }
+        (gptme, kept)
+    });
+    let queued: Vec<String> = (0..30).map(|i| format!("queued {i}")).collect();
+    for q in &queued {
+        root.append("busy", q, true);
+        std::thread::sleep(std::time::Duration::from_millis(15));
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (gptme, kept_by_gptme) = writer.join().unwrap();
+    drop(gptme); // gptme lets go of the conversation
+    unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+    let status = watch.wait().unwrap();
+    let mut errors = String::new();
+    std::io::Read::read_to_string(watch.stderr.as_mut().unwrap(), &mut errors).unwrap();
+    assert!(status.success(), "watch failed: {errors}");
+    let report = root.sync();
+    assert_eq!(report["materialise"]["failed"], 0, "{report}");
+
+    let on_disk = directory_contents(&dir);
+    let stored = root.store_contents("busy");
+    for q in queued.iter().chain(&kept_by_gptme) {
+        assert!(on_disk.contains(q), "{q:?} is not in the directory: {on_disk:?}");
+        assert!(stored.contains(q), "{q:?} is not in the store");
+    }
+    let after = root.sync();
+    assert_eq!(after["materialise"]["conversations"], 0, "everything was written out: {after}");
+}
+
+/// Issue 13, item 2: gptme reads the transcript, sessiondb appends (the lock is free), gptme
+/// takes the lock and rewrites the file from what it read. The append must survive as a
+/// conflict branch, named in the sync summary and by doctor beforehand.
+#[test]
+fn an_append_dropped_by_a_stale_gptme_is_kept_as_a_branch() {
+    let root = Root::new();
+    let dir = started(&root, "stale");
+    let mut gptme = Gptme::start(&dir);
+    gptme.run("read"); // LogManager.load has read the transcript, not yet locked
+    root.append("stale", "acknowledged by sessiondb", false);
+    gptme.run("lock");
+    gptme.run("append gptme writes from its stale copy");
+    drop(gptme);
+    let text = fs::read_to_string(dir.join("conversation.jsonl")).unwrap();
+    assert!(!text.contains("acknowledged by sessiondb"), "gptme did not drop the line: the test is not testing anything");
+
+    let doctor = root.output(&["doctor", root.logs.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert_eq!(doctor.status.code(), Some(1), "{said}");
+    assert!(said.contains("stale: 1 message(s) sessiondb had appended to conversation.jsonl"), "{said}");
+
+    let report = root.sync();
+    let displaced = report["displaced"].as_array().unwrap();
+    assert_eq!(displaced.len(), 1, "{report}");
+    assert_eq!(displaced[0]["kept_as"], "branches/main-conflict-1.jsonl");
+    let kept = fs::read_to_string(dir.join("branches/main-conflict-1.jsonl")).unwrap();
+    assert!(kept.contains("acknowledged by sessiondb"), "{kept}");
+    assert!(root.store_contents("stale").contains("acknowledged by sessiondb"));
+    assert!(root.store_contents("stale").contains("gptme writes from its stale copy"));
+    // Once kept, it is not kept again.
+    let again = root.sync();
+    assert_eq!(again["displaced"].as_array().unwrap().len(), 0, "{again}");
+    assert!(!dir.join("branches/main-conflict-2.jsonl").exists());
+    let doctor = root.output(&["doctor", root.logs.to_str().unwrap()]);
+    assert!(doctor.status.success(), "{}", String::from_utf8_lossy(&doctor.stdout));
+}
+
+/// The other side of item 2: an append that gptme removed on purpose (an undo, an edit) is not
+/// brought back.
+#[test]
+fn an_append_gptme_undid_or_edited_away_is_not_brought_back() {
+    for how in ["undo 1", "edit-drop-last"] {
+        let root = Root::new();
+        let dir = started(&root, "undone");
+        root.append("undone", "removed on purpose", false);
+        let mut gptme = Gptme::start(&dir);
+        gptme.run("load");
+        gptme.run(how);
+        drop(gptme);
+        let report = root.sync();
+        assert_eq!(report["displaced"].as_array().unwrap().len(), 0, "{how}: {report}");
+        assert!(!directory_contents(&dir).is_empty());
+        let main = fs::read_to_string(dir.join("conversation.jsonl")).unwrap();
+        assert!(!main.contains("removed on purpose"), "{how}");
+        assert!(!dir.join("branches/main-conflict-1.jsonl").exists(), "{how}");
+    }
+}
+
+/// Issue 13, item 3: queued changes of a directory that was renamed are named by sync and
+/// doctor, and `rm` refuses to discard them without --force.
+#[test]
+fn queued_changes_of_a_renamed_directory_are_named_and_kept() {
+    let root = Root::new();
+    let dir = started(&root, "moved");
+    root.append("moved", "queued before the move", true);
+    fs::rename(&dir, root.logs.join("moved-elsewhere")).unwrap();
+
+    let out = run_ok(root.sessiondb().arg("sync").arg(&root.logs));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("moved: changes queued in the store cannot be written out"), "{err}");
+    assert!(err.contains("sessiondb export --to DIR moved"), "{err}");
+
+    let doctor = root.output(&["doctor", root.logs.to_str().unwrap()]);
+    assert_eq!(doctor.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&doctor.stdout).contains("moved: changes queued in the store cannot be written out"));
+
+    let rm = root.output(&["rm", "moved"]);
+    assert!(!rm.status.success());
+    let err = String::from_utf8_lossy(&rm.stderr);
+    assert!(err.contains("changes queued in the store") && err.contains("--force"), "{err}");
+    assert!(root.store_contents("moved").contains("queued before the move"), "rm discarded the queue");
+
+    // The way out the messages name: export the store's copy, which holds the queued change.
+    let out = tempfile::tempdir().unwrap();
+    run_ok(root.sessiondb().args(["export", "--to"]).arg(out.path()).arg("moved"));
+    assert!(directory_contents(&out.path().join("moved")).contains("queued before the move"));
+    run_ok(root.sessiondb().args(["rm", "--force", "moved"]));
+}
+
+/// Issue 13, item 4: `conversation.jsonl` replaced by a directory fails the conversation (sync
+/// and import both), and the store keeps its last good copy.
+#[test]
+fn a_transcript_replaced_by_a_directory_fails_and_keeps_the_last_good_copy() {
+    let root = Root::new();
+    let dir = started(&root, "swapped");
+    root.append("swapped", "second message", false);
+    let before = root.store_contents("swapped");
+    fs::rename(dir.join("conversation.jsonl"), root.home.join("aside.jsonl")).unwrap();
+    fs::create_dir(dir.join("conversation.jsonl")).unwrap();
+
+    for args in [vec!["sync", "--json"], vec!["import", "--json"]] {
+        let out = root.sessiondb().args(&args).arg(&root.logs).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?} accepted it: {}", String::from_utf8_lossy(&out.stdout));
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(said.contains("conversation.jsonl: a directory where gptme keeps a file"), "{args:?}: {said}");
+        assert_eq!(root.store_contents("swapped"), before, "{args:?}");
+    }
+    let show = run_ok(root.sessiondb().args(["show", "swapped"]));
+    assert!(String::from_utf8_lossy(&show.stdout).contains("second message"));
+}

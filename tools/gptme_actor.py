@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Drive real gptme (its LogManager) on one conversation, one command per line of stdin.
+
+    python tools/gptme_actor.py LOGDIR
+
+For the trust and soak tests: they play a live gptme session step by step, including the
+moments gptme 0.35.1 leaves open (it reads a transcript before it takes `.lock`). Each command
+is answered by one line on stdout: `ok` (with details) once gptme has done it — so an `ok` to
+`append` means gptme acknowledged the message — or `error <why>`.
+
+    load              LogManager.load(LOGDIR, create=True): read the transcript, take `.lock`
+                      (retried for up to 30 s while another process holds it, as a person would)
+    read              only read the transcript into memory, as load does before locking
+    lock              take `.lock` for what was read (gptme's load, second half)
+    release           let go of `.lock`; the in-memory copy stays
+    append TEXT       append a user message with content TEXT
+    undo N            undo N messages
+    edit-drop-last    replace the log with all but its last message (a `message_edit` event)
+    branch NAME       create branch NAME from the current log and switch to it
+    quit
+"""
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def main() -> int:
+    logdir = Path(sys.argv[1]).resolve()
+    home = tempfile.mkdtemp()
+    os.environ.update({"GPTME_LOGS_HOME": str(logdir.parent), "HOME": home, "XDG_CONFIG_HOME": home, "XDG_DATA_HOME": home})
+    from gptme.logmanager import LogManager
+    from gptme.logmanager.manager import Log
+    from gptme.message import Message
+
+    manager = None
+    stale = None
+
+    # gptme prints messages as it appends them: replies get a stdout of their own.
+    replies = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+    def reply(text: str) -> None:
+        replies.write(text + "\n")
+        replies.flush()
+
+    for raw in sys.stdin:
+        command, _, arg = raw.rstrip("\n").partition(" ")
+        try:
+            if command == "load":
+                deadline = time.monotonic() + 30
+                while True:
+                    try:
+                        manager = LogManager.load(logdir, create=True)
+                        break
+                    except RuntimeError:
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.01)
+                reply(f"ok {len(manager.log)}")
+            elif command == "read":
+                # LogManager.load, first half: the transcript is read before `.lock` is taken.
+                path = logdir / "conversation.jsonl"
+                stale = Log.read_jsonl(path) if path.exists() else Log([])
+                reply(f"ok {len(stale.messages)}")
+            elif command == "lock":
+                # LogManager.load, second half: lock and keep what was read (as load does).
+                manager = LogManager(list(stale.messages), logdir=logdir, branch="main", lock=True)
+                if stale.messages:
+                    branch_log = manager._branches["main"]
+                    manager._branches["main"] = branch_log.replace(
+                        persisted=stale.persisted, persisted_path=stale.persisted_path, persisted_size=stale.persisted_size
+                    )
+                reply(f"ok {len(manager.log)}")
+            elif command == "release":
+                manager._release_lock()
+                reply("ok")
+            elif command == "append":
+                manager.append(Message("user", arg))
+                reply("ok")
+            elif command == "undo":
+                manager.undo(int(arg), quiet=True)
+                reply("ok")
+            elif command == "edit-drop-last":
+                manager.edit(list(manager.log)[:-1])
+                reply("ok")
+            elif command == "branch":
+                manager.branch(arg)
+                reply("ok")
+            elif command == "quit":
+                reply("ok")
+                break
+            else:
+                reply(f"error unknown command {command!r}")
+        except Exception as e:  # noqa: BLE001 - reported to the test, which decides
+            reply(f"error {type(e).__name__}: {e}")
+    if manager is not None:
+        manager._release_lock()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
