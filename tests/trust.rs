@@ -139,20 +139,23 @@ fn queued_appends_survive_a_concurrent_sync_and_gptme_rewrites() {
         .spawn()
         .unwrap();
     let mut gptme = Gptme::start(&dir);
-    gptme.run("load");
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = stop.clone();
-    // gptme keeps writing: an append, then an undo of it (a backup branch and a rewrite).
+    // gptme runs after gptme, each loading the conversation, appending, and every other time
+    // undoing it (a backup branch and a rewrite: a new inode), then letting go, so that the
+    // sync's write-outs get their turns in between.
     let writer = std::thread::spawn(move || {
         let mut kept = Vec::new();
         let mut i = 0;
         while !flag.load(std::sync::atomic::Ordering::SeqCst) {
+            gptme.run("load");
             gptme.run(&format!("append gptme {i}"));
             if i % 2 == 1 {
                 gptme.run("undo 1");
             } else {
                 kept.push(format!("gptme {i}"));
             }
+            gptme.run("release");
             i += 1;
         }
         (gptme, kept)

@@ -142,7 +142,12 @@ pub(crate) fn walk_noting_debris(dir: &Path) -> Result<(Vec<Found>, bool), Inges
                 debris |= name.starts_with(crate::sync::fsutil::TEMP_PREFIX);
                 continue;
             }
-            let meta = fs::symlink_metadata(&path).map_err(io(&path))?;
+            let meta = match fs::symlink_metadata(&path) {
+                Ok(meta) => meta,
+                // Gone since it was listed (gptme renamed its temporary file into place).
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io(&path)(e)),
+            };
             if meta.is_dir() {
                 pending.push((path, child_rel.clone()));
             }
@@ -745,16 +750,39 @@ impl ChunkedReceiver {
     }
 }
 
+impl IngestError {
+    /// Whether reading failed because a file disappeared between being listed and being read:
+    /// gptme writes through temporary files that it renames into place, so reading again
+    /// usually succeeds.
+    pub fn vanished(&self) -> bool {
+        matches!(self, IngestError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// How often [`import_conversation`] reads a directory whose files keep vanishing under it.
+const VANISHED_ATTEMPTS: u32 = 20;
+
 /// Imports one conversation directory into `batch` (replacing any earlier copy), or reports it
-/// unchanged. On error nothing of this conversation is left in the batch.
+/// unchanged. A file that vanishes while it is read (gptme renaming a temporary file into
+/// place) has the directory read again, a few times. On error nothing of this conversation is
+/// left in the batch.
 pub fn import_conversation(batch: &mut WriteBatch, dir: &Path, read: ReadMode) -> Result<Outcome, IngestError> {
-    let mut result = None;
-    import_dirs(batch, &[dir.to_owned()], read, false, &mut |_, _, outcome| {
-        result = Some(outcome);
-        Ok(())
-    })
-    .map_err(|source| IngestError::Store { path: dir.to_owned(), source })?;
-    result.expect("one outcome per directory")
+    let mut attempt = 0;
+    loop {
+        let mut result = None;
+        import_dirs(batch, &[dir.to_owned()], read, false, &mut |_, _, outcome| {
+            result = Some(outcome);
+            Ok(())
+        })
+        .map_err(|source| IngestError::Store { path: dir.to_owned(), source })?;
+        match result.expect("one outcome per directory") {
+            Err(e) if e.vanished() && attempt + 1 < VANISHED_ATTEMPTS => {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(u64::from(attempt)));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Formats a warning as `path:line: reason`, with the full path of the file.

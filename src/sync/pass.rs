@@ -170,11 +170,6 @@ fn clear_debris(dir: &Path) -> bool {
     }
 }
 
-/// Whether reading failed because a file disappeared between being listed and being read.
-fn vanished(e: &IngestError) -> bool {
-    matches!(e, IngestError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
-}
-
 /// Commit ingest work about this often, as `sessiondb import` does.
 const BATCH_BYTES: u64 = 64 << 20;
 const MAX_WARNINGS: usize = 100;
@@ -272,7 +267,7 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
                 report.ingest.messages += stats.new_messages;
             }
             Ok(None) => full.push(dir.clone()),
-            Err(e) if vanished(&e) => full.push(dir.clone()), // read whole, below (with a retry)
+            Err(e) if e.vanished() => full.push(dir.clone()), // read whole, below (with a retry)
             Err(e) => {
                 report.ingest.failed += 1;
                 report.errors.push(e.to_string());
@@ -308,8 +303,8 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
                 }
                 Ok(Outcome::Unchanged) => {}
                 Err(IngestError::Store { source: StoreError::Queued(chat_id), .. }) => late.push(chat_id),
-                Err(e) if vanished(&e) && attempt == 0 => retry.push(dir.to_owned()),
-                Err(e) if vanished(&e) => report.ingest.changing += 1,
+                Err(e) if e.vanished() && attempt == 0 => retry.push(dir.to_owned()),
+                Err(e) if e.vanished() => report.ingest.changing += 1,
                 Err(e) => {
                     report.ingest.failed += 1;
                     report.errors.push(format!("{e}; nothing of this conversation was read"));
