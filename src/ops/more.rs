@@ -84,13 +84,7 @@ impl Session<'_> {
     fn write_small_file(&mut self, rel: &str, mode: u32, data: &[u8]) -> Result<(), OpsError> {
         let path = self.abs(rel);
         let stat = self.dir.replace(&path, mode, |out| out.write_all(data))?;
-        use sha2::Digest;
-        let sha: [u8; 32] = sha2::Sha256::digest(data).into();
-        self.conn().execute("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, ?2, ?3)", params![&sha[..], data.len() as i64, data])?;
-        self.conn().execute(
-            "INSERT OR REPLACE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, ?6)",
-            params![self.conv.id, rel, stat.mode, stat.mtime_ns, &sha[..], stat.size as i64],
-        )?;
+        live::set_blob_entry(self.conn(), self.conv.id, rel, stat.mode, stat.mtime_ns, data)?;
         Ok(())
     }
 
@@ -121,7 +115,7 @@ impl Session<'_> {
     pub fn view_off(&mut self) -> Result<(), OpsError> {
         let path = self.abs("views/.current");
         self.dir.remove(&path)?;
-        self.conn().execute("DELETE FROM entries WHERE conversation_id = ?1 AND path = 'views/.current'", [self.conv.id])?;
+        live::remove_entry(self.conn(), self.conv.id, "views/.current")?;
         Ok(())
     }
 

@@ -336,3 +336,43 @@ pub fn remove_unreferenced_messages(conn: &Connection, conversation_id: i64) -> 
     )?;
     Ok(())
 }
+
+/// Sets entry `path` of a conversation to a file holding `data` (stored by content), dropping
+/// the blob it held before when nothing else refers to it any more.
+pub fn set_blob_entry(conn: &Connection, conversation_id: i64, path: &str, mode: u32, mtime_ns: i64, data: &[u8]) -> Result<(), StoreError> {
+    let sha: [u8; 32] = Sha256::digest(data).into();
+    let old = entry_blob(conn, conversation_id, path)?;
+    conn.prepare_cached("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, ?2, ?3)")?
+        .execute(params![&sha[..], data.len() as i64, data])?;
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![conversation_id, path, mode, mtime_ns, &sha[..], data.len() as i64])?;
+    if let Some(old) = old.filter(|o| o[..] != sha[..]) {
+        drop_blob_if_unreferenced(conn, &old)?;
+    }
+    Ok(())
+}
+
+/// Removes entry `path` of a conversation, and its blob when nothing else refers to it.
+pub fn remove_entry(conn: &Connection, conversation_id: i64, path: &str) -> Result<(), StoreError> {
+    let old = entry_blob(conn, conversation_id, path)?;
+    conn.prepare_cached("DELETE FROM entries WHERE conversation_id = ?1 AND path = ?2")?.execute(params![conversation_id, path])?;
+    if let Some(old) = old {
+        drop_blob_if_unreferenced(conn, &old)?;
+    }
+    Ok(())
+}
+
+fn entry_blob(conn: &Connection, conversation_id: i64, path: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT blob_sha256 FROM entries WHERE conversation_id = ?1 AND path = ?2")?
+        .query_row(params![conversation_id, path], |r| r.get::<_, Option<Vec<u8>>>(0))
+        .optional()?
+        .flatten())
+}
+
+fn drop_blob_if_unreferenced(conn: &Connection, sha: &[u8]) -> Result<(), StoreError> {
+    conn.prepare_cached("DELETE FROM blobs WHERE sha256 = ?1 AND NOT EXISTS (SELECT 1 FROM entries WHERE blob_sha256 = ?1)")?.execute([sha])?;
+    Ok(())
+}

@@ -76,8 +76,8 @@ pub fn overview(conn: &rusqlite::Connection, since: Option<(f64, String)>, inclu
             Some(m) => {
                 m.1 += 1;
                 m.2 += cost(c);
-                m.3 += c.total_input_tokens;
-                m.4 += c.total_output_tokens;
+                m.3 = m.3.saturating_add(c.total_input_tokens);
+                m.4 = m.4.saturating_add(c.total_output_tokens);
             }
             None => by_model.push((model, 1, cost(c), c.total_input_tokens, c.total_output_tokens)),
         }
@@ -106,13 +106,13 @@ pub fn overview(conn: &rusqlite::Connection, since: Option<(f64, String)>, inclu
         "oldest": format_utc(oldest),
         "newest": format_utc(newest),
         "total_cost": cost_json(convs.iter().map(|c| cost(c)).sum()),
-        "total_input_tokens": convs.iter().map(|c| c.total_input_tokens).sum::<i64>(),
-        "total_output_tokens": convs.iter().map(|c| c.total_output_tokens).sum::<i64>(),
-        "total_cache_read_tokens": convs.iter().map(|c| c.total_cache_read_tokens).sum::<i64>(),
+        "total_input_tokens": convs.iter().map(|c| c.total_input_tokens).fold(0i64, i64::saturating_add),
+        "total_output_tokens": convs.iter().map(|c| c.total_output_tokens).fold(0i64, i64::saturating_add),
+        "total_cache_read_tokens": convs.iter().map(|c| c.total_cache_read_tokens).fold(0i64, i64::saturating_add),
         "by_agent": {"interactive": convs.len()},
         "by_model": by_model.iter().map(|(m, n, c, i, o)| (m.clone(), json!({"conversations": n, "cost": cost_json(*c), "input_tokens": i, "output_tokens": o}))).collect::<Map<_, _>>(),
         "by_day": by_day,
-        "total_cache_creation_tokens": convs.iter().map(|c| c.total_cache_creation_tokens).sum::<i64>(),
+        "total_cache_creation_tokens": convs.iter().map(|c| c.total_cache_creation_tokens).fold(0i64, i64::saturating_add),
         "by_role": role_counts(conn, &convs)?,
     });
     match &since {
@@ -153,18 +153,18 @@ fn breakdown(convs: &[&ConversationSummary], by: Breakdown, display: impl Fn(&Co
                 let e = out.entry(model.clone()).or_default();
                 e.0 += 1;
                 e.1 += u["cost"].as_f64().unwrap_or(f64::NAN);
-                e.2 += u["input_tokens"].as_i64().unwrap_or(0);
-                e.3 += u["output_tokens"].as_i64().unwrap_or(0);
-                e.4 += u["cache_read_tokens"].as_i64().unwrap_or(0);
+                e.2 = e.2.saturating_add(u["input_tokens"].as_i64().unwrap_or(0));
+                e.3 = e.3.saturating_add(u["output_tokens"].as_i64().unwrap_or(0));
+                e.4 = e.4.saturating_add(u["cache_read_tokens"].as_i64().unwrap_or(0));
             }
         } else {
             let e = out.entry(period(display(c), by)).or_default();
             e.0 += 1;
             e.1 += c.total_cost.unwrap_or(f64::NAN);
-            e.2 += c.total_input_tokens;
-            e.3 += c.total_output_tokens;
-            e.4 += c.total_cache_read_tokens;
-            e.5 += c.total_cache_creation_tokens;
+            e.2 = e.2.saturating_add(c.total_input_tokens);
+            e.3 = e.3.saturating_add(c.total_output_tokens);
+            e.4 = e.4.saturating_add(c.total_cache_read_tokens);
+            e.5 = e.5.saturating_add(c.total_cache_creation_tokens);
         }
     }
     out.into_iter()

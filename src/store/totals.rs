@@ -118,16 +118,18 @@ impl ListingTotals {
             Some(u) if u.is_truthy() => u,
             _ => meta,
         };
-        let tokens = |k: &str| number(source.get(k)) as i64;
+        // Counts beyond i64 (gptme's Python ints have no bound) stop at its maximum: a total
+        // is never allowed to wrap round to a small or negative number.
+        let tokens = |k: &str| number(source.get(k)) as i64; // `as` saturates
         let cache_read = tokens("cache_read_tokens");
         let cache_creation = tokens("cache_creation_tokens");
-        let input = tokens("input_tokens") + cache_read + cache_creation;
+        let input = tokens("input_tokens").saturating_add(cache_read).saturating_add(cache_creation);
         let output = tokens("output_tokens");
         self.total_cost += cost;
-        self.input_tokens += input;
-        self.output_tokens += output;
-        self.cache_read_tokens += cache_read;
-        self.cache_creation_tokens += cache_creation;
+        self.input_tokens = self.input_tokens.saturating_add(input);
+        self.output_tokens = self.output_tokens.saturating_add(output);
+        self.cache_read_tokens = self.cache_read_tokens.saturating_add(cache_read);
+        self.cache_creation_tokens = self.cache_creation_tokens.saturating_add(cache_creation);
         let target = msg_model.or_else(|| self.model.clone()).unwrap_or_else(|| "unknown".to_owned());
         let index = match self.models_usage.iter().position(|(m, _)| *m == target) {
             Some(i) => i,
@@ -138,9 +140,9 @@ impl ListingTotals {
         };
         let usage = &mut self.models_usage[index].1;
         usage.cost += cost;
-        usage.input_tokens += input;
-        usage.output_tokens += output;
-        usage.cache_read_tokens += cache_read;
+        usage.input_tokens = usage.input_tokens.saturating_add(input);
+        usage.output_tokens = usage.output_tokens.saturating_add(output);
+        usage.cache_read_tokens = usage.cache_read_tokens.saturating_add(cache_read);
     }
 
     /// The first message's time (epoch seconds), falling back to `mtime` as gptme does.

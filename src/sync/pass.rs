@@ -124,26 +124,36 @@ fn stored_conversations(conn: &rusqlite::Connection, root: &Path) -> Result<Hash
     Ok(out)
 }
 
+/// What became of one conversation's queued changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WriteOut {
+    /// Written (or, in a dry run, counted).
+    Done,
+    /// A live gptme holds the conversation: still queued.
+    Locked,
+    /// Writing failed (a full disk, say): still queued, and the error is in the report. Never
+    /// counted as locked.
+    Failed,
+}
+
 /// Writes the queued changes of `chat_id` out (or, in a dry run, counts them) into the report.
-/// Returns false when they are still queued: a live gptme holds the conversation, or writing
-/// failed (the error is in the report).
-fn write_out(conn: &mut rusqlite::Connection, chat_id: &str, dry_run: bool, report: &mut SyncReport) -> bool {
+fn write_out(conn: &mut rusqlite::Connection, chat_id: &str, dry_run: bool, report: &mut SyncReport) -> WriteOut {
     match pending::materialise_pending(conn, chat_id, dry_run) {
         Ok(m) => {
             report.materialise.conversations += 1;
             report.materialise.files += m.files;
             report.materialise.messages += m.messages;
             report.conflicts.extend(m.conflicts);
-            true
+            WriteOut::Done
         }
         Err(PendingError::Lock(LockError::Held { .. } | LockError::HeldBy { .. })) => {
             report.materialise.skipped_locked += 1;
-            false
+            WriteOut::Locked
         }
         Err(e) => {
             report.materialise.failed += 1;
             report.errors.push(format!("{chat_id}: {e}"));
-            false
+            WriteOut::Failed
         }
     }
 }
@@ -207,13 +217,12 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
 
     // Out: queued store changes, each conversation in its own transaction.
     let stored = stored_conversations(&conn, &root)?;
-    let mut left_queued = HashSet::new();
+    // What became of each queue the out phase tried (the in phase must not read those again).
+    let mut tried: HashMap<String, WriteOut> = HashMap::new();
     let mut queued: Vec<&String> = stored.iter().filter(|(c, s)| s.queued && on_disk.contains_key(*c)).map(|(c, _)| c).collect();
     queued.sort();
     for chat_id in queued {
-        if !write_out(&mut conn, chat_id, dry_run, &mut report) || dry_run {
-            left_queued.insert(chat_id.clone());
-        }
+        tried.insert(chat_id.clone(), write_out(&mut conn, chat_id, dry_run, &mut report));
     }
     report.stranded = stranded_queues(&stored, &on_disk, &root, in_scope);
 
@@ -235,12 +244,11 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
         // Decided inside the write transaction: a queue committed after the out phase looked
         // (an `append --queue` racing this pass) must not be replaced by a re-read.
         if pending::has_pending(batch.conn(), s.id)? {
-            if left_queued.contains(name) {
-                if !dry_run {
-                    report.ingest.skipped_locked += 1;
-                }
-            } else if !dry_run {
-                late.push(name.clone());
+            match tried.get(name) {
+                Some(WriteOut::Locked) if !dry_run => report.ingest.skipped_locked += 1,
+                Some(_) => {} // failed (reported), or a dry run
+                None if !dry_run => late.push(name.clone()),
+                None => {}
             }
             continue;
         }
