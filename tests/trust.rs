@@ -296,3 +296,40 @@ fn a_transcript_replaced_by_a_directory_fails_and_keeps_the_last_good_copy() {
     let show = run_ok(root.sessiondb().args(["show", "swapped"]));
     assert!(String::from_utf8_lossy(&show.stdout).contains("second message"));
 }
+
+/// Issue 13, item 13: `view off` and a second `rename` left blobs nothing refers to, so doctor
+/// failed on a healthy store.
+#[test]
+fn view_off_and_renames_leave_no_orphaned_blobs() {
+    let root = Root::new();
+    started(&root, "tidy");
+    root.append("tidy", "a second message", false);
+    let toml = root.home.join("view.toml");
+    let out = run_ok(root.sessiondb().args(["export", "--format", "toml", "tidy"]));
+    fs::write(&toml, &out.stdout).unwrap();
+    run_ok(root.sessiondb().args(["view", "create", "tidy", "v1", "--toml"]).arg(&toml));
+    run_ok(root.sessiondb().args(["view", "use", "tidy", "v1"]));
+    run_ok(root.sessiondb().args(["view", "off", "tidy"]));
+    run_ok(root.sessiondb().args(["rename", "tidy", "first name"]));
+    run_ok(root.sessiondb().args(["rename", "tidy", "second name"]));
+    let doctor = root.output(&["doctor", root.logs.to_str().unwrap()]);
+    assert!(doctor.status.success(), "{}", String::from_utf8_lossy(&doctor.stdout));
+}
+
+/// Issue 13, item 14: token counts beyond i64 (gptme adds Python ints) wrapped round to small
+/// negative totals. They stop at i64's maximum instead.
+#[test]
+fn token_totals_never_wrap() {
+    let root = Root::new();
+    let dir = root.logs.join("huge");
+    fs::create_dir(&dir).unwrap();
+    let line = |n: &str| format!(r#"{{"role": "assistant", "content": "x", "timestamp": "2026-12-01T10:00:00", "metadata": {{"model": "m", "usage": {{"input_tokens": {n}, "output_tokens": {n}}}}}}}"#);
+    fs::write(dir.join("conversation.jsonl"), format!("{}\n{}\n", line("1e300"), line("9223372036854775807"))).unwrap();
+    run_ok(root.sessiondb().arg("import").arg(&root.logs));
+    let list: Value = serde_json::from_slice(&run_ok(root.sessiondb().args(["list", "--json", "--all"])).stdout).unwrap();
+    let row = &list.as_array().unwrap()[0];
+    assert_eq!(row["total_input_tokens"].as_i64(), Some(i64::MAX), "{row}");
+    assert_eq!(row["total_output_tokens"].as_i64(), Some(i64::MAX), "{row}");
+    let stats: Value = serde_json::from_slice(&run_ok(root.sessiondb().args(["stats", "--json", "--all", "--by", "model"])).stdout).unwrap();
+    assert!(!stats.to_string().contains(":-"), "a negative count: {stats}");
+}
