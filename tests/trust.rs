@@ -333,3 +333,203 @@ fn token_totals_never_wrap() {
     let stats: Value = serde_json::from_slice(&run_ok(root.sessiondb().args(["stats", "--json", "--all", "--by", "model"])).stdout).unwrap();
     assert!(!stats.to_string().contains(":-"), "a negative count: {stats}");
 }
+
+/// What every party acknowledged during the soak, in order, per conversation.
+#[derive(Default)]
+struct Acks {
+    /// (conversation, content), in the order acknowledged.
+    messages: Vec<(String, String)>,
+    kills: u64,
+    /// sessiondb operations refused (nothing acknowledged).
+    refused: u64,
+    errors: Vec<String>,
+}
+
+/// Runs a sessiondb command that may be killed at a random moment (`kill_after`); returns its
+/// output when it was not killed.
+fn run_killable(mut cmd: Command, kill_after: Option<std::time::Duration>) -> Option<Output> {
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    if let Some(delay) = kill_after {
+        let pid = child.id() as i32;
+        let killer = std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        });
+        let out = child.wait_with_output().unwrap();
+        killer.join().unwrap();
+        return (out.status.code().is_some()).then_some(out);
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
+/// Issue 13's soak: everything at once, for `$SESSIONDB_SOAK_SECS` (default 15) — real gptme
+/// loading at random moments (also in the gap between reading and locking), holding, appending,
+/// undoing and editing; `sync --watch` killed and restarted; direct and queued sessiondb appends,
+/// some killed mid-way. At the end every acknowledged message is in the directory and the store
+/// (a backup or conflict branch counts), and in each transcript at most once and in order.
+#[test]
+fn soak_everything_at_once() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    let secs: u64 = std::env::var("SESSIONDB_SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(15);
+    let (_, seed_rng) = common::crash::plan(0);
+    let root = Arc::new(Root::new());
+    let chats = ["soak-a", "soak-b"];
+    for chat in chats {
+        started(&root, chat);
+    }
+    let acks = Arc::new(Mutex::new(Acks::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let mut threads = Vec::new();
+    let mut seed = seed_rng.0;
+    let mut next_rng = || {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        common::crash::Rng(seed | 1)
+    };
+
+    // One live gptme per conversation.
+    for chat in chats {
+        let (root, acks, stop, mut rng) = (root.clone(), acks.clone(), stop.clone(), next_rng());
+        threads.push(std::thread::spawn(move || {
+            let mut gptme = Gptme::start(&root.logs.join(chat));
+            let mut i = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let mut append = |gptme: &mut Gptme, acks: &Mutex<Acks>| {
+                    let content = format!("{chat} gptme {i}");
+                    gptme.run(&format!("append {content}"));
+                    acks.lock().unwrap().messages.push((chat.to_owned(), content));
+                    i += 1;
+                };
+                match rng.next() % 10 {
+                    0..=4 => {
+                        let len: usize = gptme.run("load").trim_start_matches("ok ").parse().unwrap();
+                        for _ in 0..1 + rng.next() % 3 {
+                            match rng.next() % 10 {
+                                0 if len > 1 => {
+                                    gptme.run("undo 1");
+                                }
+                                1 if len > 1 => {
+                                    gptme.run("edit-drop-last");
+                                }
+                                _ => append(&mut gptme, &acks),
+                            }
+                            std::thread::sleep(std::time::Duration::from_millis(rng.next() % 40));
+                        }
+                        gptme.run("release");
+                    }
+                    5..=7 => {
+                        // LogManager.load's gap: read, others write, then lock and write.
+                        gptme.run("read");
+                        std::thread::sleep(std::time::Duration::from_millis(rng.next() % 60));
+                        gptme.run("lock");
+                        append(&mut gptme, &acks);
+                        gptme.run("release");
+                    }
+                    _ => std::thread::sleep(std::time::Duration::from_millis(20)),
+                }
+            }
+        }));
+    }
+    // Direct and queued sessiondb appends, some killed part-way.
+    for queue in [false, true] {
+        let (root, acks, stop, mut rng) = (root.clone(), acks.clone(), stop.clone(), next_rng());
+        threads.push(std::thread::spawn(move || {
+            let mut i = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let chat = chats[(rng.next() % 2) as usize];
+                let content = format!("{chat} sdb-{} {i}", if queue { "queued" } else { "direct" });
+                i += 1;
+                let mut cmd = root.sessiondb();
+                cmd.args(["append", chat, "--role", "user", "--content", &content]);
+                if queue {
+                    cmd.arg("--queue");
+                }
+                let kill = (rng.next() % 8 == 0).then(|| std::time::Duration::from_millis(rng.next() % 30));
+                match run_killable(cmd, kill) {
+                    Some(out) if out.status.success() => acks.lock().unwrap().messages.push((chat.to_owned(), content)),
+                    Some(out) => {
+                        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+                        // Refused, nothing acknowledged: gptme holds the conversation, or gptme
+                        // wrote it at the same moment (0.35.1 takes over a lock whose file still
+                        // names a dead process, in the instant before sessiondb stamps its own).
+                        let mut acks = acks.lock().unwrap();
+                        if err.contains("in use by") || err.contains("changed on disk since sessiondb last read it") {
+                            acks.refused += 1;
+                        } else {
+                            acks.errors.push(format!("{content}: {err}"));
+                        }
+                    }
+                    None => acks.lock().unwrap().kills += 1,
+                }
+                std::thread::sleep(std::time::Duration::from_millis(rng.next() % 25));
+            }
+        }));
+    }
+    // sync --watch, killed and restarted.
+    {
+        let (root, acks, stop, mut rng) = (root.clone(), acks.clone(), stop.clone(), next_rng());
+        threads.push(std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let mut watch = root.sessiondb();
+                watch.args(["sync", "--watch", "--rescan", "1", "--json"]).arg(&root.logs).stdout(Stdio::null()).stderr(Stdio::null());
+                let mut child = watch.spawn().unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(300 + rng.next() % 1500));
+                unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+                child.wait().unwrap();
+                acks.lock().unwrap().kills += 1;
+            }
+        }));
+    }
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    stop.store(true, Ordering::SeqCst);
+    for t in threads {
+        t.join().unwrap();
+    }
+    // Every gptme has let go: two passes write out every queue and take in every change.
+    root.sync();
+    let last = root.sync();
+    assert_eq!(last["materialise"]["conversations"], 0, "{last}");
+    assert_eq!(last["materialise"]["failed"], 0, "{last}");
+
+    let acks = acks.lock().unwrap();
+    assert!(acks.errors.is_empty(), "sessiondb failed: {:#?}", acks.errors);
+    let mut conflicts = 0;
+    for chat in chats {
+        let dir = root.logs.join(chat);
+        let stored = root.store_contents(chat);
+        let on_disk = directory_contents(&dir);
+        for (_, content) in acks.messages.iter().filter(|(c, _)| c == chat) {
+            assert!(on_disk.contains(content), "{content:?} is not in the directory");
+            assert!(stored.contains(content), "{content:?} is not in the store");
+        }
+        // In each transcript: every message at most once, each party's in the order acknowledged.
+        let mut files = vec![dir.join("conversation.jsonl")];
+        files.extend(fs::read_dir(dir.join("branches")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "jsonl")));
+        for f in files {
+            conflicts += u64::from(f.to_string_lossy().contains("-conflict-"));
+            let text = fs::read_to_string(&f).unwrap();
+            let mut seen = BTreeSet::new();
+            let mut last_of: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
+            for line in text.lines() {
+                let v: Value = serde_json::from_str(line).unwrap();
+                let content = v["content"].as_str().unwrap().to_owned();
+                assert!(seen.insert(content.clone()), "{}: {content:?} twice", f.display());
+                if let Some((party, n)) = content.rsplit_once(' ') {
+                    if let Ok(n) = n.parse::<u64>() {
+                        let previous = last_of.insert(party.to_owned(), n);
+                        assert!(previous.is_none_or(|p| p < n), "{}: {content:?} out of order", f.display());
+                    }
+                }
+            }
+        }
+    }
+    println!(
+        "soak: {secs} s, {} messages acknowledged, {} sessiondb processes killed, {} appends refused, {conflicts} conflict branches",
+        acks.messages.len(),
+        acks.kills,
+        acks.refused
+    );
+}

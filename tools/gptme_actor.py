@@ -6,7 +6,8 @@
 For the trust and soak tests: they play a live gptme session step by step, including the
 moments gptme 0.35.1 leaves open (it reads a transcript before it takes `.lock`). Each command
 is answered by one line on stdout: `ok` (with details) once gptme has done it — so an `ok` to
-`append` means gptme acknowledged the message — or `error <why>`.
+`append` means gptme acknowledged the message — or `error <why>`. Each session, from `load` or
+`read` to `release`, runs in a forked process of its own, as separate gptme runs do.
 
     load              LogManager.load(LOGDIR, create=True): read the transcript, take `.lock`
                       (retried for up to 30 s while another process holds it, as a person would)
@@ -46,19 +47,52 @@ def main() -> int:
         replies.write(text + "\n")
         replies.flush()
 
-    for raw in sys.stdin:
-        command, _, arg = raw.rstrip("\n").partition(" ")
+    def retrying(take):
+        # gptme refuses a conversation another process holds (sessiondb writing it, say): as a
+        # person would, try again shortly, for up to 30 s.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                return take()
+            except RuntimeError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def readline():
+        # Unbuffered, so that a forked session and its parent never read ahead of each other.
+        line = bytearray()
+        while True:
+            byte = os.read(0, 1)
+            if not byte:
+                return line.decode() if line else None
+            if byte == b"\n":
+                return line.decode()
+            line += byte
+
+    def session() -> bool:
+        # Each session (load .. release) runs in a process of its own, as separate gptme runs
+        # do: gptme 0.35.1 takes a `.lock` naming its own PID for a lock it already holds, so
+        # one process that locks, lets go and locks again could skip the lock altogether.
+        pid = os.fork()
+        if pid == 0:
+            return True
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) == QUIT:
+            sys.exit(0)
+        return False
+
+    QUIT = 3
+    in_session = False
+    while (raw := readline()) is not None:
+        command, _, arg = raw.partition(" ")
+        if command in ("load", "read") and not in_session:
+            if not session():
+                continue
+            in_session = True
         try:
             if command == "load":
-                deadline = time.monotonic() + 30
-                while True:
-                    try:
-                        manager = LogManager.load(logdir, create=True)
-                        break
-                    except RuntimeError:
-                        if time.monotonic() > deadline:
-                            raise
-                        time.sleep(0.01)
+                manager = retrying(lambda: LogManager.load(logdir, create=True))
                 reply(f"ok {len(manager.log)}")
             elif command == "read":
                 # LogManager.load, first half: the transcript is read before `.lock` is taken.
@@ -67,7 +101,7 @@ def main() -> int:
                 reply(f"ok {len(stale.messages)}")
             elif command == "lock":
                 # LogManager.load, second half: lock and keep what was read (as load does).
-                manager = LogManager(list(stale.messages), logdir=logdir, branch="main", lock=True)
+                manager = retrying(lambda: LogManager(list(stale.messages), logdir=logdir, branch="main", lock=True))
                 if stale.messages:
                     branch_log = manager._branches["main"]
                     manager._branches["main"] = branch_log.replace(
@@ -77,6 +111,8 @@ def main() -> int:
             elif command == "release":
                 manager._release_lock()
                 reply("ok")
+                if in_session:
+                    os._exit(0)
             elif command == "append":
                 manager.append(Message("user", arg))
                 reply("ok")
@@ -90,14 +126,16 @@ def main() -> int:
                 manager.branch(arg)
                 reply("ok")
             elif command == "quit":
+                if manager is not None:
+                    manager._release_lock()
                 reply("ok")
+                if in_session:
+                    os._exit(QUIT)
                 break
             else:
                 reply(f"error unknown command {command!r}")
         except Exception as e:  # noqa: BLE001 - reported to the test, which decides
             reply(f"error {type(e).__name__}: {e}")
-    if manager is not None:
-        manager._release_lock()
     return 0
 
 

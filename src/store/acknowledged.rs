@@ -24,6 +24,11 @@ pub fn message_key(m: &Message) -> MessageKey {
     h.finalize().into()
 }
 
+/// Now, in seconds since the epoch.
+pub fn epoch_seconds() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
 /// One recorded append.
 #[derive(Debug, Clone)]
 pub struct Acknowledged {
@@ -38,7 +43,7 @@ pub struct Acknowledged {
 /// Records that sessiondb appended `message` (written as `line`) to transcript `path` of
 /// `chat_id`, with event `event_seq`. Call inside the append's transaction.
 pub fn record(conn: &Connection, chat_id: &str, path: &str, message: &Message, line: &[u8], event_seq: i64) -> Result<(), StoreError> {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+    let now = epoch_seconds();
     conn.prepare_cached(
         "INSERT OR REPLACE INTO acknowledged_lines (chat_id, path, message_key, line, event_seq, appended_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -84,8 +89,16 @@ pub fn forget(conn: &Connection, chat_id: &str, a: &Acknowledged) -> Result<(), 
 /// conversation's lock, once the store holds what the directory holds (see
 /// `sync::acknowledged`).
 pub fn forget_settled(conn: &Connection, chat_id: &str, settle: f64) -> Result<(), StoreError> {
-    let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()) - settle;
+    let before = epoch_seconds() - settle;
     conn.prepare_cached("DELETE FROM acknowledged_lines WHERE chat_id = ?1 AND appended_at < ?2")?.execute(params![chat_id, before])?;
+    Ok(())
+}
+
+/// Restarts the settling time of every record of `chat_id`: its queued appends were just
+/// written to the directory, where a gptme that read it a moment before may still drop them.
+pub fn touch(conn: &Connection, chat_id: &str) -> Result<(), StoreError> {
+    let now = epoch_seconds();
+    conn.prepare_cached("UPDATE acknowledged_lines SET appended_at = ?2 WHERE chat_id = ?1")?.execute(params![chat_id, now])?;
     Ok(())
 }
 

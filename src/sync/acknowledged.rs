@@ -136,10 +136,6 @@ impl DirectoryView {
     }
 }
 
-fn now() -> f64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
-}
-
 fn store_err(dir: &Path) -> impl Fn(StoreError) -> IngestError + '_ {
     move |source| IngestError::Store { path: dir.to_owned(), source }
 }
@@ -176,7 +172,7 @@ pub fn rescue(conn: &rusqlite::Connection, chat_id: &str, dir: &Path) -> Result<
     let mut displaced: Vec<(String, Vec<&Acknowledged>)> = Vec::new();
     for r in &records {
         match view.verdict(r) {
-            Verdict::Present if unheld && now() - r.appended_at > SETTLE => records::forget(conn, chat_id, r).map_err(store_err(dir))?,
+            Verdict::Present if unheld && records::epoch_seconds() - r.appended_at > SETTLE => records::forget(conn, chat_id, r).map_err(store_err(dir))?,
             Verdict::Present => {}
             Verdict::Explained => records::forget(conn, chat_id, r).map_err(store_err(dir))?,
             Verdict::Displaced => match displaced.iter_mut().find(|(p, _)| *p == r.path) {

@@ -203,6 +203,7 @@ pub fn materialise_pending(conn: &mut rusqlite::Connection, chat_id: &str, dry_r
     // in the same transaction (a queue added meanwhile waits for the lock and then for the
     // next sync, since the queued operation takes the database lock too).
     batch.conn().prepare_cached("DELETE FROM pending_paths WHERE conversation_id = ?1")?.execute([conv.id])?;
+    crate::store::acknowledged::touch(batch.conn(), chat_id)?;
     ingest::import_conversation(&mut batch, &dir, ReadMode::Whole)?;
     batch.finish()?;
     tx.commit()?;
