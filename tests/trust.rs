@@ -533,3 +533,93 @@ fn soak_everything_at_once() {
         acks.refused
     );
 }
+
+/// Starts `sync --watch` on the root; stopped (SIGINT) by [`stop_watch`].
+fn start_watch(root: &Root) -> Child {
+    root.sessiondb()
+        .args(["sync", "--watch", "--rescan", "1", "--json"])
+        .arg(&root.logs)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Stops a watcher with Ctrl-C; returns (exit code, the passes it reported, its stderr).
+fn stop_watch(child: Child) -> (Option<i32>, Vec<Value>, String) {
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let passes = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    (out.status.code(), passes, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Waits until `search` finds `text` (or fails the test after 20 s).
+fn wait_until_found(root: &Root, text: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let out = root.output(&["search", text, "--json"]);
+        if out.status.success() && String::from_utf8_lossy(&out.stdout).contains(text) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{text:?} never became searchable");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Issue 13, item 15: two watchers on one root both failed with "Query returned no rows"; a
+/// watcher whose write-ahead log was deleted failed every pass until restarted.
+#[test]
+fn two_watchers_coexist_and_a_watcher_survives_its_wal_being_deleted() {
+    let root = Root::new();
+    let dir = started(&root, "watched");
+    let (a, b) = (start_watch(&root), start_watch(&root));
+    let mut gptme = Gptme::start(&dir);
+    for i in 0..40 {
+        gptme.run("load");
+        gptme.run(&format!("append watched message {i}"));
+        if i % 3 == 2 {
+            gptme.run("undo 1");
+        }
+        gptme.run("release");
+    }
+    wait_until_found(&root, "watched message 39");
+    for (code, passes, err) in [stop_watch(a), stop_watch(b)] {
+        let failures: Vec<&Value> = passes.iter().filter(|p| p["errors"].as_array().is_some_and(|e| !e.is_empty())).collect();
+        assert!(failures.is_empty(), "a watcher reported errors: {failures:?}\n{err}");
+        assert_eq!(code, Some(0), "{err}");
+    }
+
+    let watch = start_watch(&root);
+    wait_until_found(&root, "watched message 39");
+    let wal = PathBuf::from(format!("{}-wal", root.db.display()));
+    fs::remove_file(&wal).unwrap();
+    for i in 0..3 {
+        gptme.run("load");
+        gptme.run(&format!("append after the log went {i}"));
+        gptme.run("release");
+    }
+    wait_until_found(&root, "after the log went 2");
+    let (code, _, err) = stop_watch(watch);
+    assert_eq!(code, Some(0), "{err}");
+}
+
+/// Issue 13, item 17: a write-out that failed (here: `branches/` replaced by a file, so nothing
+/// can be written under it; a full disk fails the same way) was counted as "skipped (locked by
+/// gptme)".
+#[test]
+fn a_failed_write_out_is_counted_as_failed_not_as_locked() {
+    let root = Root::new();
+    let dir = started(&root, "blocked");
+    run_ok(root.sessiondb().args(["branch", "blocked", "side"]));
+    let mut cmd = root.sessiondb();
+    run_ok(cmd.args(["append", "blocked", "--role", "user", "--content", "queued to a branch", "--queue", "--branch", "side"]));
+    fs::rename(dir.join("branches"), root.home.join("branches-aside")).unwrap();
+    fs::write(dir.join("branches"), "not a directory").unwrap();
+    let out = root.sessiondb().arg("sync").arg(&root.logs).arg("--json").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["materialise"]["failed"], 1, "{report}");
+    assert_eq!(report["materialise"]["skipped_locked"], 0, "{report}");
+    assert_eq!(report["ingest"]["skipped_locked"], 0, "{report}");
+    assert!(root.store_contents("blocked").contains("queued to a branch"), "the queue is kept");
+}

@@ -163,7 +163,8 @@ fn watch_root(store: &Store, root: &std::path::Path, rescan: Duration, json: boo
         WatchEvent::Degraded(why) => eprintln!("sessiondb: {why}"),
         WatchEvent::Failed(e) => eprintln!("sessiondb: sync failed: {e}; trying again at the next change"),
     })?;
-    store.checkpoint()?;
+    // A fresh handle, as every pass had (the first one may hold a log deleted meanwhile).
+    Store::open(store.path())?.checkpoint()?;
     if !json {
         eprintln!("sessiondb: stopped");
     }

@@ -226,9 +226,10 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
     }
     report.stranded = stranded_queues(&stored, &on_disk, &root, in_scope);
 
-    // In: what the directories gained, in one transaction.
-    let stored = stored_conversations(&conn, &root)?;
+    // In: what the directories gained, in one transaction. The stored conversations are read
+    // inside it: another process (a second watcher) may have replaced rows since.
     let mut batch = WriteBatch::begin(&mut conn)?;
+    let stored = stored_conversations(batch.conn(), &root)?;
     let mut full = Vec::new();
     // Conversations queued while this pass ran: written out once the pass has committed.
     let mut late: Vec<String> = Vec::new();

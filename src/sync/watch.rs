@@ -4,7 +4,9 @@
 //! after a short pause to let a burst of writes settle, a sync pass runs over just those. A full
 //! pass runs at start and then every `rescan` interval, so that anything the notifications
 //! missed (an overflowing event queue, a filesystem without notifications) is still picked up.
-//! When notifications cannot be set up at all, rescanning alone carries on.
+//! When notifications cannot be set up at all, rescanning alone carries on. Each pass opens the
+//! database afresh, so a watcher survives its write-ahead log being deleted, and any number of
+//! watchers can follow one root (their passes take turns on the database's write lock).
 
 use std::collections::HashSet;
 use std::path::{Component, Path};
@@ -56,9 +58,14 @@ pub fn watch(store: &Store, logs_root: &Path, rescan: Duration, stop: &AtomicBoo
     } else {
         on_event(WatchEvent::Degraded(format!("no filesystem notifications; rescanning every {} s", rescan.as_secs())));
     }
-    let run = |only: Option<&HashSet<String>>, on_event: &mut dyn FnMut(WatchEvent)| match sync_pass(store, &root, only, false) {
-        Ok(report) => on_event(WatchEvent::Pass { report: &report, full: only.is_none() }),
-        Err(e) => on_event(WatchEvent::Failed(e)),
+    // Each pass opens the database afresh: connections kept open for hours would go on using
+    // a write-ahead log that was deleted or replaced under them, failing (or worse, writing
+    // where no one reads) until restarted. Opening costs about a millisecond.
+    let run = |only: Option<&HashSet<String>>, on_event: &mut dyn FnMut(WatchEvent)| {
+        match Store::open(store.path()).map_err(SyncError::from).and_then(|fresh| sync_pass(&fresh, &root, only, false)) {
+            Ok(report) => on_event(WatchEvent::Pass { report: &report, full: only.is_none() }),
+            Err(e) => on_event(WatchEvent::Failed(e)),
+        }
     };
     run(None, on_event);
     let mut next_rescan = Instant::now() + rescan;
