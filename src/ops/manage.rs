@@ -103,6 +103,7 @@ pub fn remove(store: &Store, chat_id: &str, force: bool) -> Result<(), OpsError>
     let conv = live::load_conversation(&conn, chat_id)?;
     let _lock = if conv.dir.exists() { Some(gptme_lock::acquire(&conv.dir)?) } else { None };
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let conv = live::load_conversation(&tx, chat_id)?; // its rows as they are now
     if !force && crate::sync::pending::has_pending(&tx, conv.id)? {
         let where_ = if conv.dir.exists() { "not synced yet" } else { "the directory is gone: renamed or deleted" };
         return Err(OpsError::QueuedChanges { chat_id: chat_id.to_owned(), dir: conv.dir.display().to_string(), where_ });

@@ -97,7 +97,10 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     let lock = gptme_lock::acquire(&dir)?;
     crate::sync::fsutil::remove_debris(&dir).map_err(|source| DirError::Io { path: dir.clone(), source })?;
     let mut batch = WriteBatch::begin(&mut conn)?;
-    if crate::sync::pending::has_pending(batch.conn(), conv.id)? {
+    // By chat id, inside the transaction: another process may have replaced the rows (a new
+    // conversation id) since they were looked up above.
+    let now = live::load_conversation(batch.conn(), chat_id)?;
+    if crate::sync::pending::has_pending(batch.conn(), now.id)? {
         // Queued by another process after the check above: write it out first, then begin again.
         drop(batch);
         drop(lock);
