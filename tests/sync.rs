@@ -4,13 +4,12 @@
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{gptme_python, run_ok, sessiondb, tool, tree::assert_same_tree, LiveGptme};
+use common::{gptme_python, run_ok, sessiondb, store_contents, tool, tree::assert_same_tree, LiveGptme};
 use serde_json::Value;
 
 struct Root {
@@ -55,18 +54,6 @@ impl Root {
 
 fn user(content: &str) -> Value {
     serde_json::json!({"role": "user", "content": content, "timestamp": "2026-12-01T10:00:00+00:00"})
-}
-
-/// Every message content in every branch the store holds for a conversation.
-fn store_contents(store: &sessiondb::store::Store, chat_id: &str) -> BTreeSet<String> {
-    let conn = store.connection().unwrap();
-    let mut out = BTreeSet::new();
-    for branch in sessiondb::store::queries::branch_names(&conn, chat_id).unwrap() {
-        for (m, _) in sessiondb::store::queries::branch_messages(&conn, chat_id, &branch).unwrap() {
-            out.insert(m.content);
-        }
-    }
-    out
 }
 
 /// The store's copy of a conversation, written out, equals its directory (gptme's `.lock`

@@ -58,15 +58,7 @@ impl Root {
 
     /// Every message content in every branch the store holds for a conversation.
     fn store_contents(&self, chat_id: &str) -> BTreeSet<String> {
-        let store = sessiondb::store::Store::open(&self.db).unwrap();
-        let conn = store.connection().unwrap();
-        let mut out = BTreeSet::new();
-        for branch in sessiondb::store::queries::branch_names(&conn, chat_id).unwrap() {
-            for (m, _) in sessiondb::store::queries::branch_messages(&conn, chat_id, &branch).unwrap() {
-                out.insert(m.content);
-            }
-        }
-        out
+        common::store_contents(&sessiondb::store::Store::open(&self.db).unwrap(), chat_id)
     }
 }
 

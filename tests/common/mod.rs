@@ -107,3 +107,15 @@ pub fn transcript_contents(dir: &Path) -> std::collections::BTreeSet<String> {
     }
     contents
 }
+
+/// Every message content in every branch the store holds for a conversation.
+pub fn store_contents(store: &sessiondb::store::Store, chat_id: &str) -> std::collections::BTreeSet<String> {
+    let conn = store.connection().unwrap();
+    let mut out = std::collections::BTreeSet::new();
+    for branch in sessiondb::store::queries::branch_names(&conn, chat_id).unwrap() {
+        for (m, _) in sessiondb::store::queries::branch_messages(&conn, chat_id, &branch).unwrap() {
+            out.insert(m.content);
+        }
+    }
+    out
+}
