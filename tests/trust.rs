@@ -494,8 +494,12 @@ fn soak_everything_at_once() {
         let stored = root.store_contents(chat);
         let on_disk = directory_contents(&dir);
         for (_, content) in acks.messages.iter().filter(|(c, _)| c == chat) {
-            assert!(on_disk.contains(content), "{content:?} is not in the directory");
-            assert!(stored.contains(content), "{content:?} is not in the store");
+            let (in_dir, in_store) = (on_disk.contains(content), stored.contains(content));
+            if !(in_dir && in_store) {
+                let keep = std::env::temp_dir().join(format!("sessiondb-soak-{}", std::process::id()));
+                let _ = Command::new("cp").arg("-a").arg(root.logs.parent().unwrap()).arg(&keep).status();
+                panic!("{content:?} lost: in the directory {in_dir}, in the store {in_store} (the root is kept at {})", keep.display());
+            }
         }
         // In each transcript: every message at most once, each party's in the order acknowledged.
         let mut files = vec![dir.join("conversation.jsonl")];

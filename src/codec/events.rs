@@ -147,6 +147,39 @@ pub fn encode_event(event: &Event) -> String {
     out
 }
 
+/// Replays an event log as gptme's `recover_messages` does: from the latest checkpoint's
+/// snapshot (or empty), every later event in order — append pushes, undo pops n, edit replaces
+/// the list. `None` when there are no events at all ("nothing to recover"), which differs from
+/// a log that replays to an empty list.
+pub fn replay(events: &[Event]) -> Option<Vec<Message>> {
+    if events.is_empty() {
+        return None;
+    }
+    let checkpoint = events.iter().rposition(|e| e.kind == CHECKPOINT);
+    let mut messages: Vec<Message> = Vec::new();
+    let mut start_seq = 0;
+    if let Some(i) = checkpoint {
+        if let Payload::Messages(ms) = &events[i].payload {
+            messages = ms.clone();
+        }
+        start_seq = events[i].seq;
+    }
+    for event in events.iter().filter(|e| e.seq > start_seq) {
+        match (event.kind.as_str(), &event.payload) {
+            (MESSAGE_APPEND, Payload::Message(m)) => messages.push(m.clone()),
+            (UNDO, Payload::Other(payload)) => {
+                let n = payload.get("n").and_then(Json::as_i64).unwrap_or(1).max(0);
+                for _ in 0..n {
+                    messages.pop();
+                }
+            }
+            (MESSAGE_EDIT, Payload::Messages(ms)) => messages = ms.clone(),
+            _ => {}
+        }
+    }
+    Some(messages)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,7 +28,8 @@ use crate::sync::ingest::{self, IngestError};
 
 pub use conversation::{new_conversation, NewConversation};
 pub use manage::{clean_candidates, fork, fork_at_turn, remove, CleanCandidate};
-pub use more::{read_event_file, replay, slice_at_turn};
+pub use crate::codec::events::replay;
+pub use more::{read_event_file, slice_at_turn};
 pub use normalise::normalise_for_rewrite;
 
 #[derive(Debug, thiserror::Error)]

@@ -5,44 +5,10 @@ use rusqlite::params;
 
 use super::{umask_mode, OpsError, Session, TRANSCRIPT_MODE};
 use crate::codec::conv_checkpoints::{encode_checkpoint, ConvCheckpoint};
-use crate::codec::events::{Event, Payload, CHECKPOINT, MESSAGE_APPEND, MESSAGE_EDIT, UNDO};
-use crate::codec::json::Json;
+use crate::codec::events::Event;
 use crate::model::{Message, Role};
 use crate::store::live;
 use crate::store::DocumentKind;
-
-/// Replays an event log as gptme's `recover_messages` does: from the latest checkpoint's
-/// snapshot (or empty), every later event in order — append pushes, undo pops n, edit replaces
-/// the list. `None` when there are no events at all ("nothing to recover"), which differs from
-/// a log that replays to an empty list.
-pub fn replay(events: &[Event]) -> Option<Vec<Message>> {
-    if events.is_empty() {
-        return None;
-    }
-    let checkpoint = events.iter().rposition(|e| e.kind == CHECKPOINT);
-    let mut messages: Vec<Message> = Vec::new();
-    let mut start_seq = 0;
-    if let Some(i) = checkpoint {
-        if let Payload::Messages(ms) = &events[i].payload {
-            messages = ms.clone();
-        }
-        start_seq = events[i].seq;
-    }
-    for event in events.iter().filter(|e| e.seq > start_seq) {
-        match (event.kind.as_str(), &event.payload) {
-            (MESSAGE_APPEND, Payload::Message(m)) => messages.push(m.clone()),
-            (UNDO, Payload::Other(payload)) => {
-                let n = payload.get("n").and_then(Json::as_i64).unwrap_or(1).max(0);
-                for _ in 0..n {
-                    messages.pop();
-                }
-            }
-            (MESSAGE_EDIT, Payload::Messages(ms)) => messages = ms.clone(),
-            _ => {}
-        }
-    }
-    Some(messages)
-}
 
 /// Reads an event log file as gptme does (damaged lines skipped).
 pub fn read_event_file(path: &std::path::Path) -> std::io::Result<Option<Vec<Event>>> {
@@ -238,6 +204,8 @@ impl Session<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::events::{replay, Payload, CHECKPOINT, MESSAGE_APPEND, UNDO};
+    use crate::codec::json::Json;
 
     fn m(role: Role, c: &str) -> Message {
         Message::new(role, c, None)

@@ -4,7 +4,7 @@
 //! Only this module touches the table. Records are written in the same transaction as the
 //! append they describe, so a committed append always has its record.
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 use sha2::{Digest, Sha256};
 
 use super::StoreError;
@@ -76,6 +76,41 @@ pub fn chat_ids(conn: &Connection) -> Result<std::collections::HashSet<String>, 
     let mut stmt = conn.prepare_cached("SELECT DISTINCT chat_id FROM acknowledged_lines")?;
     let rows = stmt.query_map([], |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Whether some recorded append of `chat_id` is in no transcript (branch or view) the store
+/// holds for it: a re-read took it away, so the directory must be judged again (see
+/// `sync::acknowledged::rescue`). Looks each one up by its line's digest (an index), and only
+/// if that fails by role, content and timestamp (a rewrite may re-encode a line).
+pub fn any_missing_from_store(conn: &Connection, chat_id: &str) -> Result<bool, StoreError> {
+    use crate::codec::message_line::{decode_line, LineContent};
+    let Some(conversation_id) = conn
+        .prepare_cached("SELECT id FROM conversations WHERE chat_id = ?1")?
+        .query_row([chat_id], |r| r.get::<_, i64>(0))
+        .optional()?
+    else {
+        return Ok(false);
+    };
+    let mut by_digest = conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM messages m JOIN document_lines dl ON dl.message_id = m.id
+                        WHERE m.conversation_id = ?1 AND m.line_sha256 = ?2)",
+    )?;
+    let mut by_content = conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM messages m JOIN document_lines dl ON dl.message_id = m.id
+                        WHERE m.conversation_id = ?1 AND m.role = ?2 AND m.content = ?3 AND coalesce(m.timestamp, '') = ?4)",
+    )?;
+    for a in of_conversation(conn, chat_id)? {
+        let digest: [u8; 32] = Sha256::digest(&a.line).into();
+        if by_digest.query_row(params![conversation_id, &digest[..]], |r| r.get::<_, bool>(0))? {
+            continue;
+        }
+        let LineContent::Message(m) = decode_line(&a.line).content else { continue };
+        let found: bool = by_content.query_row(params![conversation_id, m.role.as_str(), m.content, m.timestamp.as_deref().unwrap_or("")], |r| r.get(0))?;
+        if !found {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Drops the record of one append: its message is safe, or was removed on purpose.

@@ -10,8 +10,9 @@
 //! - **present** in any transcript of the directory: safe. The record is dropped once no gptme
 //!   can hold a copy without it: no live process holds `.lock` and the append is older than
 //!   [`SETTLE`] (gptme's read-to-lock gap is milliseconds).
-//! - **removed on purpose**: the branch's event log has an `undo` or `message_edit` event with a
-//!   higher seq than the append's own event. The record is dropped.
+//! - **removed on purpose**: the branch's event log still holds the append's own event and
+//!   replays (as gptme's recovery does) to a list without the message: an undo or an edit took
+//!   it out. A later undo of something else does not count. The record is dropped.
 //! - **displaced** otherwise. The store's copy of that branch — which still holds the message,
 //!   because the re-read has not happened yet — is written to the directory as a new branch
 //!   `<branch>-conflict-<n>`, and the re-read takes it in. The file is created new (linked into
@@ -30,7 +31,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::ingest::{self, IngestError};
-use crate::codec::events::{decode_event_line, EventLine, MESSAGE_EDIT, UNDO};
+use crate::codec::events::{decode_event_line, replay, EventLine, MESSAGE_APPEND};
 use crate::codec::message_line::{decode_line, LineContent};
 use crate::store::acknowledged::{self as records, message_key, Acknowledged, MessageKey};
 use crate::store::{live, DocumentKind, StoreError};
@@ -58,10 +59,18 @@ enum Verdict {
 }
 
 /// What the directory says about the records: the messages its transcripts hold, and per
-/// branch event log, the highest seq of an `undo` or `message_edit` event.
+/// branch event log, which sequence numbers it holds and what it replays to.
 struct DirectoryView {
     present: HashSet<MessageKey>,
-    last_rewrite: HashMap<String, i64>,
+    logs: HashMap<String, EventLog>,
+}
+
+/// One branch's event log, as far as the judgement needs it.
+struct EventLog {
+    /// The seqs of its `message_append` events.
+    appends: HashSet<i64>,
+    /// The messages gptme's recovery replays it to.
+    replayed: HashSet<MessageKey>,
 }
 
 /// The event log of the branch whose transcript is `path`.
@@ -107,31 +116,36 @@ impl DirectoryView {
                 }
             }
         }
-        let mut last_rewrite = HashMap::new();
+        let mut logs = HashMap::new();
         let wanted: HashSet<String> = records.iter().filter_map(|r| events_path(&r.path)).collect();
         for rel in wanted {
             let path = dir.join(&rel);
             let Some(file) = open_regular(&path).map_err(io(&path))? else { continue };
-            let mut last = i64::MIN;
+            let mut events = Vec::new();
             for line in lines(file) {
                 if let EventLine::Event { event, .. } = decode_event_line(&line.map_err(io(&path))?) {
-                    if event.kind == UNDO || event.kind == MESSAGE_EDIT {
-                        last = last.max(event.seq);
-                    }
+                    events.push(event);
                 }
             }
-            last_rewrite.insert(rel, last);
+            let appends = events.iter().filter(|e| e.kind == MESSAGE_APPEND).map(|e| e.seq).collect();
+            let replayed = replay(&events).unwrap_or_default().iter().map(message_key).collect();
+            logs.insert(rel, EventLog { appends, replayed });
         }
-        Ok(DirectoryView { present, last_rewrite })
+        Ok(DirectoryView { present, logs })
     }
 
+    /// Present in a transcript; else removed on purpose when the branch's event log still holds
+    /// the append's own event and replays (as gptme's recovery does) to a list without the
+    /// message — an undo or an edit took it out; else displaced. A log compacted past the
+    /// append cannot tell: displaced, the safe side.
     fn verdict(&self, r: &Acknowledged) -> Verdict {
         if self.present.contains(&r.key) {
-            Verdict::Present
-        } else if events_path(&r.path).and_then(|e| self.last_rewrite.get(&e)).is_some_and(|&seq| seq > r.event_seq) {
-            Verdict::Explained
-        } else {
-            Verdict::Displaced
+            return Verdict::Present;
+        }
+        let log = events_path(&r.path).and_then(|e| self.logs.get(&e));
+        match log {
+            Some(log) if log.appends.contains(&r.event_seq) && !log.replayed.contains(&r.key) => Verdict::Explained,
+            _ => Verdict::Displaced,
         }
     }
 }

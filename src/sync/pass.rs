@@ -9,6 +9,11 @@
 //!
 //! A pass can be killed at any moment: the store commits rows and watermarks together, so the
 //! next pass starts from the last commit and neither loses nor repeats a line.
+//!
+//! Whether a conversation has queued changes is decided inside the in-phase's write
+//! transaction, never from what the out phase saw: a queue committed in between (an `append
+//! --queue` racing the pass) is written out after the transaction commits, not replaced by a
+//! re-read (the store refuses that anyway: `StoreError::Queued`).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -230,6 +235,7 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
     // inside it: another process (a second watcher) may have replaced rows since.
     let mut batch = WriteBatch::begin(&mut conn)?;
     let stored = stored_conversations(batch.conn(), &root)?;
+    let acknowledged = crate::store::acknowledged::chat_ids(batch.conn())?;
     let mut full = Vec::new();
     // Conversations queued while this pass ran: written out once the pass has committed.
     let mut late: Vec<String> = Vec::new();
@@ -251,6 +257,12 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
                 None if !dry_run => late.push(name.clone()),
                 None => {}
             }
+            continue;
+        }
+        // A message sessiondb acknowledged that the store no longer holds (a re-read raced a
+        // gptme rewriting the directory): read it whole, which judges the directory again.
+        if acknowledged.contains(name) && crate::store::acknowledged::any_missing_from_store(batch.conn(), name)? {
+            full.push(dir.clone());
             continue;
         }
         let outcome = incremental::plan(batch.conn(), s.id, dir).and_then(|planned| {
