@@ -100,7 +100,7 @@ pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&s
 pub fn remove(store: &Store, chat_id: &str) -> Result<(), OpsError> {
     let mut conn = store.connection()?;
     let conv = live::load_conversation(&conn, chat_id)?;
-    let _lock = if conv.dir.exists() { Some(gptme_lock::acquire(&conv.dir)?) } else { None };
+    let _lock = if conv.dir.exists() { Some(gptme_lock::acquire_path(&conv.dir)?) } else { None };
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     tx.execute("DELETE FROM conversations WHERE id = ?1", [conv.id])?;
     tx.execute("DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM entries WHERE blob_sha256 = blobs.sha256)", [])?;
