@@ -90,6 +90,8 @@ pub struct Stat {
 }
 
 impl Stat {
+    // `struct stat`'s field types differ between targets: the casts are needed on some.
+    #[allow(clippy::unnecessary_cast)]
     fn of(s: &rfs::Stat) -> Stat {
         Stat {
             kind: kind_of(s.st_mode as u32),
