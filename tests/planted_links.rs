@@ -207,6 +207,40 @@ fn a_stored_link_is_recreated_but_nothing_is_written_through_it() {
 }
 
 #[test]
+fn a_queued_attachment_is_never_stored_through_a_stored_link() {
+    let lab = lab();
+    let dir = lab.conversation("c1", false);
+    symlink(lab.sentinel.join("empty"), dir.join("files")).unwrap();
+    lab.ok(lab.cmd().arg("import").arg(&lab.logs));
+    // The queued operation runs on a copy exported from the store, link included.
+    let attachment = lab.home.join("notes.txt");
+    fs::write(&attachment, "attached").unwrap();
+    lab.refused(lab.cmd().args(["append", "c1", "--queue", "--role", "user", "--content", "see file", "--file"]).arg(&attachment));
+}
+
+#[test]
+fn export_refuses_stored_entries_beneath_a_stored_link() {
+    let lab = lab();
+    let dir = lab.conversation("c1", false);
+    symlink(lab.sentinel.join("empty"), dir.join("files")).unwrap();
+    lab.ok(lab.cmd().arg("import").arg(&lab.logs));
+    // What an older sessiondb could leave in the store: a file beneath the stored link.
+    let conn = rusqlite::Connection::open(&lab.db).unwrap();
+    let sha = Sha256::digest(b"x").to_vec();
+    conn.execute("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, 1, x'78')", [&sha]).unwrap();
+    conn.execute(
+        "INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size)
+         SELECT id, 'files/x', 'blob', 420, 0, ?1, 1 FROM conversations WHERE chat_id = 'c1'",
+        [&sha],
+    )
+    .unwrap();
+    drop(conn);
+    let (code, output) = lab.run(lab.cmd().args(["export", "--to"]).arg(&lab.out), 0o022);
+    assert_ne!(code, 0, "{output}");
+    assert!(output.contains("\"files/x\" lies beneath the stored symbolic link \"files\""), "{output}");
+}
+
+#[test]
 fn an_operation_never_writes_through_a_planted_branches_link() {
     let lab = lab();
     let dir = lab.conversation("c1", false);

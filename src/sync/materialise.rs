@@ -29,6 +29,8 @@ pub enum MaterialiseError {
     InvalidChatId(String),
     #[error("stored path {0:?} is not a plain relative path")]
     UnsafePath(String),
+    #[error("stored path {path:?} lies beneath the stored symbolic link {link:?}: sessiondb never writes beneath a link (re-import the conversation from its directory)")]
+    BeneathLink { path: String, link: String },
     #[error("{0}")]
     Locked(#[from] LockError),
 }
@@ -67,6 +69,7 @@ pub fn export_conversation_to(conn: &rusqlite::Connection, chat_id: &str, root: 
     // Never write where a live gptme has the conversation loaded; keep others out meanwhile.
     let _lock = gptme_lock::acquire(&dir)?;
     let entries = queries::entries(conn, conversation_id)?;
+    refuse_paths_beneath_links(&entries)?;
     let mut stats = ExportStats::default();
     let mut dirs = Vec::new();
     let mut links = Vec::new();
@@ -145,6 +148,20 @@ pub fn write_document(
         bytes += 1;
     }
     Ok(bytes)
+}
+
+/// No stored entry may lie beneath a stored link: writing it would mean writing through the
+/// link (a store written by an older sessiondb could hold such entries).
+fn refuse_paths_beneath_links(entries: &[queries::Entry]) -> Result<(), MaterialiseError> {
+    let links: std::collections::HashSet<&str> =
+        entries.iter().filter(|e| matches!(e.kind, EntryKind::Symlink(_))).map(|e| e.path.as_str()).collect();
+    for entry in entries {
+        let mut ancestors = Path::new(&entry.path).ancestors().skip(1);
+        if let Some(link) = ancestors.find_map(|a| a.to_str().filter(|a| links.contains(a))) {
+            return Err(MaterialiseError::BeneathLink { path: entry.path.clone(), link: link.to_owned() });
+        }
+    }
+    Ok(())
 }
 
 /// A stored entry path must be relative and must not climb: the store may have been written by
