@@ -46,7 +46,7 @@ pub fn replay(events: &[Event]) -> Option<Vec<Message>> {
 
 /// Reads an event log file as gptme does (damaged lines skipped).
 pub fn read_event_file(path: &std::path::Path) -> std::io::Result<Option<Vec<Event>>> {
-    let bytes = match crate::sync::safe_fs::read_regular(path) {
+    let bytes = match crate::sync::safe_fs::read_user_file(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),

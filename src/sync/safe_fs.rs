@@ -448,6 +448,23 @@ pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Reads the regular file at `path`, a path the user named, following links as the system
+/// does (a transcript may be a link to a sibling) but never opening a FIFO, device or socket:
+/// checked before it is opened (non-blocking) and again on the handle.
+pub fn read_user_file(path: &Path) -> io::Result<Vec<u8>> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let check = |kind| match kind {
+        Kind::Special(kind) => Err(io::Error::from(Refused::Special { path: path.to_owned(), kind })),
+        _ => Ok(()),
+    };
+    check(kind_of(std::fs::metadata(path)?.mode()))?;
+    let mut file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    check(fstat(&file)?.kind)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// The process's file mode creation mask.
 pub fn umask() -> u32 {
     // SAFETY: umask only swaps the process's file mode mask; it is restored at once.
@@ -516,6 +533,11 @@ mod tests {
         let e = d.read(Path::new("fifo"), 10).unwrap_err();
         assert!(matches!(refused(&e), Some(Refused::Special { kind: "FIFO", .. })), "{e}");
         assert!(matches!(refused(&open_regular(&fifo).unwrap_err()), Some(Refused::Special { .. })));
+        assert!(matches!(refused(&read_user_file(&fifo).unwrap_err()), Some(Refused::Special { .. })));
+        // A path the user names may lead through a link to a regular file.
+        std::fs::write(root.path().join("file"), "text").unwrap();
+        symlink("file", root.path().join("to-file")).unwrap();
+        assert_eq!(read_user_file(&root.path().join("to-file")).unwrap(), b"text");
         symlink("/dev/zero", root.path().join("zero")).unwrap();
         assert!(matches!(refused(&d.read(Path::new("zero"), 10).unwrap_err()), Some(Refused::Link(_))));
         assert!(matches!(refused(&Dir::open_given(Path::new("/dev")).unwrap().read(Path::new("null"), 1).unwrap_err()), Some(Refused::Special { .. })));
