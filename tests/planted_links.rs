@@ -283,18 +283,26 @@ fn conflict_copies_are_never_written_through_a_branches_link() {
     assert!(fs::read_to_string(dir.join("branches/main-conflict-1.jsonl")).unwrap().contains("queued"));
 }
 
-#[test]
-fn a_fifo_at_a_conflict_name_is_never_opened() {
-    let lab = lab();
-    let dir = queued_conflict(&lab);
+/// [`queued_conflict`] with `plant` called on the first conflict name before the sync, which
+/// must then fail naming it (reading the directory back refuses what was planted).
+fn sync_with_a_planted_conflict_name(lab: &Lab, plant: impl FnOnce(&Path)) -> (PathBuf, String) {
+    let dir = queued_conflict(lab);
     fs::create_dir(dir.join("branches")).unwrap();
-    let fifo = std::ffi::CString::new(dir.join("branches/main-conflict-1.jsonl").to_str().unwrap()).unwrap();
-    // SAFETY: mkfifo with a valid C string.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
-    // Passed over unopened; then reading the directory back refuses the FIFO by name.
+    plant(&dir.join("branches/main-conflict-1.jsonl"));
     let (code, output) = lab.run(lab.cmd().arg("sync").arg(&lab.logs), 0o022);
     assert_ne!(code, 0, "{output}");
     assert!(output.contains("main-conflict-1.jsonl"), "{output}");
+    (dir, output)
+}
+
+#[test]
+fn a_fifo_at_a_conflict_name_is_never_opened() {
+    let lab = lab();
+    let (dir, _) = sync_with_a_planted_conflict_name(&lab, |name| {
+        let fifo = std::ffi::CString::new(name.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    });
     // Nothing was left holding the database.
     let list = output_of(lab.cmd().arg("list"));
     assert!(list.status.success(), "{}", String::from_utf8_lossy(&list.stderr));
@@ -307,14 +315,10 @@ fn a_fifo_at_a_conflict_name_is_never_opened() {
 #[test]
 fn a_link_to_a_device_at_a_conflict_name_is_never_read() {
     let lab = lab();
-    let dir = queued_conflict(&lab);
-    fs::create_dir(dir.join("branches")).unwrap();
-    symlink("/dev/zero", dir.join("branches/main-conflict-1.jsonl")).unwrap();
-    let (code, output) = lab.run(lab.cmd().arg("sync").arg(&lab.logs), 0o022);
-    // The conflict goes to the next name; reading the directory back then refuses the link
-    // out of the conversation, by name.
-    assert_ne!(code, 0, "{output}");
-    assert!(output.contains("main-conflict-1.jsonl") && output.contains("/dev/zero"), "{output}");
+    // The conflict goes to the next name; reading the directory back refuses the link out of
+    // the conversation.
+    let (_, output) = sync_with_a_planted_conflict_name(&lab, |name| symlink("/dev/zero", name).unwrap());
+    assert!(output.contains("/dev/zero"), "{output}");
 }
 
 #[test]
