@@ -19,7 +19,8 @@ pub struct Args {
     /// With --format: the branch [default: main; for markdown and html, the active view if any]
     #[arg(long)]
     branch: Option<String>,
-    /// With --format markdown|html: write here (atomically) instead of standard output
+    /// With --format markdown|html: write here (atomically; a link there is replaced, not
+    /// followed) instead of standard output
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
     /// Conversations to export [default: all]
@@ -90,7 +91,13 @@ fn document(store: &Store, chat_id: &str, format: &str, branch: Option<&str>, ou
     match output {
         Some(path) => {
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64);
-            crate::sync::fsutil::write_atomic(path, 0o644, now, |out| out.write_all(text.as_bytes()))
+            // As any program's `open(O_CREAT)` would: a new file under the umask; a file being
+            // replaced keeps its mode.
+            let mode = match std::fs::symlink_metadata(path) {
+                Ok(m) if m.is_file() => std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777,
+                _ => crate::sync::safe_fs::new_file_mode(),
+            };
+            crate::sync::fsutil::write_atomic(path, mode, now, |out| out.write_all(text.as_bytes()))
                 .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
             println!("Exported conversation to {}", path.display());
         }

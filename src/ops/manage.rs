@@ -101,7 +101,7 @@ pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&s
 pub fn remove(store: &Store, chat_id: &str, force: bool) -> Result<(), OpsError> {
     let mut conn = store.connection()?;
     let conv = live::load_conversation(&conn, chat_id)?;
-    let _lock = if conv.dir.exists() { Some(gptme_lock::acquire(&conv.dir)?) } else { None };
+    let _lock = if conv.dir.exists() { Some(gptme_lock::acquire_path(&conv.dir)?) } else { None };
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let conv = live::load_conversation(&tx, chat_id)?; // its rows as they are now
     if !force && crate::sync::pending::has_pending(&tx, conv.id)? {

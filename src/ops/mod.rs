@@ -95,8 +95,8 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
         crate::sync::pending::materialise_pending(&mut conn, chat_id, false).map_err(pending_error)?;
     }
     // The directory lock first, then the database lock: every writer takes them in this order.
-    let lock = gptme_lock::acquire(&dir)?;
-    crate::sync::fsutil::remove_debris(&dir).map_err(|source| DirError::Io { path: dir.clone(), source })?;
+    let (handle, lock) = gptme_lock::acquire_path(&dir)?;
+    crate::sync::fsutil::remove_debris(&handle).map_err(|source| DirError::Io { path: dir.clone(), source })?;
     let mut batch = WriteBatch::begin(&mut conn)?;
     // By chat id, inside the transaction: another process may have replaced the rows (a new
     // conversation id) since they were looked up above.
@@ -117,7 +117,7 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     // of this conversation older than the appends recorded before the settling time.
     crate::store::acknowledged::forget_settled(batch.conn(), chat_id, crate::sync::acknowledged::SETTLE)?;
     let conv = live::load_conversation(batch.conn(), chat_id)?;
-    let mut session = Session { batch, conv, dir: DirTransaction::new(), _lock: Some(lock), sidecars: Vec::new() };
+    let mut session = Session { batch, conv, dir: DirTransaction::new(handle), _lock: Some(lock), sidecars: Vec::new() };
     let out = op(&mut session)?;
     let Session { batch, conv, dir, _lock, sidecars } = session;
     live::refresh_dir_entries(batch.conn(), conv.id, &conv.dir)?;
@@ -166,7 +166,8 @@ pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut
     let copy = staging.path().join(&conv.chat_id);
     crate::sync::materialise::export_conversation_to(batch.conn(), chat_id, &copy).map_err(|e| OpsError::Invalid(e.to_string()))?;
     let staged = LiveConversation { dir: copy.clone(), ..conv.clone() };
-    let mut session = Session { batch, conv: staged, dir: DirTransaction::new(), _lock: None, sidecars: Vec::new() };
+    let handle = crate::sync::safe_fs::Dir::open(&copy).map_err(|source| DirError::Io { path: copy.clone(), source })?;
+    let mut session = Session { batch, conv: staged, dir: DirTransaction::new(handle), _lock: None, sidecars: Vec::new() };
     let out = op(&mut session)?;
     let Session { batch, dir, sidecars, .. } = session;
     let mut changed: Vec<String> = dir
@@ -199,13 +200,7 @@ fn pending_error(e: crate::sync::pending::PendingError) -> OpsError {
 /// Permission bits of a file created with `open(..., "a")` under the current umask, as gptme's
 /// event log and bookmarks are created.
 fn umask_mode() -> u32 {
-    // SAFETY: umask only swaps the process's file mode mask; it is restored at once.
-    let mask = unsafe {
-        let old = libc::umask(0o022);
-        libc::umask(old);
-        old
-    };
-    0o666 & !(mask as u32)
+    crate::sync::safe_fs::new_file_mode()
 }
 
 /// gptme writes transcripts through temporary files: mode 0600.
@@ -236,9 +231,8 @@ impl Session<'_> {
         live::set_entry_stat(self.conn(), self.conv.id, rel, stat.mode, stat.mtime_ns, stat.size)?;
         let path = self.abs(rel);
         let io = |source| DirError::Io { path: path.clone(), source };
-        let file = std::fs::File::open(&path).map_err(io)?;
-        use std::os::unix::fs::MetadataExt;
-        let ino = file.metadata().map_err(io)?.ino();
+        let file = self.dir.open_read(&path)?;
+        let ino = crate::sync::safe_fs::fstat(&file).map_err(io)?.ino;
         let tail = crate::sync::watermark::tail_digest(&file, stat.size).map_err(io)?;
         live::set_watermark(self.conn(), self.conv.id, rel, &crate::store::Watermark { size: stat.size, ino, tail })?;
         Ok(())
@@ -448,7 +442,7 @@ impl Session<'_> {
                 params![self.conv.id, rel, stat.mode, stat.mtime_ns, &empty_blob(self.conn())?[..]],
             )?;
         }
-        let file = std::fs::OpenOptions::new().read(true).append(true).open(&path).map_err(|source| DirError::Io { path: path.clone(), source })?;
+        let file = self.dir.open_for_lock(&path)?;
         file.lock().map_err(|source| DirError::Io { path: path.clone(), source })?;
         self.sidecars.push((rel.to_owned(), file));
         Ok(())

@@ -10,9 +10,9 @@
 //! - **present** in any transcript of the directory: safe. The record is dropped once no gptme
 //!   can hold a copy without it: no live process holds `.lock` and the append is older than
 //!   [`SETTLE`] (gptme's read-to-lock gap is milliseconds).
-//! - **removed on purpose**: the branch's event log still holds the append's own event and
-//!   replays (as gptme's recovery does) to a list without the message: an undo or an edit took
-//!   it out. A later undo of something else does not count. The record is dropped.
+//! - **removed on purpose**: replaying the branch's event log from the append's own event, an
+//!   undo pops it without leaving a backup branch (gptme keeps a backup of every other undo and
+//!   of every edit, and the message would then be present in it). The record is dropped.
 //! - **displaced** otherwise. The store's copy of that branch — which still holds the message,
 //!   because the re-read has not happened yet — is written to the directory as a new branch
 //!   `<branch>-conflict-<n>`, and the re-read takes it in. The file is created new (linked into
@@ -24,14 +24,13 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use serde::Serialize;
 
 use super::ingest::{self, IngestError};
-use crate::codec::events::{decode_event_line, replay, EventLine, MESSAGE_APPEND};
+use crate::codec::events::{decode_event_line, Event, EventLine, Payload, CHECKPOINT, MESSAGE_APPEND, MESSAGE_EDIT, UNDO};
 use crate::codec::message_line::{decode_line, LineContent};
 use crate::store::acknowledged::{self as records, message_key, Acknowledged, MessageKey};
 use crate::store::{live, DocumentKind, StoreError};
@@ -65,12 +64,51 @@ struct DirectoryView {
     logs: HashMap<String, EventLog>,
 }
 
-/// One branch's event log, as far as the judgement needs it.
-struct EventLog {
-    /// The seqs of its `message_append` events.
-    appends: HashSet<i64>,
-    /// The messages gptme's recovery replays it to.
-    replayed: HashSet<MessageKey>,
+/// One branch's event log, decoded (damaged lines skipped, as gptme skips them).
+struct EventLog(Vec<Event>);
+
+impl EventLog {
+    /// Whether the log shows `ours` taken out on purpose: replayed from its own
+    /// `message_append` event on, it is popped by an undo that left no backup branch (gptme
+    /// keeps none when a command is on top). Any other way out — an undo that did keep a
+    /// backup (which would then hold it: it is not in the directory, so that undo worked on a
+    /// copy without it), an edit or a checkpoint whose list lacks it, a log compacted past its
+    /// event — is not on purpose: gptme wrote from a copy that never had it.
+    fn removed_on_purpose(&self, ours: &Acknowledged) -> bool {
+        let Some(start) = self.0.iter().position(|e| e.seq == ours.event_seq && e.kind == MESSAGE_APPEND) else { return false };
+        // The messages from ours up (ours first), with their contents' start: gptme's undo
+        // looks at whether the last one is a command (`/...`), or the `/undo` command itself.
+        let mut above: Vec<(MessageKey, String)> = vec![(ours.key, String::new())];
+        let head = |m: &crate::model::Message| m.content.chars().take(5).collect::<String>();
+        let from_list = |messages: &[crate::model::Message]| -> Option<Vec<(MessageKey, String)>> {
+            let at = messages.iter().rposition(|m| message_key(m) == ours.key)?;
+            Some(messages[at..].iter().map(|m| (message_key(m), head(m))).collect())
+        };
+        for event in &self.0[start + 1..] {
+            match (event.kind.as_str(), &event.payload) {
+                (MESSAGE_APPEND, Payload::Message(m)) => above.push((message_key(m), head(m))),
+                (UNDO, Payload::Other(payload)) => {
+                    // As gptme's undo: a `/undo` on top goes first, a backup is kept unless the
+                    // message then on top is a command, then n are popped.
+                    let n = payload.get("n").and_then(crate::codec::json::Json::as_i64).unwrap_or(1).max(0) as usize;
+                    if above.len() > 1 && above.last().is_some_and(|(_, h)| h.starts_with("/undo")) {
+                        above.pop();
+                    }
+                    let backup = above.last().is_some_and(|(_, h)| !h.starts_with('/'));
+                    if n >= above.len() {
+                        return !backup;
+                    }
+                    above.truncate(above.len() - n);
+                }
+                (MESSAGE_EDIT | CHECKPOINT, Payload::Messages(ms)) => match from_list(ms) {
+                    Some(list) => above = list,
+                    None => return false,
+                },
+                _ => {}
+            }
+        }
+        false
+    }
 }
 
 /// The event log of the branch whose transcript is `path`.
@@ -82,15 +120,15 @@ fn events_path(path: &str) -> Option<String> {
     }
 }
 
-/// Opens a regular file for reading without following a link or blocking on a FIFO.
+/// Opens `path` for reading when it is a regular file (never a link, FIFO or device); `None`
+/// when it is missing or something else.
 fn open_regular(path: &Path) -> std::io::Result<Option<fs::File>> {
-    let file = match fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(None), // a link: not a transcript
-        Err(e) => return Err(e),
-    };
-    Ok(file.metadata()?.is_file().then_some(file))
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => super::safe_fs::open_regular(path).map(Some),
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 fn lines(file: fs::File) -> impl Iterator<Item = std::io::Result<Vec<u8>>> {
@@ -127,24 +165,19 @@ impl DirectoryView {
                     events.push(event);
                 }
             }
-            let appends = events.iter().filter(|e| e.kind == MESSAGE_APPEND).map(|e| e.seq).collect();
-            let replayed = replay(&events).unwrap_or_default().iter().map(message_key).collect();
-            logs.insert(rel, EventLog { appends, replayed });
+            logs.insert(rel, EventLog(events));
         }
         Ok(DirectoryView { present, logs })
     }
 
-    /// Present in a transcript; else removed on purpose when the branch's event log still holds
-    /// the append's own event and replays (as gptme's recovery does) to a list without the
-    /// message — an undo or an edit took it out; else displaced. A log compacted past the
-    /// append cannot tell: displaced, the safe side.
+    /// Present in a transcript; else removed on purpose when the branch's event log shows it
+    /// (see [`EventLog::removed_on_purpose`]); else displaced.
     fn verdict(&self, r: &Acknowledged) -> Verdict {
         if self.present.contains(&r.key) {
             return Verdict::Present;
         }
-        let log = events_path(&r.path).and_then(|e| self.logs.get(&e));
-        match log {
-            Some(log) if log.appends.contains(&r.event_seq) && !log.replayed.contains(&r.key) => Verdict::Explained,
+        match events_path(&r.path).and_then(|e| self.logs.get(&e)) {
+            Some(log) if log.removed_on_purpose(r) => Verdict::Explained,
             _ => Verdict::Displaced,
         }
     }
@@ -197,9 +230,11 @@ pub fn rescue(conn: &rusqlite::Connection, chat_id: &str, dir: &Path) -> Result<
     }
     let mut kept = Vec::new();
     let mut names = super::pending::ConflictNames::default();
+    let io = |source| IngestError::Io { path: dir.to_owned(), source };
     for (path, lost) in displaced {
         let (bytes, mode) = store_copy(conn, chat_id, &path, &lost).map_err(store_err(dir))?;
-        let rel = names.place(dir, &path, &bytes);
+        let handle = super::safe_fs::Dir::open(dir).map_err(io)?;
+        let rel = names.place(&handle, &path, &bytes).map_err(io)?;
         create_new(dir, &rel, mode, &bytes).map_err(|source| IngestError::Io { path: dir.join(&rel), source })?;
         for r in &lost {
             records::forget(conn, chat_id, r).map_err(store_err(dir))?;
@@ -238,22 +273,69 @@ fn store_copy(conn: &rusqlite::Connection, chat_id: &str, path: &str, lost: &[&A
 
 /// Creates `dir/rel` holding `bytes`, atomically and only if nothing is there: written to a
 /// temporary file beside it, then hard-linked into place (which fails rather than replace).
-/// Its parent (`branches/`) is created when missing; a link there is refused.
+/// Its parent (`branches/`) is created when missing; nothing is done through a link.
 fn create_new(dir: &Path, rel: &str, mode: u32, bytes: &[u8]) -> std::io::Result<()> {
-    let dest = dir.join(rel);
-    let parent = dest.parent().expect("a path inside the conversation");
-    match fs::symlink_metadata(parent) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => return Err(std::io::Error::other("not a directory (a link or a file where gptme keeps branches/); nothing was written through it")),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs::create_dir(parent)?,
-        Err(e) => return Err(e),
+    let handle = super::safe_fs::Dir::open(dir)?;
+    let rel = Path::new(rel);
+    let parent = rel.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(parent) = parent {
+        handle.create_dir(parent, super::safe_fs::new_dir_mode())?;
     }
-    let temp = tempfile::Builder::new().prefix(super::fsutil::TEMP_PREFIX).tempfile_in(parent)?;
-    let mut file = temp.as_file();
-    file.write_all(bytes)?;
-    file.set_permissions(fs::Permissions::from_mode(mode))?;
-    file.sync_all()?;
-    fs::hard_link(temp.path(), &dest)?;
-    drop(temp);
-    super::fsutil::sync_dir(parent)
+    let temp = parent.unwrap_or(Path::new("")).join(format!("{}rescue-{}", super::fsutil::TEMP_PREFIX, std::process::id()));
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64);
+    handle.write_atomic(&temp, mode, now, |out| out.write_all(bytes))?;
+    let linked = handle.hard_link(&temp, rel);
+    handle.remove_file(&temp)?;
+    linked?;
+    match parent {
+        Some(p) => handle.open_dir(p)?.sync(),
+        None => handle.sync(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::json::Json;
+    use crate::model::{Message, Role};
+
+    fn message(content: &str) -> Message {
+        Message::new(Role::User, content, Some("2026-12-01T10:00:00".into()))
+    }
+
+    fn append(seq: i64, content: &str) -> Event {
+        Event { seq, ts: String::new(), kind: MESSAGE_APPEND.into(), payload: Payload::Message(message(content)) }
+    }
+
+    fn undo(seq: i64, n: i64) -> Event {
+        Event { seq, ts: String::new(), kind: UNDO.into(), payload: Payload::Other(Json::Object(vec![("n".into(), Json::Int(n.to_string()))])) }
+    }
+
+    fn edit(seq: i64, contents: &[&str]) -> Event {
+        Event { seq, ts: String::new(), kind: MESSAGE_EDIT.into(), payload: Payload::Messages(contents.iter().map(|c| message(c)).collect()) }
+    }
+
+    fn ours() -> Acknowledged {
+        Acknowledged { path: "conversation.jsonl".into(), key: message_key(&message("ours")), line: Vec::new(), event_seq: 2, appended_at: 0.0 }
+    }
+
+    #[test]
+    fn only_an_undo_that_kept_no_backup_removes_on_purpose() {
+        let judged = |events: Vec<Event>| EventLog(events).removed_on_purpose(&ours());
+        // An undo keeps a backup holding it: had it worked on a copy with ours, ours would be
+        // in that backup, so its absence means the copy never had it.
+        assert!(!judged(vec![append(1, "a"), append(2, "ours"), undo(3, 1)]));
+        // A later undo of something else leaves it.
+        assert!(!judged(vec![append(2, "ours"), append(3, "b"), undo(4, 1)]));
+        // An edit, or a list written from a copy that never had it.
+        assert!(!judged(vec![append(1, "a"), append(2, "ours"), edit(3, &["a"])]));
+        // A log compacted past its event cannot tell.
+        assert!(!judged(vec![append(5, "b")]));
+        // `/undo` on top goes first, and the backup then holds ours: not on purpose.
+        assert!(!judged(vec![append(1, "a"), append(2, "ours"), append(3, "/undo"), undo(4, 1)]));
+        // A command on top keeps no backup: an undo through ours is on purpose.
+        assert!(judged(vec![append(1, "a"), append(2, "ours"), append(3, "/x"), undo(4, 2)]));
+        // An edit that kept it, then such an undo.
+        assert!(judged(vec![append(2, "ours"), edit(3, &["a", "ours", "/x"]), undo(4, 2)]));
+    }
 }

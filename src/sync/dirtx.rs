@@ -6,14 +6,18 @@
 //! replacement or removal keeps the old file under a temporary name (a hard link), a new file
 //! or directory is simply removed — and dropping the transaction without [`DirTransaction::commit`]
 //! undoes them in reverse order. Appends are flushed to disk (`fdatasync`) before they count as
-//! done; replacements go through [`write_atomic`], so a crash leaves the old or the new file.
+//! done; replacements are atomic, so a crash leaves the old or the new file.
+//!
+//! Every change, and every undo, goes through the conversation directory's handle
+//! ([`Dir`]): nothing is written, truncated or locked through a link, and a link where a
+//! directory or file is to be written is refused.
 
-use std::fs::{self, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::fsutil::{sync_dir, write_atomic, TEMP_PREFIX};
+use super::fsutil::TEMP_PREFIX;
+use super::safe_fs::{self, Dir, Kind};
 
 /// A file's state after a write, to record in the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,15 +28,17 @@ pub struct FileStat {
 }
 
 pub fn stat(path: &Path) -> io::Result<FileStat> {
-    let m = fs::symlink_metadata(path)?;
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path)?;
     Ok(FileStat { mode: m.mode() & 0o7777, mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(), size: m.len() })
 }
 
+/// Paths are relative to the transaction's directory.
 enum Undo {
-    Truncate { path: PathBuf, len: u64 },
-    Restore { path: PathBuf, backup: PathBuf },
-    Remove { path: PathBuf },
-    RemoveDir { path: PathBuf },
+    Truncate { rel: PathBuf, len: u64 },
+    Restore { rel: PathBuf, backup: PathBuf },
+    Remove { rel: PathBuf },
+    RemoveDir { rel: PathBuf },
 }
 
 /// Why a directory change was refused.
@@ -44,11 +50,12 @@ pub enum DirError {
     Io { path: PathBuf, source: io::Error },
 }
 
-#[derive(Default)]
 pub struct DirTransaction {
+    root: Dir,
     undo: Vec<Undo>,
     /// Every path created, written or removed, in order (repeats possible).
     changed: Vec<PathBuf>,
+    /// The directories whose entries changed, relative.
     dirs: Vec<PathBuf>,
     committed: bool,
 }
@@ -58,9 +65,14 @@ fn now_ns() -> i64 {
     d.as_nanos() as i64
 }
 
+fn parent_of(rel: &Path) -> PathBuf {
+    rel.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
 impl DirTransaction {
-    pub fn new() -> Self {
-        DirTransaction::default()
+    /// A transaction over the directory `root` (every path given must lie inside it).
+    pub fn new(root: Dir) -> Self {
+        DirTransaction { root, undo: Vec::new(), changed: Vec::new(), dirs: Vec::new(), committed: false }
     }
 
     /// The paths this transaction created, wrote or removed.
@@ -68,29 +80,50 @@ impl DirTransaction {
         &self.changed
     }
 
-    fn touched(&mut self, path: &Path) {
-        if let Some(parent) = path.parent() {
-            if !self.dirs.iter().any(|d| d == parent) {
-                self.dirs.push(parent.to_owned());
-            }
-        }
+    /// `path` relative to the transaction's directory.
+    fn rel(&self, path: &Path) -> Result<PathBuf, DirError> {
+        path.strip_prefix(self.root.path()).map(Path::to_path_buf).map_err(|_| DirError::Io {
+            path: path.to_owned(),
+            source: io::Error::other(format!("outside the conversation directory {}", self.root.path().display())),
+        })
     }
 
-    /// Creates a directory (and its parents) when missing.
+    fn done(&mut self, rel: &Path, undo: Undo, new_entry: bool) {
+        self.undo.push(undo);
+        if new_entry {
+            let parent = parent_of(rel);
+            if !self.dirs.contains(&parent) {
+                self.dirs.push(parent);
+            }
+        }
+        self.changed.push(self.root.path().join(rel));
+    }
+
+    /// Opens an existing regular file of the directory for reading.
+    pub fn open_read(&self, path: &Path) -> Result<File, DirError> {
+        let rel = self.rel(path)?;
+        self.root.open_read(&rel).map_err(|source| DirError::Io { path: path.to_owned(), source })
+    }
+
+    /// Opens an existing regular file of the directory to hold a lock on it.
+    pub fn open_for_lock(&self, path: &Path) -> Result<File, DirError> {
+        let rel = self.rel(path)?;
+        self.root.open_append(&rel, None).map_err(|source| DirError::Io { path: path.to_owned(), source })
+    }
+
+    /// Creates a directory (and its parents) when missing, with permission bits `mode`.
     pub fn create_dir(&mut self, path: &Path, mode: u32) -> Result<(), DirError> {
-        if path.is_dir() {
-            return Ok(());
+        let rel = self.rel(path)?;
+        let mut prefix = PathBuf::new();
+        for name in rel.iter() {
+            prefix.push(name);
+            let at = self.root.path().join(&prefix);
+            let io = |source| DirError::Io { path: at.clone(), source };
+            if self.root.create_dir(&prefix, 0o700).map_err(io)? {
+                self.done(&prefix.clone(), Undo::RemoveDir { rel: prefix.clone() }, true);
+                self.root.open_dir(&prefix).and_then(|d| d.set_mode(mode)).map_err(io)?;
+            }
         }
-        if let Some(parent) = path.parent() {
-            self.create_dir(parent, mode)?;
-        }
-        let io = |source| DirError::Io { path: path.to_owned(), source };
-        fs::create_dir(path).map_err(io)?;
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(path, fs::Permissions::from_mode(mode)).map_err(io)?;
-        self.undo.push(Undo::RemoveDir { path: path.to_owned() });
-        self.changed.push(path.to_owned());
-        self.touched(path);
         Ok(())
     }
 
@@ -98,82 +131,78 @@ impl DirTransaction {
     /// is given, the file must have exactly that size first: otherwise another program wrote
     /// it, and appending would interleave with its bytes.
     pub fn append(&mut self, path: &Path, expected_size: Option<u64>, mode: u32, bytes: &[u8]) -> Result<FileStat, DirError> {
+        let rel = self.rel(path)?;
         let io = |source| DirError::Io { path: path.to_owned(), source };
-        let existing = fs::metadata(path).ok().map(|m| m.len());
+        let existing = self.root.stat(&rel).map_err(io)?.map(|s| s.size);
         if let (Some(expected), found) = (expected_size, existing.unwrap_or(0)) {
             if expected != found {
                 return Err(DirError::Changed { path: path.to_owned(), expected, found });
             }
         }
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut file = OpenOptions::new().append(true).create(true).mode(mode).open(path).map_err(io)?;
-        self.undo.push(match existing {
-            Some(len) => Undo::Truncate { path: path.to_owned(), len },
-            None => Undo::Remove { path: path.to_owned() },
-        });
-        if existing.is_none() {
-            self.touched(path);
-        }
-        self.changed.push(path.to_owned());
+        let mut file = self.root.open_append(&rel, Some(mode)).map_err(io)?;
+        let undo = match existing {
+            Some(len) => Undo::Truncate { rel: rel.clone(), len },
+            None => Undo::Remove { rel: rel.clone() },
+        };
+        self.done(&rel, undo, existing.is_none());
         file.write_all(bytes).map_err(io)?;
         file.sync_data().map_err(io)?;
-        stat(path).map_err(io)
+        file_stat(&file).map_err(io)
     }
 
     /// Replaces (or creates) `path` atomically with what `fill` writes, with permission bits
     /// `mode` and the current time as mtime.
     pub fn replace(&mut self, path: &Path, mode: u32, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<FileStat, DirError> {
-        let io = |source| DirError::Io { path: path.to_owned(), source };
-        let backup = self.keep_aside(path).map_err(io)?;
-        write_atomic(path, mode, now_ns(), fill).map_err(io)?;
-        self.undo.push(match backup {
-            Some(backup) => Undo::Restore { path: path.to_owned(), backup },
-            None => Undo::Remove { path: path.to_owned() },
-        });
-        self.touched(path);
-        self.changed.push(path.to_owned());
-        stat(path).map_err(io)
+        self.write(path, mode, now_ns(), fill)
     }
 
-    /// Copies `source` to `path` with its mode and mtime (as Python's `shutil.copy2`).
+    fn write(&mut self, path: &Path, mode: u32, mtime_ns: i64, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<FileStat, DirError> {
+        let rel = self.rel(path)?;
+        let io = |source| DirError::Io { path: path.to_owned(), source };
+        let backup = self.keep_aside(&rel).map_err(io)?;
+        self.root.write_atomic(&rel, mode, mtime_ns, fill).map_err(io)?;
+        let undo = match backup {
+            Some(backup) => Undo::Restore { rel: rel.clone(), backup },
+            None => Undo::Remove { rel: rel.clone() },
+        };
+        self.done(&rel, undo, true);
+        let stat = self.root.stat(&rel).map_err(io)?.ok_or_else(|| io(io::ErrorKind::NotFound.into()))?;
+        Ok(FileStat { mode: stat.mode, mtime_ns: stat.mtime_ns, size: stat.size })
+    }
+
+    /// Copies `source` (a file the user named) to `path` with its mode and mtime (as Python's
+    /// `shutil.copy2`).
     pub fn copy_file(&mut self, source: &Path, path: &Path) -> Result<FileStat, DirError> {
         let io = |e| DirError::Io { path: source.to_owned(), source: e };
-        let meta = fs::metadata(source).map_err(io)?;
-        let mut input = fs::File::open(source).map_err(io)?;
-        let mtime_ns = meta.mtime() * 1_000_000_000 + meta.mtime_nsec();
-        let backup = self.keep_aside(path).map_err(io)?;
-        write_atomic(path, meta.mode() & 0o7777, mtime_ns, |out| io::copy(&mut input, out).map(|_| ()))
-            .map_err(|source| DirError::Io { path: path.to_owned(), source })?;
-        self.undo.push(match backup {
-            Some(backup) => Undo::Restore { path: path.to_owned(), backup },
-            None => Undo::Remove { path: path.to_owned() },
-        });
-        self.touched(path);
-        self.changed.push(path.to_owned());
-        stat(path).map_err(|source| DirError::Io { path: path.to_owned(), source })
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut input = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(source).map_err(io)?;
+        let meta = safe_fs::fstat(&input).map_err(io)?;
+        if meta.kind != Kind::File {
+            return Err(io(io::Error::other("not a regular file")));
+        }
+        self.write(path, meta.mode, meta.mtime_ns, |out| io::copy(&mut input, out).map(|_| ()))
     }
 
     /// Removes a file (kept aside until commit).
     pub fn remove(&mut self, path: &Path) -> Result<(), DirError> {
+        let rel = self.rel(path)?;
         let io = |source| DirError::Io { path: path.to_owned(), source };
-        if let Some(backup) = self.keep_aside(path).map_err(io)? {
-            fs::remove_file(path).map_err(io)?;
-            self.undo.push(Undo::Restore { path: path.to_owned(), backup });
-            self.touched(path);
-            self.changed.push(path.to_owned());
+        if let Some(backup) = self.keep_aside(&rel).map_err(io)? {
+            self.root.remove_file(&rel).map_err(io)?;
+            self.done(&rel, Undo::Restore { rel: rel.clone(), backup }, true);
         }
         Ok(())
     }
 
-    /// Hard-links an existing file to a temporary name beside it, so it can be restored.
-    fn keep_aside(&mut self, path: &Path) -> io::Result<Option<PathBuf>> {
-        if fs::symlink_metadata(path).is_err() {
+    /// Hard-links an existing entry to a temporary name beside it, so it can be restored.
+    fn keep_aside(&mut self, rel: &Path) -> io::Result<Option<PathBuf>> {
+        if self.root.stat(rel)?.is_none() {
             return Ok(None);
         }
-        let parent = path.parent().unwrap_or(Path::new("."));
+        let parent = parent_of(rel);
         for attempt in 0..100 {
             let backup = parent.join(format!("{TEMP_PREFIX}backup-{}-{attempt}", std::process::id()));
-            match fs::hard_link(path, &backup) {
+            match self.root.hard_link(rel, &backup) {
                 Ok(()) => return Ok(Some(backup)),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
@@ -189,27 +218,36 @@ impl DirTransaction {
     /// of the directory's contents.
     pub fn commit(mut self) -> Result<(), DirError> {
         self.committed = true;
-        let mut parents: Vec<(PathBuf, filetime::FileTime)> = Vec::new();
+        let at = |rel: &Path| self.root.path().join(rel);
+        let mut parents: Vec<(Dir, i64)> = Vec::new();
+        let mut seen: Vec<PathBuf> = Vec::new();
         for undo in std::mem::take(&mut self.undo) {
             if let Undo::Restore { backup, .. } = undo {
-                if let Some(parent) = backup.parent() {
-                    if !parents.iter().any(|(p, _)| p == parent) {
-                        if let Ok(meta) = fs::metadata(parent) {
-                            parents.push((parent.to_owned(), filetime::FileTime::from_last_modification_time(&meta)));
+                let parent = parent_of(&backup);
+                if !seen.contains(&parent) {
+                    if let Ok(dir) = self.root.open_dir(&parent) {
+                        if let Ok(meta) = dir.metadata() {
+                            parents.push((dir, meta.mtime_ns));
                         }
                     }
+                    seen.push(parent);
                 }
-                let _ = fs::remove_file(&backup);
+                let _ = self.root.remove_file(&backup);
             }
         }
-        for (parent, mtime) in &parents {
-            filetime::set_file_mtime(parent, *mtime).map_err(|source| DirError::Io { path: parent.clone(), source })?;
+        for (dir, mtime_ns) in &parents {
+            dir.set_mtime(*mtime_ns).map_err(|source| DirError::Io { path: dir.path().to_owned(), source })?;
         }
-        for dir in &self.dirs {
-            sync_dir(dir).map_err(|source| DirError::Io { path: dir.clone(), source })?;
+        for rel in &self.dirs {
+            self.root.open_dir(rel).and_then(|d| d.sync()).map_err(|source| DirError::Io { path: at(rel), source })?;
         }
         Ok(())
     }
+}
+
+fn file_stat(file: &File) -> io::Result<FileStat> {
+    let s = safe_fs::fstat(file)?;
+    Ok(FileStat { mode: s.mode, mtime_ns: s.mtime_ns, size: s.size })
 }
 
 impl Drop for DirTransaction {
@@ -218,11 +256,12 @@ impl Drop for DirTransaction {
             return;
         }
         for undo in self.undo.drain(..).rev() {
+            let root = &self.root;
             let _ = match undo {
-                Undo::Truncate { path, len } => OpenOptions::new().write(true).open(&path).and_then(|f| f.set_len(len)),
-                Undo::Restore { path, backup } => fs::rename(&backup, &path),
-                Undo::Remove { path } => fs::remove_file(&path),
-                Undo::RemoveDir { path } => fs::remove_dir(&path),
+                Undo::Truncate { rel, len } => root.open_append(&rel, None).and_then(|f| f.set_len(len)),
+                Undo::Restore { rel, backup } => root.rename(&backup, &rel),
+                Undo::Remove { rel } => root.remove_file(&rel),
+                Undo::RemoveDir { rel } => root.remove_dir(&rel),
             };
         }
     }
@@ -231,6 +270,7 @@ impl Drop for DirTransaction {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn dropping_undoes_everything() {
@@ -240,7 +280,7 @@ mod tests {
         fs::write(&a, "one\n").unwrap();
         fs::write(&b, "keep").unwrap();
         {
-            let mut tx = DirTransaction::new();
+            let mut tx = DirTransaction::new(Dir::open(dir.path()).unwrap());
             tx.append(&a, Some(4), 0o600, b"two\n").unwrap();
             tx.replace(&b, 0o600, |w| w.write_all(b"new")).unwrap();
             tx.create_dir(&dir.path().join("x/y"), 0o755).unwrap();
@@ -258,7 +298,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("a");
         fs::write(&a, "one\n").unwrap();
-        let mut tx = DirTransaction::new();
+        let mut tx = DirTransaction::new(Dir::open(dir.path()).unwrap());
         assert!(matches!(tx.append(&a, Some(3), 0o600, b"x"), Err(DirError::Changed { .. })));
         tx.replace(&a, 0o640, |w| w.write_all(b"new")).unwrap();
         // What the store records after the operation, before the commit removes the backup.

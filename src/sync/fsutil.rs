@@ -1,16 +1,16 @@
-//! Filesystem writes that never leave a half-written file behind.
+//! Filesystem writes that never leave a half-written file behind, for paths the user gives.
 //!
 //! [`write_atomic`] writes into a temporary file beside the target, sets its mode and
 //! modification time, fsyncs it and renames it over the target: a reader (or gptme) sees the old
-//! file or the new one, never a mixture, and a crash leaves at most a stray temporary file.
-//! Callers fsync the directory once they have renamed everything into it ([`sync_dir`]).
+//! file or the new one, never a mixture, and a crash leaves at most a stray temporary file. The
+//! target's directory is resolved as given; the target itself is replaced, never written
+//! through (a link there is replaced by the file). Writes inside a conversation directory go
+//! through [`super::safe_fs::Dir`] itself, which follows no link at all.
 
-use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::io::{self, Write};
 use std::path::Path;
 
-use filetime::FileTime;
+use super::safe_fs::{Dir, Kind};
 
 /// Prefix of temporary files, so that a stray one is recognisable.
 pub const TEMP_PREFIX: &str = ".sessiondb-tmp-";
@@ -19,18 +19,17 @@ pub const TEMP_PREFIX: &str = ".sessiondb-tmp-";
 /// the backups a [`super::dirtx::DirTransaction`] keeps until it commits (all named with
 /// [`TEMP_PREFIX`]). Only to be called under the conversation's lock, when no sessiondb can be
 /// writing there; by then each such file is a copy of something the directory or the store
-/// already holds. Symlinks are not followed. Returns how many files were removed.
-pub fn remove_debris(dir: &Path) -> io::Result<u64> {
+/// already holds. Symlinks are neither followed nor removed. Returns how many files were
+/// removed.
+pub fn remove_debris(dir: &Dir) -> io::Result<u64> {
     let mut removed = 0;
-    let mut pending = vec![dir.to_path_buf()];
+    let mut pending = vec![dir.try_clone()?];
     while let Some(d) = pending.pop() {
-        for entry in fs::read_dir(&d)? {
-            let entry = entry?;
-            let kind = entry.file_type()?;
-            if kind.is_dir() {
-                pending.push(entry.path());
-            } else if kind.is_file() && entry.file_name().to_str().is_some_and(|n| n.starts_with(TEMP_PREFIX)) {
-                fs::remove_file(entry.path())?;
+        for (name, kind) in d.entries()? {
+            if kind == Kind::Dir {
+                pending.push(d.open_dir(Path::new(&name))?);
+            } else if kind == Kind::File && name.to_str().is_some_and(|n| n.starts_with(TEMP_PREFIX)) {
+                d.remove_file(Path::new(&name))?;
                 removed += 1;
             }
         }
@@ -42,56 +41,19 @@ pub fn remove_debris(dir: &Path) -> io::Result<u64> {
 /// modification time `mtime_ns` (nanoseconds since the epoch).
 pub fn write_atomic(path: &Path, mode: u32, mtime_ns: i64, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let temp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(parent)?;
-    {
-        let mut out = BufWriter::with_capacity(1 << 16, temp.as_file());
-        fill(&mut out)?;
-        out.flush()?;
-    }
-    let file: &File = temp.as_file();
-    file.set_permissions(fs::Permissions::from_mode(mode))?;
-    file.sync_all()?;
-    filetime::set_file_handle_times(file, None, Some(file_time(mtime_ns)))?;
-    temp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
-
-/// Atomically replaces `path` with a symbolic link to `target`, with modification time
-/// `mtime_ns` on the link itself.
-pub fn symlink_atomic(path: &Path, target: &Path, mtime_ns: i64) -> io::Result<()> {
-    let parent = path.parent().unwrap_or(Path::new("."));
-    // Reserve a unique name, then put the link in its place.
-    let temp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(parent)?.into_temp_path();
-    let temp_path = temp.to_path_buf();
-    fs::remove_file(&temp_path)?;
-    std::os::unix::fs::symlink(target, &temp_path)?;
-    let result = filetime::set_symlink_file_times(&temp_path, file_time(mtime_ns), file_time(mtime_ns))
-        .and_then(|_| fs::rename(&temp_path, path));
-    if result.is_err() {
-        let _ = fs::remove_file(&temp_path);
-    }
-    std::mem::forget(temp); // the name now belongs to the link (or was removed above)
-    result
-}
-
-/// Sets a directory's permission bits and modification time.
-pub fn set_dir_attributes(path: &Path, mode: u32, mtime_ns: i64) -> io::Result<()> {
-    fs::set_permissions(path, fs::Permissions::from_mode(mode))?;
-    filetime::set_file_mtime(path, file_time(mtime_ns))
+    let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file name"))?;
+    Dir::open_given(parent)?.write_atomic(Path::new(name), mode, mtime_ns, fill)
 }
 
 /// Flushes a directory's entries (the renames into it) to disk.
 pub fn sync_dir(path: &Path) -> io::Result<()> {
-    File::open(path)?.sync_all()
-}
-
-pub fn file_time(mtime_ns: i64) -> FileTime {
-    FileTime::from_unix_time(mtime_ns.div_euclid(1_000_000_000), mtime_ns.rem_euclid(1_000_000_000) as u32)
+    std::fs::File::open(path)?.sync_all()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
     use std::os::unix::fs::MetadataExt;
 
     #[test]
@@ -122,12 +84,15 @@ mod tests {
     }
 
     #[test]
-    fn symlinks_replace_atomically() {
+    fn debris_is_removed_but_links_are_not_followed() {
         let dir = tempfile::tempdir().unwrap();
-        let link = dir.path().join("l");
-        symlink_atomic(&link, Path::new("/nowhere"), 1_000_000_000).unwrap();
-        symlink_atomic(&link, Path::new("../x"), 2_000_000_000).unwrap();
-        assert_eq!(fs::read_link(&link).unwrap(), Path::new("../x"));
-        assert_eq!(fs::symlink_metadata(&link).unwrap().mtime(), 2);
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join(format!("{TEMP_PREFIX}victim")), "keep").unwrap();
+        fs::create_dir(dir.path().join("sub")).unwrap();
+        fs::write(dir.path().join(format!("sub/{TEMP_PREFIX}x")), "debris").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).unwrap();
+        assert_eq!(remove_debris(&Dir::open(dir.path()).unwrap()).unwrap(), 1);
+        assert_eq!(fs::read_dir(dir.path().join("sub")).unwrap().count(), 0);
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 1);
     }
 }

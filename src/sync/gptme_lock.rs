@@ -8,11 +8,17 @@
 //! a lock held by a live process is refused, naming the process; a lock whose holder is dead is
 //! stale and is taken over, as gptme does. Holding the lock while writing also keeps a gptme
 //! that starts meanwhile from loading a half-written conversation.
+//!
+//! The lock file is opened through the conversation directory's handle ([`Dir`]): a `.lock`
+//! that is a symbolic link (or a FIFO, device or socket) is refused, never opened, truncated,
+//! stamped or locked through.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+use super::safe_fs::{self, Dir};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
@@ -29,8 +35,17 @@ pub struct ConversationLock {
     _file: File,
 }
 
+const LOCK: &str = ".lock";
+
 fn lock_path(dir: &Path) -> PathBuf {
-    dir.join(".lock")
+    dir.join(LOCK)
+}
+
+/// Opens conversation directory `path` (not following a link there) and takes its lock.
+pub fn acquire_path(path: &Path) -> Result<(Dir, ConversationLock), LockError> {
+    let dir = Dir::open(path).map_err(|source| LockError::Io { path: path.to_owned(), source })?;
+    let lock = acquire(&dir)?;
+    Ok((dir, lock))
 }
 
 /// Takes `<dir>/.lock` (creating it when missing) and writes this process's PID into it, as
@@ -41,16 +56,17 @@ fn lock_path(dir: &Path) -> PathBuf {
 /// hold for a moment before it is acted on: a dead PID before taking over, an empty file before
 /// giving up. A lock file replaced by a takeover meanwhile is reopened, so that two processes
 /// never hold locks on two different files.
-pub fn acquire(dir: &Path) -> Result<ConversationLock, LockError> {
+pub fn acquire(handle: &Dir) -> Result<ConversationLock, LockError> {
+    let dir = handle.path();
     let path = lock_path(dir);
     let io = |source| LockError::Io { path: path.clone(), source };
-    let open = || OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path);
+    let open = || handle.open_lock_file(Path::new(LOCK));
     let started = Instant::now();
     let (mut no_pid_since, mut dead_since, mut stranger_since) = (None, None, None);
     let mut file = open().map_err(io)?;
     loop {
         match file.try_lock() {
-            Ok(()) if is_current(&file, &path) => break,
+            Ok(()) if is_current(&file, handle) => break,
             Ok(()) => {
                 file = open().map_err(io)?; // taken over and replaced meanwhile
                 continue;
@@ -87,7 +103,7 @@ pub fn acquire(dir: &Path) -> Result<ConversationLock, LockError> {
                     // Stale: the process that wrote its PID is gone (the lock survives in some
                     // descendant that inherited the descriptor). Take over as gptme does.
                     drop(file);
-                    std::fs::remove_file(&path).map_err(io)?;
+                    handle.remove_file(Path::new(LOCK)).map_err(io)?;
                     file = open().map_err(io)?;
                     file.try_lock().map_err(|_| LockError::Held { dir: dir.to_owned() })?;
                     break;
@@ -106,11 +122,10 @@ pub fn acquire(dir: &Path) -> Result<ConversationLock, LockError> {
     Ok(ConversationLock { _file: file })
 }
 
-/// Whether the open lock file is still the one at `path` (not removed by a takeover).
-fn is_current(file: &File, path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (file.metadata(), std::fs::metadata(path)) {
-        (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+/// Whether the open lock file is still the directory's `.lock` (not removed by a takeover).
+fn is_current(file: &File, dir: &Dir) -> bool {
+    match (safe_fs::fstat(file), dir.stat(Path::new(LOCK))) {
+        (Ok(a), Ok(Some(b))) => a.ino == b.ino && a.dev == b.dev,
         _ => false,
     }
 }
@@ -128,13 +143,13 @@ fn stamp(file: &File) -> std::io::Result<()> {
 const SETTLE: Duration = Duration::from_millis(50);
 
 /// Takes the lock only if it is free right now (a stale one included), never waiting.
-pub fn try_acquire(dir: &Path) -> Result<ConversationLock, LockError> {
-    let path = lock_path(dir);
+pub fn try_acquire(handle: &Dir) -> Result<ConversationLock, LockError> {
+    let path = lock_path(handle.path());
     let io = |source| LockError::Io { path: path.clone(), source };
-    let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
+    let file = handle.open_lock_file(Path::new(LOCK)).map_err(io)?;
     match file.try_lock() {
-        Ok(()) if is_current(&file, &path) => {}
-        Ok(()) | Err(std::fs::TryLockError::WouldBlock) => return Err(LockError::Held { dir: dir.to_owned() }),
+        Ok(()) if is_current(&file, handle) => {}
+        Ok(()) | Err(std::fs::TryLockError::WouldBlock) => return Err(LockError::Held { dir: handle.path().to_owned() }),
         Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
     }
     stamp(&file).map_err(io)?;
@@ -156,7 +171,7 @@ fn is_sessiondb(pid: u32) -> bool {
 
 /// Whether a live process other than this one holds the lock (without taking it).
 pub fn holder(dir: &Path) -> Option<u32> {
-    let mut file = File::open(lock_path(dir)).ok()?;
+    let mut file = safe_fs::open_regular(&lock_path(dir)).ok()?;
     match file.try_lock_shared() {
         Ok(()) => None,
         Err(_) => holder_pid(&mut file).filter(|&pid| is_alive(pid)),
@@ -184,16 +199,17 @@ mod tests {
     #[test]
     fn a_held_lock_is_refused_and_released_on_drop() {
         let dir = tempfile::tempdir().unwrap();
-        let held = acquire(dir.path()).unwrap();
+        let handle = Dir::open(dir.path()).unwrap();
+        let held = acquire(&handle).unwrap();
         // flock locks belong to the open file description: a second open in this process
         // conflicts just as another process would.
-        match acquire(dir.path()) {
+        match acquire(&handle) {
             Err(LockError::HeldBy { pid, .. }) => assert_eq!(pid, std::process::id()),
             other => panic!("{:?}", other.err()),
         }
         assert_eq!(holder(dir.path()), Some(std::process::id()));
         drop(held);
-        assert!(acquire(dir.path()).is_ok());
+        assert!(acquire(&handle).is_ok());
     }
 
     #[test]
@@ -203,7 +219,7 @@ mod tests {
         std::fs::write(&path, "999999999").unwrap();
         let file = File::open(&path).unwrap();
         file.lock().unwrap(); // held, but by a "process" whose PID is dead
-        let taken = acquire(dir.path());
+        let taken = acquire(&Dir::open(dir.path()).unwrap());
         assert!(taken.is_ok(), "{:?}", taken.err());
         assert_eq!(std::fs::read_to_string(&path).unwrap(), std::process::id().to_string());
     }

@@ -10,7 +10,6 @@
 //! the ordinary import.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -218,7 +217,7 @@ pub fn apply_growth(
     for g in grown {
         let abs = dir.join(&g.rel);
         let io = |source| IngestError::Io { path: abs.clone(), source };
-        let mut file = File::open(&abs).map_err(io)?;
+        let mut file = crate::sync::safe_fs::open_regular(&abs).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
         if !only_grew(&file, meta.ino(), meta.len(), &g.mark).map_err(io)? {
             return Ok(None); // dropping the writer rolls its savepoint back

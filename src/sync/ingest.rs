@@ -1,7 +1,8 @@
 //! Ingest: reading gptme conversation directories into the store.
 //!
 //! A conversation directory is walked without following symbolic links (so nothing outside it
-//! is ever read), checked whole, then written in one store transaction. Any problem with the
+//! is ever read; files are opened with `O_NOFOLLOW | O_NONBLOCK` and checked on the handle to be
+//! regular, so a FIFO or device put there meanwhile is refused, never waited on), checked whole, then written in one store transaction. Any problem with the
 //! directory — an invalid chat id, a file name that is not UTF-8, a symlink leading outside the
 //! conversation where gptme expects a regular file, an unreadable file — fails that conversation
 //! alone, before or inside its transaction, so it is never half-imported and the others go on.
@@ -19,6 +20,7 @@ use crate::codec::config::{parse_chat_config, ChatConfig};
 use crate::codec::conv_checkpoints::{decode_checkpoint_line, CheckpointLine};
 use crate::codec::events::{decode_event_line, EventLine, Payload};
 use crate::codec::lines::LineReader;
+use crate::sync::safe_fs::{open_regular, read_regular};
 use crate::sync::watermark::{tail_digest, Watermark};
 use crate::codec::message_line::{decode_line, encode_message, DecodedLine};
 use crate::model::{ChatId, ChatIdError, Message};
@@ -369,7 +371,7 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dy
                     }
                     // One descriptor for everything about the file, and no more bytes than it
                     // had when it was opened: a writer appending meanwhile is read next time.
-                    let file = File::open(&abs).map_err(io)?;
+                    let file = open_regular(&abs).map_err(io)?;
                     let meta = file.metadata().map_err(io)?;
                     let (mode, mtime_ns) = (meta.mode() & 0o7777, meta.mtime() * 1_000_000_000 + meta.mtime_nsec());
                     if is_main {
@@ -391,7 +393,7 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dy
                 None => {
                     let size = f.meta.len();
                     let item = if size <= IN_MEMORY_BLOB {
-                        let data = fs::read(&abs).map_err(io)?;
+                        let data = read_regular(&abs).map_err(io)?;
                         let sha256: [u8; 32] = Sha256::digest(&data).into();
                         if f.rel == "config.toml" {
                             has_config = true;
@@ -404,7 +406,7 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dy
                         Item::Blob { rel, mode, mtime_ns, sha256, data }
                     } else {
                         let mut hasher = Sha256::new();
-                        std::io::copy(&mut File::open(&abs).map_err(io)?, &mut hasher).map_err(io)?;
+                        std::io::copy(&mut open_regular(&abs).map_err(io)?, &mut hasher).map_err(io)?;
                         Item::LargeBlob { rel, mode, mtime_ns, sha256: hasher.finalize().into(), size, path: abs.clone() }
                     };
                     send(item)
@@ -604,7 +606,7 @@ fn apply(batch: &mut WriteBatch, dir: &Path, first: Item, next: &mut dyn FnMut()
             Item::Symlink { rel, mode, mtime_ns, target } => writer.add_symlink(&rel, mode, mtime_ns, &target),
             Item::Blob { rel, mode, mtime_ns, sha256, data } => writer.add_blob(&rel, mode, mtime_ns, &sha256, &data),
             Item::LargeBlob { rel, mode, mtime_ns, sha256, size, path } => {
-                let file = File::open(&path).map_err(|source| failed(IngestError::Io { path: path.clone(), source }))?;
+                let file = open_regular(&path).map_err(|source| failed(IngestError::Io { path: path.clone(), source }))?;
                 writer.add_blob_stream(&rel, mode, mtime_ns, &sha256, size, BufReader::new(file))
             }
             Item::Config(Ok(config)) => writer.set_config(&config),

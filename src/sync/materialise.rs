@@ -1,8 +1,10 @@
 //! Materialise: writing conversations from the store back as gptme directories.
 //!
 //! Every file is written atomically with its original mode and modification time; symlinks are
-//! recreated as links (never followed); directories get their mode and mtime last, deepest
-//! first, since writing into a directory changes its mtime. The result is the directory that was
+//! recreated as links (never followed) after everything else, so nothing is ever written
+//! beneath one; directories get their mode and mtime last, deepest first, since writing into a
+//! directory changes its mtime. All of it goes through [`Dir`] handles: a link planted in the
+//! target where a directory or file is to be written is refused, never written through. The result is the directory that was
 //! imported, byte for byte (gptme's `.lock`, which holds a process id, is never copied: export
 //! takes that lock itself while it writes, and refuses a conversation a live gptme holds).
 
@@ -14,7 +16,7 @@ use crate::model::ChatId;
 use crate::store::queries::{self, EntryKind};
 use crate::store::StoreError;
 
-use super::fsutil::{set_dir_attributes, symlink_atomic, sync_dir, write_atomic};
+use super::safe_fs::Dir;
 use super::gptme_lock::{self, LockError};
 
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +29,8 @@ pub enum MaterialiseError {
     InvalidChatId(String),
     #[error("stored path {0:?} is not a plain relative path")]
     UnsafePath(String),
+    #[error("stored path {path:?} lies beneath the stored symbolic link {link:?}: sessiondb never writes beneath a link (re-import the conversation from its directory)")]
+    BeneathLink { path: String, link: String },
     #[error("{0}")]
     Locked(#[from] LockError),
 }
@@ -45,38 +49,48 @@ pub fn export_conversation(conn: &rusqlite::Connection, chat_id: &str, target_ro
 }
 
 /// Writes conversation `chat_id` as the directory `root` (which may be named otherwise, for a
-/// fork).
+/// fork). `root`'s parent is the user's (created when missing, links in its path followed);
+/// `root` itself and everything beneath it are written through handles that follow no link, so
+/// a link planted there is refused (an error naming it), never written through.
 pub fn export_conversation_to(conn: &rusqlite::Connection, chat_id: &str, root: &Path) -> Result<ExportStats, MaterialiseError> {
     let conversation_id = queries::conversation_id(conn, chat_id)?;
-    let root = root.to_path_buf();
     let io_at = |path: &Path| {
         let path = path.to_owned();
         move |source| MaterialiseError::Io { path, source }
     };
-    std::fs::create_dir_all(&root).map_err(io_at(&root))?;
+    let (parent, name) = match (root.parent(), root.file_name()) {
+        (Some(parent), Some(name)) => (if parent.as_os_str().is_empty() { Path::new(".") } else { parent }, name),
+        _ => return Err(MaterialiseError::UnsafePath(root.display().to_string())),
+    };
+    std::fs::create_dir_all(parent).map_err(io_at(parent))?;
+    let parent_dir = Dir::open_given(parent).map_err(io_at(parent))?;
+    parent_dir.create_dir(Path::new(name), 0o777).map_err(io_at(root))?;
+    let dir = Dir::open(root).map_err(io_at(root))?;
     // Never write where a live gptme has the conversation loaded; keep others out meanwhile.
-    let _lock = gptme_lock::acquire(&root)?;
+    let _lock = gptme_lock::acquire(&dir)?;
     let entries = queries::entries(conn, conversation_id)?;
+    refuse_paths_beneath_links(&entries)?;
     let mut stats = ExportStats::default();
     let mut dirs = Vec::new();
+    let mut links = Vec::new();
     for entry in &entries {
         if !is_safe_relative(&entry.path) {
             return Err(MaterialiseError::UnsafePath(entry.path.clone()));
         }
-        let path = if entry.path.is_empty() { root.clone() } else { root.join(&entry.path) };
+        let rel = Path::new(&entry.path);
+        let path = root.join(rel);
         match &entry.kind {
             EntryKind::Dir => {
-                if !path.is_dir() {
-                    std::fs::create_dir_all(&path).map_err(io_at(&path))?;
+                if !entry.path.is_empty() {
+                    dir.create_dir(rel, 0o777).map_err(io_at(&path))?;
                 }
-                dirs.push((path, entry.mode, entry.mtime_ns));
+                dirs.push((rel, entry.mode, entry.mtime_ns));
             }
-            EntryKind::Symlink(target) => {
-                symlink_atomic(&path, Path::new(std::ffi::OsStr::from_bytes(target)), entry.mtime_ns).map_err(io_at(&path))?;
-            }
+            // Last, once everything else is written: nothing is ever written beneath a link.
+            EntryKind::Symlink(target) => links.push((rel, Path::new(std::ffi::OsStr::from_bytes(target)), entry.mtime_ns)),
             EntryKind::Blob(sha) => {
                 let mut blob = queries::open_blob(conn, sha)?;
-                write_atomic(&path, entry.mode, entry.mtime_ns, |out| {
+                dir.write_atomic(rel, entry.mode, entry.mtime_ns, |out| {
                     stats.bytes += io::copy(&mut blob as &mut dyn Read, out)?;
                     Ok(())
                 })
@@ -85,7 +99,7 @@ pub fn export_conversation_to(conn: &rusqlite::Connection, chat_id: &str, root: 
             }
             EntryKind::Document { id, kind, ends_with_newline } => {
                 let mut result = Ok(0);
-                write_atomic(&path, entry.mode, entry.mtime_ns, |out| {
+                dir.write_atomic(rel, entry.mode, entry.mtime_ns, |out| {
                     result = write_document(conn, *id, *kind, *ends_with_newline, out);
                     Ok(())
                 })
@@ -95,15 +109,18 @@ pub fn export_conversation_to(conn: &rusqlite::Connection, chat_id: &str, root: 
             }
         }
     }
+    for (rel, target, mtime_ns) in links {
+        dir.symlink_atomic(rel, target, mtime_ns).map_err(io_at(&root.join(rel)))?;
+    }
     // Deepest first, so that setting a child's mtime cannot disturb its parent's afterwards.
     dirs.sort_by_key(|(p, _, _)| std::cmp::Reverse(p.components().count()));
-    for (path, mode, mtime_ns) in &dirs {
-        sync_dir(path).map_err(io_at(path))?;
-        set_dir_attributes(path, *mode, *mtime_ns).map_err(io_at(path))?;
+    for (rel, mode, mtime_ns) in dirs {
+        let path = root.join(rel);
+        let sub = dir.open_dir(rel).map_err(io_at(&path))?;
+        sub.sync().map_err(io_at(&path))?;
+        sub.set_attributes(mode, mtime_ns).map_err(io_at(&path))?;
     }
-    if let Some(parent) = root.parent() {
-        let _ = sync_dir(parent);
-    }
+    let _ = parent_dir.sync();
     Ok(stats)
 }
 
@@ -131,6 +148,20 @@ pub fn write_document(
         bytes += 1;
     }
     Ok(bytes)
+}
+
+/// No stored entry may lie beneath a stored link: writing it would mean writing through the
+/// link (a store written by an older sessiondb could hold such entries).
+fn refuse_paths_beneath_links(entries: &[queries::Entry]) -> Result<(), MaterialiseError> {
+    let links: std::collections::HashSet<&str> =
+        entries.iter().filter(|e| matches!(e.kind, EntryKind::Symlink(_))).map(|e| e.path.as_str()).collect();
+    for entry in entries {
+        let mut ancestors = Path::new(&entry.path).ancestors().skip(1);
+        if let Some(link) = ancestors.find_map(|a| a.to_str().filter(|a| links.contains(a))) {
+            return Err(MaterialiseError::BeneathLink { path: entry.path.clone(), link: link.to_owned() });
+        }
+    }
+    Ok(())
 }
 
 /// A stored entry path must be relative and must not climb: the store may have been written by

@@ -1,5 +1,5 @@
 //! Moving conversations between gptme's directories and the store: [`ingest`] reads
-//! directories in, [`materialise`] writes them back out, both through [`fsutil`]'s safe
+//! directories in, [`materialise`] writes them back out, both through [`safe_fs`]'s link-safe
 //! filesystem primitives, under gptme's own process lock ([`gptme_lock`]).
 
 pub mod acknowledged;
@@ -10,6 +10,7 @@ pub mod incremental;
 pub mod ingest;
 pub mod materialise;
 pub mod pass;
+pub mod safe_fs;
 pub mod watch;
 pub mod pending;
 pub mod state;

@@ -179,8 +179,9 @@ fn stranded_queues(stored: &HashMap<String, Stored>, on_disk: &HashMap<String, P
 /// locked at once (never waiting, so that a gptme starting now is not kept out for long).
 /// Left for a later pass otherwise. Returns whether anything was removed.
 fn clear_debris(dir: &Path) -> bool {
-    match super::gptme_lock::try_acquire(dir) {
-        Ok(_lock) => super::fsutil::remove_debris(dir).is_ok_and(|removed| removed > 0),
+    let Ok(handle) = super::safe_fs::Dir::open(dir) else { return false };
+    match super::gptme_lock::try_acquire(&handle) {
+        Ok(_lock) => super::fsutil::remove_debris(&handle).is_ok_and(|removed| removed > 0),
         Err(_) => false,
     }
 }
@@ -211,7 +212,7 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
     // Watch passes name their conversations: look at just those, not the whole root.
     let dirs = match only {
         None => ingest::conversation_dirs(&root)?.0,
-        Some(only) => only.iter().map(|name| root.join(name)).filter(|d| d.is_dir() && std::fs::symlink_metadata(d.join("conversation.jsonl")).is_ok()).collect(),
+        Some(only) => only.iter().map(|name| root.join(name)).filter(|d| std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()) && std::fs::symlink_metadata(d.join("conversation.jsonl")).is_ok()).collect(),
     };
     let on_disk: HashMap<String, PathBuf> = dirs
         .into_iter()

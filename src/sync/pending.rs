@@ -14,11 +14,12 @@
 //! The directory is written under gptme's `.lock` (a conversation that a live gptme holds is
 //! left for a later sync) and through a [`DirTransaction`], and the store commits only after
 //! every file is in place, so a crash at any point leaves the queue to be finished next time.
+//! Every look at the directory goes through its handle ([`Dir`]): a conflict name whose place
+//! holds a link, FIFO, device or socket is not free and is never opened (the next name is
+//! taken), and a link where a directory is to be written fails the conversation, naming it.
 
 use std::collections::HashMap;
-use std::fs;
 use std::io::Read;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use rusqlite::params;
@@ -26,6 +27,7 @@ use serde::Serialize;
 
 use super::dirtx::{DirError, DirTransaction};
 use super::gptme_lock::{self, LockError};
+use super::safe_fs::{self, Dir, Kind};
 use super::ingest::{self, IngestError, ReadMode};
 use crate::store::{live, queries, DocumentKind, StoreError, WriteBatch};
 
@@ -118,22 +120,25 @@ fn store_version(conn: &rusqlite::Connection, entries: &HashMap<String, queries:
 /// [`LockError::Held`] when a live gptme holds the conversation.
 pub fn materialise_pending(conn: &mut rusqlite::Connection, chat_id: &str, dry_run: bool) -> Result<Materialised, PendingError> {
     let dir = live::load_conversation(conn, chat_id)?.dir;
+    let io_dir = |source| PendingError::Io { path: dir.clone(), source };
+    let handle = Dir::open(&dir).map_err(io_dir)?;
     // The directory lock first, then the database lock, as every writer takes them.
-    let _lock = if dry_run { None } else { Some(gptme_lock::acquire(&dir)?) };
+    let _lock = if dry_run { None } else { Some(gptme_lock::acquire(&handle)?) };
     if !dry_run {
-        super::fsutil::remove_debris(&dir).map_err(|source| PendingError::Io { path: dir.clone(), source })?;
+        super::fsutil::remove_debris(&handle).map_err(io_dir)?;
     }
     let mut batch = WriteBatch::begin(conn)?;
     let conv = live::load_conversation(batch.conn(), chat_id)?;
-    let mut tx = DirTransaction::new();
+    let mut tx = DirTransaction::new(handle.try_clone().map_err(io_dir)?);
     let mut out = Materialised::default();
     let mut names = ConflictNames::default();
-    let mut messages = TranscriptMessages::of_directory(&dir)?;
+    let mut messages = TranscriptMessages::of_directory(&dir, &handle)?;
     let entries: HashMap<String, queries::Entry> = queries::entries(batch.conn(), conv.id)?.into_iter().map(|e| (e.path.clone(), e)).collect();
     for p in pending_paths(batch.conn(), conv.id)? {
         let abs = dir.join(&p.path);
+        let rel = Path::new(&p.path);
         let io = |source| PendingError::Io { path: abs.clone(), source };
-        let now = fs::symlink_metadata(&abs).ok();
+        let now = handle.stat(rel).map_err(io)?;
         let store = store_version(batch.conn(), &entries, &p.path)?;
         if let StoreVersion::Dir(mode) = store {
             if now.is_none() && !dry_run {
@@ -143,8 +148,8 @@ pub fn materialise_pending(conn: &mut rusqlite::Connection, chat_id: &str, dry_r
         }
         let dir_changed = match (&now, p.base) {
             (None, None) => false,
-            (Some(m), _) if m.is_dir() => true,
-            (Some(m), Some((size, mtime_ns))) => m.len() != size || m.mtime() * 1_000_000_000 + m.mtime_nsec() != mtime_ns,
+            (Some(m), _) if m.kind == Kind::Dir => true,
+            (Some(m), Some((size, mtime_ns))) => m.size != size || m.mtime_ns != mtime_ns,
             _ => true,
         };
         if !dir_changed {
@@ -166,9 +171,9 @@ pub fn materialise_pending(conn: &mut rusqlite::Connection, chat_id: &str, dry_r
             }
             continue;
         }
-        let on_disk = match &now {
-            Some(m) if m.is_file() => Some(fs::read(&abs).map_err(io)?),
-            Some(m) if m.file_type().is_symlink() => Some(fs::read_link(&abs).map_err(io)?.into_os_string().into_encoded_bytes()),
+        let on_disk = match now.map(|m| m.kind) {
+            Some(Kind::File) => Some(handle.read(rel, u64::MAX).map_err(io)?),
+            Some(Kind::Symlink) => Some(handle.read_link(rel).map_err(io)?.into_os_string().into_encoded_bytes()),
             _ => None,
         };
         match store {
@@ -176,11 +181,11 @@ pub fn materialise_pending(conn: &mut rusqlite::Connection, chat_id: &str, dry_r
                 if on_disk.as_deref() == Some(&bytes[..]) {
                     continue; // both hold the same: written by a sync that did not get to commit
                 }
-                let kept = names.place(&dir, &p.path, &bytes);
+                let kept = names.place(&handle, &p.path, &bytes).map_err(io)?;
                 let kept_abs = dir.join(&kept);
-                if fs::read(&kept_abs).ok().as_deref() != Some(&bytes[..]) && !dry_run {
+                if !holds(&handle, &kept, &bytes).map_err(io)? && !dry_run {
                     if let Some(parent) = kept_abs.parent() {
-                        tx.create_dir(parent, 0o755)?;
+                        tx.create_dir(parent, safe_fs::new_dir_mode())?;
                     }
                     tx.replace(&kept_abs, mode, |w| w.write_all(&bytes))?;
                 }
@@ -214,12 +219,11 @@ pub fn materialise_pending(conn: &mut rusqlite::Connection, chat_id: &str, dry_r
 struct TranscriptMessages(std::collections::HashSet<crate::store::LineDigest>);
 
 impl TranscriptMessages {
-    fn of_directory(dir: &Path) -> Result<Self, PendingError> {
+    fn of_directory(dir: &Path, handle: &Dir) -> Result<Self, PendingError> {
         let mut seen = std::collections::HashSet::new();
         for f in ingest::walk(dir)? {
             if matches!(ingest::classify(&f.rel), Some((DocumentKind::Branch, _))) && f.meta.is_file() {
-                let path = dir.join(&f.rel);
-                let bytes = fs::read(&path).map_err(|source| PendingError::Io { path, source })?;
+                let bytes = handle.read(Path::new(&f.rel), u64::MAX).map_err(|source| PendingError::Io { path: dir.join(&f.rel), source })?;
                 seen.extend(Self::messages(&bytes));
             }
         }
@@ -252,10 +256,11 @@ pub(crate) struct ConflictNames {
 
 impl ConflictNames {
     /// Where the store's version of `rel` goes: the first free name, or one that already holds
-    /// exactly `bytes` (a pass that was interrupted after writing it).
-    pub(crate) fn place(&mut self, dir: &Path, rel: &str, bytes: &[u8]) -> String {
-        let holds = |candidate: &str| fs::read(dir.join(candidate)).ok().as_deref() == Some(bytes);
-        let free = |candidate: &str| fs::symlink_metadata(dir.join(candidate)).is_err();
+    /// exactly `bytes` (a pass that was interrupted after writing it). A name whose place holds
+    /// anything else — a link, a FIFO, a device — is passed over unopened.
+    pub(crate) fn place(&mut self, dir: &Dir, rel: &str, bytes: &[u8]) -> std::io::Result<String> {
+        let holds = |candidate: &str| holds(dir, candidate, bytes);
+        let free = |candidate: &str| dir.stat(Path::new(candidate)).map(|s| s.is_none());
         match ingest::classify(rel) {
             Some((kind @ (DocumentKind::Branch | DocumentKind::Events), branch)) => {
                 let file = |name: &str| match kind {
@@ -263,19 +268,19 @@ impl ConflictNames {
                     _ => format!("branches/{name}/events.jsonl"),
                 };
                 if let Some(name) = self.branches.get(&branch) {
-                    if free(&file(name)) || holds(&file(name)) {
-                        return file(name);
+                    if free(&file(name))? || holds(&file(name))? {
+                        return Ok(file(name));
                     }
                 }
                 for n in 1.. {
                     let name = format!("{branch}-conflict-{n}");
-                    let unused = free(&format!("branches/{name}.jsonl")) && free(&format!("branches/{name}"));
-                    if unused || holds(&file(&name)) {
+                    let unused = free(&format!("branches/{name}.jsonl"))? && free(&format!("branches/{name}"))?;
+                    if unused || holds(&file(&name))? {
                         self.branches.insert(branch.clone(), name.clone());
-                        return file(&name);
+                        return Ok(file(&name));
                     }
                 }
-                unreachable!()
+                unreachable!("an unbounded range")
             }
             Some((DocumentKind::View, view)) => first_free(|n| format!("views/{view}-conflict-{n}.jsonl"), free, holds),
             _ => first_free(|n| format!("{rel}.conflict-{n}"), free, holds),
@@ -283,8 +288,29 @@ impl ConflictNames {
     }
 }
 
-fn first_free(name: impl Fn(u64) -> String, free: impl Fn(&str) -> bool, holds: impl Fn(&str) -> bool) -> String {
-    (1..).map(name).find(|c| free(c) || holds(c)).expect("an unbounded range")
+/// Whether `rel` is a regular file holding exactly `bytes` (nothing else is opened).
+fn holds(dir: &Dir, rel: &str, bytes: &[u8]) -> std::io::Result<bool> {
+    let rel = Path::new(rel);
+    match dir.stat(rel)? {
+        Some(s) if s.kind == Kind::File && s.size == bytes.len() as u64 => Ok(dir.read(rel, s.size + 1)? == bytes),
+        _ => Ok(false),
+    }
+}
+
+/// The first name `name(n)`, n = 1, 2, …, that is free or holds the bytes already. Ends: each
+/// check either answers or fails (a parent that is a link or not a directory fails them all).
+fn first_free(
+    name: impl Fn(u64) -> String,
+    free: impl Fn(&str) -> std::io::Result<bool>,
+    holds: impl Fn(&str) -> std::io::Result<bool>,
+) -> std::io::Result<String> {
+    for n in 1.. {
+        let candidate = name(n);
+        if free(&candidate)? || holds(&candidate)? {
+            return Ok(candidate);
+        }
+    }
+    unreachable!("an unbounded range")
 }
 
 /// Records that the operation just run on a copy of conversation `conversation_id` changed
