@@ -332,8 +332,11 @@ struct Acks {
     /// (conversation, content), in the order acknowledged.
     messages: Vec<(String, String)>,
     kills: u64,
-    /// sessiondb operations refused (nothing acknowledged).
+    /// sessiondb appends refused because gptme held the conversation (nothing acknowledged).
     refused: u64,
+    /// Refused because gptme wrote the file during the append (it took the lock over in the
+    /// instant before sessiondb stamped it; nothing acknowledged).
+    refused_racing: u64,
     errors: Vec<String>,
 }
 
@@ -446,8 +449,10 @@ fn soak_everything_at_once() {
                         // wrote it at the same moment (0.35.1 takes over a lock whose file still
                         // names a dead process, in the instant before sessiondb stamps its own).
                         let mut acks = acks.lock().unwrap();
-                        if err.contains("in use by") || err.contains("changed on disk since sessiondb last read it") {
+                        if err.contains("in use by") {
                             acks.refused += 1;
+                        } else if err.contains("changed on disk since sessiondb last read it") {
+                            acks.refused_racing += 1;
                         } else {
                             acks.errors.push(format!("{content}: {err}"));
                         }
@@ -523,10 +528,12 @@ fn soak_everything_at_once() {
         }
     }
     println!(
-        "soak: {secs} s, {} messages acknowledged, {} sessiondb processes killed, {} appends refused, {conflicts} conflict branches",
+        "soak: {secs} s, {} messages acknowledged, {} sessiondb processes killed, {} appends refused while gptme held the conversation, \
+         {} refused because gptme wrote during them, {conflicts} conflict branches",
         acks.messages.len(),
         acks.kills,
-        acks.refused
+        acks.refused,
+        acks.refused_racing
     );
 }
 
