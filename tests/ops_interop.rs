@@ -221,8 +221,9 @@ fn a_failing_operation_leaves_store_and_directory_as_they_were() {
     let work = tempfile::tempdir().unwrap();
     let logs = work.path().join("logs");
     write_conversation(&logs, "f", &[m("user", "one"), m("assistant", "two")]);
-    // The event log cannot be written: a directory stands where events.jsonl goes.
-    fs::create_dir_all(logs.join("f/events.jsonl")).unwrap();
+    // The event log cannot be written: a directory stands where its lock sidecar goes (one
+    // where events.jsonl goes would fail the import itself).
+    fs::create_dir_all(logs.join("f/.events.jsonl.lock")).unwrap();
     let db = work.path().join("db");
     run_ok(sessiondb(&db).arg("import").arg(&logs));
     let before = fs::read(logs.join("f/conversation.jsonl")).unwrap();
