@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 
 use super::Failure;
 use crate::codec::timestamp::format_utc;
-use crate::store::search::{highlight_terms, search, snippet, SearchQuery};
+use crate::store::search::{highlight_terms, search, snippet, Marks, SearchQuery};
 use crate::store::Store;
 
 #[derive(clap::Args)]
@@ -59,8 +59,9 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let result = search(&conn, &query)?;
     let terms = highlight_terms(&args.query);
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let mark = move |s: &str| if colour { format!("\x1b[1;31m{s}\x1b[0m") } else { format!("**{s}**") };
-    let plain = |s: &str| s.to_owned();
+    let exact = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| s.to_owned() };
+    let starred = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**") };
+    let shown = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| if colour { format!("\x1b[1;31m{s}\x1b[0m") } else { format!("**{s}**") } };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written: std::io::Result<()> = (|| {
@@ -79,8 +80,8 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
                             "file": h.document,
                             "index": h.line,
                             "rank": h.rank,
-                            "snippet": snippet(&h.content, &terms, args.context, args.matches, &plain),
-                            "highlighted": snippet(&h.content, &terms, args.context, args.matches, &|s: &str| format!("**{s}**")),
+                            "snippet": snippet(&h.content, &terms, args.context, args.matches, &exact),
+                            "highlighted": snippet(&h.content, &terms, args.context, args.matches, &starred),
                         })).collect::<Vec<_>>(),
                     })
                 })
@@ -98,7 +99,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             writeln!(out, "\n{}. {} ({} matches):", i + 1, c.name, c.total)?;
             for (j, h) in c.hits.iter().enumerate() {
                 writeln!(out, "\n  Match {} ({}, message {}, {}):", j + 1, h.document, h.line + 1, h.role)?;
-                let text = snippet(&h.content, &terms, args.context, args.matches, &mark);
+                let text = snippet(&h.content, &terms, args.context, args.matches, &shown);
                 writeln!(out, "     {}", text.replace('\n', "\n     "))?;
             }
         }
