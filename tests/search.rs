@@ -189,9 +189,9 @@ fn hostile_text_and_queries_are_answered_without_panics() {
     assert!(stdout.contains("(searched literally)") && stdout.contains("folding"), "{stdout}");
 
     for (query, bound) in [
-        (vec!["x*"; 20_000].join(" "), "bytes; at most 16384"),
-        (vec!["x*"; 9].join(" "), "9 prefixes (`*`); at most 8"),
-        (vec!["word"; 65].join(" "), "65 words; at most 64"),
+        (["x*"; 20_000].join(" "), "bytes; at most 16384"),
+        (["x*"; 9].join(" "), "9 prefixes (`*`); at most 8"),
+        (["word"; 65].join(" "), "65 words; at most 64"),
     ] {
         let started = std::time::Instant::now();
         let out = sessiondb(&db).args(["search", &query]).output().unwrap();
@@ -201,7 +201,7 @@ fn hostile_text_and_queries_are_answered_without_panics() {
         assert!(started.elapsed() < std::time::Duration::from_secs(2), "refused before any work");
     }
     // Within the bounds, the most complex queries still run.
-    for query in [vec!["x*"; 8].join(" "), vec!["word"; 64].join(" "), format!("{}k{}", "(".repeat(16), ")".repeat(16))] {
+    for query in [["x*"; 8].join(" "), ["word"; 64].join(" "), format!("{}k{}", "(".repeat(16), ")".repeat(16))] {
         let out = sessiondb(&db).args(["search", &query]).output().unwrap();
         assert!(out.status.success(), "{query}: {}", String::from_utf8_lossy(&out.stderr));
     }
