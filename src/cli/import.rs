@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::term::{say, tell};
 use super::{human_bytes, Failure};
 use crate::store::{Store, WriteBatch};
 use crate::sync::ingest::{self, format_warning, IngestError, Outcome};
@@ -55,7 +56,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let (mut dirs, others) = ingest::conversation_dirs(&root)?;
     let mut summary = Summary { skipped: others.len() as u64, ..Summary::default() };
     for other in &others {
-        eprintln!("sessiondb: skipped {}: no conversation.jsonl", other.display());
+        tell!("sessiondb: skipped {}: no conversation.jsonl", other.display());
     }
     // Re-reading a conversation with queued changes would replace them: `sync` merges instead.
     let queued = crate::store::queries::queued_chat_ids(&*store.connection()?)?;
@@ -64,7 +65,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         let keep = !queued.iter().any(|q| q == name);
         if !keep {
             summary.skipped += 1;
-            eprintln!("sessiondb: skipped {}: it has changes queued in the store; run `sessiondb sync`", d.display());
+            tell!("sessiondb: skipped {}: it has changes queued in the store; run `sessiondb sync`", d.display());
         }
         keep
     });
@@ -87,10 +88,10 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
                 summary.bytes += stats.bytes;
                 summary.warnings += stats.warnings.len() as u64 + stats.more_warnings;
                 for warning in &stats.warnings {
-                    progress.suspend(|| eprintln!("warning: {}", format_warning(dir, warning)));
+                    progress.suspend(|| tell!("warning: {}", format_warning(dir, warning)));
                 }
                 if stats.more_warnings > 0 {
-                    progress.suspend(|| eprintln!("warning: {}: {} more malformed lines", dir.display(), stats.more_warnings));
+                    progress.suspend(|| tell!("warning: {}: {} more malformed lines", dir.display(), stats.more_warnings));
                 }
                 batch_bytes += stats.bytes;
                 if batch_bytes > BATCH_BYTES {
@@ -101,7 +102,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             Ok(Outcome::Unchanged) => summary.unchanged += 1,
             Err(e) => {
                 summary.failed += 1;
-                progress.suspend(|| eprintln!("error: {}", describe(&e)));
+                progress.suspend(|| tell!("error: {}", describe(&e)));
             }
         }
         progress.inc(1);
@@ -130,7 +131,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         });
         println!("{}", serde_json::to_string_pretty(&json).expect("serialisable"));
     } else {
-        println!(
+        say!(
             "imported {} conversations ({} unchanged, {} failed): {} messages, {} branches, {} views, {} events, {} attachments, {} in {:.2} s",
             summary.conversations,
             summary.unchanged,

@@ -11,7 +11,8 @@ use syntect::parsing::SyntaxSet;
 use crate::codec::timestamp;
 use crate::model::{Message, Role};
 
-fn role_label(role: &Role) -> String {
+/// A role as people read it, as gptme shows it: its name capitalised (`User`, `Tool`).
+pub fn role_label(role: &Role) -> String {
     match role {
         Role::User => "User".into(),
         Role::Assistant => "Assistant".into(),
