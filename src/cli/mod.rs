@@ -13,7 +13,7 @@ mod search;
 mod stats;
 mod show;
 mod sync;
-mod term;
+pub mod term;
 
 use std::path::PathBuf;
 

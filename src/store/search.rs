@@ -8,8 +8,8 @@
 //! words marked.
 //!
 //! Invariants: no query and no stored text makes a search panic; a query reaches FTS5 only
-//! within [`MAX_QUERY_BYTES`], [`MAX_QUERY_WORDS`] and, as syntax, [`MAX_NESTING`] (deeper
-//! parentheses are searched literally), so every search is bounded; snippets are cut only at
+//! within [`MAX_QUERY_BYTES`], [`MAX_QUERY_WORDS`], [`MAX_PREFIXES`] and, as syntax,
+//! [`MAX_NESTING`] (deeper parentheses are searched literally), so every search is bounded; snippets are cut only at
 //! character boundaries of the stored text, whatever case folding does to lengths.
 
 use rusqlite::{params_from_iter, types::Value};
@@ -390,22 +390,27 @@ fn place(conn: &rusqlite::Connection, q: &SearchQuery, candidates: &[(i64, f64)]
     Ok(out)
 }
 
-/// Lowercases text character by character (each character's own `to_lowercase`, so that a
-/// character folds the same wherever it stands): the one case folding of terms and text.
+/// The one case folding of terms and text: each character's own lowercase, so that a
+/// character folds the same wherever it stands.
+fn fold_char(c: char) -> std::char::ToLowercase {
+    c.to_lowercase()
+}
+
+/// `text` case-folded character by character ([`fold_char`]).
 pub fn fold_case(text: &str) -> String {
-    text.chars().flat_map(char::to_lowercase).collect()
+    text.chars().flat_map(fold_char).collect()
 }
 
 /// The spans (byte ranges of `line`, on its character boundaries) where `terms` occur,
 /// ignoring case, in order and not overlapping; an earlier term wins an overlap. Matching is
 /// done on the folded line, whose every byte remembers the original character it came from:
-/// folding changes lengths (`İ` becomes three bytes, `K` one), so offsets in the folded text
-/// are never used on the original.
+/// folding changes lengths (`İ` becomes three bytes, the Kelvin sign one), so offsets in the
+/// folded text are never used on the original.
 fn line_matches(line: &str, terms: &[String]) -> Vec<(usize, usize)> {
     let mut folded = String::with_capacity(line.len());
     let mut origin: Vec<usize> = Vec::with_capacity(line.len());
     for (at, c) in line.char_indices() {
-        for lower in c.to_lowercase() {
+        for lower in fold_char(c) {
             folded.push(lower);
             origin.resize(folded.len(), at);
         }
