@@ -47,7 +47,9 @@ fn import_and_check(logs: &Path, work: &Path, failed: &[&str]) -> (String, u64) 
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(code, i32::from(!failed.is_empty()), "{stderr}");
     for f in failed {
-        assert!(stderr.contains(f), "the failure names {f}: {stderr}");
+        // Named as people see it: a control character in the name is shown escaped.
+        let shown = sessiondb::cli::term::visible(f);
+        assert!(stderr.contains(&*shown), "the failure names {shown}: {stderr}");
     }
     let out = work.join("out");
     run_ok(sessiondb(&db).args(["export", "--to"]).arg(&out));

@@ -161,3 +161,48 @@ fn a_filter_that_passes_everything_changes_nothing() {
         assert_eq!(strip(&filtered), strip(&plain), "{q}");
     }
 }
+
+/// Issue 13, item 9: text whose case folding changes byte lengths (`İ` grows, the Kelvin sign
+/// `\u{212A}` shrinks) made `search` panic (exit 101); 3,000 nested parentheses gave "parser stack
+/// overflow" instead of a literal search; 20,000 `x*` took seconds. Every query is answered
+/// quickly: found, searched literally, or refused with a clear error.
+#[test]
+fn hostile_text_and_queries_are_answered_without_panics() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    conversation(&logs, "folding", &[("user", "İİ\u{212A} k"), ("assistant", "ΣΑΣ straße STRASSE ǅ")]);
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    for (q, mark) in [("k", "İİ**\u{212A}** **k**"), ("straße", "**straße**"), ("σασ", "**ΣΑΣ**")] {
+        let found = search(&db, &[q]);
+        assert_eq!(ids(&found), ["folding"], "{q}");
+        let snippet = found[0]["snippets"][0]["highlighted"].as_str().unwrap();
+        assert!(snippet.contains(mark), "{q}: {snippet}");
+        let out = sessiondb(&db).args(["search", q]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{q}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    let nested = format!("{}k{}", "(".repeat(3000), ")".repeat(3000));
+    let out = sessiondb(&db).args(["search", &nested]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "searched literally: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("(searched literally)") && stdout.contains("folding"), "{stdout}");
+
+    for (query, bound) in [
+        (["x*"; 20_000].join(" "), "bytes; at most 16384"),
+        (["x*"; 9].join(" "), "9 prefixes (`*`); at most 8"),
+        (["word"; 65].join(" "), "65 words; at most 64"),
+    ] {
+        let started = std::time::Instant::now();
+        let out = sessiondb(&db).args(["search", &query]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(bound), "a clear error: {stderr}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2), "refused before any work");
+    }
+    // Within the bounds, the most complex queries still run.
+    for query in [["x*"; 8].join(" "), ["word"; 64].join(" "), format!("{}k{}", "(".repeat(16), ")".repeat(16))] {
+        let out = sessiondb(&db).args(["search", &query]).output().unwrap();
+        assert!(out.status.success(), "{query}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(message_line event_line conv_checkpoint_line json config_toml chat_id)
+[ ${#targets[@]} -gt 0 ] || targets=(message_line event_line conv_checkpoint_line json config_toml chat_id snippet)
 export RUSTC_BOOTSTRAP=1
 
 seed() { # seed TARGET FILE... : one corpus file per line of the given files
@@ -34,6 +34,10 @@ seed conv_checkpoint_line "${bookmarks[@]}"
 mkdir -p fuzz/corpus/config_toml fuzz/corpus/chat_id
 find "$fixtures" -name config.toml -exec sh -c 'cp "$1" "fuzz/corpus/config_toml/$(sha1sum "$1" | cut -c1-40)"' _ {} \;
 for d in "$fixtures"/*/; do n="$(basename "$d")"; printf '%s' "$n" > "fuzz/corpus/chat_id/$(printf '%s' "$n" | sha1sum | cut -c1-40)"; done
+# snippet: context and matches bytes, a query, NUL, a content whose folding changes lengths.
+mkdir -p fuzz/corpus/snippet
+printf '\001\001k\000\304\260\304\260\342\204\252 k\nline two K' > fuzz/corpus/snippet/folding
+printf '\000\002"hello world" OR foo*\000the Hello\nworld of foo\tbar' > fuzz/corpus/snippet/syntax
 
 for target in "${targets[@]}"; do
     echo "== fuzzing $target for ${seconds}s"

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::term::say;
 use super::Failure;
 use crate::store::doctor::{check_database, DatabaseReport};
 use crate::sync::ingest;
@@ -101,23 +102,23 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
 }
 
 fn print_report(db: &Path, report: &DatabaseReport, problems: &[String], state: Option<&SyncState>, advice: Option<&str>) {
-    println!("database: {}", db.display());
-    println!("schema version {} (this sessiondb: {})", report.schema_version, report.supported_version);
-    println!("{} conversations, {} messages", report.conversations, report.messages);
+    say!("database: {}", db.display());
+    say!("schema version {} (this sessiondb: {})", report.schema_version, report.supported_version);
+    say!("{} conversations, {} messages", report.conversations, report.messages);
     if problems.is_empty() {
-        println!("no problems found: integrity, foreign keys, full-text index, orphaned rows, listing totals");
+        say!("no problems found: integrity, foreign keys, full-text index, orphaned rows, listing totals");
     } else {
-        println!("{} problems:", problems.len());
+        say!("{} problems:", problems.len());
         for p in problems {
-            println!("  {p}");
+            say!("  {p}");
         }
     }
     if let Some(s) = state {
-        println!("against {}:", s.logs_dir);
-        println!("  {} conversations in step", s.in_step);
+        say!("against {}:", s.logs_dir);
+        say!("  {} conversations in step", s.in_step);
         let list = |what: &str, items: &[String]| {
             if !items.is_empty() {
-                println!("  {} {what}: {}", items.len(), items.join(", "));
+                say!("  {} {what}: {}", items.len(), items.join(", "));
             }
         };
         list("changed since the last sync (`sessiondb sync` reads them)", &s.changed);
@@ -127,6 +128,6 @@ fn print_report(db: &Path, report: &DatabaseReport, problems: &[String], state: 
         list("with temporary files of an interrupted write (removed by the next sync or operation)", &s.debris);
     }
     if let Some(a) = advice {
-        println!("to restore: {a}");
+        say!("to restore: {a}");
     }
 }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use super::term::tell;
 use super::{human_bytes, Failure};
 use crate::store::{queries, Store};
 use crate::sync::materialise::export_conversation;
@@ -51,7 +52,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             }
             Err(e) => {
                 failed += 1;
-                eprintln!("error: {chat_id}: {e}");
+                tell!("error: {chat_id}: {e}");
             }
         }
     }
@@ -101,7 +102,7 @@ fn document(store: &Store, chat_id: &str, format: &str, branch: Option<&str>, ou
                 .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
             println!("Exported conversation to {}", path.display());
         }
-        None => print!("{text}"),
+        None => super::term::print_document(&text),
     }
     Ok(0)
 }

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::term::{say, tell};
 use super::{human_bytes, Failure};
 use crate::store::{Store, StoreError, WriteBatch};
 use crate::sync::ingest::{self, format_warning, IngestError, Outcome};
@@ -55,7 +56,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let (dirs, others) = ingest::conversation_dirs(&root)?;
     let mut summary = Summary { skipped: others.len() as u64, ..Summary::default() };
     for other in &others {
-        eprintln!("sessiondb: skipped {}: no conversation.jsonl", other.display());
+        tell!("sessiondb: skipped {}: no conversation.jsonl", other.display());
     }
     let progress = ProgressBar::new(dirs.len() as u64);
     progress.set_style(
@@ -76,13 +77,13 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
                 summary.bytes += stats.bytes;
                 summary.warnings += stats.warnings.len() as u64 + stats.more_warnings;
                 for (path, n, kept_as) in &stats.rescued {
-                    progress.suspend(|| eprintln!("warning: {}", super::sync::rescued_message(&dir.display().to_string(), path, *n, kept_as)));
+                    progress.suspend(|| tell!("warning: {}", super::sync::rescued_message(&dir.display().to_string(), path, *n, kept_as)));
                 }
                 for warning in &stats.warnings {
-                    progress.suspend(|| eprintln!("warning: {}", format_warning(dir, warning)));
+                    progress.suspend(|| tell!("warning: {}", format_warning(dir, warning)));
                 }
                 if stats.more_warnings > 0 {
-                    progress.suspend(|| eprintln!("warning: {}: {} more malformed lines", dir.display(), stats.more_warnings));
+                    progress.suspend(|| tell!("warning: {}: {} more malformed lines", dir.display(), stats.more_warnings));
                 }
                 batch_bytes += stats.bytes;
                 if batch_bytes > BATCH_BYTES {
@@ -94,11 +95,11 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             // Re-reading it would replace its queued changes (the store refuses): `sync` merges.
             Err(IngestError::Store { source: StoreError::Queued(_), .. }) => {
                 summary.skipped += 1;
-                progress.suspend(|| eprintln!("sessiondb: skipped {}: it has changes queued in the store; run `sessiondb sync`", dir.display()));
+                progress.suspend(|| tell!("sessiondb: skipped {}: it has changes queued in the store; run `sessiondb sync`", dir.display()));
             }
             Err(e) => {
                 summary.failed += 1;
-                progress.suspend(|| eprintln!("error: {}", describe(&e)));
+                progress.suspend(|| tell!("error: {}", describe(&e)));
             }
         }
         progress.inc(1);
@@ -127,7 +128,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         });
         println!("{}", serde_json::to_string_pretty(&json).expect("serialisable"));
     } else {
-        println!(
+        say!(
             "imported {} conversations ({} unchanged, {} failed): {} messages, {} branches, {} views, {} events, {} attachments, {} in {:.2} s",
             summary.conversations,
             summary.unchanged,

@@ -137,9 +137,9 @@ fn write_json(out: &mut impl Write, conn: &rusqlite::Connection, filter: &ListFi
 /// Text for one table cell: control characters (a tab in a name, say) shown escaped so that
 /// they cannot break the layout or drive the terminal; cut to `width` characters.
 fn cell(text: &str, width: usize) -> String {
-    let clean: String = text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect();
+    let clean = super::term::visible_line(text);
     if clean.chars().count() <= width {
-        clean
+        clean.into_owned()
     } else {
         clean.chars().take(width.saturating_sub(1)).collect::<String>() + "…"
     }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::term::{say, tell};
 use super::Failure;
 use crate::codec::toml_log::toml_to_messages;
 use crate::model::Message;
@@ -29,15 +30,15 @@ pub fn view(store: &Store, command: ViewCommand) -> Result<i32, Failure> {
             let text = std::fs::read_to_string(&toml).map_err(|e| Failure(format!("{}: {e}", toml.display())))?;
             let messages = toml_to_messages(&text).map_err(|e| Failure(format!("{}: {e}; nothing changed", toml.display())))?;
             with_session(store, &chat_id, |s| s.create_view(&name, &messages))?;
-            println!("view {name}: {} messages", messages.len());
+            say!("view {name}: {} messages", messages.len());
         }
         ViewCommand::Use { chat_id, name } => {
             with_session(store, &chat_id, |s| s.use_view(&name))?;
-            println!("view {name} is active");
+            say!("view {name} is active");
         }
         ViewCommand::Off { chat_id } => {
             with_session(store, &chat_id, |s| s.view_off())?;
-            println!("no view is active");
+            say!("no view is active");
         }
     }
     Ok(0)
@@ -57,12 +58,12 @@ pub fn fork(store: &Store, args: ForkArgs) -> Result<i32, Failure> {
     match args.at_turn {
         Some(turn) => {
             let (id, kept) = ops::fork_at_turn(store, &args.chat_id, turn, args.new_id.as_deref())?;
-            println!("forked '{}' at turn {turn} → '{id}' ({kept} messages kept)", args.chat_id);
+            say!("forked '{}' at turn {turn} → '{id}' ({kept} messages kept)", args.chat_id);
         }
         None => {
             let new_id = args.new_id.ok_or_else(|| Failure("give NEW_ID (or --at-turn N)".into()))?;
             let dir = ops::fork(store, &args.chat_id, &new_id)?;
-            println!("forked '{}' → '{new_id}' ({})", args.chat_id, dir.display());
+            say!("forked '{}' → '{new_id}' ({})", args.chat_id, dir.display());
         }
     }
     Ok(0)
@@ -79,7 +80,7 @@ pub struct CheckpointArgs {
 
 pub fn checkpoint(store: &Store, args: CheckpointArgs) -> Result<i32, Failure> {
     let c = super::run_op(store, &args.chat_id, args.queue, |s| s.mark(args.label.as_deref()))?;
-    println!("Checkpoint '{}' saved at message index {}.", c.label, c.index);
+    say!("Checkpoint '{}' saved at message index {}.", c.label, c.index);
     Ok(0)
 }
 
@@ -96,11 +97,11 @@ pub fn checkpoints(store: &Store, args: CheckpointsArgs) -> Result<i32, Failure>
         let rows: Vec<_> = list.iter().map(|c| serde_json::json!({"index": c.index, "label": c.label, "timestamp": c.timestamp})).collect();
         println!("{}", serde_json::to_string_pretty(&rows).expect("serialisable"));
     } else if list.is_empty() {
-        println!("No checkpoints yet. Use `sessiondb checkpoint CHAT_ID [LABEL]` to save one.");
+        say!("No checkpoints yet. Use `sessiondb checkpoint CHAT_ID [LABEL]` to save one.");
     } else {
-        println!("{:>3}  {:<16}  {:>5}  Timestamp", "#", "Label", "Index");
+        say!("{:>3}  {:<16}  {:>5}  Timestamp", "#", "Label", "Index");
         for (i, c) in list.iter().enumerate() {
-            println!("{:>3}  {:<16}  {:>5}  {}", i + 1, c.label, c.index, c.timestamp.get(..19).unwrap_or(&c.timestamp).replace('T', " "));
+            say!("{:>3}  {:<16}  {:>5}  {}", i + 1, c.label, c.index, c.timestamp.get(..19).unwrap_or(&c.timestamp).replace('T', " "));
         }
     }
     Ok(0)
@@ -121,9 +122,9 @@ pub struct BacktrackArgs {
 pub fn backtrack(store: &Store, args: BacktrackArgs) -> Result<i32, Failure> {
     let removed = super::run_op(store, &args.chat_id, args.queue, |s| s.backtrack(&args.target, args.reason.as_deref()))?;
     if removed == 0 {
-        println!("already there; nothing to rewind");
+        say!("already there; nothing to rewind");
     } else {
-        println!("backtracked {removed} message(s)");
+        say!("backtracked {removed} message(s)");
     }
     Ok(0)
 }
@@ -138,7 +139,7 @@ pub struct RenameArgs {
 
 pub fn rename(store: &Store, args: RenameArgs) -> Result<i32, Failure> {
     super::run_op(store, &args.chat_id, args.queue, |s| s.rename(&args.name))?;
-    println!("renamed {} to {:?}", args.chat_id, args.name);
+    say!("renamed {} to {:?}", args.chat_id, args.name);
     Ok(0)
 }
 
@@ -153,7 +154,7 @@ pub struct RmArgs {
 
 pub fn rm(store: &Store, args: RmArgs) -> Result<i32, Failure> {
     ops::remove(store, &args.chat_id, args.force)?;
-    println!("removed {}", args.chat_id);
+    say!("removed {}", args.chat_id);
     Ok(0)
 }
 
@@ -181,7 +182,7 @@ pub fn clean(store: &Store, args: CleanArgs) -> Result<i32, Failure> {
                     deleted += 1;
                     freed += c.size_bytes;
                 }
-                Err(e) => eprintln!("warning: could not delete {}: {e}", c.chat_id),
+                Err(e) => tell!("warning: could not delete {}: {e}", c.chat_id),
             }
         }
     }
@@ -190,15 +191,15 @@ pub fn clean(store: &Store, args: CleanArgs) -> Result<i32, Failure> {
         let rows: Vec<_> = found.iter().map(|c| serde_json::json!({"id": c.chat_id, "name": c.name, "messages": c.messages, "size_bytes": c.size_bytes})).collect();
         println!("{}", serde_json::json!({"found": found.len(), "deleted": deleted, "freed_bytes": freed, "total_bytes": total, "conversations": rows}));
     } else if found.is_empty() {
-        println!("No empty conversations found.");
+        say!("No empty conversations found.");
     } else {
         for c in &found {
-            println!("{}\t{} messages\t{} bytes", c.chat_id, c.messages, c.size_bytes);
+            say!("{}\t{} messages\t{} bytes", c.chat_id, c.messages, c.size_bytes);
         }
         if args.delete {
-            println!("deleted {deleted} of {} conversations, freed {freed} bytes", found.len());
+            say!("deleted {deleted} of {} conversations, freed {freed} bytes", found.len());
         } else {
-            println!("{} conversations, {total} bytes (dry run; --delete removes them)", found.len());
+            say!("{} conversations, {total} bytes (dry run; --delete removes them)", found.len());
         }
     }
     Ok(0)
@@ -268,14 +269,14 @@ pub fn recover(store: &Store, args: RecoverArgs) -> Result<i32, Failure> {
         let chat_id = args.chat_id.as_deref().expect("--apply needs CHAT_ID");
         if difference.is_some() {
             let backup = with_session(store, chat_id, |s| s.apply_recovery(&args.branch, &recovered))?;
-            println!("replaced {} with {} recovered messages; backup branch: {backup}", args.branch, recovered.len());
+            say!("replaced {} with {} recovered messages; backup branch: {backup}", args.branch, recovered.len());
         } else {
-            println!("{} already equals its event log; nothing changed", args.branch);
+            say!("{} already equals its event log; nothing changed", args.branch);
         }
         return Ok(0);
     }
     if args.json {
-        println!(
+        say!(
             "{}",
             serde_json::json!({
                 "event_log": event_log,
@@ -286,12 +287,12 @@ pub fn recover(store: &Store, args: RecoverArgs) -> Result<i32, Failure> {
             })
         );
     } else if !event_log {
-        println!("no event log: nothing to recover");
+        say!("no event log: nothing to recover");
     } else {
-        println!("the event log replays to {} messages; the branch has {}", recovered.len(), current.len());
+        say!("the event log replays to {} messages; the branch has {}", recovered.len(), current.len());
         match difference {
-            None => println!("they are the same"),
-            Some(at) => println!("they differ from message {} on (use --apply to replace the branch)", at + 1),
+            None => say!("they are the same"),
+            Some(at) => say!("they differ from message {} on (use --apply to replace the branch)", at + 1),
         }
     }
     Ok(0)

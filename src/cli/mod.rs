@@ -13,6 +13,7 @@ mod search;
 mod stats;
 mod show;
 mod sync;
+pub mod term;
 
 use std::path::PathBuf;
 
@@ -134,7 +135,7 @@ pub fn run() -> i32 {
     match dispatch(cli) {
         Ok(code) => code,
         Err(Failure(message)) => {
-            eprintln!("sessiondb: {message}");
+            term::tell!("sessiondb: {message}");
             1
         }
     }

@@ -3,6 +3,7 @@
 use std::io::Read;
 use std::path::PathBuf;
 
+use super::term::say;
 use super::Failure;
 use crate::codec::json;
 use crate::codec::timestamp::format_naive;
@@ -27,7 +28,7 @@ pub struct NewArgs {
 pub fn new(store: &Store, args: NewArgs) -> Result<i32, Failure> {
     let root = args.logs_dir.or_else(default_logs_root).ok_or_else(|| Failure("cannot find gptme's logs: give --logs-dir".into()))?;
     let created = ops::new_conversation(store, &root, &args.chat_id, args.name.as_deref())?;
-    println!("created {} in {}", created.chat_id, created.dir.display());
+    say!("created {} in {}", created.chat_id, created.dir.display());
     Ok(0)
 }
 
@@ -117,7 +118,7 @@ pub fn append(store: &Store, args: AppendArgs) -> Result<i32, Failure> {
         println!("{out}");
     } else {
         let view = appended.view.map(|v| format!(" and view {v}")).unwrap_or_default();
-        println!("appended to {}{} (event {})", args.branch, view, appended.seq);
+        say!("appended to {}{} (event {})", args.branch, view, appended.seq);
     }
     Ok(0)
 }
@@ -136,14 +137,14 @@ pub struct UndoArgs {
 
 pub fn undo(store: &Store, args: UndoArgs) -> Result<i32, Failure> {
     match super::run_op(store, &args.chat_id, args.queue, |s| s.undo(&args.branch, args.n))? {
-        None => println!("Nothing to undo."),
+        None => say!("Nothing to undo."),
         Some((removed, backup)) => {
             for m in &removed {
                 let text: String = m.content.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(50).collect();
-                println!("undid {}: {text}", m.role.as_str());
+                say!("undid {}: {text}", m.role.as_str());
             }
             if let Some(b) = backup {
-                println!("backup branch: {b}");
+                say!("backup branch: {b}");
             }
         }
     }
@@ -187,12 +188,12 @@ pub fn edit(store: &Store, args: EditArgs) -> Result<i32, Failure> {
             let file = tempfile::Builder::new().prefix("sessiondb-edit-").suffix(".toml").tempfile().map_err(Failure::from)?;
             std::fs::write(file.path(), &original).map_err(Failure::from)?;
             if !run_editor(file.path())? {
-                println!("editor failed; nothing changed");
+                say!("editor failed; nothing changed");
                 return Ok(1);
             }
             let edited = std::fs::read_to_string(file.path()).map_err(Failure::from)?;
             if edited == original {
-                println!("no changes");
+                say!("no changes");
                 return Ok(0);
             }
             edited
@@ -201,7 +202,7 @@ pub fn edit(store: &Store, args: EditArgs) -> Result<i32, Failure> {
     let source = args.toml.as_ref().map_or("the edited TOML".to_owned(), |p| p.display().to_string());
     let messages = toml_to_messages(&text).map_err(|e| Failure(format!("{source}: {e}; nothing changed")))?;
     let backup = super::run_op(store, &args.chat_id, args.queue, |s| s.edit(&args.branch, &messages))?;
-    println!("edited {} ({} messages); backup branch: {backup}", args.branch, messages.len());
+    say!("edited {} ({} messages); backup branch: {backup}", args.branch, messages.len());
     Ok(0)
 }
 
@@ -218,7 +219,7 @@ pub struct BranchArgs {
 
 pub fn branch(store: &Store, args: BranchArgs) -> Result<i32, Failure> {
     let created = super::run_op(store, &args.chat_id, args.queue, |s| s.branch(&args.name, &args.from))?;
-    println!("{} {}", if created { "created branch" } else { "branch exists:" }, args.name);
+    say!("{} {}", if created { "created branch" } else { "branch exists:" }, args.name);
     Ok(0)
 }
 
@@ -241,7 +242,7 @@ pub fn branches(store: &Store, args: BranchesArgs) -> Result<i32, Failure> {
         println!("{}", serde_json::to_string_pretty(&out).expect("serialisable"));
     } else {
         for (name, count) in rows {
-            println!("{name}\t{count} messages");
+            say!("{name}\t{count} messages");
         }
     }
     Ok(0)
@@ -261,14 +262,14 @@ pub fn diff(store: &Store, args: DiffArgs) -> Result<i32, Failure> {
     };
     let (a, b) = (load(&args.a)?, load(&args.b)?);
     match a.first_difference(&b) {
-        None => println!("{} and {} are the same", args.a, args.b),
+        None => say!("{} and {} are the same", args.a, args.b),
         Some(at) => {
-            println!("{} and {} differ from message {}", args.a, args.b, at + 1);
+            say!("{} and {} differ from message {}", args.a, args.b, at + 1);
             for m in &a.messages()[at..] {
-                println!("+ {}: {}", m.role.as_str(), m.content);
+                say!("+ {}: {}", m.role.as_str(), m.content);
             }
             for m in &b.messages()[at..] {
-                println!("- {}: {}", m.role.as_str(), m.content);
+                say!("- {}: {}", m.role.as_str(), m.content);
             }
         }
     }
@@ -295,7 +296,7 @@ pub fn next(store: &Store, args: NextArgs) -> Result<i32, Failure> {
     if args.json {
         println!("{}", serde_json::json!({"next": who, "reason": reason.name(), "explanation": reason.describe()}));
     } else {
-        println!("{who}: {}", reason.describe());
+        say!("{who}: {}", reason.describe());
     }
     Ok(0)
 }
@@ -304,7 +305,7 @@ pub fn next(store: &Store, args: NextArgs) -> Result<i32, Failure> {
 pub fn export_toml(store: &Store, chat_id: &str, branch: &str) -> Result<i32, Failure> {
     let conn = store.connection()?;
     let messages: Vec<Message> = queries::branch_messages(&conn, chat_id, branch)?.into_iter().map(|(m, _)| m).collect();
-    print!("{}", messages_to_toml(&messages));
+    super::term::print_document(&messages_to_toml(&messages));
     Ok(0)
 }
 
@@ -313,6 +314,6 @@ pub fn import_toml(store: &Store, file: &std::path::Path, chat_id: &str, branch:
     let text = std::fs::read_to_string(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
     let messages = toml_to_messages(&text).map_err(|e| Failure(format!("{}: {e}; nothing changed", file.display())))?;
     let backup = with_session(store, chat_id, |s| s.edit(branch, &messages))?;
-    println!("replaced {branch} with {} messages from {}; backup branch: {backup}", messages.len(), file.display());
+    say!("replaced {branch} with {} messages from {}; backup branch: {backup}", messages.len(), file.display());
     Ok(0)
 }

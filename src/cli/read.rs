@@ -3,8 +3,10 @@
 
 use std::io::{IsTerminal, Write};
 
+use super::term::{visible, visible_line};
 use super::Failure;
 use crate::model::{Message, Role};
+use crate::render::role_label;
 use crate::store::{live, queries, DocumentKind, Store};
 
 #[derive(clap::Args)]
@@ -50,17 +52,6 @@ fn shorten(text: &str, width: usize) -> String {
         line.push_str(w);
     }
     format!("{line}...")
-}
-
-fn prefix(role: &Role) -> String {
-    match role {
-        Role::User => "User".to_owned(),
-        other => {
-            let s = other.as_str();
-            let mut c = s.chars();
-            c.next().map_or(String::new(), |f| f.to_uppercase().collect::<String>() + c.as_str())
-        }
-    }
 }
 
 /// gptme's ✅/❌ for system messages reporting success or failure.
@@ -112,14 +103,14 @@ fn one_line(m: &Message, width: usize) -> String {
     if text.is_empty() {
         return String::new();
     }
-    let p = prefix(&m.role);
+    let p = role_label(&m.role);
     let max_len = width.saturating_sub(p.chars().count());
     let flat = text.replace('\n', "\\n");
     let mut output = shorten(&flat, max_len);
     if output.chars().count() < 20 && flat.chars().count() > max_len {
         output = flat.chars().take(max_len).collect::<String>() + "...";
     }
-    format!("{p}: {}{}", status(m, &text), output.trim_end())
+    visible(&format!("{p}: {}{}", status(m, &text), output.trim_end())).into_owned()
 }
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
@@ -147,7 +138,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let result: std::io::Result<()> = (|| {
-        writeln!(out, "Reading conversation: {name} ({})", args.chat_id)?;
+        writeln!(out, "Reading conversation: {} ({})", visible_line(&name), visible_line(&args.chat_id))?;
         let mut hidden = 0;
         for (i, m) in messages.iter().take(args.limit).enumerate() {
             if args.full {
@@ -183,7 +174,8 @@ fn render_full(m: &Message, colour: bool) -> String {
     } else {
         (String::new(), String::new())
     };
-    let text = strip_think_sig(&m.content);
+    // Made visible before the colour codes go in: those are the only escapes written.
+    let text = visible(&strip_think_sig(&m.content)).into_owned();
     let mut body = String::new();
     for (i, block) in text.split("```").enumerate() {
         if i % 2 == 0 {
@@ -198,7 +190,7 @@ fn render_full(m: &Message, colour: bool) -> String {
         }
     }
     let multiline = text.contains('\n');
-    format!("{open}{}{close}: {}{}{}", prefix(&m.role), status(m, &text), if multiline { "\n" } else { "" }, body.trim_end())
+    format!("{open}{}{close}: {}{}{}", visible_line(&role_label(&m.role)), status(m, &text), if multiline { "\n" } else { "" }, body.trim_end())
 }
 
 #[cfg(test)]

@@ -2,9 +2,10 @@
 
 use std::io::{IsTerminal, Write};
 
+use super::term::{visible, visible_line};
 use super::Failure;
 use crate::codec::timestamp::format_utc;
-use crate::store::search::{highlight_terms, search, snippet, SearchQuery};
+use crate::store::search::{highlight_terms, search, snippet, Marks, SearchQuery};
 use crate::store::Store;
 
 #[derive(clap::Args)]
@@ -59,8 +60,14 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let result = search(&conn, &query)?;
     let terms = highlight_terms(&args.query);
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let mark = move |s: &str| if colour { format!("\x1b[1;31m{s}\x1b[0m") } else { format!("**{s}**") };
-    let plain = |s: &str| s.to_owned();
+    // JSON holds the stored text exactly; the listing shows it visible (see `term`), coloured
+    // or starred.
+    let exact = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| s.to_owned() };
+    let starred = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**") };
+    let shown = Marks {
+        text: &|s: &str| visible(s).into_owned(),
+        matched: &|s: &str| if colour { format!("\x1b[1;31m{}\x1b[0m", visible(s)) } else { format!("**{}**", visible(s)) },
+    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written: std::io::Result<()> = (|| {
@@ -79,8 +86,8 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
                             "file": h.document,
                             "index": h.line,
                             "rank": h.rank,
-                            "snippet": snippet(&h.content, &terms, args.context, args.matches, &plain),
-                            "highlighted": snippet(&h.content, &terms, args.context, args.matches, &|s: &str| format!("**{s}**")),
+                            "snippet": snippet(&h.content, &terms, args.context, args.matches, &exact),
+                            "highlighted": snippet(&h.content, &terms, args.context, args.matches, &starred),
                         })).collect::<Vec<_>>(),
                     })
                 })
@@ -88,17 +95,18 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             writeln!(out, "{}", serde_json::to_string_pretty(&rows).expect("serialisable"))?;
             return Ok(());
         }
+        let query = visible_line(&args.query);
         if result.conversations.is_empty() {
-            writeln!(out, "No results found for query: '{}'", args.query)?;
+            writeln!(out, "No results found for query: '{query}'")?;
             return Ok(());
         }
         let how = if result.literal { " (searched literally)" } else { "" };
-        writeln!(out, "Search results for '{}'{how} ({} conversations):", args.query, result.conversations.len())?;
+        writeln!(out, "Search results for '{query}'{how} ({} conversations):", result.conversations.len())?;
         for (i, c) in result.conversations.iter().enumerate() {
-            writeln!(out, "\n{}. {} ({} matches):", i + 1, c.name, c.total)?;
+            writeln!(out, "\n{}. {} ({} matches):", i + 1, visible_line(&c.name), c.total)?;
             for (j, h) in c.hits.iter().enumerate() {
-                writeln!(out, "\n  Match {} ({}, message {}, {}):", j + 1, h.document, h.line + 1, h.role)?;
-                let text = snippet(&h.content, &terms, args.context, args.matches, &mark);
+                writeln!(out, "\n  Match {} ({}, message {}, {}):", j + 1, visible_line(&h.document), h.line + 1, visible_line(&h.role))?;
+                let text = snippet(&h.content, &terms, args.context, args.matches, &shown);
                 writeln!(out, "     {}", text.replace('\n', "\n     "))?;
             }
         }

@@ -1,7 +1,9 @@
-//! `sessiondb show CHAT_ID [--branch B] [--json]`.
+//! `sessiondb show CHAT_ID [--branch B] [--json]`: with `--json` the stored lines exactly,
+//! else the messages for people, control characters made visible (see `term`).
 
 use std::io::Write;
 
+use super::term::{visible, visible_line};
 use super::Failure;
 use crate::store::{queries, Store};
 
@@ -35,8 +37,9 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
                     flags.push("hidden");
                 }
                 let flags = if flags.is_empty() { String::new() } else { format!(" ({})", flags.join(", ")) };
-                writeln!(out, "{}{} [{}]:", message.role.as_str(), flags, message.timestamp.as_deref().unwrap_or("no timestamp"))?;
-                writeln!(out, "{}\n", message.content)?;
+                let stamp = message.timestamp.as_deref().unwrap_or("no timestamp");
+                writeln!(out, "{}{} [{}]:", visible_line(message.role.as_str()), flags, visible_line(stamp))?;
+                writeln!(out, "{}\n", visible(&message.content))?;
             }
         }
         out.flush()

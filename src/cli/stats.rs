@@ -1,5 +1,6 @@
 //! `sessiondb stats [CHAT_ID]`: figures across conversations, or for one.
 
+use super::term::say;
 use super::Failure;
 use crate::store::stats::{self, Breakdown};
 use crate::store::Store;
@@ -46,36 +47,36 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     }
     let n = |v: &serde_json::Value| v.as_i64().unwrap_or(0);
     if args.chat_id.is_some() {
-        println!("Conversation Stats: {}", data["name"].as_str().unwrap_or(""));
-        println!("  ID:          {}", data["id"].as_str().unwrap_or(""));
-        println!("  Model:       {}", data["model"].as_str().unwrap_or("-"));
-        println!("  Messages:    {} ({})", n(&data["messages"]["total"]), data["messages"]["by_role"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")).unwrap_or_default());
-        println!("  Tool calls:  {}", n(&data["tool_calls"]["total"]));
-        println!("  Started:     {}", data["started"].as_str().unwrap_or(""));
-        println!("  Ended:       {}", data["ended"].as_str().unwrap_or(""));
+        say!("Conversation Stats: {}", data["name"].as_str().unwrap_or(""));
+        say!("  ID:          {}", data["id"].as_str().unwrap_or(""));
+        say!("  Model:       {}", data["model"].as_str().unwrap_or("-"));
+        say!("  Messages:    {} ({})", n(&data["messages"]["total"]), data["messages"]["by_role"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")).unwrap_or_default());
+        say!("  Tool calls:  {}", n(&data["tool_calls"]["total"]));
+        say!("  Started:     {}", data["started"].as_str().unwrap_or(""));
+        say!("  Ended:       {}", data["ended"].as_str().unwrap_or(""));
         let u = &data["usage"];
-        println!("  Tokens:      {} in / {} out ({} cache read)", tokens(n(&u["input_tokens"])), tokens(n(&u["output_tokens"])), tokens(n(&u["cache_read_tokens"])));
-        println!("  Cost:        ${:.4}", u["cost"].as_f64().unwrap_or(f64::NAN));
+        say!("  Tokens:      {} in / {} out ({} cache read)", tokens(n(&u["input_tokens"])), tokens(n(&u["output_tokens"])), tokens(n(&u["cache_read_tokens"])));
+        say!("  Cost:        ${:.4}", u["cost"].as_f64().unwrap_or(f64::NAN));
         return Ok(0);
     }
     if n(&data["total_conversations"]) == 0 {
-        println!("No conversations found.");
+        say!("No conversations found.");
         return Ok(0);
     }
-    println!("Conversation Statistics{}", args.since.as_ref().map(|s| format!(" (since {s})")).unwrap_or_default());
-    println!("  Conversations:  {}", n(&data["total_conversations"]));
-    println!("  Messages:       {} ({} avg, by role: {})", n(&data["total_messages"]), data["avg_messages_per_conversation"], data["by_role"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")).unwrap_or_default());
-    println!("  Oldest/newest:  {} / {}", data["oldest"].as_str().unwrap_or(""), data["newest"].as_str().unwrap_or(""));
-    println!("  Cost:           ${:.4}", data["total_cost"].as_f64().unwrap_or(f64::NAN));
-    println!("  Tokens:         {} in / {} out / {} cache read / {} cache creation", tokens(n(&data["total_input_tokens"])), tokens(n(&data["total_output_tokens"])), tokens(n(&data["total_cache_read_tokens"])), tokens(n(&data["total_cache_creation_tokens"])));
-    println!("\nBy model:");
+    say!("Conversation Statistics{}", args.since.as_ref().map(|s| format!(" (since {s})")).unwrap_or_default());
+    say!("  Conversations:  {}", n(&data["total_conversations"]));
+    say!("  Messages:       {} ({} avg, by role: {})", n(&data["total_messages"]), data["avg_messages_per_conversation"], data["by_role"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")).unwrap_or_default());
+    say!("  Oldest/newest:  {} / {}", data["oldest"].as_str().unwrap_or(""), data["newest"].as_str().unwrap_or(""));
+    say!("  Cost:           ${:.4}", data["total_cost"].as_f64().unwrap_or(f64::NAN));
+    say!("  Tokens:         {} in / {} out / {} cache read / {} cache creation", tokens(n(&data["total_input_tokens"])), tokens(n(&data["total_output_tokens"])), tokens(n(&data["total_cache_read_tokens"])), tokens(n(&data["total_cache_creation_tokens"])));
+    say!("\nBy model:");
     for (model, m) in data["by_model"].as_object().into_iter().flatten() {
-        println!("  {model:40} {:>5} conv  ${:>9.4}  {:>8} in  {:>8} out", n(&m["conversations"]), m["cost"].as_f64().unwrap_or(f64::NAN), tokens(n(&m["input_tokens"])), tokens(n(&m["output_tokens"])));
+        say!("  {model:40} {:>5} conv  ${:>9.4}  {:>8} in  {:>8} out", n(&m["conversations"]), m["cost"].as_f64().unwrap_or(f64::NAN), tokens(n(&m["input_tokens"])), tokens(n(&m["output_tokens"])));
     }
     if let Some(rows) = data.get("breakdown").and_then(|b| b.as_object()) {
-        println!("\nBreakdown:");
+        say!("\nBreakdown:");
         for (key, m) in rows {
-            println!("  {key:40} {:>5} conv  ${:>9.4}  {:>8} in  {:>8} out", n(&m["conversations"]), m["cost"].as_f64().unwrap_or(f64::NAN), tokens(n(&m["input_tokens"])), tokens(n(&m["output_tokens"])));
+            say!("  {key:40} {:>5} conv  ${:>9.4}  {:>8} in  {:>8} out", n(&m["conversations"]), m["cost"].as_f64().unwrap_or(f64::NAN), tokens(n(&m["input_tokens"])), tokens(n(&m["output_tokens"])));
         }
     }
     Ok(0)

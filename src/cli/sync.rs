@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::term::{say, tell};
 use super::Failure;
 use crate::store::Store;
 use crate::sync::pass::{sync_pass, Stranded, SyncReport};
@@ -57,7 +58,7 @@ fn plural(n: u64, one: &str) -> String {
 fn print_summary(r: &SyncReport) {
     let (i, m) = (&r.ingest, &r.materialise);
     let would = if r.dry_run { "would take in" } else { "took in" };
-    println!(
+    say!(
         "{would} {} ({} new), {}; {} gone (marked deleted); {} skipped (locked by gptme); {} still being written (next pass); {} failed",
         plural(i.conversations, "conversation"),
         i.new_conversations,
@@ -68,7 +69,7 @@ fn print_summary(r: &SyncReport) {
         i.failed
     );
     let would = if r.dry_run { "would write out" } else { "wrote out" };
-    println!(
+    say!(
         "{would} {}, {}, {}; {} skipped (locked by gptme); {} failed",
         plural(m.conversations, "conversation"),
         plural(m.messages, "message"),
@@ -76,24 +77,24 @@ fn print_summary(r: &SyncReport) {
         m.skipped_locked,
         m.failed
     );
-    println!("{}", plural(r.conflicts.len() as u64, "conflict"));
+    say!("{}", plural(r.conflicts.len() as u64, "conflict"));
     for c in &r.conflicts {
         match &c.kept_as {
-            Some(kept) => println!("  {}: {}: both sides changed it; the directory's version stays, the store's is kept as {kept}", c.chat_id, c.path),
-            None => println!("  {}: {}: removed in the store but changed in the directory; the directory's version stays", c.chat_id, c.path),
+            Some(kept) => say!("  {}: {}: both sides changed it; the directory's version stays, the store's is kept as {kept}", c.chat_id, c.path),
+            None => say!("  {}: {}: removed in the store but changed in the directory; the directory's version stays", c.chat_id, c.path),
         }
     }
     for d in &r.displaced {
-        eprintln!("warning: {}", rescued_message(&d.chat_id, &d.path, d.messages, d.kept_as.as_deref().unwrap_or("-")));
+        tell!("warning: {}", rescued_message(&d.chat_id, &d.path, d.messages, d.kept_as.as_deref().unwrap_or("-")));
     }
     for s in &r.stranded {
-        eprintln!("warning: {}", stranded_message(s));
+        tell!("warning: {}", stranded_message(s));
     }
     for w in &r.warnings {
-        eprintln!("warning: {w}");
+        tell!("warning: {w}");
     }
     for e in &r.errors {
-        eprintln!("error: {e}");
+        tell!("error: {e}");
     }
 }
 
@@ -121,7 +122,7 @@ fn watch_root(store: &Store, root: &std::path::Path, rescan: Duration, json: boo
     let flag = stop.clone();
     ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).map_err(|e| Failure(format!("cannot handle Ctrl-C: {e}")))?;
     if !json {
-        eprintln!("sessiondb: watching {} (Ctrl-C stops)", root.display());
+        tell!("sessiondb: watching {} (Ctrl-C stops)", root.display());
     }
     let mut failures = 0;
     let mut told_stranded = std::collections::HashSet::new();
@@ -131,7 +132,7 @@ fn watch_root(store: &Store, root: &std::path::Path, rescan: Duration, json: boo
             if !json {
                 for s in &report.stranded {
                     if told_stranded.insert(s.chat_id.clone()) {
-                        eprintln!("warning: {}", stranded_message(s));
+                        tell!("warning: {}", stranded_message(s));
                     }
                 }
             }
@@ -140,7 +141,7 @@ fn watch_root(store: &Store, root: &std::path::Path, rescan: Duration, json: boo
             } else if report.changed_anything() || !report.errors.is_empty() {
                 let time = chrono::Local::now().format("%H:%M:%S%.3f");
                 let (i, m) = (&report.ingest, &report.materialise);
-                println!(
+                say!(
                     "{time} in: {}, {}{}; out: {}, {}; {}",
                     plural(i.conversations, "conversation"),
                     plural(i.messages, "message"),
@@ -150,23 +151,23 @@ fn watch_root(store: &Store, root: &std::path::Path, rescan: Duration, json: boo
                     plural(report.conflicts.len() as u64, "conflict"),
                 );
                 for d in &report.displaced {
-                    eprintln!("warning: {}", rescued_message(&d.chat_id, &d.path, d.messages, d.kept_as.as_deref().unwrap_or("-")));
+                    tell!("warning: {}", rescued_message(&d.chat_id, &d.path, d.messages, d.kept_as.as_deref().unwrap_or("-")));
                 }
                 for c in &report.conflicts {
-                    println!("  conflict {}: {} (the store's version is kept as {})", c.chat_id, c.path, c.kept_as.as_deref().unwrap_or("-"));
+                    say!("  conflict {}: {} (the store's version is kept as {})", c.chat_id, c.path, c.kept_as.as_deref().unwrap_or("-"));
                 }
                 for e in &report.errors {
-                    eprintln!("error: {e}");
+                    tell!("error: {e}");
                 }
             }
         }
-        WatchEvent::Degraded(why) => eprintln!("sessiondb: {why}"),
-        WatchEvent::Failed(e) => eprintln!("sessiondb: sync failed: {e}; trying again at the next change"),
+        WatchEvent::Degraded(why) => tell!("sessiondb: {why}"),
+        WatchEvent::Failed(e) => tell!("sessiondb: sync failed: {e}; trying again at the next change"),
     })?;
     // A fresh handle, as every pass had (the first one may hold a log deleted meanwhile).
     Store::open(store.path())?.checkpoint()?;
     if !json {
-        eprintln!("sessiondb: stopped");
+        tell!("sessiondb: stopped");
     }
     Ok(i32::from(failures > 0))
 }

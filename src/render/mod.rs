@@ -1,6 +1,13 @@
-//! Readable documents of a conversation: Markdown (gptme's `chats export` layout) and a
-//! self-contained HTML page (styles inline, code highlighted, no network resources, and no
-//! HTML from the messages themselves: it is shown as text).
+//! Readable documents of a conversation: Markdown (gptme's `chats export` layout, the stored
+//! text as it is) and a self-contained HTML page.
+//!
+//! Invariant of the HTML page: nothing stored can run or fetch. Every stored field (name,
+//! role, model, content, code language) is escaped; HTML inside Markdown is shown as text;
+//! links keep their `href` only for `http:`, `https:` and `mailto:` (any other destination,
+//! `javascript:` or `data:` say, is shown as text); images are shown only when embedded
+//! (`data:image/png|jpeg|gif|webp`), a remote one becomes a link to it and is never loaded;
+//! and a Content-Security-Policy forbids every script, request and frame the page might still
+//! contain, allowing only its own inline styles and embedded images.
 
 use std::sync::OnceLock;
 
@@ -11,7 +18,8 @@ use syntect::parsing::SyntaxSet;
 use crate::codec::timestamp;
 use crate::model::{Message, Role};
 
-fn role_label(role: &Role) -> String {
+/// A role as people read it, as gptme shows it: its name capitalised (`User`, `Tool`).
+pub fn role_label(role: &Role) -> String {
     match role {
         Role::User => "User".into(),
         Role::Assistant => "Assistant".into(),
@@ -47,6 +55,7 @@ pub fn markdown(name: &str, messages: &[Message]) -> String {
     lines.join("\n")
 }
 
+/// `text` safe anywhere in HTML: in text and in quoted attribute values.
 fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -55,6 +64,7 @@ fn escape(text: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
             c => out.push(c),
         }
     }
@@ -96,8 +106,96 @@ fn code_block(lang: &str, code: &str) -> String {
     }
 }
 
+/// Where a link or image destination may lead from the page.
+#[derive(Debug, PartialEq)]
+enum Destination {
+    /// `http:`, `https:` or `mailto:`: a link a reader may follow.
+    Web,
+    /// An image carried in the page itself (`data:image/png;...` and the like).
+    Embedded,
+    /// Anything else (`javascript:`, `vbscript:`, `data:text/html`, `file:`, relative paths):
+    /// shown as text.
+    Neither,
+}
+
+fn destination(url: &str) -> Destination {
+    let lower = url.to_ascii_lowercase();
+    let starts = |prefixes: &[&str]| prefixes.iter().any(|p| lower.starts_with(p));
+    if starts(&["http://", "https://", "mailto:"]) {
+        Destination::Web
+    } else if starts(&["data:image/png;", "data:image/jpeg;", "data:image/gif;", "data:image/webp;"]) {
+        Destination::Embedded
+    } else {
+        Destination::Neither
+    }
+}
+
+/// How the end of a link or image is written, decided at its start.
+enum Close {
+    /// As it came.
+    Keep,
+    /// An image written as a link: it ends as a link.
+    AsLink,
+    /// The tag was dropped (its content stays as text); the destination follows as text
+    /// unless the content already shows it (an autolink).
+    Dropped(Option<String>),
+}
+
+/// The Markdown events with every link and image held to the page's rule (see the module
+/// documentation): a link inside a link, or a remote image inside one, is text.
+fn safe_links<'a>(events: impl Iterator<Item = Event<'a>>) -> Vec<Event<'a>> {
+    use pulldown_cmark::LinkType;
+    let mut out = Vec::new();
+    let mut open: Vec<Close> = Vec::new();
+    let mut links = 0usize;
+    for event in events {
+        match event {
+            Event::Start(Tag::Link { link_type, dest_url, title, id }) => {
+                if destination(&dest_url) == Destination::Web && links == 0 {
+                    links += 1;
+                    open.push(Close::Keep);
+                    out.push(Event::Start(Tag::Link { link_type, dest_url, title, id }));
+                } else {
+                    let shown = matches!(link_type, LinkType::Autolink | LinkType::Email);
+                    open.push(Close::Dropped((!shown).then(|| dest_url.to_string())));
+                }
+            }
+            Event::Start(Tag::Image { link_type, dest_url, title, id }) => match destination(&dest_url) {
+                Destination::Embedded => {
+                    open.push(Close::Keep);
+                    out.push(Event::Start(Tag::Image { link_type, dest_url, title, id }));
+                }
+                Destination::Web if links == 0 => {
+                    links += 1;
+                    open.push(Close::AsLink);
+                    out.push(Event::Start(Tag::Link { link_type: LinkType::Inline, dest_url, title, id }));
+                    out.push(Event::Text("image: ".into()));
+                }
+                _ => {
+                    out.push(Event::Text("image: ".into()));
+                    open.push(Close::Dropped(Some(dest_url.to_string())));
+                }
+            },
+            Event::End(end @ (TagEnd::Link | TagEnd::Image)) => match open.pop() {
+                Some(Close::Keep) => {
+                    links -= usize::from(end == TagEnd::Link);
+                    out.push(Event::End(end));
+                }
+                Some(Close::AsLink) => {
+                    links -= 1;
+                    out.push(Event::End(TagEnd::Link));
+                }
+                Some(Close::Dropped(Some(url))) => out.push(Event::Text(format!(" ({url})").into())),
+                Some(Close::Dropped(None)) | None => {}
+            },
+            e => out.push(e),
+        }
+    }
+    out
+}
+
 /// Message content (Markdown) as HTML: raw HTML in the content is shown as text, fenced
-/// code is highlighted.
+/// code is highlighted, links and images follow [`safe_links`].
 fn content_html(text: &str) -> String {
     let mut out = String::new();
     let mut events = Vec::new();
@@ -121,7 +219,7 @@ fn content_html(text: &str) -> String {
             (None, e) => events.push(e),
         }
     }
-    pulldown_cmark::html::push_html(&mut out, events.into_iter());
+    pulldown_cmark::html::push_html(&mut out, safe_links(events.into_iter()).into_iter());
     out
 }
 
@@ -132,6 +230,10 @@ h1{font-size:1.5rem}.msg h1,.msg h2,.msg h3,.msg h4{font-size:1.05rem;margin:.8r
 .hidden{opacity:.6}.code{margin:.5rem 0}.code .lang{font:.75rem monospace;color:#57606a;padding:.2rem .5rem;background:#eaeef2;border-radius:6px 6px 0 0}
 pre{overflow-x:auto;padding:.75rem;border-radius:0 0 6px 6px;margin:0;font-size:.85rem}code{font-size:.9em}
 table{border-collapse:collapse}td,th{border:1px solid #d0d7de;padding:.2rem .5rem}";
+
+/// The page's Content-Security-Policy: nothing but its own inline styles and embedded images;
+/// no script, request, frame, form, plugin or base URL.
+const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
 
 /// A self-contained HTML page of the conversation. Hidden messages are included, marked (an
 /// HTML page can show them faded; gptme's Markdown export leaves them out).
@@ -144,17 +246,17 @@ pub fn html(name: &str, messages: &[Message]) -> String {
             _ => "system",
         };
         let hidden = if m.hide { " hidden" } else { "" };
-        let time = shown_time(m).map(|t| format!("<time>{t}</time>")).unwrap_or_default();
+        let time = shown_time(m).map(|t| format!("<time>{}</time>", escape(&t))).unwrap_or_default();
         let model = m.model().map(|x| format!("<span>{}</span>", escape(x))).unwrap_or_default();
         let flags = [(m.pinned, "pinned"), (m.hide, "hidden")].iter().filter(|(f, _)| *f).map(|(_, n)| format!("<span>{n}</span>")).collect::<String>();
         body.push_str(&format!(
             "<section class=\"msg {class}{hidden}\"><header><b>{}</b>{time}{model}{flags}</header>{}</section>\n",
-            role_label(&m.role),
+            escape(&role_label(&m.role)),
             content_html(&m.content)
         ));
     }
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{title}</title><style>{STYLE}</style></head>\n<body><h1>{title}</h1>\n{body}</body></html>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n<meta name=\"referrer\" content=\"no-referrer\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{title}</title><style>{STYLE}</style></head>\n<body><h1>{title}</h1>\n{body}</body></html>\n",
         title = escape(name)
     )
 }
@@ -180,5 +282,39 @@ mod tests {
         assert!(!page.contains("http://") && !page.contains("https://") && !page.contains("src="));
         assert!(page.contains("<title>t &lt;x&gt;</title>"));
         assert!(page.contains("style=\""), "code is highlighted with inline styles");
+    }
+
+    #[test]
+    fn hostile_fields_links_and_images_are_inert() {
+        let mut m = Message::new(
+            Role::Other("<img src=x onerror=alert(1)>".into()),
+            "[a](javascript:alert(1)) [b](VBScript:x) [c](data:text/html,<script>x</script>) [d](https://example.org/?q=\"x') [e](mailto:a@b.c) [f](rel/path)\n\n\
+             ![g](http://127.0.0.1:9/x.png) ![h](data:image/png;base64,AAAA) ![i](data:image/svg+xml,<svg/onload=x>) [![j](https://a/j.png)](https://b/)\n\n\
+             <script>x</script> <iframe src=\"https://a\"></iframe> <svg onload=x>",
+            None,
+        );
+        m.metadata = Some(crate::codec::json::parse(r#"{"model": "<b onmouseover=x>m</b>"}"#).unwrap().value);
+        let page = html("n'\"<x>", &[m]);
+        let body = &page[page.find("<body>").unwrap()..];
+        for bad in ["<img src=x", "<script", "<iframe", "<svg", "<b ", "javascript:alert(1)\"", "href=\"VBScript", "href=\"data:", "href=\"rel", "<img src=\"http", "<img src=\"data:image/svg"] {
+            assert!(!body.contains(bad), "{bad} in {body}");
+        }
+        for good in [
+            "<b>&lt;img src=x onerror=alert(1)&gt;</b>",
+            "a (javascript:alert(1))",
+            "<a href=\"https://example.org/?q=%22x&#x27;\">d</a>",
+            "<a href=\"mailto:a@b.c\">e</a>",
+            "f (rel/path)",
+            "<a href=\"http://127.0.0.1:9/x.png\">image: g</a>",
+            "<img src=\"data:image/png;base64,AAAA\" alt=\"h\" />",
+            "image: i (data:image/svg+xml,&lt;svg/onload=x&gt;)",
+            "<a href=\"https://b/\">image: j (https://a/j.png)</a>",
+            "&lt;script&gt;x&lt;/script&gt;",
+            "<span>&lt;b onmouseover=x&gt;m&lt;/b&gt;</span>",
+        ] {
+            assert!(body.contains(good), "{good} not in {body}");
+        }
+        assert!(page.contains("<title>n&#39;&quot;&lt;x&gt;</title>"));
+        assert!(page.contains("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';"));
     }
 }

@@ -52,11 +52,11 @@ pub fn record(conn: &Connection, chat_id: &str, path: &str, message: &Message, l
     Ok(())
 }
 
-/// The recorded appends of `chat_id`, oldest first.
+/// The recorded appends of `chat_id`, in the order of their events (each branch's seqs only grow).
 pub fn of_conversation(conn: &Connection, chat_id: &str) -> Result<Vec<Acknowledged>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT path, message_key, line, event_seq, appended_at FROM acknowledged_lines WHERE chat_id = ?1
-         ORDER BY appended_at, event_seq",
+         ORDER BY event_seq, appended_at",
     )?;
     let rows = stmt.query_map([chat_id], |r| {
         let key: Vec<u8> = r.get(1)?;

@@ -44,6 +44,9 @@ pub enum StoreError {
     Corrupt(String),
     #[error("{0}")]
     Query(String),
+    /// A search query past one of the bounds that keep every search quick.
+    #[error("the search query has {found} {what}; at most {limit} are allowed")]
+    QueryTooLarge { what: &'static str, found: usize, limit: usize },
     #[error("no conversation {0:?} in the store")]
     NoConversation(String),
     #[error("conversation {chat_id:?} has no branch {branch:?}")]

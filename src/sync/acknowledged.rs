@@ -244,8 +244,9 @@ pub fn rescue(conn: &rusqlite::Connection, chat_id: &str, dir: &Path) -> Result<
     Ok(kept)
 }
 
-/// The store's copy of transcript `path` of `chat_id`, with any of `lost` it does not hold
-/// appended (each record holds its line), and the file's mode.
+/// What the conflict branch for transcript `path` of `chat_id` holds, and its mode: the store's
+/// copy of the transcript when it holds every one of `lost` (the usual case: the directory has
+/// not been read since), else the lost messages alone (each record keeps its line).
 fn store_copy(conn: &rusqlite::Connection, chat_id: &str, path: &str, lost: &[&Acknowledged]) -> Result<(Vec<u8>, u32), StoreError> {
     let mut bytes = Vec::new();
     let mut mode = 0o600; // gptme writes transcripts through temporary files
@@ -264,9 +265,14 @@ fn store_copy(conn: &rusqlite::Connection, chat_id: &str, path: &str, lost: &[&A
             }
         }
     }
-    for r in lost.iter().filter(|r| !held.contains(&r.key)) {
-        bytes.extend_from_slice(&r.line);
-        bytes.push(b'\n');
+    if lost.iter().any(|r| !held.contains(&r.key)) {
+        // The store's copy was read again from the directory since: it no longer shows where
+        // they stood. Keep just them, in the order they were acknowledged.
+        bytes.clear();
+        for r in lost {
+            bytes.extend_from_slice(&r.line);
+            bytes.push(b'\n');
+        }
     }
     Ok((bytes, mode))
 }

@@ -1,0 +1,73 @@
+//! Stored text shown to people: the one place that makes it safe to print.
+//!
+//! Invariant: human-readable output (everything but `--json`, `show --json` and the documents
+//! of `export --format` written to a file or a pipe) never carries a control character from
+//! stored text — names, roles, contents, model names, branch and file names — raw, whether or
+//! not standard output is a terminal: each is shown escaped (`\u{1b}`, `\r`, `\u{9b}`), as
+//! Rust's `char::escape_default` writes it, so that no stored text can drive the terminal
+//! (clear the screen, write the clipboard with OSC 52, move the cursor, retitle the window).
+//! Multi-line text keeps its newlines and tabs; a one-line cell escapes those too. Colour codes
+//! are sessiondb's own, added after the text has been made visible.
+
+use std::borrow::Cow;
+use std::io::IsTerminal;
+
+/// `text` with every control character (C0, DEL and C1) escaped, except newlines and tabs.
+pub fn visible(text: &str) -> Cow<'_, str> {
+    escape_controls(text, true)
+}
+
+/// `text` with every control character escaped, newlines and tabs too: for one-line cells.
+pub fn visible_line(text: &str) -> Cow<'_, str> {
+    escape_controls(text, false)
+}
+
+fn escape_controls(text: &str, keep_lines: bool) -> Cow<'_, str> {
+    let kept = |c: char| !c.is_control() || (keep_lines && (c == '\n' || c == '\t'));
+    if text.chars().all(kept) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if kept(c) {
+            out.push(c);
+        } else {
+            out.extend(c.escape_default());
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A document (`export --format`) on standard output: exact when written to a file or a pipe,
+/// made [`visible`] on a terminal.
+pub fn print_document(text: &str) {
+    if std::io::stdout().is_terminal() {
+        print!("{}", visible(text));
+    } else {
+        print!("{text}");
+    }
+}
+
+/// `println!` for human-readable output: the whole line made [`visible`].
+macro_rules! say {
+    ($($arg:tt)*) => { println!("{}", $crate::cli::term::visible(&format!($($arg)*))) };
+}
+
+/// `eprintln!` for messages to people: the whole line made [`visible`].
+macro_rules! tell {
+    ($($arg:tt)*) => { eprintln!("{}", $crate::cli::term::visible(&format!($($arg)*))) };
+}
+
+pub(crate) use {say, tell};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controls_are_escaped_and_lines_kept() {
+        assert_eq!(visible("a\x1b]52;c;aGk=\x07b\r\n\tc\u{9b}2J\u{7f}"), "a\\u{1b}]52;c;aGk=\\u{7}b\\r\n\tc\\u{9b}2J\\u{7f}");
+        assert_eq!(visible_line("a\nb\tc"), "a\\nb\\tc");
+        assert!(matches!(visible("plain ünïcode 数据"), Cow::Borrowed(_)));
+    }
+}
