@@ -344,17 +344,22 @@ impl Session<'_> {
             if !path.is_absolute() || !path.is_file() {
                 continue; // URIs and missing files are referenced, not stored (as in gptme)
             }
-            let data = std::fs::read(path).map_err(|source| DirError::Io { path: path.to_owned(), source })?;
-            use sha2::Digest;
-            let hex: String = sha2::Sha256::digest(&data).iter().map(|b| format!("{b:02x}")).collect();
+            // Read in pieces, never whole: an attachment may be larger than memory.
+            let io = |source| DirError::Io { path: path.to_owned(), source };
+            let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
+            std::io::copy(&mut std::fs::File::open(path).map_err(io)?, &mut hasher).map_err(io)?;
+            let sha: [u8; 32] = sha2::Digest::finalize(hasher).into();
+            let hex: String = sha.iter().map(|b| format!("{b:02x}")).collect();
             let hash = hex[..16].to_owned();
             let suffix = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
             let rel = format!("files/{hash}{suffix}");
             self.ensure_dir("files")?;
             if !self.abs(&rel).exists() {
-                let stat = self.dir.copy_file(path, &self.abs(&rel))?;
-                let sha: [u8; 32] = sha2::Sha256::digest(&data).into();
-                self.conn().execute("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, ?2, ?3)", params![&sha[..], data.len() as i64, data])?;
+                let copy = self.abs(&rel);
+                let stat = self.dir.copy_file(path, &copy)?;
+                // Stored from the copy written, so that the store holds what the directory holds.
+                let file = std::fs::File::open(&copy).map_err(|source| DirError::Io { path: copy.clone(), source })?;
+                crate::store::blobs::put(self.conn(), &sha, stat.size, std::io::BufReader::new(file), &rel)?;
                 self.conn().execute(
                     "INSERT OR REPLACE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, ?6)",
                     params![self.conv.id, rel, stat.mode, stat.mtime_ns, &sha[..], stat.size as i64],
@@ -599,8 +604,5 @@ fn seconds(ns: i64) -> f64 {
 
 /// The digest of the empty file, stored once (gptme's empty lock sidecars).
 fn empty_blob(conn: &rusqlite::Connection) -> Result<[u8; 32], OpsError> {
-    use sha2::Digest;
-    let sha: [u8; 32] = sha2::Sha256::digest(b"").into();
-    conn.execute("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, 0, x'')", [&sha[..]])?;
-    Ok(sha)
+    Ok(crate::store::blobs::put_bytes(conn, b"", "")?)
 }

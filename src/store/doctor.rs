@@ -104,6 +104,16 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
     );
     push_all(
         &mut report.problems,
+        "blob",
+        strings(
+            conn,
+            "SELECT hex(b.sha256) || ': ' || coalesce(sum(length(c.data)), 0) || ' bytes stored of its ' || b.size
+             FROM blobs b LEFT JOIN blob_chunks c ON c.blob_id = b.id GROUP BY b.id
+             HAVING coalesce(sum(length(c.data)), 0) != b.size OR count(c.id) != coalesce(max(c.seq) + 1, 0)",
+        )?,
+    );
+    push_all(
+        &mut report.problems,
         "missing blob",
         strings(
             conn,

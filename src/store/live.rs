@@ -85,10 +85,10 @@ pub fn docs(conn: &Connection, conversation_id: i64, kind: DocumentKind) -> Resu
 
 /// The view gptme's `views/.current` marker makes active on main, if it names one.
 pub fn active_view(conn: &Connection, conversation_id: i64) -> Result<Option<Doc>, StoreError> {
-    let marker: Option<Vec<u8>> = conn
-        .prepare_cached("SELECT b.data FROM entries e JOIN blobs b ON b.sha256 = e.blob_sha256 WHERE e.conversation_id = ?1 AND e.path = 'views/.current'")?
-        .query_row([conversation_id], |r| r.get(0))
-        .optional()?;
+    let marker = entry_blob(conn, conversation_id, "views/.current")?
+        .and_then(|sha| <[u8; 32]>::try_from(sha.as_slice()).ok())
+        .map(|sha| super::blobs::read_all(conn, &sha))
+        .transpose()?;
     let Some(name) = marker.map(|m| String::from_utf8_lossy(&m).trim().to_owned()) else { return Ok(None) };
     if name.is_empty() || name.contains('/') || name.contains('\\') {
         return Ok(None);
@@ -340,16 +340,14 @@ pub fn remove_unreferenced_messages(conn: &Connection, conversation_id: i64) -> 
 /// Sets entry `path` of a conversation to a file holding `data` (stored by content), dropping
 /// the blob it held before when nothing else refers to it any more.
 pub fn set_blob_entry(conn: &Connection, conversation_id: i64, path: &str, mode: u32, mtime_ns: i64, data: &[u8]) -> Result<(), StoreError> {
-    let sha: [u8; 32] = Sha256::digest(data).into();
     let old = entry_blob(conn, conversation_id, path)?;
-    conn.prepare_cached("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, ?2, ?3)")?
-        .execute(params![&sha[..], data.len() as i64, data])?;
+    let sha = super::blobs::put_bytes(conn, data, path)?;
     conn.prepare_cached(
         "INSERT OR REPLACE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, ?6)",
     )?
     .execute(params![conversation_id, path, mode, mtime_ns, &sha[..], data.len() as i64])?;
     if let Some(old) = old.filter(|o| o[..] != sha[..]) {
-        drop_blob_if_unreferenced(conn, &old)?;
+        super::blobs::remove_if_unreferenced(conn, &old)?;
     }
     Ok(())
 }
@@ -359,7 +357,7 @@ pub fn remove_entry(conn: &Connection, conversation_id: i64, path: &str) -> Resu
     let old = entry_blob(conn, conversation_id, path)?;
     conn.prepare_cached("DELETE FROM entries WHERE conversation_id = ?1 AND path = ?2")?.execute(params![conversation_id, path])?;
     if let Some(old) = old {
-        drop_blob_if_unreferenced(conn, &old)?;
+        super::blobs::remove_if_unreferenced(conn, &old)?;
     }
     Ok(())
 }
@@ -370,9 +368,4 @@ fn entry_blob(conn: &Connection, conversation_id: i64, path: &str) -> Result<Opt
         .query_row(params![conversation_id, path], |r| r.get::<_, Option<Vec<u8>>>(0))
         .optional()?
         .flatten())
-}
-
-fn drop_blob_if_unreferenced(conn: &Connection, sha: &[u8]) -> Result<(), StoreError> {
-    conn.prepare_cached("DELETE FROM blobs WHERE sha256 = ?1 AND NOT EXISTS (SELECT 1 FROM entries WHERE blob_sha256 = ?1)")?.execute([sha])?;
-    Ok(())
 }

@@ -249,10 +249,9 @@ pub fn entries(conn: &rusqlite::Connection, conversation_id: i64) -> Result<Vec<
     Ok(out)
 }
 
-/// Opens a blob for streaming reads.
-pub fn open_blob<'c>(conn: &'c rusqlite::Connection, sha256: &[u8; 32]) -> Result<rusqlite::blob::Blob<'c>, StoreError> {
-    let rowid: i64 = conn.query_row("SELECT id FROM blobs WHERE sha256 = ?1", [&sha256[..]], |r| r.get(0))?;
-    Ok(conn.blob_open(rusqlite::MAIN_DB, "blobs", "data", rowid, true)?)
+/// Opens a blob for streaming reads (see [`super::blobs`]).
+pub fn open_blob<'c>(conn: &'c rusqlite::Connection, sha256: &[u8; 32]) -> Result<super::blobs::BlobReader<'c>, StoreError> {
+    super::blobs::open(conn, sha256)
 }
 
 const MESSAGE_COLUMNS: &str =
