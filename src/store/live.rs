@@ -156,6 +156,52 @@ pub fn replace_lines(conn: &Connection, conversation_id: i64, doc: &mut Doc, mes
     Ok(())
 }
 
+/// Whether gptme, rewriting `doc` from the messages it reads, writes every line back as it is
+/// (see `messages.rewrites_unchanged` in schema 0008). One pass over the document's rows in
+/// SQLite; nothing is decoded.
+pub fn rewrites_unchanged(conn: &Connection, doc: &Doc) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT NOT EXISTS (SELECT 1 FROM document_lines dl JOIN messages m ON m.id = dl.message_id
+               WHERE dl.document_id = ?1 AND m.rewrites_unchanged IS NOT 1)",
+        )?
+        .query_row([doc.id], |r| r.get(0))?)
+}
+
+/// Gives the empty document `to` the first `count` lines of `from`, row for row.
+pub fn copy_lines(conn: &Connection, from: &Doc, to: &mut Doc, count: i64) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO document_lines (document_id, line_no, message_id)
+         SELECT ?2, line_no, message_id FROM document_lines WHERE document_id = ?1 AND line_no < ?3",
+    )?
+    .execute(params![from.id, to.id, count])?;
+    to.line_count = count;
+    to.ends_with_newline = true;
+    conn.prepare_cached("UPDATE documents SET line_count = ?2, ends_with_newline = 1 WHERE id = ?1")?.execute(params![to.id, count])?;
+    Ok(())
+}
+
+/// Removes the lines of `doc` from line `len` on.
+pub fn truncate_lines(conn: &Connection, doc: &mut Doc, len: i64) -> Result<(), StoreError> {
+    conn.prepare_cached("DELETE FROM document_lines WHERE document_id = ?1 AND line_no >= ?2")?.execute(params![doc.id, len])?;
+    doc.line_count = len;
+    conn.prepare_cached("UPDATE documents SET line_count = ?2 WHERE id = ?1")?.execute(params![doc.id, len])?;
+    Ok(())
+}
+
+/// Removes these message rows when no line or event refers to them any more.
+pub fn remove_messages_if_unreferenced(conn: &Connection, ids: &[i64]) -> Result<(), StoreError> {
+    let mut delete = conn.prepare_cached(
+        "DELETE FROM messages WHERE id = ?1
+           AND NOT EXISTS (SELECT 1 FROM document_lines dl WHERE dl.message_id = ?1)
+           AND NOT EXISTS (SELECT 1 FROM event_messages em WHERE em.message_id = ?1)",
+    )?;
+    for id in ids {
+        delete.execute([id])?;
+    }
+    Ok(())
+}
+
 /// Records a file's mode, mtime and size after sessiondb wrote it.
 pub fn set_entry_stat(conn: &Connection, conversation_id: i64, path: &str, mode: u32, mtime_ns: i64, size: u64) -> Result<(), StoreError> {
     conn.prepare_cached("UPDATE entries SET mode = ?3, mtime_ns = ?4, size = ?5 WHERE conversation_id = ?1 AND path = ?2")?

@@ -145,6 +145,74 @@ impl ListingTotals {
         usage.cache_read_tokens = usage.cache_read_tokens.saturating_add(cache_read);
     }
 
+    /// The totals of the same lines without their last ones, worked out from the lines removed
+    /// (`removed`, in order) and as few kept lines as needed (`kept_last_first`, read lazily
+    /// from the last kept line backwards), so that an undo costs the same however long the
+    /// branch. `None` when that cannot be done exactly (a count saturated, a cost not finite, a
+    /// model whose every use was removed): then recompute.
+    pub fn without_suffix(&self, removed: &[&[u8]], kept_last_first: impl Iterator<Item = Vec<u8>>) -> Option<ListingTotals> {
+        // What the kept lines end with: the model in effect (only needed when some line names
+        // one) and the last line that sets the preview.
+        let (mut model_before, mut last_message, mut kept_any) = (None, None, false);
+        let need_model = self.model.is_some();
+        for line in kept_last_first {
+            kept_any = true;
+            let mut one = ListingTotals::default();
+            one.feed(&line, None);
+            if model_before.is_none() && one.model.is_some() {
+                model_before = one.model;
+            }
+            if contains(&line, b"\"user\"") || contains(&line, b"\"assistant\"") {
+                last_message.get_or_insert(one.last_message);
+            }
+            if last_message.is_some() && (model_before.is_some() || !need_model) {
+                break;
+            }
+        }
+        if !kept_any {
+            return Some(ListingTotals::default());
+        }
+        let mut gone = ListingTotals { model: model_before.clone(), ..ListingTotals::default() };
+        for line in removed {
+            gone.feed(line, None);
+        }
+        let saturated = [self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_creation_tokens].contains(&i64::MAX);
+        if saturated || !self.total_cost.is_finite() || !gone.total_cost.is_finite() || gone.message_count >= self.message_count {
+            return None;
+        }
+        let mut kept = self.clone();
+        kept.message_count -= gone.message_count;
+        kept.model = model_before;
+        kept.last_message = last_message.unwrap_or((None, None));
+        kept.total_cost -= gone.total_cost;
+        kept.input_tokens = kept.input_tokens.checked_sub(gone.input_tokens).filter(|n| *n >= 0)?;
+        kept.output_tokens = kept.output_tokens.checked_sub(gone.output_tokens).filter(|n| *n >= 0)?;
+        kept.cache_read_tokens = kept.cache_read_tokens.checked_sub(gone.cache_read_tokens).filter(|n| *n >= 0)?;
+        kept.cache_creation_tokens = kept.cache_creation_tokens.checked_sub(gone.cache_creation_tokens).filter(|n| *n >= 0)?;
+        for (role, n) in &gone.role_counts {
+            let count = kept.role_counts.get_mut(role)?;
+            *count -= n;
+            match *count {
+                0 => {
+                    kept.role_counts.remove(role);
+                }
+                c if c < 0 => return None,
+                _ => {}
+            }
+        }
+        for (model, used) in &gone.models_usage {
+            let (_, usage) = kept.models_usage.iter_mut().find(|(m, _)| m == model)?;
+            usage.cost -= used.cost;
+            usage.input_tokens = usage.input_tokens.checked_sub(used.input_tokens)?;
+            usage.output_tokens = usage.output_tokens.checked_sub(used.output_tokens)?;
+            usage.cache_read_tokens = usage.cache_read_tokens.checked_sub(used.cache_read_tokens)?;
+            if *usage == ModelUsage::default() || !usage.cost.is_finite() {
+                return None; // perhaps used only by the removed lines: only a recount can tell
+            }
+        }
+        Some(kept)
+    }
+
     /// The first message's time (epoch seconds), falling back to `mtime` as gptme does.
     pub fn created(&self, mtime: f64) -> f64 {
         match self.first_message_time {
@@ -199,6 +267,13 @@ impl ListingTotals {
 }
 
 /// Writes the totals of conversation `conversation_id` (`modified`: conversation.jsonl's mtime).
+/// The totals of a branch's lines, recomputed from the store one line at a time.
+pub fn recompute(conn: &Connection, document_id: i64) -> Result<ListingTotals, StoreError> {
+    let mut totals = ListingTotals::default();
+    super::queries::with_document_lines(conn, document_id, 0, |lines| lines.for_each(|l| totals.feed(&l.line, None)))?;
+    Ok(totals)
+}
+
 pub fn save(conn: &Connection, conversation_id: i64, t: &ListingTotals, modified: f64) -> Result<(), StoreError> {
     conn.prepare_cached(
         "UPDATE conversations SET created = ?2, modified = ?3, message_count = ?4,

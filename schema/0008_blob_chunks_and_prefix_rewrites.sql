@@ -1,4 +1,4 @@
--- 0008: blob bytes are stored in chunks, so that a file of any size fits.
+-- 0008: blob bytes are stored in chunks, so that a file of any size fits; messages record whether gptme rewrites them unchanged.
 --
 -- SQLite refuses any single value of 1,000,000,000 bytes or more ("string or blob too big"),
 -- so a file that large made its whole conversation unimportable. A blob's bytes are now the
@@ -25,3 +25,10 @@ CREATE TRIGGER blobs_delete_chunks AFTER DELETE ON blobs
 BEGIN
     DELETE FROM blob_chunks WHERE blob_id = old.id;
 END;
+
+-- 1 when gptme, rewriting a transcript from this message, writes this very line back: the line
+-- is the codec's encoding of the columns (raw IS NULL) and gptme's reader normalises nothing in
+-- it (see ops::normalise). An undo of a branch made only of such lines keeps a prefix of the
+-- file's bytes and rows, without reading the branch. NULL (rows from before this version)
+-- counts as 0 until the conversation is read again.
+ALTER TABLE messages ADD COLUMN rewrites_unchanged INTEGER;
