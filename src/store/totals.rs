@@ -404,6 +404,46 @@ fn strip_think_blocks(content: &str) -> String {
 mod tests {
     use super::*;
 
+    fn totals_of(lines: &[&[u8]]) -> ListingTotals {
+        let mut t = ListingTotals::default();
+        for l in lines {
+            t.feed(l, None);
+        }
+        t
+    }
+
+    /// Removing any suffix gives the totals of a recount (cost within rounding), or `None`.
+    #[test]
+    fn without_a_suffix_is_a_recount_of_the_rest() {
+        let lines: Vec<&[u8]> = vec![
+            br#"{"role": "system", "content": "setup"}"#,
+            br#"{"role": "user", "content": "hi", "timestamp": "2026-07-01T10:00:00"}"#,
+            br#"{"role": "assistant", "content": "a", "metadata": {"model": "m1", "cost": 0.1, "usage": {"input_tokens": 3, "output_tokens": 1}}}"#,
+            br#"{"role": "assistant", "content": "b", "metadata": {"cost": 0.2, "usage": {"input_tokens": 5}}}"#,
+            br#"{"role": "system", "content": "tool output"}"#,
+            br#"{"role": "assistant", "content": "c", "metadata": {"model": "m2", "cost": 0.3, "usage": {"output_tokens": 7}}}"#,
+            br#"{"role": "user", "content": "more"}"#,
+            br#"{"role": "assistant", "content": "d", "metadata": {"model": "m1", "cost": 0.4, "usage": {"input_tokens": 1}}}"#,
+            br#"{"role": "system", "content": "done"}"#,
+        ];
+        let all = totals_of(&lines);
+        let mut worked_out = 0;
+        for cut in 0..lines.len() {
+            let expected = totals_of(&lines[..cut]);
+            let kept = lines[..cut].iter().rev().map(|l| l.to_vec());
+            let Some(got) = all.without_suffix(&lines[cut..], kept) else { continue };
+            worked_out += 1;
+            assert!((got.total_cost - expected.total_cost).abs() < 1e-12, "cut {cut}");
+            for ((m, u), (em, eu)) in got.models_usage.iter().zip(&expected.models_usage) {
+                assert!(m == em && (u.cost - eu.cost).abs() < 1e-12, "cut {cut}");
+            }
+            let exact = |t: &ListingTotals| ListingTotals { total_cost: 0.0, models_usage: t.models_usage.iter().map(|(m, u)| (m.clone(), ModelUsage { cost: 0.0, ..u.clone() })).collect(), ..t.clone() };
+            assert_eq!(exact(&got), exact(&expected), "cut {cut}");
+        }
+        // Cuts 1 to 5 remove every use of a model (m2, or m1 with it): those need a recount.
+        assert_eq!(worked_out, 4, "the other cuts are worked out without a recount");
+    }
+
     #[test]
     fn preview_rules() {
         let line = br#"{"role": "assistant", "content": "<think>hidden</think>  shown\n\n text"}"#;
