@@ -313,15 +313,7 @@ pub fn for_each_line(
     let io = |source| StoreError::Io { path: format!("document {document_id}"), source };
     match kind {
         DocumentKind::Branch | DocumentKind::View | DocumentKind::Lossless => {
-            let sql = format!(
-                "SELECT {MESSAGE_COLUMNS} FROM document_lines dl JOIN messages m ON m.id = dl.message_id
-                 WHERE dl.document_id = ?1 ORDER BY dl.line_no"
-            );
-            let mut stmt = conn.prepare(&sql)?;
-            let mut rows = stmt.query([document_id])?;
-            while let Some(row) = rows.next()? {
-                f(&message_from_row(row, 0)?.line()?).map_err(io)?;
-            }
+            with_document_lines(conn, document_id, 0, |lines| lines.map(|l| l.line).try_for_each(|line| f(&line)))?.map_err(io)?;
         }
         DocumentKind::Events => {
             let mut stmt = conn.prepare(
@@ -407,11 +399,7 @@ pub fn with_document_lines<T>(
     from: i64,
     f: impl FnOnce(&mut DocumentLines<'_>) -> T,
 ) -> Result<T, StoreError> {
-    let sql = format!(
-        "SELECT {MESSAGE_COLUMNS}, m.id FROM document_lines dl JOIN messages m ON m.id = dl.message_id
-         WHERE dl.document_id = ?1 AND dl.line_no >= ?2 ORDER BY dl.line_no"
-    );
-    lines_of(conn, &sql, document_id, from, f)
+    lines_of(conn, document_id, ">=", "", from, f)
 }
 
 /// [`with_document_lines`] backwards: the lines before line `before`, last first.
@@ -421,15 +409,23 @@ pub fn with_document_lines_back<T>(
     before: i64,
     f: impl FnOnce(&mut DocumentLines<'_>) -> T,
 ) -> Result<T, StoreError> {
-    let sql = format!(
-        "SELECT {MESSAGE_COLUMNS}, m.id FROM document_lines dl JOIN messages m ON m.id = dl.message_id
-         WHERE dl.document_id = ?1 AND dl.line_no < ?2 ORDER BY dl.line_no DESC"
-    );
-    lines_of(conn, &sql, document_id, before, f)
+    lines_of(conn, document_id, "<", " DESC", before, f)
 }
 
-fn lines_of<T>(conn: &rusqlite::Connection, sql: &str, document_id: i64, bound: i64, f: impl FnOnce(&mut DocumentLines<'_>) -> T) -> Result<T, StoreError> {
-    let mut stmt = conn.prepare_cached(sql)?;
+/// The lines whose number is `bound_op` `bound`, in line order (`order` "") or reversed (" DESC").
+fn lines_of<T>(
+    conn: &rusqlite::Connection,
+    document_id: i64,
+    bound_op: &str,
+    order: &str,
+    bound: i64,
+    f: impl FnOnce(&mut DocumentLines<'_>) -> T,
+) -> Result<T, StoreError> {
+    let sql = format!(
+        "SELECT {MESSAGE_COLUMNS}, m.id FROM document_lines dl JOIN messages m ON m.id = dl.message_id
+         WHERE dl.document_id = ?1 AND dl.line_no {bound_op} ?2 ORDER BY dl.line_no{order}"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
     let mut lines = DocumentLines { rows: stmt.query(params![document_id, bound])?, error: None };
     let out = f(&mut lines);
     match lines.error {
