@@ -107,7 +107,7 @@ fn doctor_finds_rows_and_totals_that_disagree() {
     {
         let conn = rusqlite::Connection::open(&db).unwrap();
         conn.execute("UPDATE conversations SET message_count = message_count + 5 WHERE chat_id = '2026-07-05-branches'", []).unwrap();
-        conn.execute("INSERT INTO blobs (sha256, size, data) VALUES (x'00112233', 1, x'00')", []).unwrap();
+        conn.execute("INSERT INTO blobs (sha256, size) VALUES (x'00112233', 0)", []).unwrap();
     }
     let (ok, report) = doctor(&db, &logs);
     assert!(!ok);

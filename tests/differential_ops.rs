@@ -258,6 +258,24 @@ fn undo_without_an_undo_command() {
     ]);
 }
 
+/// Token counts stored flat in the metadata (as older gptme wrote them) are moved under
+/// `usage` when gptme reads the file, so its undo rewrites those lines: sessiondb cannot copy
+/// a prefix of the file then, and rebuilds the branch as gptme does.
+#[test]
+fn undo_rewrites_lines_gptme_reads_differently() {
+    let mut flat = msg("assistant", "two", 2);
+    flat["metadata"] = json!({"model": "m", "input_tokens": 5, "output_tokens": 2, "cost": 0.5});
+    differential(&[
+        new("u"),
+        append("u", msg("user", "one", 1)),
+        append("u", flat),
+        append("u", msg("user", "three", 3)),
+        append("u", msg("assistant", "four", 4)),
+        json!({"op": "undo", "id": "u", "n": 1}),
+        json!({"op": "undo", "id": "u", "n": 1}),
+    ]);
+}
+
 /// With a `/undo` command on top, gptme removes it and n more messages but logs `{"n": n}`,
 /// so its own event log no longer replays to the transcript. sessiondb logs `n + 1`; that is
 /// the one place its directory differs from gptme's, and its replay is the true state.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::term::tell;
+use super::term::{say, tell};
 use super::{human_bytes, Failure};
 use crate::store::{queries, Store};
 use crate::sync::materialise::export_conversation;
@@ -86,10 +86,21 @@ fn document(store: &Store, chat_id: &str, format: &str, branch: Option<&str>, ou
         .query_row("SELECT mtime_ns FROM entries WHERE conversation_id = ?1 AND path = ?2", rusqlite::params![conv.id, doc.path], |r| r.get(0))
         .unwrap_or(0);
     let mtime = mtime_ns.div_euclid(1_000_000_000) as f64 + mtime_ns.rem_euclid(1_000_000_000) as f64 * 1e-9;
-    let messages: Vec<_> =
-        live::doc_lines(&conn, &doc)?.into_iter().filter_map(|l| l.message).map(|m| crate::ops::normalise_for_rewrite(&m, mtime)).collect();
-    let text = if format == "html" { crate::render::html(chat_id, &messages) } else { crate::render::markdown(chat_id, &messages) };
-    match output {
+    // Message by message from the store to the output: memory does not grow with the
+    // conversation. A failed read of the store is reported as itself, and leaves no file.
+    let mut failed = None;
+    let mut render = |out: &mut dyn std::io::Write| {
+        let written = queries::with_document_lines(&conn, doc.id, 0, |lines| {
+            let messages = lines.filter_map(|l| l.message).map(|m| crate::ops::normalise_for_rewrite(&m, mtime));
+            if format == "html" { crate::render::html(chat_id, messages, out) } else { crate::render::markdown(chat_id, messages, out) }
+        });
+        written.unwrap_or_else(|e| {
+            let reason = std::io::Error::other(e.to_string());
+            failed = Some(e);
+            Err(reason)
+        })
+    };
+    let written = match output {
         Some(path) => {
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64);
             // As any program's `open(O_CREAT)` would: a new file under the umask; a file being
@@ -98,11 +109,23 @@ fn document(store: &Store, chat_id: &str, format: &str, branch: Option<&str>, ou
                 Ok(m) if m.is_file() => std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777,
                 _ => crate::sync::safe_fs::new_file_mode(),
             };
-            crate::sync::fsutil::write_atomic(path, mode, now, |out| out.write_all(text.as_bytes()))
-                .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
-            println!("Exported conversation to {}", path.display());
+            crate::sync::fsutil::write_atomic(path, mode, now, render).map(|()| say!("Exported conversation to {}", path.display()))
         }
-        None => super::term::print_document(&text),
+        None => {
+            // On a terminal, stored control characters are shown escaped; to a pipe or a file
+            // the document is exact.
+            let out = std::io::BufWriter::new(std::io::stdout().lock());
+            let mut out: Box<dyn std::io::Write> =
+                if std::io::IsTerminal::is_terminal(&std::io::stdout()) { Box::new(super::term::Visible::new(out)) } else { Box::new(out) };
+            render(&mut out).and_then(|()| std::io::Write::flush(&mut out))
+        }
+    };
+    if let Some(e) = failed {
+        return Err(e.into());
     }
-    Ok(0)
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        Err(e) => Err(Failure(format!("{}: {e}", output.map_or("standard output".into(), |p| p.display().to_string())))),
+        Ok(()) => Ok(0),
+    }
 }

@@ -125,13 +125,11 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     }
     .ok_or_else(|| Failure(format!("conversation {:?} has no branch {:?}", args.chat_id, args.branch.as_deref().unwrap_or("main"))))?;
     let name = queries::conversation_summary(&conn, &args.chat_id)?.name;
-    let all: Vec<Message> = live::doc_lines(&conn, &doc)?.into_iter().filter_map(|l| l.message).collect();
-    let mut messages: Vec<&Message> = all.iter().filter(|m| args.system || m.role != Role::System).collect();
-    let mut start = 0;
-    if let Some(k) = args.start {
-        start = k.saturating_sub(1 + args.context);
-        messages = messages.split_off(start.min(messages.len()));
-    }
+    // Only as many lines are read as the page needs: a long conversation costs no more memory.
+    let start = args.start.map_or(0, |k| k.saturating_sub(1 + args.context));
+    let messages: Vec<Message> = queries::with_document_lines(&conn, doc.id, 0, |lines| {
+        lines.filter_map(|l| l.message).filter(|m| args.system || m.role != Role::System).skip(start).take(args.limit).collect()
+    })?;
     let terminal = std::io::stdout().is_terminal();
     let colour = terminal && std::env::var_os("NO_COLOR").is_none();
     let width = super::terminal_width(terminal);

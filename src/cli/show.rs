@@ -20,13 +20,14 @@ pub struct Args {
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let conn = store.connection()?;
-    let messages = queries::branch_messages(&conn, &args.chat_id, &args.branch)?;
+    let document_id = queries::branch_document(&conn, &args.chat_id, &args.branch)?;
     let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let result: std::io::Result<()> = (|| {
-        for (message, line) in &messages {
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    // One line at a time, from the store to the output: memory does not grow with the branch.
+    let result = queries::with_document_lines(&conn, document_id, 0, |lines| -> std::io::Result<()> {
+        for (message, line) in lines.filter_map(|l| l.message.map(|m| (m, l.line))) {
             if args.json {
-                out.write_all(line)?;
+                out.write_all(&line)?;
                 out.write_all(b"\n")?;
             } else {
                 let mut flags = Vec::new();
@@ -43,7 +44,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             }
         }
         out.flush()
-    })();
+    })?;
     match result {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
         other => other.map(|_| 0).map_err(Failure::from),

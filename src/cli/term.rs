@@ -48,6 +48,43 @@ pub fn print_document(text: &str) {
     }
 }
 
+/// A writer that passes a document on made [`visible`], as it is streamed (`export --format`
+/// on a terminal). A character split between two writes is held until it is whole; bytes that
+/// are not UTF-8 are shown as U+FFFD.
+pub struct Visible<W: std::io::Write> {
+    inner: W,
+    carry: Vec<u8>,
+}
+
+impl<W: std::io::Write> Visible<W> {
+    pub fn new(inner: W) -> Self {
+        Visible { inner, carry: Vec::new() }
+    }
+
+    fn pass(&mut self, upto: usize) -> std::io::Result<()> {
+        let chunk: Vec<u8> = self.carry.drain(..upto).collect();
+        self.inner.write_all(visible(&String::from_utf8_lossy(&chunk)).as_bytes())
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for Visible<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.carry.extend_from_slice(buf);
+        let whole = match std::str::from_utf8(&self.carry) {
+            Ok(_) => self.carry.len(),
+            Err(e) if e.error_len().is_none() => e.valid_up_to(), // a character cut short
+            Err(_) => self.carry.len(),
+        };
+        self.pass(whole)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.pass(self.carry.len())?;
+        self.inner.flush()
+    }
+}
+
 /// `println!` for human-readable output: the whole line made [`visible`].
 macro_rules! say {
     ($($arg:tt)*) => { println!("{}", $crate::cli::term::visible(&format!($($arg)*))) };
@@ -63,6 +100,18 @@ pub(crate) use {say, tell};
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_streamed_document_is_made_visible_across_writes() {
+        use std::io::Write;
+        let mut out = Visible::new(Vec::new());
+        let text = "a\u{1b}[2Jb \u{9b}c é\n";
+        for b in text.as_bytes() {
+            out.write_all(std::slice::from_ref(b)).unwrap(); // every character split
+        }
+        out.flush().unwrap();
+        assert_eq!(String::from_utf8(out.inner).unwrap(), visible(text));
+    }
 
     #[test]
     fn controls_are_escaped_and_lines_kept() {

@@ -110,7 +110,7 @@ pub fn remove(store: &Store, chat_id: &str, force: bool) -> Result<(), OpsError>
     }
     tx.execute("DELETE FROM conversations WHERE id = ?1", [conv.id])?;
     crate::store::acknowledged::forget_conversation(&tx, chat_id)?;
-    tx.execute("DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM entries WHERE blob_sha256 = blobs.sha256)", [])?;
+    crate::store::blobs::remove_all_unreferenced(&tx)?;
     if conv.dir.exists() {
         std::fs::remove_dir_all(&conv.dir).map_err(|source| OpsError::Dir(crate::sync::dirtx::DirError::Io { path: conv.dir.clone(), source }))?;
     }

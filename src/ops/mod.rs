@@ -21,6 +21,7 @@ use crate::codec::events::{Event, Payload, CHECKPOINT_INTERVAL, CHECKPOINT, MESS
 use crate::codec::json::Json;
 use crate::model::Message;
 use crate::store::live::{self, Doc, LiveConversation};
+use crate::store::queries::{self, StoredLine};
 use crate::store::{DocumentKind, Store, StoreError, WriteBatch};
 use crate::sync::dirtx::{DirError, DirTransaction, FileStat};
 use crate::sync::gptme_lock::{self, ConversationLock, LockError};
@@ -30,7 +31,7 @@ pub use conversation::{new_conversation, NewConversation};
 pub use manage::{clean_candidates, fork, fork_at_turn, remove, CleanCandidate};
 pub use crate::codec::events::replay;
 pub use more::{read_event_file, slice_at_turn};
-pub use normalise::normalise_for_rewrite;
+pub use normalise::{normalise_for_rewrite, rewrites_unchanged};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OpsError {
@@ -342,17 +343,22 @@ impl Session<'_> {
             if !path.is_absolute() || !path.is_file() {
                 continue; // URIs and missing files are referenced, not stored (as in gptme)
             }
-            let data = std::fs::read(path).map_err(|source| DirError::Io { path: path.to_owned(), source })?;
-            use sha2::Digest;
-            let hex: String = sha2::Sha256::digest(&data).iter().map(|b| format!("{b:02x}")).collect();
+            // Read in pieces, never whole: an attachment may be larger than memory.
+            let io = |source| DirError::Io { path: path.to_owned(), source };
+            let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
+            std::io::copy(&mut std::fs::File::open(path).map_err(io)?, &mut hasher).map_err(io)?;
+            let sha: [u8; 32] = sha2::Digest::finalize(hasher).into();
+            let hex: String = sha.iter().map(|b| format!("{b:02x}")).collect();
             let hash = hex[..16].to_owned();
             let suffix = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
             let rel = format!("files/{hash}{suffix}");
             self.ensure_dir("files")?;
             if !self.abs(&rel).exists() {
-                let stat = self.dir.copy_file(path, &self.abs(&rel))?;
-                let sha: [u8; 32] = sha2::Sha256::digest(&data).into();
-                self.conn().execute("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, ?2, ?3)", params![&sha[..], data.len() as i64, data])?;
+                let copy = self.abs(&rel);
+                let stat = self.dir.copy_file(path, &copy)?;
+                // Stored from the copy written, so that the store holds what the directory holds.
+                let file = std::fs::File::open(&copy).map_err(|source| DirError::Io { path: copy.clone(), source })?;
+                crate::store::blobs::put(self.conn(), &sha, stat.size, std::io::BufReader::new(file), &rel)?;
                 self.conn().execute(
                     "INSERT OR REPLACE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, ?6)",
                     params![self.conv.id, rel, stat.mode, stat.mtime_ns, &sha[..], stat.size as i64],
@@ -451,12 +457,17 @@ impl Session<'_> {
     /// Saves the current state of `branch` (or of the active view) as backup branch
     /// `<branch>-<kind>-<n>`, n counting the existing backups with that prefix, as gptme does.
     fn save_backup(&mut self, branch: &str, kind: &str, messages: &[Message]) -> Result<String, OpsError> {
+        let name = self.backup_name(branch, kind)?;
+        self.create_branch(&name, messages)?;
+        Ok(name)
+    }
+
+    /// The name of the next backup branch `<branch>-<kind>-<n>`.
+    fn backup_name(&self, branch: &str, kind: &str) -> Result<String, OpsError> {
         let prefix = format!("{branch}-{kind}-");
         let existing = live::docs(self.conn(), self.conv.id, DocumentKind::Branch)?;
         let n = existing.iter().filter(|d| d.name.starts_with(&prefix)).count();
-        let name = format!("{prefix}{n}");
-        self.create_branch(&name, messages)?;
-        Ok(name)
+        Ok(format!("{prefix}{n}"))
     }
 
     fn create_branch(&mut self, name: &str, messages: &[Message]) -> Result<(), OpsError> {
@@ -502,10 +513,7 @@ impl Session<'_> {
     /// Recomputes the listing totals from main's lines (after a rewrite).
     fn refresh_totals(&self) -> Result<(), OpsError> {
         let main = self.branch_doc("main")?;
-        let mut totals = crate::store::totals::ListingTotals::default();
-        for l in live::doc_lines(self.conn(), &main)? {
-            totals.feed(&l.line, None);
-        }
+        let totals = crate::store::totals::recompute(self.conn(), main.id)?;
         let mtime = self.file_mtime("conversation.jsonl")?;
         crate::store::totals::save(self.conn(), self.conv.id, &totals, mtime)?;
         Ok(())
@@ -533,6 +541,9 @@ impl Session<'_> {
     /// command too (`n + 1`), so that recovery gives back the transcript.
     pub fn undo(&mut self, branch: &str, n: usize) -> Result<Option<Undone>, OpsError> {
         let mut doc = self.target(branch)?;
+        if let Some(undone) = self.undo_by_prefix(branch, &mut doc, n)? {
+            return Ok(undone);
+        }
         let mut messages = self.messages(&doc)?;
         let mut removed = Vec::new();
         let undo_command = messages.last().is_some_and(|m| m.content.starts_with("/undo"));
@@ -560,6 +571,75 @@ impl Session<'_> {
         let payload = Payload::Other(Json::Object(vec![("n".into(), Json::Int(logged.to_string()))]));
         self.log_event(branch, UNDO, payload, &doc)?;
         Ok(Some((removed, backup)))
+    }
+
+    /// [`Self::undo`] without reading the branch, for a file that ends with a newline and whose
+    /// every line gptme writes back as it is (all that gptme itself writes): the backup and
+    /// the branch after the undo are then prefixes of the file's bytes and of its rows, and are
+    /// copied, not rebuilt. Only the last `n + 2` lines are read. `None` when that does not
+    /// hold, or the file is not what the store says it is: the caller undoes the general way.
+    fn undo_by_prefix(&mut self, branch: &str, doc: &mut Doc, n: usize) -> Result<Option<Option<Undone>>, OpsError> {
+        let Some(size) = doc.size.filter(|_| doc.ends_with_newline) else { return Ok(None) };
+        if !live::rewrites_unchanged(self.conn(), doc)? {
+            return Ok(None);
+        }
+        let total = doc.line_count;
+        let tail: Vec<StoredLine> =
+            queries::with_document_lines_back(self.conn(), doc.id, total, |lines| lines.take(n.saturating_add(2)).collect())?;
+        let Some(messages) = tail.iter().map(|l| l.message.as_ref()).collect::<Option<Vec<&Message>>>() else { return Ok(None) };
+        let undo_command = messages.first().is_some_and(|m| m.content.starts_with("/undo"));
+        let kept = total - i64::from(undo_command);
+        if kept == 0 {
+            if undo_command {
+                self.replace(doc, &[])?;
+            }
+            return Ok(Some(None));
+        }
+        let removed_count = i64::try_from(n).unwrap_or(i64::MAX).min(kept) + i64::from(undo_command);
+        let new_len = total - removed_count;
+        // Bytes from the end of the file to the start of line `line`.
+        let suffix = |line: i64| -> u64 { tail[..(total - line) as usize].iter().map(|l| l.line.len() as u64 + 1).sum() };
+        let path = self.abs(&doc.path);
+        let io = |source| DirError::Io { path: path.clone(), source };
+        let cut = size.checked_sub(suffix(new_len)).ok_or_else(|| StoreError::Corrupt(format!("{}: lines longer than the file", doc.path)))?;
+        if !file_ends_with(&path, size, cut, tail[..removed_count as usize].iter().rev().map(|l| l.line.as_slice())).map_err(io)? {
+            return Ok(None);
+        }
+        let backup = match messages.get(usize::from(undo_command)) {
+            Some(last) if !last.content.starts_with('/') => {
+                let name = self.backup_name(branch, "undo")?;
+                self.ensure_dir("branches")?;
+                let rel = Self::branch_path(&name);
+                let mut backup = live::create_doc(self.batch.conn(), self.conv.id, &rel, DocumentKind::Branch, &name, TRANSCRIPT_MODE)?;
+                live::copy_lines(self.conn(), doc, &mut backup, kept)?;
+                let mut source = std::fs::File::open(&path).map_err(io)?;
+                let stat = self.dir.replace(&self.abs(&rel), backup.mode, |out| copy_exactly(&mut source, size - suffix(kept), out))?;
+                self.record(&rel, stat)?;
+                self.refresh_branch_count()?;
+                Some(name)
+            }
+            _ => None,
+        };
+        live::truncate_lines(self.conn(), doc, new_len)?;
+        let mut source = std::fs::File::open(&path).map_err(io)?;
+        let stat = self.dir.replace(&path, doc.mode, |out| copy_exactly(&mut source, cut, out))?;
+        self.record(&doc.path, stat)?;
+        let gone = &tail[..removed_count as usize];
+        live::remove_messages_if_unreferenced(self.conn(), &gone.iter().map(|l| l.message_id).collect::<Vec<_>>())?;
+        if doc.kind == DocumentKind::Branch && doc.name == "main" {
+            let stored = crate::store::totals::load(self.conn(), self.conv.id)?;
+            let lines: Vec<&[u8]> = gone.iter().rev().map(|l| l.line.as_slice()).collect();
+            let totals = match queries::with_document_lines_back(self.conn(), doc.id, new_len, |kept| stored.without_suffix(&lines, kept.map(|l| l.line)))? {
+                Some(totals) => totals,
+                None => crate::store::totals::recompute(self.conn(), doc.id)?,
+            };
+            crate::store::totals::save(self.conn(), self.conv.id, &totals, self.file_mtime("conversation.jsonl")?)?;
+        }
+        let removed = gone.iter().filter_map(|l| l.message.clone()).collect();
+        let logged = n + usize::from(undo_command);
+        let payload = Payload::Other(Json::Object(vec![("n".into(), Json::Int(logged.to_string()))]));
+        self.log_event(branch, UNDO, payload, doc)?;
+        Ok(Some(Some((removed, backup))))
     }
 
     /// gptme's `LogManager.branch`: creates `name` as a copy of `from` (or of the active view,
@@ -590,6 +670,35 @@ fn new_messages(messages: &[Message]) -> Vec<Message> {
         .collect()
 }
 
+/// Whether the file at `path` is `size` bytes long and its bytes from `from` on are `lines`,
+/// each followed by a newline.
+fn file_ends_with<'a>(path: &Path, size: u64, from: u64, lines: impl Iterator<Item = &'a [u8]>) -> std::io::Result<bool> {
+    use std::io::{Read, Seek};
+    let mut file = std::fs::File::open(path)?;
+    if file.metadata()?.len() != size {
+        return Ok(false);
+    }
+    file.seek(std::io::SeekFrom::Start(from))?;
+    let mut found = Vec::new();
+    file.read_to_end(&mut found)?;
+    let mut expected = Vec::with_capacity(found.len());
+    for line in lines {
+        expected.extend_from_slice(line);
+        expected.push(b'\n');
+    }
+    Ok(found == expected)
+}
+
+/// Copies the first `len` bytes of `source` to `out`; fewer is an error.
+fn copy_exactly(source: &mut std::fs::File, len: u64, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    use std::io::Read;
+    let copied = std::io::copy(&mut source.take(len), out)?;
+    if copied != len {
+        return Err(std::io::Error::other("the file changed while it was being copied"));
+    }
+    Ok(())
+}
+
 /// Nanoseconds since the epoch → seconds, as CPython computes `st_mtime`.
 fn seconds(ns: i64) -> f64 {
     ns.div_euclid(1_000_000_000) as f64 + ns.rem_euclid(1_000_000_000) as f64 * 1e-9
@@ -597,8 +706,5 @@ fn seconds(ns: i64) -> f64 {
 
 /// The digest of the empty file, stored once (gptme's empty lock sidecars).
 fn empty_blob(conn: &rusqlite::Connection) -> Result<[u8; 32], OpsError> {
-    use sha2::Digest;
-    let sha: [u8; 32] = sha2::Sha256::digest(b"").into();
-    conn.execute("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, 0, x'')", [&sha[..]])?;
-    Ok(sha)
+    Ok(crate::store::blobs::put_bytes(conn, b"", "")?)
 }

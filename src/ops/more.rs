@@ -1,7 +1,7 @@
 //! The rest of gptme's log operations: views, bookmarks and backtrack, rename, and the
 //! replay of an event log (recover). Each runs inside a [`Session`].
 
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 
 use super::{umask_mode, OpsError, Session, TRANSCRIPT_MODE};
 use crate::codec::conv_checkpoints::{encode_checkpoint, ConvCheckpoint};
@@ -169,14 +169,21 @@ impl Session<'_> {
         // gptme's chat_config_lock: serialises config.toml's read-modify-write with its
         // auto-namer.
         self.lock_sidecar(".config.lock")?;
-        let current: Option<(Vec<u8>, u32)> = self
+        let stored: Option<(Vec<u8>, u32)> = self
             .conn()
             .query_row(
-                "SELECT b.data, e.mode FROM entries e JOIN blobs b ON b.sha256 = e.blob_sha256 WHERE e.conversation_id = ?1 AND e.path = 'config.toml'",
+                "SELECT blob_sha256, mode FROM entries WHERE conversation_id = ?1 AND path = 'config.toml' AND kind = 'blob'",
                 [self.conv.id],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
-            .ok();
+            .optional()?;
+        let current = match stored {
+            Some((sha, mode)) => {
+                let sha = <[u8; 32]>::try_from(sha.as_slice()).map_err(|_| crate::store::StoreError::Corrupt("config.toml has an invalid digest".into()))?;
+                Some((crate::store::blobs::read_all(self.conn(), &sha)?, mode))
+            }
+            None => None,
+        };
         let (text, mode) = match &current {
             Some((data, mode)) => (String::from_utf8_lossy(data).into_owned(), *mode),
             None => (String::new(), umask_mode()),

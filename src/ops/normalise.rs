@@ -22,14 +22,29 @@ pub fn normalise_for_rewrite(m: &Message, file_mtime: f64) -> Message {
         None => format_utc(file_mtime),
     });
     if let Some(Json::Object(members)) = &m.metadata {
-        let flat = !members.iter().any(|(k, _)| k == "usage") && members.iter().any(|(k, _)| TOKEN_KEYS.contains(&k.as_str()));
-        if flat {
+        if flat_usage(members) {
             let (usage, mut remaining): (Vec<_>, Vec<_>) = members.iter().cloned().partition(|(k, _)| TOKEN_KEYS.contains(&k.as_str()));
             remaining.push(("usage".into(), Json::Object(usage)));
             m.metadata = Some(Json::Object(remaining));
         }
     }
     m
+}
+
+/// Token counts stored flat in the metadata (old gptme), which gptme's reader moves under `usage`.
+fn flat_usage(members: &[(String, Json)]) -> bool {
+    !members.iter().any(|(k, _)| k == "usage") && members.iter().any(|(k, _)| TOKEN_KEYS.contains(&k.as_str()))
+}
+
+/// Whether [`normalise_for_rewrite`] leaves `m` as it is, whatever the file's mtime: gptme,
+/// rewriting a file from this message, writes the message's own encoding back.
+pub fn rewrites_unchanged(m: &Message) -> bool {
+    let timestamp_kept = m.timestamp.as_deref().is_some_and(|t| normalise(t).is_none_or(|n| n == t));
+    let metadata_kept = match &m.metadata {
+        Some(Json::Object(members)) => !flat_usage(members),
+        _ => true,
+    };
+    timestamp_kept && metadata_kept
 }
 
 #[cfg(test)]
@@ -48,5 +63,21 @@ mod tests {
         let nested = parse(r#"{"usage": {"input_tokens": 1}, "input_tokens": 9}"#).unwrap().value;
         m.metadata = Some(nested.clone());
         assert_eq!(normalise_for_rewrite(&m, 0.0).metadata, Some(nested));
+    }
+
+    #[test]
+    fn unchanged_exactly_when_normalising_changes_nothing() {
+        // Message equality is gptme's (role and content): compare what normalising may change.
+        let kept = |m: &Message| {
+            let n = normalise_for_rewrite(m, 7.0);
+            n.timestamp == m.timestamp && n.metadata == m.metadata
+        };
+        let mut m = Message::new(Role::User, "x", Some("2026-07-16T10:00:00.500000".into()));
+        assert!(rewrites_unchanged(&m) && kept(&m));
+        for (timestamp, metadata) in [(Some("2026-07-16T10:00:00.5"), None), (None, None), (Some("2026-07-16T10:00:00"), Some(r#"{"input_tokens": 5}"#))] {
+            m.timestamp = timestamp.map(str::to_owned);
+            m.metadata = metadata.map(|j| parse(j).unwrap().value);
+            assert!(!rewrites_unchanged(&m) && !kept(&m), "{timestamp:?} {metadata:?}");
+        }
     }
 }

@@ -9,6 +9,7 @@
 //! and a Content-Security-Policy forbids every script, request and frame the page might still
 //! contain, allowing only its own inline styles and embedded images.
 
+use std::io::Write;
 use std::sync::OnceLock;
 
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
@@ -39,20 +40,17 @@ fn shown_time(m: &Message) -> Option<String> {
 
 /// gptme's `export_chat_to_markdown`: a `# name` title, then per message (hidden ones left
 /// out) a `## Role  (time)` heading, a blank line, the content and a blank line, joined by
-/// newlines.
-pub fn markdown(name: &str, messages: &[Message]) -> String {
-    let mut lines = vec![format!("# {name}")];
-    for m in messages.iter().filter(|m| !m.hide) {
+/// newlines. Written message by message as `messages` yields them.
+pub fn markdown(name: &str, messages: impl Iterator<Item = Message>, out: &mut dyn Write) -> std::io::Result<()> {
+    write!(out, "# {name}")?;
+    for m in messages.filter(|m| !m.hide) {
         let mut header = format!("## {}", role_label(&m.role));
-        if let Some(t) = shown_time(m) {
+        if let Some(t) = shown_time(&m) {
             header.push_str(&format!("  ({t})"));
         }
-        lines.push(header);
-        lines.push(String::new());
-        lines.push(m.content.clone());
-        lines.push(String::new());
+        write!(out, "\n{header}\n\n{}\n", m.content)?;
     }
-    lines.join("\n")
+    Ok(())
 }
 
 /// `text` safe anywhere in HTML: in text and in quoted attribute values.
@@ -236,10 +234,16 @@ table{border-collapse:collapse}td,th{border:1px solid #d0d7de;padding:.2rem .5re
 const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
 
 /// A self-contained HTML page of the conversation. Hidden messages are included, marked (an
-/// HTML page can show them faded; gptme's Markdown export leaves them out).
-pub fn html(name: &str, messages: &[Message]) -> String {
-    let mut body = String::new();
+/// HTML page can show them faded; gptme's Markdown export leaves them out). Written message by
+/// message as `messages` yields them.
+pub fn html(name: &str, messages: impl Iterator<Item = Message>, out: &mut dyn Write) -> std::io::Result<()> {
+    write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n<meta name=\"referrer\" content=\"no-referrer\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{title}</title><style>{STYLE}</style></head>\n<body><h1>{title}</h1>\n",
+        title = escape(name)
+    )?;
     for m in messages {
+        let m = &m;
         let class = match m.role {
             Role::User => "user",
             Role::Assistant => "assistant",
@@ -249,16 +253,13 @@ pub fn html(name: &str, messages: &[Message]) -> String {
         let time = shown_time(m).map(|t| format!("<time>{}</time>", escape(&t))).unwrap_or_default();
         let model = m.model().map(|x| format!("<span>{}</span>", escape(x))).unwrap_or_default();
         let flags = [(m.pinned, "pinned"), (m.hide, "hidden")].iter().filter(|(f, _)| *f).map(|(_, n)| format!("<span>{n}</span>")).collect::<String>();
-        body.push_str(&format!(
+        out.write_all(format!(
             "<section class=\"msg {class}{hidden}\"><header><b>{}</b>{time}{model}{flags}</header>{}</section>\n",
             escape(&role_label(&m.role)),
             content_html(&m.content)
-        ));
+        ).as_bytes())?;
     }
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n<meta name=\"referrer\" content=\"no-referrer\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{title}</title><style>{STYLE}</style></head>\n<body><h1>{title}</h1>\n{body}</body></html>\n",
-        title = escape(name)
-    )
+    out.write_all(b"</body></html>\n")
 }
 
 #[cfg(test)]
@@ -270,13 +271,17 @@ mod tests {
         let mut hidden = Message::new(Role::System, "secret", None);
         hidden.hide = true;
         let ms = vec![Message::new(Role::User, "hi", Some("2026-07-16T10:00:00.5".into())), hidden, Message::new(Role::Assistant, "yo", None)];
-        assert_eq!(markdown("c", &ms), "# c\n## User  (2026-07-16 10:00:00)\n\nhi\n\n## Assistant\n\nyo\n");
+        let mut out = Vec::new();
+        markdown("c", ms.into_iter(), &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "# c\n## User  (2026-07-16 10:00:00)\n\nhi\n\n## Assistant\n\nyo\n");
     }
 
     #[test]
     fn html_is_self_contained_and_safe() {
         let ms = vec![Message::new(Role::Assistant, "<script>alert(1)</script>\n\n```rust\nfn main() {}\n```\n", None)];
-        let page = html("t <x>", &ms);
+        let mut out = Vec::new();
+        html("t <x>", ms.into_iter(), &mut out).unwrap();
+        let page = String::from_utf8(out).unwrap();
         assert!(!page.contains("<script>"), "{page}");
         assert!(page.contains("&lt;script&gt;"));
         assert!(!page.contains("http://") && !page.contains("https://") && !page.contains("src="));
@@ -294,7 +299,9 @@ mod tests {
             None,
         );
         m.metadata = Some(crate::codec::json::parse(r#"{"model": "<b onmouseover=x>m</b>"}"#).unwrap().value);
-        let page = html("n'\"<x>", &[m]);
+        let mut out = Vec::new();
+        html("n'\"<x>", std::iter::once(m), &mut out).unwrap();
+        let page = String::from_utf8(out).unwrap();
         let body = &page[page.find("<body>").unwrap()..];
         for bad in ["<img src=x", "<script", "<iframe", "<svg", "<b ", "javascript:alert(1)\"", "href=\"VBScript", "href=\"data:", "href=\"rel", "<img src=\"http", "<img src=\"data:image/svg"] {
             assert!(!body.contains(bad), "{bad} in {body}");

@@ -10,7 +10,6 @@ use rusqlite::Connection;
 use serde::Serialize;
 
 use super::schema::CURRENT_VERSION;
-use super::totals::ListingTotals;
 use super::{live, DocumentKind, StoreError};
 
 /// What the database checks found.
@@ -104,6 +103,16 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
     );
     push_all(
         &mut report.problems,
+        "blob",
+        strings(
+            conn,
+            "SELECT hex(b.sha256) || ': ' || coalesce(sum(length(c.data)), 0) || ' bytes stored of its ' || b.size
+             FROM blobs b LEFT JOIN blob_chunks c ON c.blob_id = b.id GROUP BY b.id
+             HAVING coalesce(sum(length(c.data)), 0) != b.size OR count(c.id) != coalesce(max(c.seq) + 1, 0)",
+        )?,
+    );
+    push_all(
+        &mut report.problems,
         "missing blob",
         strings(
             conn,
@@ -139,10 +148,7 @@ fn totals_disagreements(conn: &Connection) -> Result<Vec<String>, StoreError> {
             out.push(format!("{chat_id}: no main branch (conversation.jsonl)"));
             continue;
         };
-        let mut computed = ListingTotals::default();
-        for line in live::doc_lines(conn, &main)? {
-            computed.feed(&line.line, None);
-        }
+        let computed = super::totals::recompute(conn, main.id)?;
         let stored = super::totals::load(conn, id)?;
         let same_cost = computed.total_cost == stored.total_cost || (!computed.total_cost.is_finite() && !stored.total_cost.is_finite())
             || (computed.total_cost - stored.total_cost).abs() <= 1e-9 * computed.total_cost.abs().max(1.0);

@@ -11,7 +11,6 @@ use std::collections::{HashMap, HashSet};
 use std::io::Read;
 
 use rusqlite::{params, Savepoint};
-use sha2::{Digest, Sha256};
 
 use super::rows;
 use super::totals::ListingTotals;
@@ -230,43 +229,16 @@ impl<'c> ConversationWriter<'c> {
 
     /// Stores a regular file's bytes as an opaque, content-addressed blob.
     pub fn add_blob(&mut self, path: &str, mode: u32, mtime_ns: i64, sha256: &[u8; 32], data: &[u8]) -> Result<(), StoreError> {
-        self.tx
-            .prepare_cached("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, ?2, ?3)")?
-            .execute(params![&sha256[..], data.len() as i64, data])?;
+        super::blobs::put(&self.tx, sha256, data.len() as u64, data, path)?;
         self.count_blob(path, data.len() as u64);
         self.entry(path, "blob", mode, mtime_ns, Some(sha256), None, Some(data.len() as u64))
     }
 
-    /// Stores a large file as a blob by streaming `size` bytes from `data` into an incremental
-    /// blob, so that it never has to be held in memory. `sha256` is the digest of those bytes,
-    /// computed by the caller beforehand; `data` yielding other bytes is an error.
+    /// Stores a large file as a blob by streaming `size` bytes from `data` in chunks, so that
+    /// it never has to be held in memory. `sha256` is the digest of those bytes, computed by
+    /// the caller beforehand; `data` yielding other bytes is an error.
     pub fn add_blob_stream(&mut self, path: &str, mode: u32, mtime_ns: i64, sha256: &[u8; 32], size: u64, data: impl Read) -> Result<(), StoreError> {
-        let io = |source| StoreError::Io { path: path.to_owned(), source };
-        let inserted = self
-            .tx
-            .prepare_cached("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, ?2, zeroblob(?2))")?
-            .execute(params![&sha256[..], size as i64])?;
-        if inserted == 1 {
-            let rowid = self.tx.last_insert_rowid();
-            let mut blob = self.tx.blob_open(rusqlite::MAIN_DB, "blobs", "data", rowid, false)?;
-            let mut hasher = Sha256::new();
-            let mut reader = data.take(size);
-            let mut buf = vec![0; 1 << 20];
-            let mut written = 0u64;
-            loop {
-                let n = reader.read(&mut buf).map_err(io)?;
-                if n == 0 {
-                    break;
-                }
-                hasher.update(&buf[..n]);
-                std::io::Write::write_all(&mut blob, &buf[..n]).map_err(io)?;
-                written += n as u64;
-            }
-            let digest: [u8; 32] = hasher.finalize().into();
-            if written != size || &digest != sha256 {
-                return Err(io(std::io::Error::other("file changed while it was being read")));
-            }
-        }
+        super::blobs::put(&self.tx, sha256, size, data, path)?;
         self.count_blob(path, size);
         self.entry(path, "blob", mode, mtime_ns, Some(sha256), None, Some(size))
     }
@@ -534,11 +506,7 @@ impl<'c> ConversationWriter<'c> {
         self.tx.execute("UPDATE conversations SET branch_count = ?2 WHERE id = ?1", params![self.conversation_id, branch_count])?;
         // Blobs are shared by content across conversations: one goes when nothing refers to it.
         for sha in &self.previous_blobs {
-            self.tx
-                .prepare_cached(
-                    "DELETE FROM blobs WHERE sha256 = ?1 AND NOT EXISTS (SELECT 1 FROM entries WHERE blob_sha256 = ?1)",
-                )?
-                .execute([sha])?;
+            super::blobs::remove_if_unreferenced(&self.tx, sha)?;
         }
         self.tx.commit()?;
         Ok(self.stats)

@@ -85,10 +85,10 @@ pub fn docs(conn: &Connection, conversation_id: i64, kind: DocumentKind) -> Resu
 
 /// The view gptme's `views/.current` marker makes active on main, if it names one.
 pub fn active_view(conn: &Connection, conversation_id: i64) -> Result<Option<Doc>, StoreError> {
-    let marker: Option<Vec<u8>> = conn
-        .prepare_cached("SELECT b.data FROM entries e JOIN blobs b ON b.sha256 = e.blob_sha256 WHERE e.conversation_id = ?1 AND e.path = 'views/.current'")?
-        .query_row([conversation_id], |r| r.get(0))
-        .optional()?;
+    let marker = entry_blob(conn, conversation_id, "views/.current")?
+        .and_then(|sha| <[u8; 32]>::try_from(sha.as_slice()).ok())
+        .map(|sha| super::blobs::read_all(conn, &sha))
+        .transpose()?;
     let Some(name) = marker.map(|m| String::from_utf8_lossy(&m).trim().to_owned()) else { return Ok(None) };
     if name.is_empty() || name.contains('/') || name.contains('\\') {
         return Ok(None);
@@ -153,6 +153,52 @@ pub fn replace_lines(conn: &Connection, conversation_id: i64, doc: &mut Doc, mes
         append_line(conn, conversation_id, doc, m)?;
     }
     conn.execute("UPDATE documents SET line_count = ?2, ends_with_newline = 1 WHERE id = ?1", params![doc.id, doc.line_count])?;
+    Ok(())
+}
+
+/// Whether gptme, rewriting `doc` from the messages it reads, writes every line back as it is
+/// (see `messages.rewrites_unchanged` in schema 0008). One pass over the document's rows in
+/// SQLite; nothing is decoded.
+pub fn rewrites_unchanged(conn: &Connection, doc: &Doc) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT NOT EXISTS (SELECT 1 FROM document_lines dl JOIN messages m ON m.id = dl.message_id
+               WHERE dl.document_id = ?1 AND m.rewrites_unchanged IS NOT 1)",
+        )?
+        .query_row([doc.id], |r| r.get(0))?)
+}
+
+/// Gives the empty document `to` the first `count` lines of `from`, row for row.
+pub fn copy_lines(conn: &Connection, from: &Doc, to: &mut Doc, count: i64) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO document_lines (document_id, line_no, message_id)
+         SELECT ?2, line_no, message_id FROM document_lines WHERE document_id = ?1 AND line_no < ?3",
+    )?
+    .execute(params![from.id, to.id, count])?;
+    to.line_count = count;
+    to.ends_with_newline = true;
+    conn.prepare_cached("UPDATE documents SET line_count = ?2, ends_with_newline = 1 WHERE id = ?1")?.execute(params![to.id, count])?;
+    Ok(())
+}
+
+/// Removes the lines of `doc` from line `len` on.
+pub fn truncate_lines(conn: &Connection, doc: &mut Doc, len: i64) -> Result<(), StoreError> {
+    conn.prepare_cached("DELETE FROM document_lines WHERE document_id = ?1 AND line_no >= ?2")?.execute(params![doc.id, len])?;
+    doc.line_count = len;
+    conn.prepare_cached("UPDATE documents SET line_count = ?2 WHERE id = ?1")?.execute(params![doc.id, len])?;
+    Ok(())
+}
+
+/// Removes these message rows when no line or event refers to them any more.
+pub fn remove_messages_if_unreferenced(conn: &Connection, ids: &[i64]) -> Result<(), StoreError> {
+    let mut delete = conn.prepare_cached(
+        "DELETE FROM messages WHERE id = ?1
+           AND NOT EXISTS (SELECT 1 FROM document_lines dl WHERE dl.message_id = ?1)
+           AND NOT EXISTS (SELECT 1 FROM event_messages em WHERE em.message_id = ?1)",
+    )?;
+    for id in ids {
+        delete.execute([id])?;
+    }
     Ok(())
 }
 
@@ -340,16 +386,14 @@ pub fn remove_unreferenced_messages(conn: &Connection, conversation_id: i64) -> 
 /// Sets entry `path` of a conversation to a file holding `data` (stored by content), dropping
 /// the blob it held before when nothing else refers to it any more.
 pub fn set_blob_entry(conn: &Connection, conversation_id: i64, path: &str, mode: u32, mtime_ns: i64, data: &[u8]) -> Result<(), StoreError> {
-    let sha: [u8; 32] = Sha256::digest(data).into();
     let old = entry_blob(conn, conversation_id, path)?;
-    conn.prepare_cached("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, ?2, ?3)")?
-        .execute(params![&sha[..], data.len() as i64, data])?;
+    let sha = super::blobs::put_bytes(conn, data, path)?;
     conn.prepare_cached(
         "INSERT OR REPLACE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, ?6)",
     )?
     .execute(params![conversation_id, path, mode, mtime_ns, &sha[..], data.len() as i64])?;
     if let Some(old) = old.filter(|o| o[..] != sha[..]) {
-        drop_blob_if_unreferenced(conn, &old)?;
+        super::blobs::remove_if_unreferenced(conn, &old)?;
     }
     Ok(())
 }
@@ -359,7 +403,7 @@ pub fn remove_entry(conn: &Connection, conversation_id: i64, path: &str) -> Resu
     let old = entry_blob(conn, conversation_id, path)?;
     conn.prepare_cached("DELETE FROM entries WHERE conversation_id = ?1 AND path = ?2")?.execute(params![conversation_id, path])?;
     if let Some(old) = old {
-        drop_blob_if_unreferenced(conn, &old)?;
+        super::blobs::remove_if_unreferenced(conn, &old)?;
     }
     Ok(())
 }
@@ -370,9 +414,4 @@ fn entry_blob(conn: &Connection, conversation_id: i64, path: &str) -> Result<Opt
         .query_row(params![conversation_id, path], |r| r.get::<_, Option<Vec<u8>>>(0))
         .optional()?
         .flatten())
-}
-
-fn drop_blob_if_unreferenced(conn: &Connection, sha: &[u8]) -> Result<(), StoreError> {
-    conn.prepare_cached("DELETE FROM blobs WHERE sha256 = ?1 AND NOT EXISTS (SELECT 1 FROM entries WHERE blob_sha256 = ?1)")?.execute([sha])?;
-    Ok(())
 }

@@ -8,6 +8,7 @@
 
 pub mod acknowledged;
 mod batch;
+pub mod blobs;
 pub mod doctor;
 pub mod fts;
 mod import;

@@ -249,10 +249,9 @@ pub fn entries(conn: &rusqlite::Connection, conversation_id: i64) -> Result<Vec<
     Ok(out)
 }
 
-/// Opens a blob for streaming reads.
-pub fn open_blob<'c>(conn: &'c rusqlite::Connection, sha256: &[u8; 32]) -> Result<rusqlite::blob::Blob<'c>, StoreError> {
-    let rowid: i64 = conn.query_row("SELECT id FROM blobs WHERE sha256 = ?1", [&sha256[..]], |r| r.get(0))?;
-    Ok(conn.blob_open(rusqlite::MAIN_DB, "blobs", "data", rowid, true)?)
+/// Opens a blob for streaming reads (see [`super::blobs`]).
+pub fn open_blob<'c>(conn: &'c rusqlite::Connection, sha256: &[u8; 32]) -> Result<super::blobs::BlobReader<'c>, StoreError> {
+    super::blobs::open(conn, sha256)
 }
 
 const MESSAGE_COLUMNS: &str =
@@ -314,15 +313,7 @@ pub fn for_each_line(
     let io = |source| StoreError::Io { path: format!("document {document_id}"), source };
     match kind {
         DocumentKind::Branch | DocumentKind::View | DocumentKind::Lossless => {
-            let sql = format!(
-                "SELECT {MESSAGE_COLUMNS} FROM document_lines dl JOIN messages m ON m.id = dl.message_id
-                 WHERE dl.document_id = ?1 ORDER BY dl.line_no"
-            );
-            let mut stmt = conn.prepare(&sql)?;
-            let mut rows = stmt.query([document_id])?;
-            while let Some(row) = rows.next()? {
-                f(&message_from_row(row, 0)?.line()?).map_err(io)?;
-            }
+            with_document_lines(conn, document_id, 0, |lines| lines.map(|l| l.line).try_for_each(|line| f(&line)))?.map_err(io)?;
         }
         DocumentKind::Events => {
             let mut stmt = conn.prepare(
@@ -389,37 +380,103 @@ pub struct StoredLine {
     pub message: Option<Message>,
     /// The line's bytes, exactly as imported or written.
     pub line: Vec<u8>,
+    /// Its row in `messages`.
+    pub message_id: i64,
 }
 
 /// Every line of a branch, view or lossless document, in order.
 pub fn document_lines(conn: &rusqlite::Connection, document_id: i64) -> Result<Vec<StoredLine>, StoreError> {
+    with_document_lines(conn, document_id, 0, |lines| lines.collect())
+}
+
+/// The lines of a branch, view or lossless document from line `from` (0-based) on, in order,
+/// read one row at a time as `f` takes them: memory does not depend on the document's length,
+/// and lines `f` does not take are never read. A read error ends the iteration and is
+/// returned instead of `f`'s result.
+pub fn with_document_lines<T>(
+    conn: &rusqlite::Connection,
+    document_id: i64,
+    from: i64,
+    f: impl FnOnce(&mut DocumentLines<'_>) -> T,
+) -> Result<T, StoreError> {
+    lines_of(conn, document_id, ">=", "", from, f)
+}
+
+/// [`with_document_lines`] backwards: the lines before line `before`, last first.
+pub fn with_document_lines_back<T>(
+    conn: &rusqlite::Connection,
+    document_id: i64,
+    before: i64,
+    f: impl FnOnce(&mut DocumentLines<'_>) -> T,
+) -> Result<T, StoreError> {
+    lines_of(conn, document_id, "<", " DESC", before, f)
+}
+
+/// The lines whose number is `bound_op` `bound`, in line order (`order` "") or reversed (" DESC").
+fn lines_of<T>(
+    conn: &rusqlite::Connection,
+    document_id: i64,
+    bound_op: &str,
+    order: &str,
+    bound: i64,
+    f: impl FnOnce(&mut DocumentLines<'_>) -> T,
+) -> Result<T, StoreError> {
     let sql = format!(
-        "SELECT {MESSAGE_COLUMNS} FROM document_lines dl JOIN messages m ON m.id = dl.message_id
-         WHERE dl.document_id = ?1 ORDER BY dl.line_no"
+        "SELECT {MESSAGE_COLUMNS}, m.id FROM document_lines dl JOIN messages m ON m.id = dl.message_id
+         WHERE dl.document_id = ?1 AND dl.line_no {bound_op} ?2 ORDER BY dl.line_no{order}"
     );
-    let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt.query_map([document_id], |r| message_from_row(r, 0))?;
-    let mut out = Vec::new();
-    for row in rows {
-        let row = row?;
-        out.push(StoredLine { line: row.line()?, message: row.message });
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut lines = DocumentLines { rows: stmt.query(params![document_id, bound])?, error: None };
+    let out = f(&mut lines);
+    match lines.error {
+        Some(e) => Err(e),
+        None => Ok(out),
     }
-    Ok(out)
+}
+
+/// The lines [`with_document_lines`] hands out.
+pub struct DocumentLines<'s> {
+    rows: rusqlite::Rows<'s>,
+    error: Option<StoreError>,
+}
+
+impl Iterator for DocumentLines<'_> {
+    type Item = StoredLine;
+
+    fn next(&mut self) -> Option<StoredLine> {
+        if self.error.is_some() {
+            return None;
+        }
+        let next = (|| {
+            let Some(row) = self.rows.next()? else { return Ok(None) };
+            let message_id = row.get(13)?;
+            let row = message_from_row(row, 0)?;
+            Ok(Some(StoredLine { line: row.line()?, message: row.message, message_id }))
+        })();
+        next.unwrap_or_else(|e: StoreError| {
+            self.error = Some(e);
+            None
+        })
+    }
 }
 
 /// The messages of one branch (`main` is `conversation.jsonl`), skipping lines that are not
 /// messages, each with its line as stored.
 pub fn branch_messages(conn: &rusqlite::Connection, chat_id: &str, branch: &str) -> Result<Vec<(Message, Vec<u8>)>, StoreError> {
+    let document_id = branch_document(conn, chat_id, branch)?;
+    with_document_lines(conn, document_id, 0, |lines| lines.filter_map(|l| l.message.map(|m| (m, l.line))).collect())
+}
+
+/// The document id of one branch (`main` is `conversation.jsonl`).
+pub fn branch_document(conn: &rusqlite::Connection, chat_id: &str, branch: &str) -> Result<i64, StoreError> {
     let conversation_id = conversation_id(conn, chat_id)?;
-    let document_id: i64 = conn
-        .query_row(
-            "SELECT id FROM documents WHERE conversation_id = ?1 AND kind = 'branch' AND name = ?2",
-            params![conversation_id, branch],
-            |r| r.get(0),
-        )
-        .optional()?
-        .ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: branch.to_owned() })?;
-    Ok(document_lines(conn, document_id)?.into_iter().filter_map(|l| l.message.map(|m| (m, l.line))).collect())
+    conn.query_row(
+        "SELECT id FROM documents WHERE conversation_id = ?1 AND kind = 'branch' AND name = ?2",
+        params![conversation_id, branch],
+        |r| r.get(0),
+    )
+    .optional()?
+    .ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: branch.to_owned() })
 }
 
 /// Branch names of a conversation, `main` first.

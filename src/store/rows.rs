@@ -22,8 +22,8 @@ pub fn insert_message(conn: &Connection, conversation_id: i64, digest: &LineDige
     conn.prepare_cached(
         "INSERT INTO messages (conversation_id, line_sha256, role, content, timestamp, files, file_hashes,
             call_id, pinned, hide, ui_only, ephemeral_ttl, metadata, extra, raw,
-            model, cost, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+            model, cost, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, rewrites_unchanged)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
     )?
     .execute(params![
         conversation_id,
@@ -47,6 +47,7 @@ pub fn insert_message(conn: &Connection, conversation_id: i64, digest: &LineDige
         usage.output_tokens,
         usage.cache_read_tokens,
         usage.cache_creation_tokens,
+        raw.is_none() && crate::ops::rewrites_unchanged(m),
     ])?;
     Ok(conn.last_insert_rowid())
 }

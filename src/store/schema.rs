@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0005_sync.sql"),
     include_str!("../../schema/0006_listing_order.sql"),
     include_str!("../../schema/0007_acknowledged_lines.sql"),
+    include_str!("../../schema/0008_blob_chunks_and_prefix_rewrites.sql"),
 ];
 
 /// The schema version this build writes.
@@ -24,11 +25,16 @@ pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Brings the database to [`CURRENT_VERSION`], or refuses a newer one.
 pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    migrate_to(conn, CURRENT_VERSION)
+}
+
+/// Brings the database to version `target` (at most [`CURRENT_VERSION`]).
+fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), StoreError> {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if version > CURRENT_VERSION {
         return Err(StoreError::NewerSchema { found: version, supported: CURRENT_VERSION });
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+    for (i, sql) in MIGRATIONS.iter().enumerate().take(target as usize).skip(version as usize) {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         // Another process may have migrated while we waited for the write lock.
         let now: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
@@ -56,5 +62,28 @@ mod tests {
         assert_eq!(v, CURRENT_VERSION);
         conn.pragma_update(None, "user_version", CURRENT_VERSION + 1).unwrap();
         assert!(matches!(migrate(&mut conn), Err(StoreError::NewerSchema { .. })));
+    }
+
+    /// 0008 moves each blob's bytes from `blobs.data` into one chunk, and a blob written by
+    /// version 7 reads back the same afterwards.
+    #[test]
+    fn blobs_of_version_7_survive_the_move_to_chunks() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        super::super::fts::register_functions(&conn).unwrap();
+        migrate_to(&mut conn, 7).unwrap();
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 253) as u8).collect();
+        use sha2::Digest;
+        let sha: [u8; 32] = sha2::Sha256::digest(&data).into();
+        let empty: [u8; 32] = sha2::Sha256::digest(b"").into();
+        conn.execute("INSERT INTO blobs (sha256, size, data) VALUES (?1, ?2, ?3)", rusqlite::params![&sha[..], data.len() as i64, data]).unwrap();
+        conn.execute("INSERT INTO blobs (sha256, size, data) VALUES (?1, 0, x'')", [&empty[..]]).unwrap();
+        migrate(&mut conn).unwrap();
+        assert_eq!(super::super::blobs::read_all(&conn, &sha).unwrap(), data);
+        assert_eq!(super::super::blobs::read_all(&conn, &empty).unwrap(), b"");
+        let columns: Vec<String> = conn.prepare("SELECT name FROM pragma_table_info('blobs')").unwrap().query_map([], |r| r.get(0)).unwrap().map(|c| c.unwrap()).collect();
+        assert_eq!(columns, ["id", "sha256", "size"], "the bytes live only in chunks");
+        conn.execute("DELETE FROM blobs", []).unwrap();
+        let chunks: i64 = conn.query_row("SELECT count(*) FROM blob_chunks", [], |r| r.get(0)).unwrap();
+        assert_eq!(chunks, 0, "chunks go with their blob");
     }
 }

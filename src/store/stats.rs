@@ -235,18 +235,21 @@ pub fn conversation(conn: &rusqlite::Connection, chat_id: &str) -> Result<Value,
         None => live::find_doc(conn, conv.id, DocumentKind::Branch, "main")?
             .ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: "main".into() })?,
     };
-    let messages: Vec<_> = live::doc_lines(conn, &main)?.into_iter().filter_map(|l| l.message).collect();
+    // Streamed: memory does not grow with the conversation (only its first and last times are kept).
+    let mut total = 0usize;
     let mut by_role: BTreeMap<String, i64> = BTreeMap::new();
     let mut by_tool: Vec<(&str, i64)> = Vec::new();
-    let mut times = Vec::new();
-    for m in &messages {
+    let (mut first, mut last_time) = (None, None);
+    queries::with_document_lines(conn, main.id, 0, |lines| for m in lines.filter_map(|l| l.message) {
+        total += 1;
         *by_role.entry(m.role.as_str().to_owned()).or_default() += 1;
         // gptme treats naive times as UTC here; a missing one is the file's mtime.
         let t = m.timestamp.as_deref().and_then(timestamp::parse).map_or(summary.modified, |t| {
             let utc = timestamp::Timestamp { offset_seconds: Some(t.offset_seconds.unwrap_or(0)), ..t };
             utc.epoch_seconds()
         });
-        times.push(t);
+        first.get_or_insert(t);
+        last_time = Some(t);
         if m.role == crate::model::Role::Assistant {
             for tool in tool_calls(&m.content) {
                 match by_tool.iter_mut().find(|(t, _)| *t == tool) {
@@ -255,10 +258,10 @@ pub fn conversation(conn: &rusqlite::Connection, chat_id: &str) -> Result<Value,
                 }
             }
         }
-    }
+    })?;
     by_tool.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
-    let started = times.first().copied().unwrap_or(summary.created);
-    let ended = times.last().copied().unwrap_or(summary.modified);
+    let started = first.unwrap_or(summary.created);
+    let ended = last_time.unwrap_or(summary.modified);
     let last = match (&summary.last_message_role, &summary.last_message_preview) {
         (role, Some(preview)) => json!({"role": role, "preview": preview}),
         _ => Value::Null,
@@ -272,7 +275,7 @@ pub fn conversation(conn: &rusqlite::Connection, chat_id: &str) -> Result<Value,
         "started": format_utc(started),
         "ended": format_utc(ended),
         "duration_seconds": (ended - started).max(0.0) as i64,
-        "messages": {"total": messages.len(), "by_role": by_role},
+        "messages": {"total": total, "by_role": by_role},
         "tool_calls": {"total": by_tool.iter().map(|(_, n)| n).sum::<i64>(), "by_tool": by_tool.iter().map(|(t, n)| ((*t).to_owned(), json!(n))).collect::<Map<_, _>>()},
         "usage": {
             "input_tokens": summary.total_input_tokens,

@@ -145,6 +145,74 @@ impl ListingTotals {
         usage.cache_read_tokens = usage.cache_read_tokens.saturating_add(cache_read);
     }
 
+    /// The totals of the same lines without their last ones, worked out from the lines removed
+    /// (`removed`, in order) and as few kept lines as needed (`kept_last_first`, read lazily
+    /// from the last kept line backwards), so that an undo costs the same however long the
+    /// branch. `None` when that cannot be done exactly (a count saturated, a cost not finite, a
+    /// model whose every use was removed): then recompute.
+    pub fn without_suffix(&self, removed: &[&[u8]], kept_last_first: impl Iterator<Item = Vec<u8>>) -> Option<ListingTotals> {
+        // What the kept lines end with: the model in effect (only needed when some line names
+        // one) and the last line that sets the preview.
+        let (mut model_before, mut last_message, mut kept_any) = (None, None, false);
+        let need_model = self.model.is_some();
+        for line in kept_last_first {
+            kept_any = true;
+            let mut one = ListingTotals::default();
+            one.feed(&line, None);
+            if model_before.is_none() && one.model.is_some() {
+                model_before = one.model;
+            }
+            if contains(&line, b"\"user\"") || contains(&line, b"\"assistant\"") {
+                last_message.get_or_insert(one.last_message);
+            }
+            if last_message.is_some() && (model_before.is_some() || !need_model) {
+                break;
+            }
+        }
+        if !kept_any {
+            return Some(ListingTotals::default());
+        }
+        let mut gone = ListingTotals { model: model_before.clone(), ..ListingTotals::default() };
+        for line in removed {
+            gone.feed(line, None);
+        }
+        let saturated = [self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_creation_tokens].contains(&i64::MAX);
+        if saturated || !self.total_cost.is_finite() || !gone.total_cost.is_finite() || gone.message_count >= self.message_count {
+            return None;
+        }
+        let mut kept = self.clone();
+        kept.message_count -= gone.message_count;
+        kept.model = model_before;
+        kept.last_message = last_message.unwrap_or((None, None));
+        kept.total_cost -= gone.total_cost;
+        kept.input_tokens = kept.input_tokens.checked_sub(gone.input_tokens).filter(|n| *n >= 0)?;
+        kept.output_tokens = kept.output_tokens.checked_sub(gone.output_tokens).filter(|n| *n >= 0)?;
+        kept.cache_read_tokens = kept.cache_read_tokens.checked_sub(gone.cache_read_tokens).filter(|n| *n >= 0)?;
+        kept.cache_creation_tokens = kept.cache_creation_tokens.checked_sub(gone.cache_creation_tokens).filter(|n| *n >= 0)?;
+        for (role, n) in &gone.role_counts {
+            let count = kept.role_counts.get_mut(role)?;
+            *count -= n;
+            match *count {
+                0 => {
+                    kept.role_counts.remove(role);
+                }
+                c if c < 0 => return None,
+                _ => {}
+            }
+        }
+        for (model, used) in &gone.models_usage {
+            let (_, usage) = kept.models_usage.iter_mut().find(|(m, _)| m == model)?;
+            usage.cost -= used.cost;
+            usage.input_tokens = usage.input_tokens.checked_sub(used.input_tokens)?;
+            usage.output_tokens = usage.output_tokens.checked_sub(used.output_tokens)?;
+            usage.cache_read_tokens = usage.cache_read_tokens.checked_sub(used.cache_read_tokens)?;
+            if *usage == ModelUsage::default() || !usage.cost.is_finite() {
+                return None; // perhaps used only by the removed lines: only a recount can tell
+            }
+        }
+        Some(kept)
+    }
+
     /// The first message's time (epoch seconds), falling back to `mtime` as gptme does.
     pub fn created(&self, mtime: f64) -> f64 {
         match self.first_message_time {
@@ -199,6 +267,13 @@ impl ListingTotals {
 }
 
 /// Writes the totals of conversation `conversation_id` (`modified`: conversation.jsonl's mtime).
+/// The totals of a branch's lines, recomputed from the store one line at a time.
+pub fn recompute(conn: &Connection, document_id: i64) -> Result<ListingTotals, StoreError> {
+    let mut totals = ListingTotals::default();
+    super::queries::with_document_lines(conn, document_id, 0, |lines| lines.for_each(|l| totals.feed(&l.line, None)))?;
+    Ok(totals)
+}
+
 pub fn save(conn: &Connection, conversation_id: i64, t: &ListingTotals, modified: f64) -> Result<(), StoreError> {
     conn.prepare_cached(
         "UPDATE conversations SET created = ?2, modified = ?3, message_count = ?4,
@@ -328,6 +403,46 @@ fn strip_think_blocks(content: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn totals_of(lines: &[&[u8]]) -> ListingTotals {
+        let mut t = ListingTotals::default();
+        for l in lines {
+            t.feed(l, None);
+        }
+        t
+    }
+
+    /// Removing any suffix gives the totals of a recount (cost within rounding), or `None`.
+    #[test]
+    fn without_a_suffix_is_a_recount_of_the_rest() {
+        let lines: Vec<&[u8]> = vec![
+            br#"{"role": "system", "content": "setup"}"#,
+            br#"{"role": "user", "content": "hi", "timestamp": "2026-07-01T10:00:00"}"#,
+            br#"{"role": "assistant", "content": "a", "metadata": {"model": "m1", "cost": 0.1, "usage": {"input_tokens": 3, "output_tokens": 1}}}"#,
+            br#"{"role": "assistant", "content": "b", "metadata": {"cost": 0.2, "usage": {"input_tokens": 5}}}"#,
+            br#"{"role": "system", "content": "tool output"}"#,
+            br#"{"role": "assistant", "content": "c", "metadata": {"model": "m2", "cost": 0.3, "usage": {"output_tokens": 7}}}"#,
+            br#"{"role": "user", "content": "more"}"#,
+            br#"{"role": "assistant", "content": "d", "metadata": {"model": "m1", "cost": 0.4, "usage": {"input_tokens": 1}}}"#,
+            br#"{"role": "system", "content": "done"}"#,
+        ];
+        let all = totals_of(&lines);
+        let mut worked_out = 0;
+        for cut in 0..lines.len() {
+            let expected = totals_of(&lines[..cut]);
+            let kept = lines[..cut].iter().rev().map(|l| l.to_vec());
+            let Some(got) = all.without_suffix(&lines[cut..], kept) else { continue };
+            worked_out += 1;
+            assert!((got.total_cost - expected.total_cost).abs() < 1e-12, "cut {cut}");
+            for ((m, u), (em, eu)) in got.models_usage.iter().zip(&expected.models_usage) {
+                assert!(m == em && (u.cost - eu.cost).abs() < 1e-12, "cut {cut}");
+            }
+            let exact = |t: &ListingTotals| ListingTotals { total_cost: 0.0, models_usage: t.models_usage.iter().map(|(m, u)| (m.clone(), ModelUsage { cost: 0.0, ..u.clone() })).collect(), ..t.clone() };
+            assert_eq!(exact(&got), exact(&expected), "cut {cut}");
+        }
+        // Cuts 1 to 5 remove every use of a model (m2, or m1 with it): those need a recount.
+        assert_eq!(worked_out, 4, "the other cuts are worked out without a recount");
+    }
 
     #[test]
     fn preview_rules() {

@@ -22,6 +22,21 @@ pub fn run_ok(cmd: &mut Command) -> Output {
     out
 }
 
+/// Runs a command to completion and returns (exit code, stderr, peak resident memory in MiB).
+/// The child is reaped by `wait4` (which also reports its memory), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
+pub fn run_measured(cmd: &mut Command, dir: &Path) -> (i32, String, u64) {
+    let err_path = dir.join("stderr.txt");
+    let child = cmd.stdout(std::process::Stdio::null()).stderr(std::fs::File::create(&err_path).unwrap()).spawn().unwrap();
+    let mut status = 0;
+    // SAFETY: wait4 fills `usage` for our own child, which has not been waited for yet.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -libc::WTERMSIG(status) };
+    (code, std::fs::read_to_string(&err_path).unwrap(), usage.ru_maxrss as u64 / 1024)
+}
+
 /// The committed fixture logs root, written by real gptme.
 pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gptme-logs")

@@ -1,0 +1,214 @@
+//! The bytes of opaque files (attachments, config.toml, markers), stored by content in chunks.
+//!
+//! Invariant: a blob is one `blobs` row (its SHA-256 and size) and the `blob_chunks` rows
+//! whose `data`, concatenated in `seq` order from 0, are exactly `size` bytes with that
+//! SHA-256. sessiondb writes chunks of at most [`CHUNK`] bytes (a chunk migrated from schema
+//! version 7 may be larger), so no single SQLite value comes near SQLite's limit of
+//! 1,000,000,000 bytes and a file of any size can be stored. Writing and reading both go
+//! through fixed-size buffers: memory does not depend on the file's size. Every write and read
+//! of blob bytes goes through this module; nothing else knows the chunks exist.
+
+use std::io::Read;
+
+use rusqlite::{params, Connection, OptionalExtension};
+use sha2::{Digest, Sha256};
+
+use super::StoreError;
+
+/// The most bytes one chunk holds: small enough to keep buffers modest, large enough that a
+/// gigabyte is a few hundred rows.
+pub const CHUNK: usize = 4 << 20;
+
+/// Stores `size` bytes read from `data` as blob `sha256`, unless a blob with that digest is
+/// stored already. `data` yielding other bytes (a file changing while it is read) is an error
+/// naming `path`, and nothing is stored.
+pub fn put(conn: &Connection, sha256: &[u8; 32], size: u64, data: impl Read, path: &str) -> Result<(), StoreError> {
+    put_chunked(conn, sha256, size, data, path, CHUNK)
+}
+
+/// Stores bytes held in memory; returns their SHA-256.
+pub fn put_bytes(conn: &Connection, data: &[u8], path: &str) -> Result<[u8; 32], StoreError> {
+    let sha: [u8; 32] = Sha256::digest(data).into();
+    put(conn, &sha, data.len() as u64, data, path)?;
+    Ok(sha)
+}
+
+/// [`put`] with the chunk size as a parameter (tests use tiny chunks to cross boundaries).
+fn put_chunked(conn: &Connection, sha256: &[u8; 32], size: u64, data: impl Read, path: &str, chunk: usize) -> Result<(), StoreError> {
+    let io = |source| StoreError::Io { path: path.to_owned(), source };
+    let size_sql = i64::try_from(size).map_err(|_| io(std::io::Error::other("file too large")))?;
+    let inserted = conn.prepare_cached("INSERT OR IGNORE INTO blobs (sha256, size) VALUES (?1, ?2)")?.execute(params![&sha256[..], size_sql])?;
+    if inserted == 0 {
+        return Ok(());
+    }
+    let blob_id = conn.last_insert_rowid();
+    let mut insert = conn.prepare_cached("INSERT INTO blob_chunks (blob_id, seq, data) VALUES (?1, ?2, ?3)")?;
+    let mut reader = data.take(size);
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0; chunk.min(usize::try_from(size).unwrap_or(chunk)).max(1)];
+    let (mut seq, mut written) = (0i64, 0u64);
+    loop {
+        let n = fill(&mut reader, &mut buf).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        insert.execute(params![blob_id, seq, &buf[..n]])?;
+        seq += 1;
+        written += n as u64;
+    }
+    let digest: [u8; 32] = hasher.finalize().into();
+    if written != size || &digest != sha256 {
+        return Err(io(std::io::Error::other("file changed while it was being read")));
+    }
+    Ok(())
+}
+
+/// Reads until `buf` is full or `r` ends; returns how many bytes it read.
+fn fill(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// A stored blob, read in order in pieces of the caller's buffer size.
+pub struct BlobReader<'c> {
+    conn: &'c Connection,
+    blob_id: i64,
+    size: u64,
+    read: u64,
+    next_seq: i64,
+    current: Option<rusqlite::blob::Blob<'c>>,
+}
+
+/// Opens blob `sha256` for streaming reads.
+pub fn open<'c>(conn: &'c Connection, sha256: &[u8; 32]) -> Result<BlobReader<'c>, StoreError> {
+    let (blob_id, size): (i64, i64) = conn
+        .prepare_cached("SELECT id, size FROM blobs WHERE sha256 = ?1")?
+        .query_row([&sha256[..]], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?
+        .ok_or_else(|| StoreError::Corrupt(format!("blob {} is missing", hex(sha256))))?;
+    Ok(BlobReader { conn, blob_id, size: size.max(0) as u64, read: 0, next_seq: 0, current: None })
+}
+
+/// The whole of a (small) blob: config.toml, a marker.
+pub fn read_all(conn: &Connection, sha256: &[u8; 32]) -> Result<Vec<u8>, StoreError> {
+    let mut bytes = Vec::new();
+    open(conn, sha256)?.read_to_end(&mut bytes).map_err(|source| StoreError::Io { path: format!("blob {}", hex(sha256)), source })?;
+    Ok(bytes)
+}
+
+fn hex(sha256: &[u8]) -> String {
+    sha256.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Read for BlobReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            if let Some(chunk) = &mut self.current {
+                let n = chunk.read(buf)?;
+                if n > 0 {
+                    self.read += n as u64;
+                    return Ok(n);
+                }
+                self.current = None;
+            }
+            let rowid: Option<i64> = self
+                .conn
+                .prepare_cached("SELECT id FROM blob_chunks WHERE blob_id = ?1 AND seq = ?2")
+                .and_then(|mut s| s.query_row(params![self.blob_id, self.next_seq], |r| r.get(0)).optional())
+                .map_err(std::io::Error::other)?;
+            let Some(rowid) = rowid else {
+                if self.read != self.size {
+                    return Err(std::io::Error::other(format!("stored blob holds {} of its {} bytes", self.read, self.size)));
+                }
+                return Ok(0);
+            };
+            self.current = Some(self.conn.blob_open(rusqlite::MAIN_DB, "blob_chunks", "data", rowid, true).map_err(std::io::Error::other)?);
+            self.next_seq += 1;
+        }
+    }
+}
+
+/// Removes blob `sha256` when no entry refers to it any more (its chunks go with it).
+pub fn remove_if_unreferenced(conn: &Connection, sha256: &[u8]) -> Result<(), StoreError> {
+    conn.prepare_cached("DELETE FROM blobs WHERE sha256 = ?1 AND NOT EXISTS (SELECT 1 FROM entries WHERE blob_sha256 = ?1)")?.execute([sha256])?;
+    Ok(())
+}
+
+/// Removes every blob no entry refers to.
+pub fn remove_all_unreferenced(conn: &Connection) -> Result<(), StoreError> {
+    conn.execute("DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM entries WHERE blob_sha256 = blobs.sha256)", [])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> Connection {
+        let mut conn = Connection::open_in_memory().unwrap();
+        super::super::fts::register_functions(&conn).unwrap();
+        super::super::schema::migrate(&mut conn).unwrap();
+        conn
+    }
+
+    #[test]
+    fn every_size_round_trips_across_chunk_boundaries() {
+        let conn = store();
+        for size in [0usize, 1, 6, 7, 8, 13, 14, 15, 100] {
+            let data: Vec<u8> = (0..size).map(|i| (i * 31 % 251) as u8).collect();
+            let sha: [u8; 32] = Sha256::digest(&data).into();
+            put_chunked(&conn, &sha, size as u64, &data[..], "f", 7).unwrap();
+            let chunks: i64 = conn.query_row("SELECT count(*) FROM blob_chunks c JOIN blobs b ON b.id = c.blob_id WHERE b.sha256 = ?1", [&sha[..]], |r| r.get(0)).unwrap();
+            assert_eq!(chunks as usize, size.div_ceil(7), "size {size}");
+            let longest: i64 = conn.query_row("SELECT coalesce(max(length(data)), 0) FROM blob_chunks", [], |r| r.get(0)).unwrap();
+            assert!(longest <= 7);
+            assert_eq!(read_all(&conn, &sha).unwrap(), data, "size {size}");
+            // Read back in pieces smaller than, equal to and larger than a chunk.
+            for piece in [1, 7, 9] {
+                let mut reader = open(&conn, &sha).unwrap();
+                let (mut out, mut buf) = (Vec::new(), vec![0; piece]);
+                loop {
+                    let n = reader.read(&mut buf).unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    out.extend_from_slice(&buf[..n]);
+                }
+                assert_eq!(out, data, "size {size}, pieces of {piece}");
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_that_change_while_read_store_nothing() {
+        let conn = store();
+        let sha: [u8; 32] = Sha256::digest(b"expected").into();
+        conn.execute_batch("SAVEPOINT s").unwrap();
+        assert!(matches!(put_chunked(&conn, &sha, 8, &b"changed!"[..], "f", 3), Err(StoreError::Io { .. })));
+        conn.execute_batch("ROLLBACK TO s; RELEASE s").unwrap();
+        assert!(open(&conn, &sha).is_err());
+        // Too few bytes is the same failure.
+        assert!(put_chunked(&conn, &sha, 9, &b"expected"[..], "f", 3).is_err());
+    }
+
+    #[test]
+    fn a_removed_blob_takes_its_chunks() {
+        let conn = store();
+        let sha = put_bytes(&conn, b"some bytes", "f").unwrap();
+        remove_if_unreferenced(&conn, &sha).unwrap();
+        let left: i64 = conn.query_row("SELECT count(*) FROM blob_chunks", [], |r| r.get(0)).unwrap();
+        assert_eq!(left, 0);
+    }
+}
