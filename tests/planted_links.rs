@@ -226,8 +226,7 @@ fn export_refuses_stored_entries_beneath_a_stored_link() {
     lab.ok(lab.cmd().arg("import").arg(&lab.logs));
     // What an older sessiondb could leave in the store: a file beneath the stored link.
     let conn = rusqlite::Connection::open(&lab.db).unwrap();
-    let sha = Sha256::digest(b"x").to_vec();
-    conn.execute("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?1, 1, x'78')", [&sha]).unwrap();
+    let sha = sessiondb::store::blobs::put_bytes(&conn, b"x", "files/x").unwrap().to_vec();
     conn.execute(
         "INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size)
          SELECT id, 'files/x', 'blob', 420, 0, ?1, 1 FROM conversations WHERE chat_id = 'c1'",
