@@ -110,12 +110,15 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
         return with_session(store, chat_id, op);
     }
     let stored: Vec<u8> = batch.conn().prepare_cached("SELECT fingerprint FROM conversations WHERE chat_id = ?1")?.query_row([chat_id], |r| r.get(0))?;
-    if ingest::directory_fingerprint(&dir)? != stored {
-        // gptme (or a person) changed the directory: operate on what is there now.
+    // gptme (or a person) changed the directory: operate on what is there now. Also when the
+    // store lost a message sessiondb acknowledged (a read that raced a rewrite): reading it
+    // again judges the directory first, keeping such messages as a branch.
+    if ingest::directory_fingerprint(&dir)? != stored || crate::store::acknowledged::any_missing_from_store(batch.conn(), chat_id)? {
         ingest::import_conversation(&mut batch, &dir, ingest::ReadMode::Whole)?;
     }
-    // The store now holds what the directory holds, under the lock: no gptme can have a copy
-    // of this conversation older than the appends recorded before the settling time.
+    // The store now holds what the directory holds, under the lock, and every acknowledged
+    // message has been judged: no gptme can have a copy of this conversation older than the
+    // appends recorded before the settling time.
     crate::store::acknowledged::forget_settled(batch.conn(), chat_id, crate::sync::acknowledged::SETTLE)?;
     let conv = live::load_conversation(batch.conn(), chat_id)?;
     let mut session = Session { batch, conv, dir: DirTransaction::new(handle), _lock: Some(lock), sidecars: Vec::new() };
