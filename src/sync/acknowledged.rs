@@ -20,7 +20,11 @@
 //!   gptme writes only the branches it knows. The record is dropped in the caller's transaction.
 //!
 //! If the conflict branch cannot be written, the caller must not re-read the conversation: the
-//! store's copy is then the only one.
+//! store's copy is then the only one. Should a re-read still race a rewrite (judged present,
+//! then read from the rewritten file), the store no longer holds the message while its record
+//! remains: `sync` and the operations notice (`store::acknowledged::any_missing_from_store`)
+//! and read the conversation again, which judges it again; the conflict branch then holds the
+//! recorded lines alone, in the order they were acknowledged.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
