@@ -626,3 +626,23 @@ fn a_failed_write_out_is_counted_as_failed_not_as_locked() {
     assert_eq!(report["ingest"]["skipped_locked"], 0, "{report}");
     assert!(root.store_contents("blocked").contains("queued to a branch"), "the queue is kept");
 }
+
+/// Issue 13, item 12: directories an operation creates follow the umask, as gptme's `mkdir`
+/// does (they were always 0755).
+#[test]
+fn directories_operations_create_follow_the_umask() {
+    let root = Root::new();
+    let dir = started(&root, "private");
+    let toml = root.home.join("view.toml");
+    fs::write(&toml, &run_ok(root.sessiondb().args(["export", "--format", "toml", "private"])).stdout).unwrap();
+    let cmd = format!(
+        "umask 077; exec {} --db {} view create private v1 --toml {}",
+        env!("CARGO_BIN_EXE_sessiondb"),
+        root.db.display(),
+        toml.display()
+    );
+    run_ok(Command::new("sh").arg("-c").arg(cmd));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(dir.join("views")).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o700, "views/ is {mode:o}");
+}

@@ -121,9 +121,12 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     // appends recorded before the settling time.
     crate::store::acknowledged::forget_settled(batch.conn(), chat_id, crate::sync::acknowledged::SETTLE)?;
     let conv = live::load_conversation(batch.conn(), chat_id)?;
+    let missing = crate::store::acknowledged::missing_from_store(batch.conn(), chat_id)?;
     let mut session = Session { batch, conv, dir: DirTransaction::new(handle), _lock: Some(lock), sidecars: Vec::new() };
     let out = op(&mut session)?;
     let Session { batch, conv, dir, _lock, sidecars } = session;
+    // What this operation took out (an undo, an edit) was taken out on purpose.
+    crate::store::acknowledged::forget_removed(batch.conn(), chat_id, &missing)?;
     live::refresh_dir_entries(batch.conn(), conv.id, &conv.dir)?;
     let fingerprint = ingest::directory_fingerprint(&conv.dir)?;
     batch.conn().prepare_cached("UPDATE conversations SET fingerprint = ?2 WHERE id = ?1")?.execute(params![conv.id, fingerprint])?;
@@ -171,9 +174,11 @@ pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut
     crate::sync::materialise::export_conversation_to(batch.conn(), chat_id, &copy).map_err(|e| OpsError::Invalid(e.to_string()))?;
     let staged = LiveConversation { dir: copy.clone(), ..conv.clone() };
     let handle = crate::sync::safe_fs::Dir::open(&copy).map_err(|source| DirError::Io { path: copy.clone(), source })?;
+    let missing = crate::store::acknowledged::missing_from_store(batch.conn(), chat_id)?;
     let mut session = Session { batch, conv: staged, dir: DirTransaction::new(handle), _lock: None, sidecars: Vec::new() };
     let out = op(&mut session)?;
     let Session { batch, dir, sidecars, .. } = session;
+    crate::store::acknowledged::forget_removed(batch.conn(), chat_id, &missing)?; // taken out on purpose
     let mut changed: Vec<String> = dir
         .changed_paths()
         .iter()
@@ -209,7 +214,6 @@ fn umask_mode() -> u32 {
 
 /// gptme writes transcripts through temporary files: mode 0600.
 const TRANSCRIPT_MODE: u32 = 0o600;
-const DIR_MODE: u32 = 0o755;
 
 fn now_utc_iso() -> String {
     let now = chrono::Utc::now();
@@ -242,10 +246,12 @@ impl Session<'_> {
         Ok(())
     }
 
+    /// Creates directory `rel` when missing, as gptme's `mkdir` does: mode 0777 less the umask.
     fn ensure_dir(&mut self, rel: &str) -> Result<(), OpsError> {
-        live::ensure_dir(self.batch.conn(), self.conv.id, rel, DIR_MODE)?;
+        let mode = crate::sync::safe_fs::new_dir_mode();
+        live::ensure_dir(self.batch.conn(), self.conv.id, rel, mode)?;
         let abs = self.abs(rel);
-        self.dir.create_dir(&abs, DIR_MODE)?;
+        self.dir.create_dir(&abs, mode)?;
         Ok(())
     }
 

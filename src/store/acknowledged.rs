@@ -80,16 +80,22 @@ pub fn chat_ids(conn: &Connection) -> Result<std::collections::HashSet<String>, 
 
 /// Whether some recorded append of `chat_id` is in no transcript (branch or view) the store
 /// holds for it: a re-read took it away, so the directory must be judged again (see
-/// `sync::acknowledged::rescue`). Looks each one up by its line's digest (an index), and only
-/// if that fails by role, content and timestamp (a rewrite may re-encode a line).
+/// `sync::acknowledged::rescue`).
 pub fn any_missing_from_store(conn: &Connection, chat_id: &str) -> Result<bool, StoreError> {
+    Ok(!missing_from_store(conn, chat_id)?.is_empty())
+}
+
+/// The recorded appends of `chat_id` that no transcript the store holds for it contains. Each
+/// is looked up by its line's digest (an index), and only if that fails by role, content and
+/// timestamp (a rewrite may re-encode a line).
+pub fn missing_from_store(conn: &Connection, chat_id: &str) -> Result<Vec<Acknowledged>, StoreError> {
     use crate::codec::message_line::{decode_line, LineContent};
     let Some(conversation_id) = conn
         .prepare_cached("SELECT id FROM conversations WHERE chat_id = ?1")?
         .query_row([chat_id], |r| r.get::<_, i64>(0))
         .optional()?
     else {
-        return Ok(false);
+        return Ok(Vec::new());
     };
     let mut by_digest = conn.prepare_cached(
         "SELECT EXISTS (SELECT 1 FROM messages m JOIN document_lines dl ON dl.message_id = m.id
@@ -99,18 +105,34 @@ pub fn any_missing_from_store(conn: &Connection, chat_id: &str) -> Result<bool, 
         "SELECT EXISTS (SELECT 1 FROM messages m JOIN document_lines dl ON dl.message_id = m.id
                         WHERE m.conversation_id = ?1 AND m.role = ?2 AND m.content = ?3 AND coalesce(m.timestamp, '') = ?4)",
     )?;
+    let mut missing = Vec::new();
     for a in of_conversation(conn, chat_id)? {
         let digest: [u8; 32] = Sha256::digest(&a.line).into();
         if by_digest.query_row(params![conversation_id, &digest[..]], |r| r.get::<_, bool>(0))? {
             continue;
         }
-        let LineContent::Message(m) = decode_line(&a.line).content else { continue };
-        let found: bool = by_content.query_row(params![conversation_id, m.role.as_str(), m.content, m.timestamp.as_deref().unwrap_or("")], |r| r.get(0))?;
+        let found = match decode_line(&a.line).content {
+            LineContent::Message(m) => {
+                by_content.query_row(params![conversation_id, m.role.as_str(), m.content, m.timestamp.as_deref().unwrap_or("")], |r| r.get(0))?
+            }
+            _ => true,
+        };
         if !found {
-            return Ok(true);
+            missing.push(a);
         }
     }
-    Ok(false)
+    Ok(missing)
+}
+
+/// Drops the records of the appends an operation of sessiondb's own has just taken out of
+/// every transcript (an undo, an edit): `before` is what [`missing_from_store`] said before it.
+pub fn forget_removed(conn: &Connection, chat_id: &str, before: &[Acknowledged]) -> Result<(), StoreError> {
+    for a in missing_from_store(conn, chat_id)? {
+        if !before.iter().any(|b| b.path == a.path && b.key == a.key) {
+            forget(conn, chat_id, &a)?;
+        }
+    }
+    Ok(())
 }
 
 /// Drops the record of one append: its message is safe, or was removed on purpose.
