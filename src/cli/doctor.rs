@@ -70,9 +70,8 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
         problems.push(format!("logs root: {e}"));
     }
     if let Some(s) = &state {
-        for chat in &s.stranded {
-            let dir = Path::new(&s.logs_dir).join(chat).display().to_string();
-            problems.push(super::sync::stranded_message(&crate::sync::pass::Stranded { chat_id: chat.clone(), dir }));
+        for stranded in &s.stranded {
+            problems.push(super::sync::stranded_message(stranded));
         }
         for d in &s.displaced {
             problems.push(format!(

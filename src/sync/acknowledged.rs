@@ -233,13 +233,16 @@ pub fn rescue(conn: &rusqlite::Connection, chat_id: &str, dir: &Path) -> Result<
         }
     }
     let mut kept = Vec::new();
+    if displaced.is_empty() {
+        return Ok(kept);
+    }
     let mut names = super::pending::ConflictNames::default();
     let io = |source| IngestError::Io { path: dir.to_owned(), source };
+    let handle = super::safe_fs::Dir::open(dir).map_err(io)?;
     for (path, lost) in displaced {
         let (bytes, mode) = store_copy(conn, chat_id, &path, &lost).map_err(store_err(dir))?;
-        let handle = super::safe_fs::Dir::open(dir).map_err(io)?;
         let rel = names.place(&handle, &path, &bytes).map_err(io)?;
-        create_new(dir, &rel, mode, &bytes).map_err(|source| IngestError::Io { path: dir.join(&rel), source })?;
+        create_new(&handle, &rel, mode, &bytes).map_err(|source| IngestError::Io { path: dir.join(&rel), source })?;
         for r in &lost {
             records::forget(conn, chat_id, r).map_err(store_err(dir))?;
         }
@@ -281,11 +284,10 @@ fn store_copy(conn: &rusqlite::Connection, chat_id: &str, path: &str, lost: &[&A
     Ok((bytes, mode))
 }
 
-/// Creates `dir/rel` holding `bytes`, atomically and only if nothing is there: written to a
+/// Creates `rel` beneath `handle` holding `bytes`, atomically and only if nothing is there: written to a
 /// temporary file beside it, then hard-linked into place (which fails rather than replace).
 /// Its parent (`branches/`) is created when missing; nothing is done through a link.
-fn create_new(dir: &Path, rel: &str, mode: u32, bytes: &[u8]) -> std::io::Result<()> {
-    let handle = super::safe_fs::Dir::open(dir)?;
+fn create_new(handle: &super::safe_fs::Dir, rel: &str, mode: u32, bytes: &[u8]) -> std::io::Result<()> {
     let rel = Path::new(rel);
     let parent = rel.parent().filter(|p| !p.as_os_str().is_empty());
     if let Some(parent) = parent {

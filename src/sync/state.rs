@@ -23,7 +23,7 @@ pub struct SyncState {
     pub deleted: Vec<String>,
     /// Conversations with queued changes whose directory is gone (renamed or deleted): nothing
     /// can be written until it is back (or the store's copy is exported elsewhere).
-    pub stranded: Vec<String>,
+    pub stranded: Vec<super::pass::Stranded>,
     /// Messages sessiondb appended that the directory dropped without an undo or an edit to
     /// explain it (gptme rewrote it from a stale copy): the next `sync` keeps them as a branch.
     pub displaced: Vec<super::acknowledged::Displaced>,
@@ -77,7 +77,11 @@ pub fn sync_state(conn: &rusqlite::Connection, logs_root: &Path) -> Result<SyncS
     }
     let mut gone: Vec<String> = stored.keys().filter(|c| !on_disk.contains(*c)).cloned().collect();
     gone.sort();
-    state.stranded = gone.iter().filter(|c| stored.get(*c).is_some_and(|(_, queued)| *queued)).cloned().collect();
+    state.stranded = gone
+        .iter()
+        .filter(|c| stored.get(*c).is_some_and(|(_, queued)| *queued))
+        .map(|c| super::pass::Stranded { chat_id: c.clone(), dir: root.join(c).display().to_string() })
+        .collect();
     state.deleted = gone;
     Ok(state)
 }
