@@ -5,6 +5,8 @@
 //! - [`codec`]: gptme's file formats, byte for byte;
 //! - [`store`]: the SQLite database (schema migrations, writes, queries);
 //! - [`sync`]: moving conversations between gptme directories and the store;
+//! - [`fs`]: file primitives (link-safe handles, atomic writes, directory transactions,
+//!   gptme's lock, directory walking, watermarks, times and modes);
 //! - [`ops`]: gptme's log operations (append, edit, undo, branch, …) on store and directory;
 //! - [`render`]: Markdown and HTML documents of a conversation;
 //! - [`cli`]: the `sessiondb` command line.
@@ -16,3 +18,4 @@ pub mod render;
 pub mod store;
 pub mod sync;
 pub mod cli;
+pub mod fs;

@@ -102,14 +102,14 @@ fn document(store: &Store, chat_id: &str, format: &str, branch: Option<&str>, ou
     };
     let written = match output {
         Some(path) => {
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64);
+            let now = crate::fs::meta::now_ns();
             // As any program's `open(O_CREAT)` would: a new file under the umask; a file being
             // replaced keeps its mode.
             let mode = match std::fs::symlink_metadata(path) {
-                Ok(m) if m.is_file() => std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777,
-                _ => crate::sync::safe_fs::new_file_mode(),
+                Ok(m) if m.is_file() => crate::fs::meta::mode_bits(&m),
+                _ => crate::fs::meta::new_file_mode(),
             };
-            crate::sync::fsutil::write_atomic(path, mode, now, render).map(|()| say!("Exported conversation to {}", path.display()))
+            crate::fs::atomic::write_atomic(path, mode, now, render).map(|()| say!("Exported conversation to {}", path.display()))
         }
         None => {
             // On a terminal, stored control characters are shown escaped; to a pipe or a file

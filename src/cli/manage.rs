@@ -236,7 +236,7 @@ pub fn recover(store: &Store, args: RecoverArgs) -> Result<i32, Failure> {
             let path = branch_events_path(dir, &args.branch);
             let events = ops::read_event_file(&path).map_err(|e| Failure(format!("{}: {e}", path.display())))?;
             let file = if args.branch == "main" { dir.join("conversation.jsonl") } else { dir.join("branches").join(format!("{}.jsonl", args.branch)) };
-            let current = match crate::sync::safe_fs::read_user_file(&file) {
+            let current = match crate::fs::nofollow::read_user_file(&file) {
                 Ok(bytes) => bytes
                     .split(|b| *b == b'\n')
                     .filter_map(|l| match crate::codec::message_line::decode_line(l).content {

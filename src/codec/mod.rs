@@ -10,6 +10,7 @@ pub mod events;
 pub mod json;
 pub mod lines;
 pub mod message_line;
+pub mod normalise;
 pub mod pystr;
 pub mod timestamp;
 pub mod toml_log;

@@ -5,7 +5,7 @@
 //! content are equal, as in gptme, because branch diffs and undo compare only what was said.
 //! Fields a newer gptme may add are kept in [`Message::extra`], in the order they were read.
 
-use crate::codec::json::Json;
+use super::Json;
 
 /// Who said a message. gptme reads any string here (its `Literal` is not enforced); a role it
 /// does not name is kept as [`Role::Other`] rather than rejected.

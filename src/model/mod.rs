@@ -5,10 +5,12 @@
 //! gptme's bytes, the store into rows.
 
 mod chat_id;
+mod json;
 mod log;
 mod message;
 pub mod resume;
 
 pub use chat_id::{ChatId, ChatIdError};
+pub use json::Json;
 pub use log::Log;
 pub use message::{Message, Role, Usage};

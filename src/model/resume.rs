@@ -5,7 +5,7 @@
 //! made from the store. Every rule of gptme's is here, each with the reason it reports.
 
 use super::{Message, Role};
-use crate::codec::json::Json;
+use super::Json;
 
 /// gptme's `INTERRUPT_CONTENT`.
 pub const INTERRUPTED: &str = "Interrupted by user";

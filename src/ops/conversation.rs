@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::model::ChatId;
 use crate::store::{Store, WriteBatch};
-use crate::sync::fsutil::{sync_dir, write_atomic};
+use crate::fs::atomic::{sync_dir, write_atomic};
 use crate::sync::ingest;
 
 use super::OpsError;
@@ -21,10 +21,6 @@ pub fn config_with_name(name: &str) -> String {
     crate::codec::config::set_chat_name("", name).expect("the empty text is valid TOML")
 }
 
-fn now_ns() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64)
-}
-
 /// Creates `<logs_root>/<chat_id>/` with an empty `conversation.jsonl` (mode 0600, as gptme
 /// writes it) and, with a name, a `config.toml`, then imports it. Refuses an id gptme would
 /// refuse, or one that exists already.
@@ -33,7 +29,7 @@ pub fn new_conversation(store: &Store, logs_root: &Path, chat_id: &str, name: Op
     let dir = logs_root.join(id.as_str());
     let io = |path: &Path| {
         let path = path.to_owned();
-        move |source| OpsError::Dir(crate::sync::dirtx::DirError::Io { path, source })
+        move |source| OpsError::Dir(crate::fs::dirtx::DirError::Io { path, source })
     };
     if dir.exists() {
         return Err(OpsError::Invalid(format!("{}: a conversation with this id exists already", dir.display())));
@@ -41,10 +37,10 @@ pub fn new_conversation(store: &Store, logs_root: &Path, chat_id: &str, name: Op
     std::fs::create_dir_all(logs_root).map_err(io(logs_root))?;
     std::fs::create_dir(&dir).map_err(io(&dir))?;
     let created = (|| -> Result<(), OpsError> {
-        write_atomic(&dir.join("conversation.jsonl"), 0o600, now_ns(), |_| Ok(())).map_err(io(&dir))?;
+        write_atomic(&dir.join("conversation.jsonl"), 0o600, crate::fs::meta::now_ns(), |_| Ok(())).map_err(io(&dir))?;
         if let Some(name) = name {
             let mode = super::umask_mode();
-            write_atomic(&dir.join("config.toml"), mode, now_ns(), |out| out.write_all(config_with_name(name).as_bytes())).map_err(io(&dir))?;
+            write_atomic(&dir.join("config.toml"), mode, crate::fs::meta::now_ns(), |out| out.write_all(config_with_name(name).as_bytes())).map_err(io(&dir))?;
         }
         sync_dir(&dir).map_err(io(&dir))?;
         let mut conn = store.connection()?;

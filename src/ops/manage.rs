@@ -6,8 +6,9 @@ use super::{normalise_for_rewrite, slice_at_turn, OpsError};
 use crate::codec::message_line::encode_message;
 use crate::model::{ChatId, Role};
 use crate::store::{live, queries, DocumentKind, Store, WriteBatch};
-use crate::sync::fsutil::write_atomic;
-use crate::sync::{gptme_lock, ingest, materialise};
+use crate::fs::atomic::write_atomic;
+use crate::fs::gptme_lock;
+use crate::sync::{ingest, materialise};
 
 fn import_dir(store: &Store, dir: &Path) -> Result<(), OpsError> {
     let mut conn = store.connection()?;
@@ -64,11 +65,11 @@ pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&s
     let dest = validate_new(&logs_root, &new_id)?;
     let io = |path: &Path| {
         let path = path.to_owned();
-        move |source| OpsError::Dir(crate::sync::dirtx::DirError::Io { path, source })
+        move |source| OpsError::Dir(crate::fs::dirtx::DirError::Io { path, source })
     };
     let result = (|| -> Result<(), OpsError> {
         std::fs::create_dir(&dest).map_err(io(&dest))?;
-        let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0);
+        let now = crate::fs::meta::now_ns();
         write_atomic(&dest.join("conversation.jsonl"), 0o600, now, |out| {
             for m in &sliced {
                 out.write_all(encode_message(m).as_bytes())?;
@@ -112,7 +113,7 @@ pub fn remove(store: &Store, chat_id: &str, force: bool) -> Result<(), OpsError>
     crate::store::acknowledged::forget_conversation(&tx, chat_id)?;
     crate::store::blobs::remove_all_unreferenced(&tx)?;
     if conv.dir.exists() {
-        std::fs::remove_dir_all(&conv.dir).map_err(|source| OpsError::Dir(crate::sync::dirtx::DirError::Io { path: conv.dir.clone(), source }))?;
+        std::fs::remove_dir_all(&conv.dir).map_err(|source| OpsError::Dir(crate::fs::dirtx::DirError::Io { path: conv.dir.clone(), source }))?;
     }
     tx.commit()?;
     Ok(())

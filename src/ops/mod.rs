@@ -11,7 +11,6 @@
 mod conversation;
 mod manage;
 mod more;
-mod normalise;
 
 use std::path::{Path, PathBuf};
 
@@ -23,15 +22,16 @@ use crate::model::Message;
 use crate::store::live::{self, Doc, LiveConversation};
 use crate::store::queries::{self, StoredLine};
 use crate::store::{DocumentKind, Store, StoreError, WriteBatch};
-use crate::sync::dirtx::{DirError, DirTransaction, FileStat};
-use crate::sync::gptme_lock::{self, ConversationLock, LockError};
+use crate::fs::dirtx::{DirError, DirTransaction, FileStat};
+use crate::fs::gptme_lock::{self, ConversationLock, LockError};
+use crate::fs::walk::directory_fingerprint;
 use crate::sync::ingest::{self, IngestError};
 
 pub use conversation::{new_conversation, NewConversation};
 pub use manage::{clean_candidates, fork, fork_at_turn, remove, CleanCandidate};
 pub use crate::codec::events::replay;
 pub use more::{read_event_file, slice_at_turn};
-pub use normalise::{normalise_for_rewrite, rewrites_unchanged};
+pub use crate::codec::normalise::{normalise_for_rewrite, rewrites_unchanged};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OpsError {
@@ -97,7 +97,7 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     }
     // The directory lock first, then the database lock: every writer takes them in this order.
     let (handle, lock) = gptme_lock::acquire_path(&dir)?;
-    crate::sync::fsutil::remove_debris(&handle).map_err(|source| DirError::Io { path: dir.clone(), source })?;
+    crate::fs::atomic::remove_debris(&handle).map_err(|source| DirError::Io { path: dir.clone(), source })?;
     let mut batch = WriteBatch::begin(&mut conn)?;
     // By chat id, inside the transaction: another process may have replaced the rows (a new
     // conversation id) since they were looked up above.
@@ -113,7 +113,7 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     // gptme (or a person) changed the directory: operate on what is there now. Also when the
     // store lost a message sessiondb acknowledged (a read that raced a rewrite): reading it
     // again judges the directory first, keeping such messages as a branch.
-    if ingest::directory_fingerprint(&dir)? != stored || crate::store::acknowledged::any_missing_from_store(batch.conn(), chat_id)? {
+    if directory_fingerprint(&dir).map_err(IngestError::from)? != stored || crate::store::acknowledged::any_missing_from_store(batch.conn(), chat_id)? {
         ingest::import_conversation(&mut batch, &dir, ingest::ReadMode::Whole)?;
     }
     // The store now holds what the directory holds, under the lock, and every acknowledged
@@ -128,7 +128,7 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     // What this operation took out (an undo, an edit) was taken out on purpose.
     crate::store::acknowledged::forget_removed(batch.conn(), chat_id, &missing)?;
     live::refresh_dir_entries(batch.conn(), conv.id, &conv.dir)?;
-    let fingerprint = ingest::directory_fingerprint(&conv.dir)?;
+    let fingerprint = directory_fingerprint(&conv.dir).map_err(IngestError::from)?;
     batch.conn().prepare_cached("UPDATE conversations SET fingerprint = ?2 WHERE id = ?1")?.execute(params![conv.id, fingerprint])?;
     batch.finish()?;
     dir.commit()?;
@@ -159,7 +159,7 @@ pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut
     if !crate::sync::pending::has_pending(batch.conn(), conv.id)? && conv.dir.join("conversation.jsonl").exists() {
         // The base of the queue must be what the directory holds now: catch up first.
         let stored: Vec<u8> = batch.conn().prepare_cached("SELECT fingerprint FROM conversations WHERE id = ?1")?.query_row([conv.id], |r| r.get(0))?;
-        if ingest::directory_fingerprint(&conv.dir)? != stored {
+        if directory_fingerprint(&conv.dir).map_err(IngestError::from)? != stored {
             ingest::import_conversation(&mut batch, &conv.dir, ingest::ReadMode::CompleteLines)?;
         }
     }
@@ -173,7 +173,7 @@ pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut
     let copy = staging.path().join(&conv.chat_id);
     crate::sync::materialise::export_conversation_to(batch.conn(), chat_id, &copy).map_err(|e| OpsError::Invalid(e.to_string()))?;
     let staged = LiveConversation { dir: copy.clone(), ..conv.clone() };
-    let handle = crate::sync::safe_fs::Dir::open(&copy).map_err(|source| DirError::Io { path: copy.clone(), source })?;
+    let handle = crate::fs::nofollow::Dir::open(&copy).map_err(|source| DirError::Io { path: copy.clone(), source })?;
     let missing = crate::store::acknowledged::missing_from_store(batch.conn(), chat_id)?;
     let mut session = Session { batch, conv: staged, dir: DirTransaction::new(handle), _lock: None, sidecars: Vec::new() };
     let out = op(&mut session)?;
@@ -209,7 +209,7 @@ fn pending_error(e: crate::sync::pending::PendingError) -> OpsError {
 /// Permission bits of a file created with `open(..., "a")` under the current umask, as gptme's
 /// event log and bookmarks are created.
 fn umask_mode() -> u32 {
-    crate::sync::safe_fs::new_file_mode()
+    crate::fs::meta::new_file_mode()
 }
 
 /// gptme writes transcripts through temporary files: mode 0600.
@@ -240,15 +240,15 @@ impl Session<'_> {
         let path = self.abs(rel);
         let io = |source| DirError::Io { path: path.clone(), source };
         let file = self.dir.open_read(&path)?;
-        let ino = crate::sync::safe_fs::fstat(&file).map_err(io)?.ino;
-        let tail = crate::sync::watermark::tail_digest(&file, stat.size).map_err(io)?;
-        live::set_watermark(self.conn(), self.conv.id, rel, &crate::store::Watermark { size: stat.size, ino, tail })?;
+        let ino = crate::fs::nofollow::fstat(&file).map_err(io)?.ino;
+        let tail = crate::fs::watermark::tail_digest(&file, stat.size).map_err(io)?;
+        live::set_watermark(self.conn(), self.conv.id, rel, &crate::fs::watermark::Watermark { size: stat.size, ino, tail })?;
         Ok(())
     }
 
     /// Creates directory `rel` when missing, as gptme's `mkdir` does: mode 0777 less the umask.
     fn ensure_dir(&mut self, rel: &str) -> Result<(), OpsError> {
-        let mode = crate::sync::safe_fs::new_dir_mode();
+        let mode = crate::fs::meta::new_dir_mode();
         live::ensure_dir(self.batch.conn(), self.conv.id, rel, mode)?;
         let abs = self.abs(rel);
         self.dir.create_dir(&abs, mode)?;
@@ -327,7 +327,7 @@ impl Session<'_> {
             self.replace(&mut doc, &messages)?;
             let line = crate::codec::message_line::encode_message(message).into_bytes();
             let path = self.abs(&doc.path);
-            let stat = crate::sync::dirtx::stat(&path).map_err(|source| DirError::Io { path, source })?;
+            let stat = crate::fs::dirtx::stat(&path).map_err(|source| DirError::Io { path, source })?;
             return Ok((doc, line, stat));
         }
         let line = live::append_line(self.batch.conn(), self.conv.id, &mut doc, message)?;

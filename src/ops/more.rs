@@ -12,7 +12,7 @@ use crate::store::DocumentKind;
 
 /// Reads an event log file as gptme does (damaged lines skipped).
 pub fn read_event_file(path: &std::path::Path) -> std::io::Result<Option<Vec<Event>>> {
-    let bytes = match crate::sync::safe_fs::read_user_file(path) {
+    let bytes = match crate::fs::nofollow::read_user_file(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),

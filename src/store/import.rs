@@ -7,6 +7,7 @@
 //! caller's job (`sync::ingest` does it on another thread), and lines arrive one at a time, so
 //! memory is bounded by the longest line plus one 32-byte key per distinct message.
 
+use crate::fs::watermark::Watermark;
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
 
@@ -86,17 +87,6 @@ pub struct WriteStats {
 
 /// At most this many warnings are kept per conversation; the rest are only counted.
 const MAX_WARNINGS: usize = 100;
-
-/// What was read of one file, recorded so that the next sync reads only what follows (see
-/// `sync::watermark`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Watermark {
-    /// Bytes read from the start of the file (whole lines, in sync).
-    pub size: u64,
-    pub ino: u64,
-    /// SHA-256 of the (up to) 4096 bytes before `size`.
-    pub tail: [u8; 32],
-}
 
 /// A document being written: its row id and where its lines go.
 #[derive(Debug, Clone, Copy)]

@@ -212,21 +212,20 @@ pub fn set_entry_stat(conn: &Connection, conversation_id: i64, path: &str, mode:
 /// Records the current mode and mtime of every directory entry of a conversation (writing
 /// files into a directory moves its mtime, which export restores).
 pub fn refresh_dir_entries(conn: &Connection, conversation_id: i64, dir: &std::path::Path) -> Result<(), StoreError> {
-    use std::os::unix::fs::MetadataExt;
     let paths: Vec<String> =
         conn.prepare_cached("SELECT path FROM entries WHERE conversation_id = ?1 AND kind = 'dir'")?.query_map([conversation_id], |r| r.get(0))?.collect::<Result<_, _>>()?;
     let mut update = conn.prepare_cached("UPDATE entries SET mode = ?3, mtime_ns = ?4 WHERE conversation_id = ?1 AND path = ?2")?;
     for path in paths {
         let abs = if path.is_empty() { dir.to_path_buf() } else { dir.join(&path) };
         if let Ok(m) = std::fs::symlink_metadata(&abs) {
-            update.execute(params![conversation_id, path, m.mode() & 0o7777, m.mtime() * 1_000_000_000 + m.mtime_nsec()])?;
+            update.execute(params![conversation_id, path, crate::fs::meta::mode_bits(&m), crate::fs::meta::mtime_ns(&m)])?;
         }
     }
     Ok(())
 }
 
-/// Records what the store holds of a file (see `sync::watermark`).
-pub fn set_watermark(conn: &Connection, conversation_id: i64, path: &str, mark: &super::Watermark) -> Result<(), StoreError> {
+/// Records what the store holds of a file (see [`crate::fs::watermark`]).
+pub fn set_watermark(conn: &Connection, conversation_id: i64, path: &str, mark: &crate::fs::watermark::Watermark) -> Result<(), StoreError> {
     conn.prepare_cached("UPDATE entries SET size = ?3, ino = ?4, tail_sha256 = ?5 WHERE conversation_id = ?1 AND path = ?2")?
         .execute(params![conversation_id, path, mark.size as i64, mark.ino as i64, &mark.tail[..]])?;
     Ok(())

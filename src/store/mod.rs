@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use r2d2_sqlite::SqliteConnectionManager;
 
 pub use batch::WriteBatch;
-pub use import::{ConversationWriter, DocumentId, DocumentKind, LineDigest, LineWarning, Watermark, WriteStats};
+pub use import::{ConversationWriter, DocumentId, DocumentKind, LineDigest, LineWarning, WriteStats};
 pub use totals::ListingTotals;
 
 /// Errors of the store.

@@ -47,7 +47,7 @@ pub fn insert_message(conn: &Connection, conversation_id: i64, digest: &LineDige
         usage.output_tokens,
         usage.cache_read_tokens,
         usage.cache_creation_tokens,
-        raw.is_none() && crate::ops::rewrites_unchanged(m),
+        raw.is_none() && crate::codec::normalise::rewrites_unchanged(m),
     ])?;
     Ok(conn.last_insert_rowid())
 }

@@ -34,6 +34,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::ingest::{self, IngestError};
+use crate::fs::walk::walk;
 use crate::codec::events::{decode_event_line, Event, EventLine, Payload, CHECKPOINT, MESSAGE_APPEND, MESSAGE_EDIT, UNDO};
 use crate::codec::message_line::{decode_line, LineContent};
 use crate::store::acknowledged::{self as records, message_key, Acknowledged, MessageKey};
@@ -128,7 +129,7 @@ fn events_path(path: &str) -> Option<String> {
 /// when it is missing or something else.
 fn open_regular(path: &Path) -> std::io::Result<Option<fs::File>> {
     match fs::symlink_metadata(path) {
-        Ok(m) if m.is_file() => super::safe_fs::open_regular(path).map(Some),
+        Ok(m) if m.is_file() => crate::fs::nofollow::open_regular(path).map(Some),
         Ok(_) => Ok(None),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
@@ -146,7 +147,7 @@ impl DirectoryView {
             move |source| IngestError::Io { path, source }
         };
         let mut present = HashSet::new();
-        for f in ingest::walk(dir)? {
+        for f in walk(dir)?.entries {
             if !matches!(ingest::classify(&f.rel), Some((DocumentKind::Branch | DocumentKind::View, _))) || !f.meta.is_file() {
                 continue;
             }
@@ -219,7 +220,7 @@ pub fn rescue(conn: &rusqlite::Connection, chat_id: &str, dir: &Path) -> Result<
         return Ok(Vec::new());
     }
     let view = DirectoryView::read(dir, &records)?;
-    let unheld = super::gptme_lock::holder(dir).is_none();
+    let unheld = crate::fs::gptme_lock::holder(dir).is_none();
     let mut displaced: Vec<(String, Vec<&Acknowledged>)> = Vec::new();
     for r in &records {
         match view.verdict(r) {
@@ -238,7 +239,7 @@ pub fn rescue(conn: &rusqlite::Connection, chat_id: &str, dir: &Path) -> Result<
     }
     let mut names = super::pending::ConflictNames::default();
     let io = |source| IngestError::Io { path: dir.to_owned(), source };
-    let handle = super::safe_fs::Dir::open(dir).map_err(io)?;
+    let handle = crate::fs::nofollow::Dir::open(dir).map_err(io)?;
     for (path, lost) in displaced {
         let (bytes, mode) = store_copy(conn, chat_id, &path, &lost).map_err(store_err(dir))?;
         let rel = names.place(&handle, &path, &bytes).map_err(io)?;
@@ -287,15 +288,14 @@ fn store_copy(conn: &rusqlite::Connection, chat_id: &str, path: &str, lost: &[&A
 /// Creates `rel` beneath `handle` holding `bytes`, atomically and only if nothing is there: written to a
 /// temporary file beside it, then hard-linked into place (which fails rather than replace).
 /// Its parent (`branches/`) is created when missing; nothing is done through a link.
-fn create_new(handle: &super::safe_fs::Dir, rel: &str, mode: u32, bytes: &[u8]) -> std::io::Result<()> {
+fn create_new(handle: &crate::fs::nofollow::Dir, rel: &str, mode: u32, bytes: &[u8]) -> std::io::Result<()> {
     let rel = Path::new(rel);
     let parent = rel.parent().filter(|p| !p.as_os_str().is_empty());
     if let Some(parent) = parent {
-        handle.create_dir(parent, super::safe_fs::new_dir_mode())?;
+        handle.create_dir(parent, crate::fs::meta::new_dir_mode())?;
     }
-    let temp = parent.unwrap_or(Path::new("")).join(format!("{}rescue-{}", super::fsutil::TEMP_PREFIX, std::process::id()));
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64);
-    handle.write_atomic(&temp, mode, now, |out| out.write_all(bytes))?;
+    let temp = parent.unwrap_or(Path::new("")).join(format!("{}rescue-{}", crate::fs::atomic::TEMP_PREFIX, std::process::id()));
+        handle.write_atomic(&temp, mode, crate::fs::meta::now_ns(), |out| out.write_all(bytes))?;
     let linked = handle.hard_link(&temp, rel);
     handle.remove_file(&temp)?;
     linked?;

@@ -4,23 +4,24 @@
 //! [`plan`] compares the directory (one `lstat` per entry, no file contents) with the entries
 //! the store recorded. When the only differences are transcripts and event logs that grew, the
 //! conversation is extended in place ([`apply_growth`]): each grown file is read from its
-//! watermark on, after checking with [`super::watermark::only_grew`] that the bytes before it
+//! watermark on, after checking with [`crate::fs::watermark::only_grew`] that the bytes before it
 //! are still the ones read. Anything else — a rewritten file (edit, undo, compaction), a new or
 //! removed branch, view, attachment or config — needs the conversation read again whole, by
 //! the ordinary import.
 
 use std::collections::HashMap;
 use std::io::{BufReader, Read, Seek, SeekFrom};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use rusqlite::params;
 
-use super::ingest::{self, Found, IngestError};
-use super::watermark::{only_grew, tail_digest};
+use super::ingest::{self, IngestError};
+use crate::fs::walk::{fingerprint, walk, Found, Listing};
+use crate::fs::watermark::{only_grew, tail_digest};
 use crate::codec::lines::LineReader;
-use crate::store::{DocumentKind, ListingTotals, StoreError, Watermark, WriteBatch, WriteStats};
+use crate::fs::watermark::Watermark;
+use crate::store::{DocumentKind, ListingTotals, StoreError, WriteBatch, WriteStats};
 
 /// What a stored entry was when the store last read or wrote it.
 struct StoredEntry {
@@ -110,18 +111,10 @@ impl Planned {
 /// Compares directory `dir` with what the store holds of conversation `conversation_id`.
 pub fn plan(conn: &rusqlite::Connection, conversation_id: i64, dir: &Path) -> Result<Planned, IngestError> {
     let dir = std::path::absolute(dir).map_err(|source| IngestError::Io { path: dir.to_owned(), source })?;
-    let (found, debris) = ingest::walk_noting_debris(&dir)?;
+    let Listing { entries: found, debris } = walk(&dir)?;
     let mut dir_mtimes = Vec::new();
     let planned = |plan, fingerprint, dir_mtimes| Ok(Planned { plan, fingerprint, debris, dir_mtimes });
-    let mut links = Vec::new();
-    for (i, f) in found.iter().enumerate() {
-        if f.meta.file_type().is_symlink() {
-            let abs = dir.join(&f.rel);
-            let target = std::fs::read_link(&abs).map_err(|source| IngestError::Io { path: abs.clone(), source })?;
-            links.push((i, target.as_os_str().as_bytes().to_vec()));
-        }
-    }
-    let fingerprint = ingest::fingerprint(&dir, &found, &links);
+    let fingerprint = fingerprint(&dir, &found);
     let known: Vec<u8> = conn
         .prepare_cached("SELECT fingerprint FROM conversations WHERE id = ?1")
         .and_then(|mut s| s.query_row([conversation_id], |r| r.get(0)))
@@ -145,14 +138,13 @@ pub fn plan(conn: &rusqlite::Connection, conversation_id: i64, dir: &Path) -> Re
     let stored = stored_entries(conn, conversation_id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
     let mut grown = Vec::new();
     let mut seen = 0;
-    for (i, f) in found.iter().enumerate() {
+    for f in &found {
         let Some(s) = stored.get(&f.rel) else { return planned(Plan::Full, fingerprint, Vec::new()) };
         seen += 1;
         if f.meta.is_dir() && s.mtime_ns != f.mtime_ns() {
             dir_mtimes.push((f.rel.clone(), f.mtime_ns()));
         }
-        let link = links.iter().find(|(j, _)| *j == i).map(|(_, t)| t);
-        match compare(f, s, link) {
+        match compare(f, s) {
             Same::Yes => {}
             Same::Grew(mark) => match ingest::classify(&f.rel) {
                 Some((kind, _)) => grown.push(Grown { rel: f.rel.clone(), kind, mark, walked: (f.meta.len(), f.meta.ino(), f.mtime_ns()) }),
@@ -174,14 +166,14 @@ enum Same {
     No,
 }
 
-fn compare(f: &Found, s: &StoredEntry, link: Option<&Vec<u8>>) -> Same {
-    let mode = f.meta.mode() & 0o7777;
+fn compare(f: &Found, s: &StoredEntry) -> Same {
+    let mode = f.mode();
     let ft = f.meta.file_type();
     if ft.is_dir() {
         return if s.kind == "dir" && s.mode == mode { Same::Yes } else { Same::No };
     }
     if ft.is_symlink() {
-        let same = s.kind == "symlink" && s.link_target.as_ref() == link && s.mtime_ns == f.mtime_ns();
+        let same = s.kind == "symlink" && s.link_target == f.link && s.mtime_ns == f.mtime_ns();
         return if same { Same::Yes } else { Same::No };
     }
     let unchanged = s.mode == mode && s.mtime_ns == f.mtime_ns() && s.size == Some(f.meta.len());
@@ -217,7 +209,7 @@ pub fn apply_growth(
     for g in grown {
         let abs = dir.join(&g.rel);
         let io = |source| IngestError::Io { path: abs.clone(), source };
-        let mut file = crate::sync::safe_fs::open_regular(&abs).map_err(io)?;
+        let mut file = crate::fs::nofollow::open_regular(&abs).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
         if !only_grew(&file, meta.ino(), meta.len(), &g.mark).map_err(io)? {
             return Ok(None); // dropping the writer rolls its savepoint back
@@ -250,11 +242,11 @@ pub fn apply_growth(
         let size = g.mark.size + consumed;
         let mark = Watermark { size, ino: meta.ino(), tail: tail_digest(&file, size).map_err(io)? };
         writer.end_document(doc, &g.rel, lines_before + (line_no - first_line), terminated, &mark).map_err(store_err)?;
-        let mtime_ns = meta.mtime() * 1_000_000_000 + meta.mtime_nsec();
-        writer.touch_document(&g.rel, meta.mode() & 0o7777, mtime_ns).map_err(store_err)?;
+        let mtime_ns = crate::fs::meta::mtime_ns(&meta);
+        writer.touch_document(&g.rel, crate::fs::meta::mode_bits(&meta), mtime_ns).map_err(store_err)?;
         complete &= (meta.len(), meta.ino(), mtime_ns) == g.walked && size == meta.len();
         if let Some(t) = totals {
-            main_totals = Some((t, ingest::mtime_seconds(&meta)));
+            main_totals = Some((t, crate::fs::meta::mtime_seconds(&meta)));
         }
     }
     let fingerprint: &[u8] = if complete { fingerprint } else { &[] };

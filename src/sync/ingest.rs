@@ -10,7 +10,6 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{BufReader, Read};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -20,8 +19,10 @@ use crate::codec::config::{parse_chat_config, ChatConfig};
 use crate::codec::conv_checkpoints::{decode_checkpoint_line, CheckpointLine};
 use crate::codec::events::{decode_event_line, EventLine, Payload};
 use crate::codec::lines::LineReader;
-use crate::sync::safe_fs::{open_regular, read_regular};
-use crate::sync::watermark::{tail_digest, Watermark};
+use crate::fs::meta::mtime_seconds;
+use crate::fs::nofollow::{open_regular, read_regular};
+use crate::fs::walk::{fingerprint, walk, WalkError};
+use crate::fs::watermark::{tail_digest, Watermark};
 use crate::codec::message_line::{decode_line, encode_message, DecodedLine};
 use crate::model::{ChatId, ChatIdError, Message};
 use crate::store::{ConversationWriter, DocumentId, DocumentKind, LineDigest, LineWarning, ListingTotals, StoreError, WriteBatch, WriteStats};
@@ -43,6 +44,15 @@ pub enum IngestError {
     NotAConversation { path: PathBuf },
     #[error("{path}: {source}")]
     Store { path: PathBuf, source: StoreError },
+}
+
+impl From<WalkError> for IngestError {
+    fn from(e: WalkError) -> Self {
+        match e {
+            WalkError::Io { path, source } => IngestError::Io { path, source },
+            WalkError::NotUtf8 { path } => IngestError::NotUtf8 { path },
+        }
+    }
 }
 
 /// How much of a transcript or event log an import takes.
@@ -97,69 +107,6 @@ pub fn default_logs_root() -> Option<PathBuf> {
         .or_else(|| var("HOME").map(|h| h.join(".local/share/gptme/logs")))
 }
 
-/// One filesystem entry found in a conversation directory.
-#[derive(Debug)]
-pub(crate) struct Found {
-    /// Relative to the conversation directory, '/'-separated; "" is the directory itself.
-    pub(crate) rel: String,
-    pub(crate) meta: fs::Metadata,
-}
-
-impl Found {
-    fn mode(&self) -> u32 {
-        self.meta.mode() & 0o7777
-    }
-
-    pub(crate) fn mtime_ns(&self) -> i64 {
-        self.meta.mtime() * 1_000_000_000 + self.meta.mtime_nsec()
-    }
-}
-
-/// Names that are never imported: gptme's process lock holds a PID that means nothing once
-/// copied, and sessiondb's own temporary files are debris of an interrupted write.
-fn is_ignored(rel: &str) -> bool {
-    rel == ".lock" || rel.rsplit('/').next().is_some_and(|n| n.starts_with(crate::sync::fsutil::TEMP_PREFIX))
-}
-
-/// Lists every entry below `dir`, parents first, without following symlinks.
-pub(crate) fn walk(dir: &Path) -> Result<Vec<Found>, IngestError> {
-    walk_noting_debris(dir).map(|(found, _)| found)
-}
-
-/// [`walk`], also telling whether an interrupted sessiondb write left temporary files.
-pub(crate) fn walk_noting_debris(dir: &Path) -> Result<(Vec<Found>, bool), IngestError> {
-    let mut debris = false;
-    let io = |path: &Path| { let path = path.to_owned(); move |source| IngestError::Io { path, source } };
-    let mut found = vec![Found { rel: String::new(), meta: fs::symlink_metadata(dir).map_err(io(dir))? }];
-    let mut pending = vec![(dir.to_owned(), String::new())];
-    while let Some((abs, rel)) = pending.pop() {
-        let mut children: Vec<_> = fs::read_dir(&abs).map_err(io(&abs))?.collect::<Result<_, _>>().map_err(io(&abs))?;
-        children.sort_by_key(|e| e.file_name());
-        for child in children {
-            let path = child.path();
-            let name = child.file_name();
-            let name = name.to_str().ok_or_else(|| IngestError::NotUtf8 { path: path.clone() })?;
-            let child_rel = if rel.is_empty() { name.to_owned() } else { format!("{rel}/{name}") };
-            if is_ignored(&child_rel) {
-                debris |= name.starts_with(crate::sync::fsutil::TEMP_PREFIX);
-                continue;
-            }
-            let meta = match fs::symlink_metadata(&path) {
-                Ok(meta) => meta,
-                // Gone since it was listed (gptme renamed its temporary file into place).
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(io(&path)(e)),
-            };
-            if meta.is_dir() {
-                pending.push((path, child_rel.clone()));
-            }
-            found.push(Found { rel: child_rel, meta });
-        }
-    }
-    found.sort_by(|a, b| a.rel.cmp(&b.rel));
-    Ok((found, debris))
-}
-
 /// Which codec document a relative path is, by gptme's layout.
 pub(crate) fn classify(rel: &str) -> Option<(DocumentKind, String)> {
     let parts: Vec<&str> = rel.split('/').collect();
@@ -200,49 +147,6 @@ fn stays_inside(rel: &str, target: &Path) -> bool {
         }
     }
     true
-}
-
-/// A digest of every entry's identity and attributes: equal digests mean nothing changed.
-///
-/// Files count by mode, size, mtime and inode (an atomic rewrite is a new inode); symlinks by
-/// target and mtime; directories by mode only, since what they contain is listed itself and
-/// their mtimes move whenever a temporary file comes and goes. ctime is left out for the same
-/// reason: sessiondb's own hard-linked backups touch it without changing anything.
-pub(crate) fn fingerprint(dir: &Path, found: &[Found], links: &[(usize, Vec<u8>)]) -> Vec<u8> {
-    let mut h = Sha256::new();
-    h.update(dir.as_os_str().as_bytes());
-    for (i, f) in found.iter().enumerate() {
-        let m = &f.meta;
-        h.update(b"\n");
-        h.update(f.rel.as_bytes());
-        let fields: Vec<i64> = if m.is_dir() {
-            vec![m.mode() as i64]
-        } else {
-            vec![m.mode() as i64, m.len() as i64, m.mtime(), m.mtime_nsec(), m.ino() as i64]
-        };
-        for v in fields {
-            h.update(v.to_le_bytes());
-        }
-        if let Some((_, target)) = links.iter().find(|(j, _)| *j == i) {
-            h.update(target);
-        }
-    }
-    h.finalize().to_vec()
-}
-
-/// The fingerprint of a conversation directory as it is now (see [`fingerprint`]).
-pub fn directory_fingerprint(dir: &Path) -> Result<Vec<u8>, IngestError> {
-    let dir = std::path::absolute(dir).map_err(|source| IngestError::Io { path: dir.to_owned(), source })?;
-    let found = walk(&dir)?;
-    let mut links = Vec::new();
-    for (i, f) in found.iter().enumerate() {
-        if f.meta.file_type().is_symlink() {
-            let abs = dir.join(&f.rel);
-            let target = fs::read_link(&abs).map_err(|source| IngestError::Io { path: abs.clone(), source })?;
-            links.push((i, target.as_os_str().as_bytes().to_vec()));
-        }
-    }
-    Ok(fingerprint(&dir, &found, &links))
 }
 
 /// How a conversation directory reaches the store: the producer ([`prepare`]) turns the
@@ -294,12 +198,6 @@ const CHUNK_BYTES: usize = 4 << 20;
 /// between the threads stays below about `(CHANNEL_CHUNKS + 2) * (CHUNK_BYTES + longest line)`.
 const CHANNEL_CHUNKS: usize = 4;
 
-/// Modification time → epoch seconds, computed as CPython computes `st_mtime`
-/// (`sec + nsec * 1e-9`), so listings agree with gptme's to the last bit.
-pub(crate) fn mtime_seconds(meta: &fs::Metadata) -> f64 {
-    meta.mtime() as f64 + meta.mtime_nsec() as f64 * 1e-9
-}
-
 /// Produces the items of one conversation directory. `known` is the fingerprint the store has
 /// for it, if any. Returns false when the consumer has gone away.
 fn prepare(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dyn FnMut(Item) -> bool) -> bool {
@@ -315,26 +213,22 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dy
     let name = name.to_str().ok_or_else(|| IngestError::NotUtf8 { path: dir.clone() })?;
     let chat_id = ChatId::new(name).map_err(|reason| IngestError::InvalidChatId { dir: dir.clone(), reason })?;
 
-    let found = walk(&dir)?;
+    let found = walk(&dir)?.entries;
     if !found.iter().any(|f| f.rel == "conversation.jsonl") {
         return Err(IngestError::NotAConversation { path: dir });
     }
-    let mut links = Vec::new();
-    for (i, f) in found.iter().enumerate() {
+    for f in &found {
         if f.meta.is_dir() && (classify(&f.rel).is_some() || f.rel == "config.toml") {
             // Read as an empty directory it would silently drop the whole document.
             return Err(IngestError::DirectoryForFile { path: dir.join(&f.rel) });
         }
-        if f.meta.file_type().is_symlink() {
-            let abs = dir.join(&f.rel);
-            let target = fs::read_link(&abs).map_err(|source| IngestError::Io { path: abs.clone(), source })?;
-            if expects_regular_file(&f.rel) && !stays_inside(&f.rel, &target) {
-                return Err(IngestError::SymlinkOutside { path: abs, target });
+        if let Some(target) = f.link_target() {
+            if expects_regular_file(&f.rel) && !stays_inside(&f.rel, target) {
+                return Err(IngestError::SymlinkOutside { path: dir.join(&f.rel), target: target.to_owned() });
             }
-            links.push((i, target.as_os_str().as_bytes().to_vec()));
         }
     }
-    let fingerprint = fingerprint(&dir, &found, &links);
+    let fingerprint = fingerprint(&dir, &found);
     if known == Some(&fingerprint[..]) {
         return Ok(send(Item::Unchanged));
     }
@@ -348,7 +242,7 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dy
     let mut modified = 0.0;
     let mut sent_digests: HashSet<LineDigest> = HashSet::new();
     let mut complete = true;
-    for (i, f) in found.iter().enumerate() {
+    for f in &found {
         let abs = dir.join(&f.rel);
         let io = |source| IngestError::Io { path: abs.clone(), source };
         let (rel, mode, mtime_ns) = (f.rel.clone(), f.mode(), f.mtime_ns());
@@ -357,8 +251,7 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dy
         if matches!(&document, Some((DocumentKind::Branch, n)) if n != "main") {
             branch_count += 1;
         }
-        let alive = if kind.is_symlink() {
-            let target = links.iter().find(|(j, _)| *j == i).expect("link read above").1.clone();
+        let alive = if let Some(target) = f.link.clone() {
             send(Item::Symlink { rel, mode, mtime_ns, target })
         } else if kind.is_dir() {
             send(Item::Dir { rel, mode, mtime_ns })
@@ -373,7 +266,7 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dy
                     // had when it was opened: a writer appending meanwhile is read next time.
                     let file = open_regular(&abs).map_err(io)?;
                     let meta = file.metadata().map_err(io)?;
-                    let (mode, mtime_ns) = (meta.mode() & 0o7777, meta.mtime() * 1_000_000_000 + meta.mtime_nsec());
+                    let (mode, mtime_ns) = (crate::fs::meta::mode_bits(&meta), crate::fs::meta::mtime_ns(&meta));
                     if is_main {
                         modified = mtime_seconds(&meta);
                     }

@@ -16,8 +16,8 @@ use crate::model::ChatId;
 use crate::store::queries::{self, EntryKind};
 use crate::store::StoreError;
 
-use super::safe_fs::Dir;
-use super::gptme_lock::{self, LockError};
+use crate::fs::nofollow::Dir;
+use crate::fs::gptme_lock::{self, LockError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MaterialiseError {

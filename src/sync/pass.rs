@@ -25,7 +25,7 @@ use super::acknowledged::Displaced;
 use super::incremental::{self, Plan};
 use super::ingest::{self, format_warning, IngestError, Outcome, ReadMode};
 use super::pending::{self, Conflict, PendingError};
-use super::gptme_lock::LockError;
+use crate::fs::gptme_lock::LockError;
 use crate::store::{Store, StoreError, WriteBatch};
 
 /// What came in from the directories.
@@ -179,9 +179,9 @@ fn stranded_queues(stored: &HashMap<String, Stored>, on_disk: &HashMap<String, P
 /// locked at once (never waiting, so that a gptme starting now is not kept out for long).
 /// Left for a later pass otherwise. Returns whether anything was removed.
 fn clear_debris(dir: &Path) -> bool {
-    let Ok(handle) = super::safe_fs::Dir::open(dir) else { return false };
-    match super::gptme_lock::try_acquire(&handle) {
-        Ok(_lock) => super::fsutil::remove_debris(&handle).is_ok_and(|removed| removed > 0),
+    let Ok(handle) = crate::fs::nofollow::Dir::open(dir) else { return false };
+    match crate::fs::gptme_lock::try_acquire(&handle) {
+        Ok(_lock) => crate::fs::atomic::remove_debris(&handle).is_ok_and(|removed| removed > 0),
         Err(_) => false,
     }
 }

@@ -25,10 +25,11 @@ use std::path::Path;
 use rusqlite::params;
 use serde::Serialize;
 
-use super::dirtx::{DirError, DirTransaction};
-use super::gptme_lock::{self, LockError};
-use super::safe_fs::{self, Dir, Kind};
+use crate::fs::dirtx::{DirError, DirTransaction};
+use crate::fs::gptme_lock::{self, LockError};
+use crate::fs::nofollow::{Dir, Kind};
 use super::ingest::{self, IngestError, ReadMode};
+use crate::fs::walk::walk;
 use crate::store::{live, queries, DocumentKind, StoreError, WriteBatch};
 
 #[derive(Debug, thiserror::Error)]
@@ -125,7 +126,7 @@ pub fn materialise_pending(conn: &mut rusqlite::Connection, chat_id: &str, dry_r
     // The directory lock first, then the database lock, as every writer takes them.
     let _lock = if dry_run { None } else { Some(gptme_lock::acquire(&handle)?) };
     if !dry_run {
-        super::fsutil::remove_debris(&handle).map_err(io_dir)?;
+        crate::fs::atomic::remove_debris(&handle).map_err(io_dir)?;
     }
     let mut batch = WriteBatch::begin(conn)?;
     let conv = live::load_conversation(batch.conn(), chat_id)?;
@@ -185,7 +186,7 @@ pub fn materialise_pending(conn: &mut rusqlite::Connection, chat_id: &str, dry_r
                 let kept_abs = dir.join(&kept);
                 if !holds(&handle, &kept, &bytes).map_err(io)? && !dry_run {
                     if let Some(parent) = kept_abs.parent() {
-                        tx.create_dir(parent, safe_fs::new_dir_mode())?;
+                        tx.create_dir(parent, crate::fs::meta::new_dir_mode())?;
                     }
                     tx.replace(&kept_abs, mode, |w| w.write_all(&bytes))?;
                 }
@@ -221,7 +222,7 @@ struct TranscriptMessages(std::collections::HashSet<crate::store::LineDigest>);
 impl TranscriptMessages {
     fn of_directory(dir: &Path, handle: &Dir) -> Result<Self, PendingError> {
         let mut seen = std::collections::HashSet::new();
-        for f in ingest::walk(dir)? {
+        for f in walk(dir).map_err(IngestError::from)?.entries {
             if matches!(ingest::classify(&f.rel), Some((DocumentKind::Branch, _))) && f.meta.is_file() {
                 let bytes = handle.read(Path::new(&f.rel), u64::MAX).map_err(|source| PendingError::Io { path: dir.join(&f.rel), source })?;
                 seen.extend(Self::messages(&bytes));

@@ -5,6 +5,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::ingest::{self, IngestError};
+use crate::fs::walk::{fingerprint as fingerprint_of, walk};
 use crate::store::StoreError;
 
 /// Where each conversation of a logs root stands.
@@ -57,7 +58,9 @@ pub fn sync_state(conn: &rusqlite::Connection, logs_root: &Path) -> Result<SyncS
     for dir in dirs {
         let Some(name) = dir.file_name().and_then(|n| n.to_str()).map(str::to_owned) else { continue };
         on_disk.insert(name.clone());
-        if ingest::walk_noting_debris(&dir)?.1 {
+        let abs = std::path::absolute(&dir).map_err(|source| IngestError::Io { path: dir.clone(), source })?;
+        let listing = walk(&abs).map_err(IngestError::from)?;
+        if listing.debris {
             state.debris.push(name.clone());
         }
         match stored.get(&name) {
@@ -66,7 +69,7 @@ pub fn sync_state(conn: &rusqlite::Connection, logs_root: &Path) -> Result<SyncS
                 if *queued {
                     state.queued.push(name.clone());
                 }
-                if ingest::directory_fingerprint(&dir)? == *fingerprint {
+                if fingerprint_of(&abs, &listing.entries) == *fingerprint {
                     state.in_step += 1;
                 } else {
                     state.displaced.extend(super::acknowledged::check(conn, &name, &dir)?);

@@ -7,7 +7,7 @@
 //! existing lines, so only rewrites (edit, undo, backups) apply this. One deliberate
 //! difference: fields from a newer gptme are kept, where gptme 0.35 would drop them.
 
-use crate::codec::json::Json;
+use crate::model::Json;
 use crate::codec::timestamp::{format_utc, normalise};
 use crate::model::Message;
 

@@ -18,7 +18,7 @@ use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::safe_fs::{self, Dir};
+use super::nofollow::{self, Dir};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
@@ -35,7 +35,7 @@ pub struct ConversationLock {
     _file: File,
 }
 
-const LOCK: &str = ".lock";
+pub const LOCK: &str = ".lock";
 
 fn lock_path(dir: &Path) -> PathBuf {
     dir.join(LOCK)
@@ -124,7 +124,7 @@ pub fn acquire(handle: &Dir) -> Result<ConversationLock, LockError> {
 
 /// Whether the open lock file is still the directory's `.lock` (not removed by a takeover).
 fn is_current(file: &File, dir: &Dir) -> bool {
-    match (safe_fs::fstat(file), dir.stat(Path::new(LOCK))) {
+    match (nofollow::fstat(file), dir.stat(Path::new(LOCK))) {
         (Ok(a), Ok(Some(b))) => a.ino == b.ino && a.dev == b.dev,
         _ => false,
     }
@@ -171,7 +171,7 @@ fn is_sessiondb(pid: u32) -> bool {
 
 /// Whether a live process other than this one holds the lock (without taking it).
 pub fn holder(dir: &Path) -> Option<u32> {
-    let mut file = safe_fs::open_regular(&lock_path(dir)).ok()?;
+    let mut file = nofollow::open_regular(&lock_path(dir)).ok()?;
     match file.try_lock_shared() {
         Ok(()) => None,
         Err(_) => holder_pid(&mut file).filter(|&pid| is_alive(pid)),

@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, Timespec, Timestamps, CWD, UTIME_OMIT};
 use rustix::io::Errno;
 
-use super::fsutil::TEMP_PREFIX;
+use super::atomic::TEMP_PREFIX;
 
 /// Why a path was refused: what is there is not what may be opened. The path is that of the
 /// offending entry, which may be a parent of the path asked for.
@@ -463,27 +463,6 @@ pub fn read_user_file(path: &Path) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)?;
     Ok(bytes)
-}
-
-/// The process's file mode creation mask.
-pub fn umask() -> u32 {
-    // SAFETY: umask only swaps the process's file mode mask; it is restored at once.
-    let mask = unsafe {
-        let old = libc::umask(0o022);
-        libc::umask(old);
-        old
-    };
-    mask as u32
-}
-
-/// Permission bits of a new file, as `open(…, O_CREAT, 0666)` makes it under the umask.
-pub fn new_file_mode() -> u32 {
-    0o666 & !umask()
-}
-
-/// Permission bits of a new directory, as `mkdir(…, 0777)` makes it under the umask.
-pub fn new_dir_mode() -> u32 {
-    0o777 & !umask()
 }
 
 #[cfg(test)]

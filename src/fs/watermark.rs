@@ -16,7 +16,15 @@ use sha2::{Digest, Sha256};
 /// How many bytes before the watermark its digest covers.
 pub const TAIL_WINDOW: u64 = 4096;
 
-pub use crate::store::Watermark;
+/// What was read of one file, recorded so that the next sync reads only what follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Watermark {
+    /// Bytes read from the start of the file (whole lines, in sync).
+    pub size: u64,
+    pub ino: u64,
+    /// SHA-256 of the (up to) [`TAIL_WINDOW`] bytes before `size`.
+    pub tail: [u8; 32],
+}
 
 /// The digest of the (up to) [`TAIL_WINDOW`] bytes of `file` that end at `end`.
 pub fn tail_digest(file: &File, end: u64) -> std::io::Result<[u8; 32]> {

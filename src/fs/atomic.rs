@@ -5,12 +5,12 @@
 //! file or the new one, never a mixture, and a crash leaves at most a stray temporary file. The
 //! target's directory is resolved as given; the target itself is replaced, never written
 //! through (a link there is replaced by the file). Writes inside a conversation directory go
-//! through [`super::safe_fs::Dir`] itself, which follows no link at all.
+//! through [`super::nofollow::Dir`] itself, which follows no link at all.
 
 use std::io::{self, Write};
 use std::path::Path;
 
-use super::safe_fs::{Dir, Kind};
+use super::nofollow::{Dir, Kind};
 
 /// Prefix of temporary files, so that a stray one is recognisable.
 pub const TEMP_PREFIX: &str = ".sessiondb-tmp-";

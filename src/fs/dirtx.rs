@@ -16,8 +16,8 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::fsutil::TEMP_PREFIX;
-use super::safe_fs::{self, Dir, Kind};
+use super::atomic::TEMP_PREFIX;
+use super::nofollow::{self, Dir, Kind};
 
 /// A file's state after a write, to record in the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,9 +28,8 @@ pub struct FileStat {
 }
 
 pub fn stat(path: &Path) -> io::Result<FileStat> {
-    use std::os::unix::fs::MetadataExt;
     let m = std::fs::symlink_metadata(path)?;
-    Ok(FileStat { mode: m.mode() & 0o7777, mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(), size: m.len() })
+    Ok(FileStat { mode: super::meta::mode_bits(&m), mtime_ns: super::meta::mtime_ns(&m), size: m.len() })
 }
 
 /// Paths are relative to the transaction's directory.
@@ -58,11 +57,6 @@ pub struct DirTransaction {
     /// The directories whose entries changed, relative.
     dirs: Vec<PathBuf>,
     committed: bool,
-}
-
-fn now_ns() -> i64 {
-    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    d.as_nanos() as i64
 }
 
 fn parent_of(rel: &Path) -> PathBuf {
@@ -153,7 +147,7 @@ impl DirTransaction {
     /// Replaces (or creates) `path` atomically with what `fill` writes, with permission bits
     /// `mode` and the current time as mtime.
     pub fn replace(&mut self, path: &Path, mode: u32, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<FileStat, DirError> {
-        self.write(path, mode, now_ns(), fill)
+        self.write(path, mode, super::meta::now_ns(), fill)
     }
 
     fn write(&mut self, path: &Path, mode: u32, mtime_ns: i64, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<FileStat, DirError> {
@@ -176,7 +170,7 @@ impl DirTransaction {
         let io = |e| DirError::Io { path: source.to_owned(), source: e };
         use std::os::unix::fs::OpenOptionsExt;
         let mut input = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(source).map_err(io)?;
-        let meta = safe_fs::fstat(&input).map_err(io)?;
+        let meta = nofollow::fstat(&input).map_err(io)?;
         if meta.kind != Kind::File {
             return Err(io(io::Error::other("not a regular file")));
         }
@@ -246,7 +240,7 @@ impl DirTransaction {
 }
 
 fn file_stat(file: &File) -> io::Result<FileStat> {
-    let s = safe_fs::fstat(file)?;
+    let s = nofollow::fstat(file)?;
     Ok(FileStat { mode: s.mode, mtime_ns: s.mtime_ns, size: s.size })
 }
 
