@@ -387,7 +387,7 @@ impl Session<'_> {
     pub fn append(&mut self, branch: &str, message: &Message) -> Result<Appended, OpsError> {
         let message = self.store_attachments(message)?;
         let before = self.branch_doc(branch)?;
-        let view = if branch == "main" { self.active_view()? } else { None };
+        let view = Some(self.target(branch)?).filter(|d| d.kind == DocumentKind::View);
         self.ensure_dir("branches")?;
         let (doc, line, _) = self.extend(&before, &message)?;
         // With a view active, gptme's log is the view: it gets the message, and the event log
@@ -497,15 +497,11 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// The document an edit or undo of `branch` changes: the active view when one is active on
-    /// main (gptme's `log` is then the view), else the branch.
+    /// The document an edit or undo of `branch` changes: the log gptme has loaded for it (the
+    /// active view when one is active on main, else the branch; see [`live::loaded_doc`]).
     fn target(&self, branch: &str) -> Result<Doc, OpsError> {
-        if branch == "main" {
-            if let Some(view) = self.active_view()? {
-                return Ok(view);
-            }
-        }
-        self.branch_doc(branch)
+        live::loaded_doc(self.conn(), self.conv.id, branch)?
+            .ok_or_else(|| StoreError::NoBranch { chat_id: self.conv.chat_id.clone(), branch: branch.to_owned() }.into())
     }
 
     /// Replaces a document's messages and rewrites its file; updates listing totals for main.
