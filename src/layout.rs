@@ -136,10 +136,13 @@ pub fn events_lock_path(name: &str) -> String {
     in_events_dir(name, ".events.jsonl.lock")
 }
 
-/// The event log that goes with transcript `rel`; `None` when `rel` is not a branch's transcript.
+/// The event log that goes with transcript `rel`: `events.jsonl` for `conversation.jsonl`,
+/// `branches/<name>/events.jsonl` for `branches/<name>.jsonl` (even a stray `branches/main.jsonl`);
+/// `None` when `rel` is not a branch's transcript.
 pub fn events_path_of_transcript(rel: &str) -> Option<String> {
     match classify(rel)? {
-        (DocumentKind::Branch, name) => Some(events_path(&name)),
+        (DocumentKind::Branch, _) if rel == MAIN_TRANSCRIPT => Some(EVENTS_FILE.to_owned()),
+        (DocumentKind::Branch, name) => Some(format!("{BRANCHES_DIR}/{name}/{EVENTS_FILE}")),
         _ => None,
     }
 }
@@ -352,6 +355,7 @@ mod tests {
         assert_eq!(classify("branches/x/y.jsonl"), None);
         assert_eq!(classify("config.toml"), None);
         assert_eq!(classify("files/abc.png"), None);
+        assert_eq!(classify("workspace/conversation.jsonl"), None);
     }
 
     #[test]
@@ -373,6 +377,8 @@ mod tests {
         assert_eq!(events_lock_path("alt"), "branches/alt/.events.jsonl.lock");
         assert_eq!(events_dir("main"), "");
         assert_eq!(events_path_of_transcript("views/v.jsonl"), None);
+        assert_eq!(events_path_of_transcript("branches/main.jsonl").as_deref(), Some("branches/main/events.jsonl"));
+        assert!(!counts_as_branch("branches/main.jsonl"));
         assert_eq!(attachment_path("0123456789abcdef", ".png"), "files/0123456789abcdef.png");
         assert!(is_attachment("files/0123456789abcdef.png") && !is_attachment("files") && !is_attachment("filesx/a"));
         assert!(!counts_as_branch("branches/alt/events.jsonl") && !counts_as_branch("views/v.jsonl"));

@@ -12,7 +12,7 @@ use crate::model::resume::{next_speaker, Next};
 use crate::model::{Log, Message, Role};
 use crate::ops::{self, with_session};
 use crate::store::{live, queries, Store, StoreError};
-use crate::sync::ingest::default_logs_root;
+use crate::layout::default_logs_root;
 
 #[derive(clap::Args)]
 pub struct NewArgs {
