@@ -37,6 +37,12 @@ pub const VIEWS_DIR: &str = "views";
 pub const VIEW_MARKER: &str = "views/.current";
 /// The directory of attachments stored by content.
 pub const FILES_DIR: &str = "files";
+/// Another directory of attachments, which gptme's `chats fork --at-turn` copies with [`FILES_DIR`].
+pub const ATTACHMENTS_DIR: &str = "attachments";
+/// The file holding the PID of the gptme process that owns the chat (flocked).
+pub const LOCK: &str = ".lock";
+/// The chat's working directory: a link to it, or a real directory (`@log` in config.toml).
+pub const WORKSPACE: &str = "workspace";
 /// The document name the store gives [`LOSSLESS`].
 pub const LOSSLESS_NAME: &str = "lossless";
 /// The document name the store gives [`BOOKMARKS`].

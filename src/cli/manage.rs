@@ -222,20 +222,12 @@ pub struct RecoverArgs {
     json: bool,
 }
 
-fn branch_events_path(dir: &std::path::Path, branch: &str) -> PathBuf {
-    if branch == "main" {
-        dir.join("events.jsonl")
-    } else {
-        dir.join("branches").join(branch).join("events.jsonl")
-    }
-}
-
 pub fn recover(store: &Store, args: RecoverArgs) -> Result<i32, Failure> {
     let (events, current): (Option<Vec<_>>, Vec<Message>) = match &args.dir {
         Some(dir) => {
-            let path = branch_events_path(dir, &args.branch);
+            let path = dir.join(crate::layout::events_path(&args.branch));
             let events = ops::read_event_file(&path).map_err(|e| Failure(format!("{}: {e}", path.display())))?;
-            let file = if args.branch == "main" { dir.join("conversation.jsonl") } else { dir.join("branches").join(format!("{}.jsonl", args.branch)) };
+            let file = dir.join(crate::layout::branch_path(&args.branch));
             let current = match crate::sync::safe_fs::read_user_file(&file) {
                 Ok(bytes) => bytes
                     .split(|b| *b == b'\n')

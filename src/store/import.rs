@@ -191,7 +191,7 @@ impl<'c> ConversationWriter<'c> {
     }
 
     fn count_blob(&mut self, path: &str, size: u64) {
-        if path.starts_with("files/") {
+        if crate::layout::is_attachment(path) {
             self.stats.attachments += 1;
         }
         self.stats.bytes += size;

@@ -92,7 +92,7 @@ impl Found {
 /// Names that are never imported: gptme's process lock holds a PID that means nothing once
 /// copied, and sessiondb's own temporary files are debris of an interrupted write.
 fn is_ignored(rel: &str) -> bool {
-    rel == ".lock" || rel.rsplit('/').next().is_some_and(|n| n.starts_with(crate::sync::fsutil::TEMP_PREFIX))
+    rel == layout::LOCK || rel.rsplit('/').next().is_some_and(|n| n.starts_with(crate::sync::fsutil::TEMP_PREFIX))
 }
 
 /// Lists every entry below `dir`, parents first, without following symlinks.
@@ -377,7 +377,7 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dy
             return Ok(false);
         }
     }
-    if !has_config && !send(Item::Workspace(resolve(&dir.join("workspace")))) {
+    if !has_config && !send(Item::Workspace(resolve(&dir.join(layout::WORKSPACE)))) {
         // gptme's per-conversation default workspace.
         return Ok(false);
     }
@@ -391,7 +391,7 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dy
 /// that does not parse.
 fn configured_workspace(dir: &Path, config: &Result<ChatConfig, String>) -> String {
     match config {
-        Ok(ChatConfig { workspace: Some(w), .. }) if w == "@log" => resolve(&dir.join("workspace")),
+        Ok(ChatConfig { workspace: Some(w), .. }) if w == "@log" => resolve(&dir.join(layout::WORKSPACE)),
         Ok(ChatConfig { workspace: Some(w), .. }) => {
             let expanded = match (w.strip_prefix('~'), std::env::var_os("HOME")) {
                 (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
@@ -401,8 +401,8 @@ fn configured_workspace(dir: &Path, config: &Result<ChatConfig, String>) -> Stri
             };
             resolve(&std::path::absolute(&expanded).unwrap_or(expanded))
         }
-        Ok(_) if fs::symlink_metadata(dir.join("workspace")).is_ok() && dir.join("workspace").exists() => {
-            resolve(&dir.join("workspace"))
+        Ok(_) if fs::symlink_metadata(dir.join(layout::WORKSPACE)).is_ok() && dir.join(layout::WORKSPACE).exists() => {
+            resolve(&dir.join(layout::WORKSPACE))
         }
         _ => resolve(dir),
     }
