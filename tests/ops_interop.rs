@@ -233,6 +233,23 @@ fn edit_with_a_view_active_edits_the_view_gptme_has_loaded() {
     assert_eq!(fs::read(dir.join("conversation.jsonl")).unwrap(), main_before);
 }
 
+/// `recover` compares the event log with what `--apply` would replace: with a view active, the
+/// view (main's event log records the view's edits).
+#[test]
+fn recover_with_a_view_active_compares_with_the_view() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    with_active_view(&logs, "v");
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    run_ok(sessiondb(&db).args(["edit", "v"]).env_remove("EDITOR").env("VISUAL", "sed -i 's/six/SIX/'"));
+    for args in [vec!["recover", "v", "--json"], vec!["recover", "--dir", logs.join("v").to_str().unwrap(), "--json"]] {
+        let out: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(&args)).stdout).unwrap();
+        assert_eq!(out["current"], 3, "{args:?}: {out}");
+        assert_eq!(out["equal"], true, "{args:?}: {out}");
+    }
+}
+
 #[test]
 fn an_empty_editor_variable_counts_as_unset() {
     let work = tempfile::tempdir().unwrap();

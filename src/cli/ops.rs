@@ -302,8 +302,8 @@ pub fn next(store: &Store, args: NextArgs) -> Result<i32, Failure> {
 }
 
 /// The messages of the log gptme has loaded for `branch` (see `store::live::loaded_doc`): what
-/// `edit` replaces, `export --format toml` writes and `next` decides on.
-fn loaded_messages(store: &Store, chat_id: &str, branch: &str) -> Result<Vec<Message>, Failure> {
+/// `edit` replaces, `export --format toml` writes, `next` decides on and `recover` compares with.
+pub(super) fn loaded_messages(store: &Store, chat_id: &str, branch: &str) -> Result<Vec<Message>, Failure> {
     let conn = store.connection()?;
     let conv = live::load_conversation(&conn, chat_id)?;
     let doc = live::loaded_doc(&conn, conv.id, branch)?.ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: branch.to_owned() })?;
