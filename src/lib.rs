@@ -3,6 +3,9 @@
 //! The crate is organised by concern:
 //! - [`model`]: `Message`, `Log` and chat ids, with gptme's semantics;
 //! - [`codec`]: gptme's file formats, byte for byte;
+//! - [`layout`]: gptme's directory layout — every path in a conversation, what a path is, which
+//!   log gptme has loaded (the active view or the branch), which conversations are tests, the
+//!   logs root and which of its directories are conversations (uses only `model`);
 //! - [`store`]: the SQLite database (schema migrations, writes, queries);
 //! - [`sync`]: moving conversations between gptme directories and the store;
 //! - [`fs`]: file primitives (link-safe handles, atomic writes, directory transactions,
@@ -12,6 +15,7 @@
 //! - [`cli`]: the `sessiondb` command line.
 
 pub mod codec;
+pub mod layout;
 pub mod model;
 pub mod ops;
 pub mod render;

@@ -73,6 +73,16 @@ fn sessiondb_step(db: &Path, logs: &Path, work: &Path, step: &Value) {
             fs::write(&file, messages_to_toml(&messages)).unwrap();
             cmd.args(["edit", id, "--branch", branch, "--toml"]).arg(&file);
         }
+        "edit_unchanged" => {
+            // What `edit` would be shown, saved back as it is.
+            let file = work.join("unchanged.toml");
+            fs::write(&file, run_ok(sessiondb(db).args(["export", "--format", "toml", id, "--branch", branch])).stdout).unwrap();
+            cmd.args(["edit", id, "--branch", branch, "--toml"]).arg(&file);
+        }
+        "edit_replace" => {
+            let (old, new) = (step["old"].as_str().unwrap(), step["new"].as_str().unwrap());
+            cmd.args(["edit", id, "--branch", branch]).env_remove("EDITOR").env("VISUAL", format!("sed -i 's/{old}/{new}/g'"));
+        }
         "branch" => {
             cmd.args(["branch", id, step["name"].as_str().unwrap(), "--from", step["from"].as_str().unwrap_or("main")]);
         }
@@ -380,6 +390,27 @@ fn views_take_appends_with_main() {
         append("v", msg("assistant", "five", 6)),
         json!({"op": "view_off", "id": "v"}),
         append("v", msg("user", "six, main only", 7)),
+    ]);
+}
+
+/// With a view active, gptme's `log` is the view: an edit (in an editor, or of the unchanged
+/// TOML export) shows and replaces the view, backs it up as `main-edit-<n>`, and leaves
+/// `conversation.jsonl` alone.
+#[test]
+fn edit_with_a_view_active_changes_the_view() {
+    differential(&[
+        new("ve"),
+        append("ve", msg("user", "one", 1)),
+        append("ve", msg("assistant", "two", 2)),
+        append("ve", msg("user", "three", 3)),
+        append("ve", msg("assistant", "four", 4)),
+        json!({"op": "view_create", "id": "ve", "name": "compacted-001", "messages": [msg("system", "summary of one and two", 5), msg("user", "three", 3), msg("assistant", "four", 4)]}),
+        json!({"op": "view_use", "id": "ve", "name": "compacted-001"}),
+        json!({"op": "edit_replace", "id": "ve", "old": "four", "new": "FOUR"}),
+        append("ve", msg("user", "five", 6)),
+        json!({"op": "edit_unchanged", "id": "ve"}),
+        json!({"op": "edit", "id": "ve", "messages": [msg("system", "shorter summary", 7), msg("user", "five", 6)]}),
+        json!({"op": "edit_unchanged", "id": "ve", "branch": "main-edit-0"}),
     ]);
 }
 

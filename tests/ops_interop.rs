@@ -195,6 +195,82 @@ fn edit_through_an_editor_and_refuse_bad_toml() {
     assert_eq!(fs::read(logs.join("e/conversation.jsonl")).unwrap(), same);
 }
 
+/// A conversation with a view active (gptme's `views/.current`): six messages on main, the view
+/// a summary and the last two.
+fn with_active_view(logs: &Path, id: &str) {
+    let main: Vec<Value> = ["one", "two", "three", "four", "five", "six"].iter().enumerate().map(|(i, c)| m(["user", "assistant"][i % 2], c)).collect();
+    write_conversation(logs, id, &main);
+    let view: String = [m("system", "summary of one to four"), m("user", "five"), m("assistant", "six")].into_iter().map(|v| line(v) + "\n").collect();
+    fs::create_dir_all(logs.join(id).join("views")).unwrap();
+    fs::write(logs.join(id).join("views/compacted-001.jsonl"), view).unwrap();
+    fs::write(logs.join(id).join("views/.current"), "compacted-001\n").unwrap();
+}
+
+fn contents(file: &Path) -> Vec<String> {
+    fs::read_to_string(file).unwrap().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["content"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn edit_with_a_view_active_edits_the_view_gptme_has_loaded() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    with_active_view(&logs, "v");
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let dir = logs.join("v");
+    let main_before = fs::read(dir.join("conversation.jsonl")).unwrap();
+    let view_before = fs::read(dir.join("views/compacted-001.jsonl")).unwrap();
+    // The editor is shown the view (what gptme's `log` is), and saving replaces the view.
+    run_ok(sessiondb(&db).args(["edit", "v"]).env_remove("EDITOR").env("VISUAL", "sed -i 's/six/SIX/'"));
+    assert_eq!(contents(&dir.join("views/compacted-001.jsonl")), ["summary of one to four", "five", "SIX"]);
+    assert_eq!(fs::read(dir.join("conversation.jsonl")).unwrap(), main_before, "main is not what was edited");
+    assert_eq!(fs::read(dir.join("branches/main-edit-0.jsonl")).unwrap(), view_before, "the backup is the view before");
+    // `export --format toml` is the view too: editing with the unchanged file keeps its messages.
+    let toml = work.path().join("v.toml");
+    fs::write(&toml, run_ok(sessiondb(&db).args(["export", "--format", "toml", "v"])).stdout).unwrap();
+    run_ok(sessiondb(&db).args(["edit", "v", "--toml"]).arg(&toml));
+    assert_eq!(contents(&dir.join("views/compacted-001.jsonl")), ["summary of one to four", "five", "SIX"]);
+    assert_eq!(fs::read(dir.join("conversation.jsonl")).unwrap(), main_before);
+}
+
+/// `recover` compares the event log with what `--apply` would replace: with a view active, the
+/// view (main's event log records the view's edits).
+#[test]
+fn recover_with_a_view_active_compares_with_the_view() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    with_active_view(&logs, "v");
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    run_ok(sessiondb(&db).args(["edit", "v"]).env_remove("EDITOR").env("VISUAL", "sed -i 's/six/SIX/'"));
+    for args in [vec!["recover", "v", "--json"], vec!["recover", "--dir", logs.join("v").to_str().unwrap(), "--json"]] {
+        let out: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(&args)).stdout).unwrap();
+        assert_eq!(out["current"], 3, "{args:?}: {out}");
+        assert_eq!(out["equal"], true, "{args:?}: {out}");
+    }
+}
+
+#[test]
+fn an_empty_editor_variable_counts_as_unset() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    write_conversation(&logs, "e", &[m("user", "typo hre"), m("assistant", "ok")]);
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let file = logs.join("e/conversation.jsonl");
+    // An empty VISUAL falls through to EDITOR.
+    run_ok(sessiondb(&db).args(["edit", "e"]).env("VISUAL", "").env("EDITOR", "sed -i 's/typo hre/typo here/'"));
+    assert_eq!(contents(&file), ["typo here", "ok"]);
+    // Both empty: `vi`, found on the PATH.
+    let bin = work.path().join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    fs::write(bin.join("vi"), "#!/bin/sh\nsed -i 's/typo here/typo fixed/' \"$1\"\n").unwrap();
+    fs::set_permissions(bin.join("vi"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    run_ok(sessiondb(&db).args(["edit", "e"]).env("VISUAL", "").env("EDITOR", "").env("PATH", path));
+    assert_eq!(contents(&file), ["typo fixed", "ok"]);
+}
+
 #[test]
 fn operations_refuse_a_conversation_a_live_gptme_holds() {
     let work = tempfile::tempdir().unwrap();

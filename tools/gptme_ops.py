@@ -11,6 +11,9 @@ list of operations, each applied with a freshly loaded LogManager (as separate g
      "pinned": bool, "hide": bool, "ttl": N, "call_id": S, "metadata": {...}, "files": [paths]}
     {"op": "undo", "id": ID, "n": N, "branch": B}
     {"op": "edit", "id": ID, "branch": B, "messages": [message objects as for append]}
+    {"op": "edit_unchanged", "id": ID, "branch": B}   (edit to the messages the log holds)
+    {"op": "edit_replace", "id": ID, "branch": B, "old": S, "new": S}
+                                                    (edit: S replaced in every message's content)
     {"op": "branch", "id": ID, "name": NAME, "from": B}   (gptme writes it on the next write)
     {"op": "view_create", "id": ID, "name": NAME, "messages": [...]}
     {"op": "view_use", "id": ID, "name": NAME}      {"op": "view_off", "id": ID}
@@ -84,6 +87,10 @@ def main() -> int:
             manager.undo(step.get("n", 1), quiet=True)
         elif op == "edit":
             manager.edit([message(m) for m in step["messages"]])
+        elif op == "edit_unchanged":
+            manager.edit(list(manager.log.messages))
+        elif op == "edit_replace":
+            manager.edit([m.replace(content=m.content.replace(step["old"], step["new"])) for m in manager.log.messages])
         elif op == "view_create":
             manager.create_view(step["name"], [message(m) for m in step["messages"]])
         elif op == "view_use":

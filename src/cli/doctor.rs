@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use super::term::say;
 use super::Failure;
 use crate::store::doctor::{check_database, DatabaseReport};
-use crate::sync::ingest;
 use crate::sync::state::{sync_state, SyncState};
 
 #[derive(clap::Args)]
@@ -39,7 +38,7 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     if !db.exists() {
         return Err(Failure(format!("{}: no database here", db.display())));
     }
-    let logs = args.logs_dir.or_else(|| ingest::default_logs_root().filter(|l| l.is_dir()));
+    let logs = args.logs_dir.or_else(|| crate::layout::default_logs_root().filter(|l| l.is_dir()));
     // A plain connection, no migration: doctor changes nothing, and must work on a database
     // that the rest of sessiondb refuses (a newer schema) or cannot read (a damaged file).
     let opened = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX);

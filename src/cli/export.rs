@@ -17,7 +17,8 @@ pub struct Args {
     /// `chats export` layout) or as a self-contained HTML page
     #[arg(long, value_parser = ["toml", "markdown", "html"])]
     format: Option<String>,
-    /// With --format: the branch [default: main; for markdown and html, the active view if any]
+    /// With --format: the branch [default: main]; main is what gptme loads: the active view
+    /// when one is active
     #[arg(long)]
     branch: Option<String>,
     /// With --format markdown|html: write here (atomically; a link there is replaced, not
@@ -34,7 +35,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             return Err(Failure(format!("--format {format} takes exactly one CHAT_ID")));
         };
         if format == "toml" {
-            return super::ops::export_toml(store, chat_id, args.branch.as_deref().unwrap_or("main"));
+            return super::ops::export_toml(store, chat_id, args.branch.as_deref().unwrap_or(crate::layout::MAIN));
         }
         return document(store, chat_id, format, args.branch.as_deref(), args.output.as_deref());
     }
@@ -70,17 +71,11 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
 
 /// `export --format markdown|html`: the conversation as a document.
 fn document(store: &Store, chat_id: &str, format: &str, branch: Option<&str>, output: Option<&std::path::Path>) -> Result<i32, Failure> {
-    use crate::store::{live, DocumentKind};
+    use crate::store::live;
     let conn = store.connection()?;
     let conv = live::load_conversation(&conn, chat_id)?;
-    let doc = match branch {
-        Some(b) => live::find_doc(&conn, conv.id, DocumentKind::Branch, b)?,
-        None => match live::active_view(&conn, conv.id)? {
-            Some(v) => Some(v),
-            None => live::find_doc(&conn, conv.id, DocumentKind::Branch, "main")?,
-        },
-    }
-    .ok_or_else(|| Failure(format!("conversation {chat_id:?} has no branch {:?}", branch.unwrap_or("main"))))?;
+    let branch = branch.unwrap_or(crate::layout::MAIN);
+    let doc = live::loaded_doc(&conn, conv.id, branch)?.ok_or_else(|| Failure(format!("conversation {chat_id:?} has no branch {branch:?}")))?;
     // As gptme holds them: a message without a timestamp has its file's mtime.
     let mtime_ns: i64 = conn
         .query_row("SELECT mtime_ns FROM entries WHERE conversation_id = ?1 AND path = ?2", rusqlite::params![conv.id, doc.path], |r| r.get(0))

@@ -7,7 +7,7 @@ use super::Failure;
 use crate::codec::toml_log::toml_to_messages;
 use crate::model::Message;
 use crate::ops::{self, with_session};
-use crate::store::{queries, Store};
+use crate::store::Store;
 
 #[derive(clap::Subcommand)]
 pub enum ViewCommand {
@@ -222,20 +222,15 @@ pub struct RecoverArgs {
     json: bool,
 }
 
-fn branch_events_path(dir: &std::path::Path, branch: &str) -> PathBuf {
-    if branch == "main" {
-        dir.join("events.jsonl")
-    } else {
-        dir.join("branches").join(branch).join("events.jsonl")
-    }
-}
-
 pub fn recover(store: &Store, args: RecoverArgs) -> Result<i32, Failure> {
     let (events, current): (Option<Vec<_>>, Vec<Message>) = match &args.dir {
         Some(dir) => {
-            let path = branch_events_path(dir, &args.branch);
+            let path = dir.join(crate::layout::events_path(&args.branch));
             let events = ops::read_event_file(&path).map_err(|e| Failure(format!("{}: {e}", path.display())))?;
-            let file = if args.branch == "main" { dir.join("conversation.jsonl") } else { dir.join("branches").join(format!("{}.jsonl", args.branch)) };
+            // The log gptme loads (the active view, on main with one), which an edit replaces.
+            let marker = crate::fs::nofollow::read_user_file(&dir.join(crate::layout::VIEW_MARKER)).ok();
+            let loaded = crate::layout::loaded_log(&args.branch, marker.as_deref(), |v| dir.join(crate::layout::view_path(v)).is_file());
+            let file = dir.join(loaded.path());
             let current = match crate::fs::nofollow::read_user_file(&file) {
                 Ok(bytes) => bytes
                     .split(|b| *b == b'\n')
@@ -251,8 +246,8 @@ pub fn recover(store: &Store, args: RecoverArgs) -> Result<i32, Failure> {
         None => {
             let chat_id = args.chat_id.as_deref().expect("required without --dir");
             let events = with_session(store, chat_id, |s| s.stored_events(&args.branch))?;
-            let conn = store.connection()?;
-            let current = queries::branch_messages(&conn, chat_id, &args.branch)?.into_iter().map(|(m, _)| m).collect();
+            // What `--apply` replaces: the log gptme has loaded.
+            let current = super::ops::loaded_messages(store, chat_id, &args.branch)?;
             (events, current)
         }
     };

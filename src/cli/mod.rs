@@ -199,7 +199,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
 /// The logs root a command works on: the one given, else gptme's default; it must exist.
 pub(crate) fn logs_root(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
     let root = given
-        .or_else(crate::sync::ingest::default_logs_root)
+        .or_else(crate::layout::default_logs_root)
         .ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?;
     if !root.is_dir() {
         return Err(Failure(format!("{}: not a directory", root.display())));

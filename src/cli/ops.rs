@@ -11,8 +11,8 @@ use crate::codec::toml_log::{messages_to_toml, toml_to_messages};
 use crate::model::resume::{next_speaker, Next};
 use crate::model::{Log, Message, Role};
 use crate::ops::{self, with_session};
-use crate::store::{queries, Store};
-use crate::sync::ingest::default_logs_root;
+use crate::store::{live, queries, Store, StoreError};
+use crate::layout::default_logs_root;
 
 #[derive(clap::Args)]
 pub struct NewArgs {
@@ -163,9 +163,11 @@ pub struct EditArgs {
     queue: super::QueueArg,
 }
 
-/// Runs `$VISUAL` (else `$EDITOR`, else `vi`) on `path`; true when it exited successfully.
+/// Runs `$VISUAL` (else `$EDITOR`, else `vi`) on `path`; true when it exited successfully. An
+/// empty variable counts as unset.
 fn run_editor(path: &std::path::Path) -> Result<bool, Failure> {
-    let editor = std::env::var("VISUAL").or_else(|_| std::env::var("EDITOR")).unwrap_or_else(|_| "vi".into());
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let editor = var("VISUAL").or_else(|| var("EDITOR")).unwrap_or_else(|| "vi".into());
     // The variable may hold arguments ("code --wait"), so let the shell split it.
     let status = std::process::Command::new("sh")
         .arg("-c")
@@ -181,9 +183,8 @@ pub fn edit(store: &Store, args: EditArgs) -> Result<i32, Failure> {
     let text = match &args.toml {
         Some(file) => std::fs::read_to_string(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?,
         None => {
-            let conn = store.connection()?;
-            let current: Vec<Message> = queries::branch_messages(&conn, &args.chat_id, &args.branch)?.into_iter().map(|(m, _)| m).collect();
-            drop(conn);
+            // What the edit replaces: the log gptme has loaded (the active view, when one is).
+            let current = loaded_messages(store, &args.chat_id, &args.branch)?;
             let original = messages_to_toml(&current);
             let file = tempfile::Builder::new().prefix("sessiondb-edit-").suffix(".toml").tempfile().map_err(Failure::from)?;
             std::fs::write(file.path(), &original).map_err(Failure::from)?;
@@ -286,8 +287,7 @@ pub struct NextArgs {
 }
 
 pub fn next(store: &Store, args: NextArgs) -> Result<i32, Failure> {
-    let conn = store.connection()?;
-    let messages: Vec<Message> = queries::branch_messages(&conn, &args.chat_id, &args.branch)?.into_iter().map(|(m, _)| m).collect();
+    let messages = loaded_messages(store, &args.chat_id, &args.branch)?;
     let (who, reason) = next_speaker(&messages);
     let who = match who {
         Next::User => "user",
@@ -301,10 +301,19 @@ pub fn next(store: &Store, args: NextArgs) -> Result<i32, Failure> {
     Ok(0)
 }
 
-/// `export --format toml`: one branch as gptme's editable TOML, on standard output.
-pub fn export_toml(store: &Store, chat_id: &str, branch: &str) -> Result<i32, Failure> {
+/// The messages of the log gptme has loaded for `branch` (see `store::live::loaded_doc`): what
+/// `edit` replaces, `export --format toml` writes, `next` decides on and `recover` compares with.
+pub(super) fn loaded_messages(store: &Store, chat_id: &str, branch: &str) -> Result<Vec<Message>, Failure> {
     let conn = store.connection()?;
-    let messages: Vec<Message> = queries::branch_messages(&conn, chat_id, branch)?.into_iter().map(|(m, _)| m).collect();
+    let conv = live::load_conversation(&conn, chat_id)?;
+    let doc = live::loaded_doc(&conn, conv.id, branch)?.ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: branch.to_owned() })?;
+    Ok(queries::with_document_lines(&conn, doc.id, 0, |lines| lines.filter_map(|l| l.message).collect())?)
+}
+
+/// `export --format toml`: one branch (the loaded log, as `edit` takes it) as gptme's editable
+/// TOML, on standard output.
+pub fn export_toml(store: &Store, chat_id: &str, branch: &str) -> Result<i32, Failure> {
+    let messages = loaded_messages(store, chat_id, branch)?;
     super::term::print_document(&messages_to_toml(&messages));
     Ok(0)
 }

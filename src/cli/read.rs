@@ -7,7 +7,7 @@ use super::term::{visible, visible_line};
 use super::Failure;
 use crate::model::{Message, Role};
 use crate::render::role_label;
-use crate::store::{live, queries, DocumentKind, Store};
+use crate::store::{live, queries, Store};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -24,7 +24,7 @@ pub struct Args {
     /// Include system messages
     #[arg(long)]
     system: bool,
-    /// The branch [default: main, or the active view, as gptme loads it]
+    /// The branch [default: main]; main is what gptme loads: the active view when one is active
     #[arg(long)]
     branch: Option<String>,
     /// Whole messages, with code fences, instead of one line each
@@ -116,14 +116,8 @@ fn one_line(m: &Message, width: usize) -> String {
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let conn = store.connection()?;
     let conv = live::load_conversation(&conn, &args.chat_id)?;
-    let doc = match &args.branch {
-        Some(b) => live::find_doc(&conn, conv.id, DocumentKind::Branch, b)?,
-        None => match live::active_view(&conn, conv.id)? {
-            Some(v) => Some(v),
-            None => live::find_doc(&conn, conv.id, DocumentKind::Branch, "main")?,
-        },
-    }
-    .ok_or_else(|| Failure(format!("conversation {:?} has no branch {:?}", args.chat_id, args.branch.as_deref().unwrap_or("main"))))?;
+    let branch = args.branch.as_deref().unwrap_or(crate::layout::MAIN);
+    let doc = live::loaded_doc(&conn, conv.id, branch)?.ok_or_else(|| Failure(format!("conversation {:?} has no branch {branch:?}", args.chat_id)))?;
     let name = queries::conversation_summary(&conn, &args.chat_id)?.name;
     // Only as many lines are read as the page needs: a long conversation costs no more memory.
     let start = args.start.map_or(0, |k| k.saturating_sub(1 + args.context));

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::nofollow::{self, Dir};
+use crate::layout::LOCK;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
@@ -34,8 +35,6 @@ pub enum LockError {
 pub struct ConversationLock {
     _file: File,
 }
-
-pub const LOCK: &str = ".lock";
 
 fn lock_path(dir: &Path) -> PathBuf {
     dir.join(LOCK)

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::atomic::TEMP_PREFIX;
-use super::gptme_lock::LOCK;
+use crate::layout::LOCK;
 
 /// Why a directory could not be listed.
 #[derive(Debug, thiserror::Error)]

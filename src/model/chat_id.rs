@@ -52,11 +52,6 @@ impl ChatId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
-
-    /// gptme hides test and eval conversations from listings by default.
-    pub fn is_test(&self) -> bool {
-        self.0.starts_with("tmp") || self.0.starts_with("test-") || self.0.contains("gptme-evals-")
-    }
 }
 
 impl fmt::Display for ChatId {
@@ -113,13 +108,5 @@ mod tests {
             assert_eq!(ChatId::new(id).unwrap_err(), err, "{id:?}");
         }
         assert_eq!(ChatId::new("a\\b").unwrap_err(), ChatIdError::NotOneComponent);
-    }
-
-    #[test]
-    fn test_ids() {
-        assert!(ChatId::new("tmp123").unwrap().is_test());
-        assert!(ChatId::new("test-x").unwrap().is_test());
-        assert!(ChatId::new("x-gptme-evals-y").unwrap().is_test());
-        assert!(!ChatId::new("testing").unwrap().is_test());
     }
 }

@@ -37,10 +37,10 @@ pub fn new_conversation(store: &Store, logs_root: &Path, chat_id: &str, name: Op
     std::fs::create_dir_all(logs_root).map_err(io(logs_root))?;
     std::fs::create_dir(&dir).map_err(io(&dir))?;
     let created = (|| -> Result<(), OpsError> {
-        write_atomic(&dir.join("conversation.jsonl"), 0o600, crate::fs::meta::now_ns(), |_| Ok(())).map_err(io(&dir))?;
+        write_atomic(&dir.join(crate::layout::MAIN_TRANSCRIPT), 0o600, crate::fs::meta::now_ns(), |_| Ok(())).map_err(io(&dir))?;
         if let Some(name) = name {
             let mode = super::umask_mode();
-            write_atomic(&dir.join("config.toml"), mode, crate::fs::meta::now_ns(), |out| out.write_all(config_with_name(name).as_bytes())).map_err(io(&dir))?;
+            write_atomic(&dir.join(crate::layout::CONFIG), mode, crate::fs::meta::now_ns(), |out| out.write_all(config_with_name(name).as_bytes())).map_err(io(&dir))?;
         }
         sync_dir(&dir).map_err(io(&dir))?;
         let mut conn = store.connection()?;

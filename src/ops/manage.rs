@@ -50,7 +50,7 @@ pub fn fork(store: &Store, chat_id: &str, new_id: &str) -> Result<std::path::Pat
 pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&str>) -> Result<(String, usize), OpsError> {
     let conn = store.connection()?;
     let source = live::load_conversation(&conn, chat_id)?;
-    let main = live::find_doc(&conn, source.id, DocumentKind::Branch, "main")?
+    let main = live::find_doc(&conn, source.id, DocumentKind::Branch, crate::layout::MAIN)?
         .ok_or_else(|| OpsError::Invalid(format!("{chat_id}: has no conversation")))?;
     let mtime_ns: i64 = conn.query_row("SELECT mtime_ns FROM entries WHERE conversation_id = ?1 AND path = 'conversation.jsonl'", [source.id], |r| r.get(0))?;
     let mtime = super::seconds(mtime_ns);
@@ -70,7 +70,7 @@ pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&s
     let result = (|| -> Result<(), OpsError> {
         std::fs::create_dir(&dest).map_err(io(&dest))?;
         let now = crate::fs::meta::now_ns();
-        write_atomic(&dest.join("conversation.jsonl"), 0o600, now, |out| {
+        write_atomic(&dest.join(crate::layout::MAIN_TRANSCRIPT), 0o600, now, |out| {
             for m in &sliced {
                 out.write_all(encode_message(m).as_bytes())?;
                 out.write_all(b"\n")?;
@@ -78,7 +78,7 @@ pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&s
             Ok(())
         })
         .map_err(io(&dest))?;
-        for sub in ["files", "attachments"] {
+        for sub in [crate::layout::FILES_DIR, crate::layout::ATTACHMENTS_DIR] {
             let src = source.dir.join(sub);
             if src.exists() {
                 let status = std::process::Command::new("cp").arg("-a").arg(&src).arg(dest.join(sub)).status().map_err(io(&src))?;

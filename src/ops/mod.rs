@@ -18,6 +18,7 @@ use rusqlite::params;
 
 use crate::codec::events::{Event, Payload, CHECKPOINT_INTERVAL, CHECKPOINT, MESSAGE_APPEND, MESSAGE_EDIT, UNDO};
 use crate::codec::json::Json;
+use crate::layout::{self, Backup, MAIN};
 use crate::model::Message;
 use crate::store::live::{self, Doc, LiveConversation};
 use crate::store::queries::{self, StoredLine};
@@ -89,7 +90,7 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     let mut conn = store.connection()?;
     let conv = live::load_conversation(&conn, chat_id)?;
     let dir = conv.dir;
-    if !dir.join("conversation.jsonl").exists() {
+    if !dir.join(layout::MAIN_TRANSCRIPT).exists() {
         return Err(OpsError::Invalid(format!("{}: the conversation directory is gone (run `sessiondb import`)", dir.display())));
     }
     if crate::sync::pending::has_pending(&conn, conv.id)? {
@@ -156,7 +157,7 @@ pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut
     let mut conn = store.connection()?;
     let mut batch = WriteBatch::begin(&mut conn)?;
     let conv = live::load_conversation(batch.conn(), chat_id)?;
-    if !crate::sync::pending::has_pending(batch.conn(), conv.id)? && conv.dir.join("conversation.jsonl").exists() {
+    if !crate::sync::pending::has_pending(batch.conn(), conv.id)? && conv.dir.join(layout::MAIN_TRANSCRIPT).exists() {
         // The base of the queue must be what the directory holds now: catch up first.
         let stored: Vec<u8> = batch.conn().prepare_cached("SELECT fingerprint FROM conversations WHERE id = ?1")?.query_row([conv.id], |r| r.get(0))?;
         if directory_fingerprint(&conv.dir).map_err(IngestError::from)? != stored {
@@ -255,24 +256,6 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// The path of a branch's transcript.
-    fn branch_path(name: &str) -> String {
-        if name == "main" {
-            "conversation.jsonl".into()
-        } else {
-            format!("branches/{name}.jsonl")
-        }
-    }
-
-    /// The directory of a branch's event log ("" for main).
-    fn events_dir(name: &str) -> String {
-        if name == "main" {
-            String::new()
-        } else {
-            format!("branches/{name}")
-        }
-    }
-
     pub fn branch_doc(&self, name: &str) -> Result<Doc, OpsError> {
         live::find_doc(self.conn(), self.conv.id, DocumentKind::Branch, name)?
             .ok_or_else(|| StoreError::NoBranch { chat_id: self.conv.chat_id.clone(), branch: name.to_owned() }.into())
@@ -335,7 +318,7 @@ impl Session<'_> {
         bytes.push(b'\n');
         let stat = self.dir.append(&self.abs(&doc.path), before.size, doc.mode, &bytes)?;
         self.record(&doc.path, stat)?;
-        if doc.kind == DocumentKind::Branch && doc.name == "main" {
+        if doc.kind == DocumentKind::Branch && doc.name == MAIN {
             let mut totals = crate::store::totals::load(self.conn(), self.conv.id)?;
             totals.feed(&line, None);
             crate::store::totals::save(self.conn(), self.conv.id, &totals, seconds(stat.mtime_ns))?;
@@ -360,8 +343,8 @@ impl Session<'_> {
             let hex: String = sha.iter().map(|b| format!("{b:02x}")).collect();
             let hash = hex[..16].to_owned();
             let suffix = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
-            let rel = format!("files/{hash}{suffix}");
-            self.ensure_dir("files")?;
+            let rel = layout::attachment_path(&hash, &suffix);
+            self.ensure_dir(layout::FILES_DIR)?;
             if !self.abs(&rel).exists() {
                 let copy = self.abs(&rel);
                 let stat = self.dir.copy_file(path, &copy)?;
@@ -387,8 +370,8 @@ impl Session<'_> {
     pub fn append(&mut self, branch: &str, message: &Message) -> Result<Appended, OpsError> {
         let message = self.store_attachments(message)?;
         let before = self.branch_doc(branch)?;
-        let view = if branch == "main" { self.active_view()? } else { None };
-        self.ensure_dir("branches")?;
+        let view = Some(self.target(branch)?).filter(|d| d.kind == DocumentKind::View);
+        self.ensure_dir(layout::BRANCHES_DIR)?;
         let (doc, line, _) = self.extend(&before, &message)?;
         // With a view active, gptme's log is the view: it gets the message, and the event log
         // (main's) snapshots the view at checkpoints.
@@ -405,14 +388,13 @@ impl Session<'_> {
     /// Writes one event to `branch`'s event log (creating it as gptme does), then a checkpoint
     /// of `current` with compaction when the event's seq is a multiple of 50.
     fn log_event(&mut self, branch: &str, kind: &str, payload: Payload, current: &Doc) -> Result<(i64, Option<i64>), OpsError> {
-        let dir = Self::events_dir(branch);
+        let dir = layout::events_dir(branch);
         if !dir.is_empty() {
             self.ensure_dir(&dir)?;
         }
-        let join = |name: &str| if dir.is_empty() { name.to_owned() } else { format!("{dir}/{name}") };
-        let rel = join("events.jsonl");
+        let rel = layout::events_path(branch);
         let mode = umask_mode();
-        self.lock_sidecar(&join(".events.jsonl.lock"))?;
+        self.lock_sidecar(&layout::events_lock_path(branch))?;
         let before = match live::find_doc(self.conn(), self.conv.id, DocumentKind::Events, branch)? {
             Some(d) => d,
             None => live::create_doc(self.conn(), self.conv.id, &rel, DocumentKind::Events, branch, mode)?,
@@ -465,23 +447,23 @@ impl Session<'_> {
 
     /// Saves the current state of `branch` (or of the active view) as backup branch
     /// `<branch>-<kind>-<n>`, n counting the existing backups with that prefix, as gptme does.
-    fn save_backup(&mut self, branch: &str, kind: &str, messages: &[Message]) -> Result<String, OpsError> {
+    fn save_backup(&mut self, branch: &str, kind: Backup, messages: &[Message]) -> Result<String, OpsError> {
         let name = self.backup_name(branch, kind)?;
         self.create_branch(&name, messages)?;
         Ok(name)
     }
 
     /// The name of the next backup branch `<branch>-<kind>-<n>`.
-    fn backup_name(&self, branch: &str, kind: &str) -> Result<String, OpsError> {
-        let prefix = format!("{branch}-{kind}-");
+    fn backup_name(&self, branch: &str, kind: Backup) -> Result<String, OpsError> {
+        let prefix = layout::backup_prefix(branch, kind);
         let existing = live::docs(self.conn(), self.conv.id, DocumentKind::Branch)?;
         let n = existing.iter().filter(|d| d.name.starts_with(&prefix)).count();
-        Ok(format!("{prefix}{n}"))
+        Ok(layout::backup_name(branch, kind, n))
     }
 
     fn create_branch(&mut self, name: &str, messages: &[Message]) -> Result<(), OpsError> {
-        self.ensure_dir("branches")?;
-        let rel = Self::branch_path(name);
+        self.ensure_dir(layout::BRANCHES_DIR)?;
+        let rel = layout::branch_path(name);
         let mut doc = live::create_doc(self.batch.conn(), self.conv.id, &rel, DocumentKind::Branch, name, TRANSCRIPT_MODE)?;
         live::replace_lines(self.batch.conn(), self.conv.id, &mut doc, messages)?;
         self.rewrite(&doc)?;
@@ -497,15 +479,11 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// The document an edit or undo of `branch` changes: the active view when one is active on
-    /// main (gptme's `log` is then the view), else the branch.
+    /// The document an edit or undo of `branch` changes: the log gptme has loaded for it (the
+    /// active view when one is active on main, else the branch; see [`live::loaded_doc`]).
     fn target(&self, branch: &str) -> Result<Doc, OpsError> {
-        if branch == "main" {
-            if let Some(view) = self.active_view()? {
-                return Ok(view);
-            }
-        }
-        self.branch_doc(branch)
+        live::loaded_doc(self.conn(), self.conv.id, branch)?
+            .ok_or_else(|| StoreError::NoBranch { chat_id: self.conv.chat_id.clone(), branch: branch.to_owned() }.into())
     }
 
     /// Replaces a document's messages and rewrites its file; updates listing totals for main.
@@ -513,7 +491,7 @@ impl Session<'_> {
         live::replace_lines(self.batch.conn(), self.conv.id, doc, messages)?;
         self.rewrite(doc)?;
         live::remove_unreferenced_messages(self.conn(), self.conv.id)?;
-        if doc.kind == DocumentKind::Branch && doc.name == "main" {
+        if doc.kind == DocumentKind::Branch && doc.name == MAIN {
             self.refresh_totals()?;
         }
         Ok(())
@@ -521,9 +499,9 @@ impl Session<'_> {
 
     /// Recomputes the listing totals from main's lines (after a rewrite).
     fn refresh_totals(&self) -> Result<(), OpsError> {
-        let main = self.branch_doc("main")?;
+        let main = self.branch_doc(MAIN)?;
         let totals = crate::store::totals::recompute(self.conn(), main.id)?;
-        let mtime = self.file_mtime("conversation.jsonl")?;
+        let mtime = self.file_mtime(layout::MAIN_TRANSCRIPT)?;
         crate::store::totals::save(self.conn(), self.conv.id, &totals, mtime)?;
         Ok(())
     }
@@ -533,7 +511,7 @@ impl Session<'_> {
     pub fn edit(&mut self, branch: &str, messages: &[Message]) -> Result<String, OpsError> {
         let mut doc = self.target(branch)?;
         let current = self.messages(&doc)?;
-        let backup = self.save_backup(branch, "edit", &current)?;
+        let backup = self.save_backup(branch, Backup::Edit, &current)?;
         let messages = new_messages(messages);
         self.replace(&mut doc, &messages)?;
         self.log_event(branch, MESSAGE_EDIT, Payload::Messages(messages), &doc)?;
@@ -560,7 +538,7 @@ impl Session<'_> {
             removed.push(messages.pop().expect("checked"));
         }
         let backup = match messages.last() {
-            Some(last) if !last.content.starts_with('/') => Some(self.save_backup(branch, "undo", &messages)?),
+            Some(last) if !last.content.starts_with('/') => Some(self.save_backup(branch, Backup::Undo, &messages)?),
             _ => None,
         };
         if messages.is_empty() {
@@ -616,9 +594,9 @@ impl Session<'_> {
         }
         let backup = match messages.get(usize::from(undo_command)) {
             Some(last) if !last.content.starts_with('/') => {
-                let name = self.backup_name(branch, "undo")?;
-                self.ensure_dir("branches")?;
-                let rel = Self::branch_path(&name);
+                let name = self.backup_name(branch, Backup::Undo)?;
+                self.ensure_dir(layout::BRANCHES_DIR)?;
+                let rel = layout::branch_path(&name);
                 let mut backup = live::create_doc(self.batch.conn(), self.conv.id, &rel, DocumentKind::Branch, &name, TRANSCRIPT_MODE)?;
                 live::copy_lines(self.conn(), doc, &mut backup, kept)?;
                 let mut source = std::fs::File::open(&path).map_err(io)?;
@@ -635,14 +613,14 @@ impl Session<'_> {
         self.record(&doc.path, stat)?;
         let gone = &tail[..removed_count as usize];
         live::remove_messages_if_unreferenced(self.conn(), &gone.iter().map(|l| l.message_id).collect::<Vec<_>>())?;
-        if doc.kind == DocumentKind::Branch && doc.name == "main" {
+        if doc.kind == DocumentKind::Branch && doc.name == MAIN {
             let stored = crate::store::totals::load(self.conn(), self.conv.id)?;
             let lines: Vec<&[u8]> = gone.iter().rev().map(|l| l.line.as_slice()).collect();
             let totals = match queries::with_document_lines_back(self.conn(), doc.id, new_len, |kept| stored.without_suffix(&lines, kept.map(|l| l.line)))? {
                 Some(totals) => totals,
                 None => crate::store::totals::recompute(self.conn(), doc.id)?,
             };
-            crate::store::totals::save(self.conn(), self.conv.id, &totals, self.file_mtime("conversation.jsonl")?)?;
+            crate::store::totals::save(self.conn(), self.conv.id, &totals, self.file_mtime(layout::MAIN_TRANSCRIPT)?)?;
         }
         let removed = gone.iter().filter_map(|l| l.message.clone()).collect();
         let logged = n + usize::from(undo_command);

@@ -6,6 +6,7 @@ use rusqlite::{params, OptionalExtension};
 use super::{umask_mode, OpsError, Session, TRANSCRIPT_MODE};
 use crate::codec::conv_checkpoints::{encode_checkpoint, ConvCheckpoint};
 use crate::codec::events::Event;
+use crate::layout::{self, MAIN};
 use crate::model::{Message, Role};
 use crate::store::live;
 use crate::store::DocumentKind;
@@ -57,8 +58,8 @@ impl Session<'_> {
     /// gptme's `create_view`: writes `views/<name>.jsonl` with the given (compacted) messages.
     pub fn create_view(&mut self, name: &str, messages: &[Message]) -> Result<(), OpsError> {
         crate::model::ChatId::new(name).map_err(|e| OpsError::Invalid(format!("invalid view name {name:?}: {e}")))?;
-        self.ensure_dir("views")?;
-        let rel = format!("views/{name}.jsonl");
+        self.ensure_dir(layout::VIEWS_DIR)?;
+        let rel = layout::view_path(name);
         let mut doc = match live::find_doc(self.conn(), self.conv.id, DocumentKind::View, name)? {
             Some(d) => d,
             None => live::create_doc(self.batch.conn(), self.conv.id, &rel, DocumentKind::View, name, TRANSCRIPT_MODE)?,
@@ -74,14 +75,14 @@ impl Session<'_> {
         if live::find_doc(self.conn(), self.conv.id, DocumentKind::View, name)?.is_none() {
             return Err(OpsError::Invalid(format!("view '{name}' does not exist")));
         }
-        self.write_small_file("views/.current", umask_mode(), format!("{name}\n").as_bytes())
+        self.write_small_file(layout::VIEW_MARKER, umask_mode(), format!("{name}\n").as_bytes())
     }
 
     /// gptme's `switch_to_master`: removes the marker.
     pub fn view_off(&mut self) -> Result<(), OpsError> {
-        let path = self.abs("views/.current");
+        let path = self.abs(layout::VIEW_MARKER);
         self.dir.remove(&path)?;
-        live::remove_entry(self.conn(), self.conv.id, "views/.current")?;
+        live::remove_entry(self.conn(), self.conv.id, layout::VIEW_MARKER)?;
         Ok(())
     }
 
@@ -100,14 +101,14 @@ impl Session<'_> {
     pub fn mark(&mut self, label: Option<&str>) -> Result<ConvCheckpoint, OpsError> {
         let existing = self.checkpoints()?;
         let label = label.map_or_else(|| format!("cp{}", existing.len() + 1), str::to_owned);
-        let current = self.target("main")?;
+        let current = self.target(MAIN)?;
         let index = self.messages(&current)?.len() as i64;
         let checkpoint = ConvCheckpoint { index, label, timestamp: super::now_utc_iso() };
-        let rel = "conv-checkpoints.jsonl";
+        let rel = layout::BOOKMARKS;
         let mode = umask_mode();
-        let doc = match live::find_doc(self.conn(), self.conv.id, DocumentKind::ConvCheckpoints, "conv-checkpoints")? {
+        let doc = match live::find_doc(self.conn(), self.conv.id, DocumentKind::ConvCheckpoints, layout::BOOKMARKS_NAME)? {
             Some(d) => d,
-            None => live::create_doc(self.batch.conn(), self.conv.id, rel, DocumentKind::ConvCheckpoints, "conv-checkpoints", mode)?,
+            None => live::create_doc(self.batch.conn(), self.conv.id, rel, DocumentKind::ConvCheckpoints, layout::BOOKMARKS_NAME, mode)?,
         };
         let line_no: i64 = self.conn().query_row("SELECT coalesce(max(line_no) + 1, 0) FROM conv_checkpoints WHERE document_id = ?1", [doc.id], |r| r.get(0))?;
         self.conn().execute(
@@ -135,7 +136,7 @@ impl Session<'_> {
             let c = found.ok_or_else(|| OpsError::Invalid(format!("no checkpoint named {target:?} found (use a label, message index, or `sessiondb checkpoints`)")))?;
             (c.index, c.label)
         };
-        let current = self.target("main")?;
+        let current = self.target(MAIN)?;
         let messages = self.messages(&current)?;
         if index < 0 {
             return Err(OpsError::Invalid(format!("invalid index {index}")));
@@ -148,7 +149,7 @@ impl Session<'_> {
             return Ok(0);
         }
         let removed = messages.len() - index;
-        self.edit("main", &messages[..index])?;
+        self.edit(MAIN, &messages[..index])?;
         let mut summary = format!("[Backtracked {removed} message(s) to index {index}");
         if !label.starts_with('@') {
             summary.push_str(&format!(" (checkpoint: '{label}')"));
@@ -160,7 +161,7 @@ impl Session<'_> {
         }
         let mut message = Message::new(Role::System, summary, Some(crate::codec::timestamp::format_naive(chrono::Local::now().naive_local())));
         message.hide = true;
-        self.append("main", &message)?;
+        self.append(MAIN, &message)?;
         Ok(removed)
     }
 
@@ -168,7 +169,7 @@ impl Session<'_> {
     pub fn rename(&mut self, name: &str) -> Result<(), OpsError> {
         // gptme's chat_config_lock: serialises config.toml's read-modify-write with its
         // auto-namer.
-        self.lock_sidecar(".config.lock")?;
+        self.lock_sidecar(layout::CONFIG_LOCK)?;
         let stored: Option<(Vec<u8>, u32)> = self
             .conn()
             .query_row(
@@ -189,7 +190,7 @@ impl Session<'_> {
             None => (String::new(), umask_mode()),
         };
         let updated = crate::codec::config::set_chat_name(&text, name).map_err(|e| OpsError::Invalid(format!("config.toml: {e}")))?;
-        self.write_small_file("config.toml", mode, updated.as_bytes())?;
+        self.write_small_file(layout::CONFIG, mode, updated.as_bytes())?;
         self.conn().execute("UPDATE conversations SET name = ?2 WHERE id = ?1", params![self.conv.id, name])?;
         Ok(())
     }

@@ -144,7 +144,7 @@ fn totals_disagreements(conn: &Connection) -> Result<Vec<String>, StoreError> {
     let mut out = Vec::new();
     let ids: Vec<(i64, String)> = conn.prepare("SELECT id, chat_id FROM conversations ORDER BY chat_id")?.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
     for (id, chat_id) in ids {
-        let Some(main) = live::find_doc(conn, id, DocumentKind::Branch, "main")? else {
+        let Some(main) = live::find_doc(conn, id, DocumentKind::Branch, crate::layout::MAIN)? else {
             out.push(format!("{chat_id}: no main branch (conversation.jsonl)"));
             continue;
         };

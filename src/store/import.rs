@@ -23,38 +23,8 @@ use crate::codec::json;
 use crate::codec::message_line::{DecodedLine, LineContent};
 use crate::model::Message;
 
-/// What kind of JSONL document a file is; see the `documents` table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DocumentKind {
-    Branch,
-    View,
-    Lossless,
-    Events,
-    ConvCheckpoints,
-}
-
-impl DocumentKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DocumentKind::Branch => "branch",
-            DocumentKind::View => "view",
-            DocumentKind::Lossless => "lossless",
-            DocumentKind::Events => "events",
-            DocumentKind::ConvCheckpoints => "conv_checkpoints",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<DocumentKind> {
-        Some(match s {
-            "branch" => DocumentKind::Branch,
-            "view" => DocumentKind::View,
-            "lossless" => DocumentKind::Lossless,
-            "events" => DocumentKind::Events,
-            "conv_checkpoints" => DocumentKind::ConvCheckpoints,
-            _ => return None,
-        })
-    }
-}
+/// What kind of JSONL document a file is (gptme's layout decides it); see the `documents` table.
+pub use crate::layout::DocumentKind;
 
 /// A line that gptme would skip, reported as `path:line: reason`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,7 +181,7 @@ impl<'c> ConversationWriter<'c> {
     }
 
     fn count_blob(&mut self, path: &str, size: u64) {
-        if path.starts_with("files/") {
+        if crate::layout::is_attachment(path) {
             self.stats.attachments += 1;
         }
         self.stats.bytes += size;

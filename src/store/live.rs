@@ -14,6 +14,7 @@ use super::{DocumentKind, StoreError};
 use crate::codec::events::{decode_event_line, encode_event, Event, EventLine, Payload};
 use crate::codec::json;
 use crate::codec::message_line::encode_message;
+use crate::layout::{self, LoadedLog};
 use crate::model::Message;
 
 /// A stored conversation being operated on.
@@ -83,17 +84,34 @@ pub fn docs(conn: &Connection, conversation_id: i64, kind: DocumentKind) -> Resu
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// The view gptme's `views/.current` marker makes active on main, if it names one.
+/// The view gptme's `views/.current` marker makes active on main, if it names one that exists.
 pub fn active_view(conn: &Connection, conversation_id: i64) -> Result<Option<Doc>, StoreError> {
-    let marker = entry_blob(conn, conversation_id, "views/.current")?
+    Ok(loaded_doc(conn, conversation_id, layout::MAIN)?.filter(|d| d.kind == DocumentKind::View))
+}
+
+/// The document gptme has loaded for `branch` — what it shows, edits, undoes and resumes — as
+/// [`layout::loaded_log`] decides from the stored `views/.current`: on main the active view when
+/// there is one, else the branch. `None` when that branch does not exist. Every command that
+/// reads or changes "the conversation" finds its document here.
+pub fn loaded_doc(conn: &Connection, conversation_id: i64, branch: &str) -> Result<Option<Doc>, StoreError> {
+    let marker = if branch == layout::MAIN { view_marker(conn, conversation_id)? } else { None };
+    let mut view = Ok(None);
+    let loaded = layout::loaded_log(branch, marker.as_deref(), |name| {
+        view = find_doc(conn, conversation_id, DocumentKind::View, name);
+        !matches!(view, Ok(None))
+    });
+    match loaded {
+        LoadedLog::View(_) => view,
+        LoadedLog::Branch(name) => find_doc(conn, conversation_id, DocumentKind::Branch, &name),
+    }
+}
+
+/// The stored bytes of `views/.current`, if the conversation has that file.
+fn view_marker(conn: &Connection, conversation_id: i64) -> Result<Option<Vec<u8>>, StoreError> {
+    entry_blob(conn, conversation_id, layout::VIEW_MARKER)?
         .and_then(|sha| <[u8; 32]>::try_from(sha.as_slice()).ok())
         .map(|sha| super::blobs::read_all(conn, &sha))
-        .transpose()?;
-    let Some(name) = marker.map(|m| String::from_utf8_lossy(&m).trim().to_owned()) else { return Ok(None) };
-    if name.is_empty() || name.contains('/') || name.contains('\\') {
-        return Ok(None);
-    }
-    find_doc(conn, conversation_id, DocumentKind::View, &name)
+        .transpose()
 }
 
 /// The lines of a branch, view or lossless document.

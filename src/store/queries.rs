@@ -139,7 +139,7 @@ fn listing_sql(f: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
     // as gptme no longer lists it.
     filters.push("deleted_at IS NULL".into());
     if !f.include_test {
-        filters.push("NOT (chat_id GLOB 'tmp*' OR chat_id GLOB 'test-*' OR chat_id GLOB '*gptme-evals-*')".into());
+        filters.push(format!("NOT {}", crate::layout::test_ids_sql("chat_id")));
     }
     if let Some(m) = &f.model {
         filters.push(format!("model = {}", arg(m.clone().into())));

@@ -266,7 +266,7 @@ fn filter_sql(q: &SearchQuery, first: usize, placed: bool) -> (Vec<String>, Vec<
         filters.push("c.deleted_at IS NULL".into());
     }
     if !q.include_test && q.chat_id.is_none() {
-        filters.push("NOT (c.chat_id GLOB 'tmp*' OR c.chat_id GLOB 'test-*' OR c.chat_id GLOB '*gptme-evals-*')".into());
+        filters.push(format!("NOT {}", crate::layout::test_ids_sql("c.chat_id")));
     }
     if placed {
         filters.push(match &q.branch {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::queries::{self, ConversationSummary, ListFilter};
-use super::{live, DocumentKind, StoreError};
+use super::{live, StoreError};
 use crate::codec::timestamp::{self, format_utc};
 
 /// `round(x, 4)` as Python does it.
@@ -230,11 +230,8 @@ pub fn conversation(conn: &rusqlite::Connection, chat_id: &str) -> Result<Value,
     let summary = queries::conversation_summary(conn, chat_id)?;
     let conv = live::load_conversation(conn, chat_id)?;
     // gptme counts its loaded log: the active view when there is one, else main.
-    let main = match live::active_view(conn, conv.id)? {
-        Some(view) => view,
-        None => live::find_doc(conn, conv.id, DocumentKind::Branch, "main")?
-            .ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: "main".into() })?,
-    };
+    let main = live::loaded_doc(conn, conv.id, crate::layout::MAIN)?
+        .ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: crate::layout::MAIN.into() })?;
     // Streamed: memory does not grow with the conversation (only its first and last times are kept).
     let mut total = 0usize;
     let mut by_role: BTreeMap<String, i64> = BTreeMap::new();

@@ -33,11 +33,12 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::ingest::{self, IngestError};
+use super::ingest::IngestError;
 use crate::fs::walk::walk;
 use crate::codec::events::{decode_event_line, Event, EventLine, Payload, CHECKPOINT, MESSAGE_APPEND, MESSAGE_EDIT, UNDO};
 use crate::codec::message_line::{decode_line, LineContent};
 use crate::store::acknowledged::{self as records, message_key, Acknowledged, MessageKey};
+use crate::layout::{self, classify};
 use crate::store::{live, DocumentKind, StoreError};
 
 /// How long after an append a gptme that loaded the conversation just before it may still be
@@ -116,15 +117,6 @@ impl EventLog {
     }
 }
 
-/// The event log of the branch whose transcript is `path`.
-fn events_path(path: &str) -> Option<String> {
-    match ingest::classify(path) {
-        Some((DocumentKind::Branch, _)) if path == "conversation.jsonl" => Some("events.jsonl".to_owned()),
-        Some((DocumentKind::Branch, name)) => Some(format!("branches/{name}/events.jsonl")),
-        _ => None,
-    }
-}
-
 /// Opens `path` for reading when it is a regular file (never a link, FIFO or device); `None`
 /// when it is missing or something else.
 fn open_regular(path: &Path) -> std::io::Result<Option<fs::File>> {
@@ -148,7 +140,7 @@ impl DirectoryView {
         };
         let mut present = HashSet::new();
         for f in walk(dir)?.entries {
-            if !matches!(ingest::classify(&f.rel), Some((DocumentKind::Branch | DocumentKind::View, _))) || !f.meta.is_file() {
+            if !matches!(classify(&f.rel), Some((DocumentKind::Branch | DocumentKind::View, _))) || !f.meta.is_file() {
                 continue;
             }
             let path = dir.join(&f.rel);
@@ -160,7 +152,7 @@ impl DirectoryView {
             }
         }
         let mut logs = HashMap::new();
-        let wanted: HashSet<String> = records.iter().filter_map(|r| events_path(&r.path)).collect();
+        let wanted: HashSet<String> = records.iter().filter_map(|r| layout::events_path_of_transcript(&r.path)).collect();
         for rel in wanted {
             let path = dir.join(&rel);
             let Some(file) = open_regular(&path).map_err(io(&path))? else { continue };
@@ -181,7 +173,7 @@ impl DirectoryView {
         if self.present.contains(&r.key) {
             return Verdict::Present;
         }
-        match events_path(&r.path).and_then(|e| self.logs.get(&e)) {
+        match layout::events_path_of_transcript(&r.path).and_then(|e| self.logs.get(&e)) {
             Some(log) if log.removed_on_purpose(r) => Verdict::Explained,
             _ => Verdict::Displaced,
         }
@@ -196,7 +188,7 @@ fn store_err(dir: &Path) -> impl Fn(StoreError) -> IngestError + '_ {
 /// per transcript. Reads only: for `doctor`.
 pub fn check(conn: &rusqlite::Connection, chat_id: &str, dir: &Path) -> Result<Vec<Displaced>, IngestError> {
     let records = records::of_conversation(conn, chat_id).map_err(store_err(dir))?;
-    if records.is_empty() || !dir.join("conversation.jsonl").exists() {
+    if records.is_empty() || !dir.join(layout::MAIN_TRANSCRIPT).exists() {
         return Ok(Vec::new());
     }
     let view = DirectoryView::read(dir, &records)?;
@@ -216,7 +208,7 @@ pub fn check(conn: &rusqlite::Connection, chat_id: &str, dir: &Path) -> Result<V
 /// reading it; on error, do not re-read it.
 pub fn rescue(conn: &rusqlite::Connection, chat_id: &str, dir: &Path) -> Result<Vec<Displaced>, IngestError> {
     let records = records::of_conversation(conn, chat_id).map_err(store_err(dir))?;
-    if records.is_empty() || !dir.join("conversation.jsonl").exists() {
+    if records.is_empty() || !dir.join(layout::MAIN_TRANSCRIPT).exists() {
         return Ok(Vec::new());
     }
     let view = DirectoryView::read(dir, &records)?;
@@ -260,7 +252,7 @@ fn store_copy(conn: &rusqlite::Connection, chat_id: &str, path: &str, lost: &[&A
     let mut mode = 0o600; // gptme writes transcripts through temporary files
     let mut held = HashSet::new();
     let conv = live::load_conversation(conn, chat_id)?;
-    let doc = match ingest::classify(path) {
+    let doc = match classify(path) {
         Some((kind, name)) => live::find_doc(conn, conv.id, kind, &name)?,
         None => None,
     };

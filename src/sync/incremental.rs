@@ -146,7 +146,7 @@ pub fn plan(conn: &rusqlite::Connection, conversation_id: i64, dir: &Path) -> Re
         }
         match compare(f, s) {
             Same::Yes => {}
-            Same::Grew(mark) => match ingest::classify(&f.rel) {
+            Same::Grew(mark) => match crate::layout::classify(&f.rel) {
                 Some((kind, _)) => grown.push(Grown { rel: f.rel.clone(), kind, mark, walked: (f.meta.len(), f.meta.ino(), f.mtime_ns()) }),
                 None => return planned(Plan::Full, fingerprint, Vec::new()),
             },
@@ -214,7 +214,7 @@ pub fn apply_growth(
         if !only_grew(&file, meta.ino(), meta.len(), &g.mark).map_err(io)? {
             return Ok(None); // dropping the writer rolls its savepoint back
         }
-        let is_main = g.kind == DocumentKind::Branch && g.rel == "conversation.jsonl";
+        let is_main = g.kind == DocumentKind::Branch && g.rel == crate::layout::MAIN_TRANSCRIPT;
         let mut totals = if is_main {
             Some(crate::store::totals::load(writer.conn(), conversation_id).map_err(store_err)?)
         } else {

@@ -24,6 +24,7 @@ use crate::fs::nofollow::{open_regular, read_regular};
 use crate::fs::walk::{fingerprint, walk, WalkError};
 use crate::fs::watermark::{tail_digest, Watermark};
 use crate::codec::message_line::{decode_line, encode_message, DecodedLine};
+use crate::layout::{self, classify};
 use crate::model::{ChatId, ChatIdError, Message};
 use crate::store::{ConversationWriter, DocumentId, DocumentKind, LineDigest, LineWarning, ListingTotals, StoreError, WriteBatch, WriteStats};
 
@@ -74,58 +75,15 @@ pub enum Outcome {
     Unchanged,
 }
 
-/// The conversation directories of a logs root: its subdirectories holding a
-/// `conversation.jsonl`, sorted by name. Subdirectories without one are returned separately
-/// (gptme does not list them either).
+/// The conversation directories of a logs root and, separately, its other subdirectories
+/// (see [`layout::conversation_dirs`]).
 pub fn conversation_dirs(logs_root: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), IngestError> {
-    let io = |source| IngestError::Io { path: logs_root.to_owned(), source };
-    let mut conversations = Vec::new();
-    let mut others = Vec::new();
-    for entry in fs::read_dir(logs_root).map_err(io)? {
-        let entry = entry.map_err(io)?;
-        let path = entry.path();
-        if !entry.file_type().map_err(io)?.is_dir() {
-            continue;
-        }
-        if fs::symlink_metadata(path.join("conversation.jsonl")).is_ok() {
-            conversations.push(path);
-        } else {
-            others.push(path);
-        }
-    }
-    conversations.sort();
-    others.sort();
-    Ok((conversations, others))
-}
-
-/// gptme's logs root: `$GPTME_LOGS_HOME`, else `$XDG_DATA_HOME/gptme/logs`, else
-/// `~/.local/share/gptme/logs`.
-pub fn default_logs_root() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    var("GPTME_LOGS_HOME")
-        .or_else(|| var("XDG_DATA_HOME").map(|d| d.join("gptme/logs")))
-        .or_else(|| var("HOME").map(|h| h.join(".local/share/gptme/logs")))
-}
-
-/// Which codec document a relative path is, by gptme's layout.
-pub(crate) fn classify(rel: &str) -> Option<(DocumentKind, String)> {
-    let parts: Vec<&str> = rel.split('/').collect();
-    let jsonl_stem = |name: &str| name.strip_suffix(".jsonl").filter(|s| !s.is_empty()).map(str::to_owned);
-    match parts.as_slice() {
-        ["conversation.jsonl"] => Some((DocumentKind::Branch, "main".into())),
-        ["events.jsonl"] => Some((DocumentKind::Events, "main".into())),
-        ["lossless.jsonl"] => Some((DocumentKind::Lossless, "lossless".into())),
-        ["conv-checkpoints.jsonl"] => Some((DocumentKind::ConvCheckpoints, "conv-checkpoints".into())),
-        ["branches", name] => jsonl_stem(name).map(|n| (DocumentKind::Branch, n)),
-        ["branches", branch, "events.jsonl"] => Some((DocumentKind::Events, (*branch).to_owned())),
-        ["views", name] => jsonl_stem(name).map(|n| (DocumentKind::View, n)),
-        _ => None,
-    }
+    layout::conversation_dirs(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })
 }
 
 /// Where gptme expects a regular file, a symlink must stay inside the conversation.
 fn expects_regular_file(rel: &str) -> bool {
-    classify(rel).is_some() || rel == "config.toml" || rel.starts_with("files/")
+    classify(rel).is_some() || rel == layout::CONFIG || layout::is_attachment(rel)
 }
 
 /// Whether `target` (a symlink's contents), seen from the link at `rel`, stays inside the
@@ -214,11 +172,11 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dy
     let chat_id = ChatId::new(name).map_err(|reason| IngestError::InvalidChatId { dir: dir.clone(), reason })?;
 
     let found = walk(&dir)?.entries;
-    if !found.iter().any(|f| f.rel == "conversation.jsonl") {
+    if !found.iter().any(|f| f.rel == layout::MAIN_TRANSCRIPT) {
         return Err(IngestError::NotAConversation { path: dir });
     }
     for f in &found {
-        if f.meta.is_dir() && (classify(&f.rel).is_some() || f.rel == "config.toml") {
+        if f.meta.is_dir() && (classify(&f.rel).is_some() || f.rel == layout::CONFIG) {
             // Read as an empty directory it would silently drop the whole document.
             return Err(IngestError::DirectoryForFile { path: dir.join(&f.rel) });
         }
@@ -248,7 +206,7 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dy
         let (rel, mode, mtime_ns) = (f.rel.clone(), f.mode(), f.mtime_ns());
         let kind = f.meta.file_type();
         let document = classify(&f.rel);
-        if matches!(&document, Some((DocumentKind::Branch, n)) if n != "main") {
+        if layout::counts_as_branch(&f.rel) {
             branch_count += 1;
         }
         let alive = if let Some(target) = f.link.clone() {
@@ -258,7 +216,7 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dy
         } else if kind.is_file() {
             match document {
                 Some((doc_kind, doc_name)) => {
-                    let is_main = doc_kind == DocumentKind::Branch && doc_name == "main";
+                    let is_main = doc_kind == DocumentKind::Branch && doc_name == layout::MAIN;
                     if is_main {
                         modified = mtime_seconds(&f.meta);
                     }
@@ -288,7 +246,7 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dy
                     let item = if size <= IN_MEMORY_BLOB {
                         let data = read_regular(&abs).map_err(io)?;
                         let sha256: [u8; 32] = Sha256::digest(&data).into();
-                        if f.rel == "config.toml" {
+                        if f.rel == layout::CONFIG {
                             has_config = true;
                             let config = parse_chat_config(&String::from_utf8_lossy(&data));
                             let workspace = configured_workspace(&dir, &config);
@@ -312,7 +270,7 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dy
             return Ok(false);
         }
     }
-    if !has_config && !send(Item::Workspace(resolve(&dir.join("workspace")))) {
+    if !has_config && !send(Item::Workspace(resolve(&dir.join(layout::WORKSPACE)))) {
         // gptme's per-conversation default workspace.
         return Ok(false);
     }
@@ -326,7 +284,7 @@ fn prepare_inner(dir: &Path, known: Option<&[u8]>, read: ReadMode, send: &mut dy
 /// that does not parse.
 fn configured_workspace(dir: &Path, config: &Result<ChatConfig, String>) -> String {
     match config {
-        Ok(ChatConfig { workspace: Some(w), .. }) if w == "@log" => resolve(&dir.join("workspace")),
+        Ok(ChatConfig { workspace: Some(w), .. }) if w == "@log" => resolve(&dir.join(layout::WORKSPACE)),
         Ok(ChatConfig { workspace: Some(w), .. }) => {
             let expanded = match (w.strip_prefix('~'), std::env::var_os("HOME")) {
                 (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
@@ -336,8 +294,8 @@ fn configured_workspace(dir: &Path, config: &Result<ChatConfig, String>) -> Stri
             };
             resolve(&std::path::absolute(&expanded).unwrap_or(expanded))
         }
-        Ok(_) if fs::symlink_metadata(dir.join("workspace")).is_ok() && dir.join("workspace").exists() => {
-            resolve(&dir.join("workspace"))
+        Ok(_) if fs::symlink_metadata(dir.join(layout::WORKSPACE)).is_ok() && dir.join(layout::WORKSPACE).exists() => {
+            resolve(&dir.join(layout::WORKSPACE))
         }
         _ => resolve(dir),
     }
@@ -504,7 +462,7 @@ fn apply(batch: &mut WriteBatch, dir: &Path, first: Item, next: &mut dyn FnMut()
             }
             Item::Config(Ok(config)) => writer.set_config(&config),
             Item::Config(Err(reason)) => {
-                writer.warn_file("config.toml", format!("invalid TOML: {reason}"));
+                writer.warn_file(layout::CONFIG, format!("invalid TOML: {reason}"));
                 Ok(())
             }
             Item::Workspace(w) => writer.set_workspace(&w),
@@ -692,17 +650,6 @@ pub fn format_warning(dir: &Path, warning: &LineWarning) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn classifies_gptme_layout() {
-        assert_eq!(classify("conversation.jsonl"), Some((DocumentKind::Branch, "main".into())));
-        assert_eq!(classify("branches/a.b.jsonl"), Some((DocumentKind::Branch, "a.b".into())));
-        assert_eq!(classify("branches/x/events.jsonl"), Some((DocumentKind::Events, "x".into())));
-        assert_eq!(classify("views/compacted-001.jsonl"), Some((DocumentKind::View, "compacted-001".into())));
-        assert_eq!(classify("views/.current"), None);
-        assert_eq!(classify("branches/.jsonl"), None);
-        assert_eq!(classify("workspace/conversation.jsonl"), None);
-    }
 
     #[test]
     fn symlink_containment_is_lexical() {

@@ -30,6 +30,7 @@ use crate::fs::gptme_lock::{self, LockError};
 use crate::fs::nofollow::{Dir, Kind};
 use super::ingest::{self, IngestError, ReadMode};
 use crate::fs::walk::walk;
+use crate::layout::{self, classify};
 use crate::store::{live, queries, DocumentKind, StoreError, WriteBatch};
 
 #[derive(Debug, thiserror::Error)]
@@ -223,7 +224,7 @@ impl TranscriptMessages {
     fn of_directory(dir: &Path, handle: &Dir) -> Result<Self, PendingError> {
         let mut seen = std::collections::HashSet::new();
         for f in walk(dir).map_err(IngestError::from)?.entries {
-            if matches!(ingest::classify(&f.rel), Some((DocumentKind::Branch, _))) && f.meta.is_file() {
+            if matches!(classify(&f.rel), Some((DocumentKind::Branch, _))) && f.meta.is_file() {
                 let bytes = handle.read(Path::new(&f.rel), u64::MAX).map_err(|source| PendingError::Io { path: dir.join(&f.rel), source })?;
                 seen.extend(Self::messages(&bytes));
             }
@@ -240,7 +241,7 @@ impl TranscriptMessages {
 
     /// How many messages written to transcript `rel` as `bytes` the directory did not hold.
     fn count_new(&mut self, rel: &str, bytes: &[u8]) -> u64 {
-        if !matches!(ingest::classify(rel), Some((DocumentKind::Branch, _))) {
+        if !matches!(classify(rel), Some((DocumentKind::Branch, _))) {
             return 0;
         }
         let digests: Vec<_> = Self::messages(bytes).collect();
@@ -262,11 +263,11 @@ impl ConflictNames {
     pub(crate) fn place(&mut self, dir: &Dir, rel: &str, bytes: &[u8]) -> std::io::Result<String> {
         let holds = |candidate: &str| holds(dir, candidate, bytes);
         let free = |candidate: &str| dir.stat(Path::new(candidate)).map(|s| s.is_none());
-        match ingest::classify(rel) {
+        match classify(rel) {
             Some((kind @ (DocumentKind::Branch | DocumentKind::Events), branch)) => {
                 let file = |name: &str| match kind {
-                    DocumentKind::Branch => format!("branches/{name}.jsonl"),
-                    _ => format!("branches/{name}/events.jsonl"),
+                    DocumentKind::Branch => layout::branch_path(name),
+                    _ => layout::events_path(name),
                 };
                 if let Some(name) = self.branches.get(&branch) {
                     if free(&file(name))? || holds(&file(name))? {
@@ -274,8 +275,8 @@ impl ConflictNames {
                     }
                 }
                 for n in 1.. {
-                    let name = format!("{branch}-conflict-{n}");
-                    let unused = free(&format!("branches/{name}.jsonl"))? && free(&format!("branches/{name}"))?;
+                    let name = layout::conflict_branch(&branch, n);
+                    let unused = free(&layout::branch_path(&name))? && free(&layout::events_dir(&name))?;
                     if unused || holds(&file(&name))? {
                         self.branches.insert(branch.clone(), name.clone());
                         return Ok(file(&name));
@@ -283,8 +284,8 @@ impl ConflictNames {
                 }
                 unreachable!("an unbounded range")
             }
-            Some((DocumentKind::View, view)) => first_free(|n| format!("views/{view}-conflict-{n}.jsonl"), free, holds),
-            _ => first_free(|n| format!("{rel}.conflict-{n}"), free, holds),
+            Some((DocumentKind::View, view)) => first_free(|n| layout::conflict_view_path(&view, n), free, holds),
+            _ => first_free(|n| layout::conflict_file_path(rel, n), free, holds),
         }
     }
 }
