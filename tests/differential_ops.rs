@@ -3,7 +3,7 @@
 //! conversation directories must be the same file for file, byte for byte — modes and
 //! directory layout included — with only the clock masked (events' `ts`).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fs;

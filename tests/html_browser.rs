@@ -10,7 +10,7 @@
 //! Needs /usr/bin/chromium and Playwright in the gptme venv (`tools/setup-browser.sh`). Where
 //! they are missing the test fails under CI (`CI` set) and is skipped, loudly, elsewhere.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::{Read, Write};

@@ -3,7 +3,7 @@
 //! replays to the transcript, and `sessiondb list --json` reports what gptme's own listing
 //! reports for the same logs root.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

@@ -10,7 +10,7 @@
 //! longer rebuilds the branch (compared between 20,000 and 200,000 messages of the same shape,
 //! and against `show` on the same machine, so that the machine's speed cancels out).
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::Write;

@@ -3,7 +3,7 @@
 //! queued changes of a renamed directory, and a transcript replaced by a directory. Each test
 //! plays real gptme (`tools/gptme_actor.py`) against the real binary.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::fs;
