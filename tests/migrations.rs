@@ -271,6 +271,9 @@ fn search_ids(db: &Path, query: &str) -> Vec<(String, u64)> {
     results.iter().map(|r| (r["id"].as_str().unwrap().to_owned(), r["matches"].as_u64().unwrap())).collect()
 }
 
+/// An event line: seq, type, payload form, payload and the content of the message it carries.
+type EventRow = (i64, String, String, Option<String>, Option<String>);
+
 /// What every upgrade must leave as it was: the documents, their lines, the event log (with
 /// the message its first event carries) and the attachment's bytes (moved into chunks by 0008).
 fn assert_rows_kept(conn: &Connection, timed: i64, events: i64) {
@@ -302,7 +305,7 @@ fn assert_rows_kept(conn: &Connection, timed: i64, events: i64) {
         .map(|r| r.unwrap())
         .collect();
     assert_eq!(main, [Some(HELLO.content), Some(ANSWER.content), Some(CJK.content), Some(SYSTEM.content), None].map(|c| c.map(str::to_owned)));
-    let event_rows: Vec<(i64, String, String, Option<String>, Option<String>)> = conn
+    let event_rows: Vec<EventRow> = conn
         .prepare(
             "SELECT e.seq, e.type, e.payload_form, e.payload, (SELECT m.content FROM event_messages em JOIN messages m ON m.id = em.message_id
                WHERE em.document_id = e.document_id AND em.line_no = e.line_no)
