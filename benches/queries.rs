@@ -1,5 +1,5 @@
 //! In-process timings of sessiondb's listing, search and stats, the counterpart of
-//! `tools/bench_gptme_queries.py` (which times gptme's own functions in-process).
+//! `tools/bench/bench_gptme_queries.py` (which times gptme's own functions in-process).
 //!
 //!     cargo bench --bench queries -- DB COMMON_WORD RARE_WORD [--runs R] [--limit N]
 //!
@@ -15,7 +15,7 @@
 //!                   snippets the CLI prints, plain and marked
 //!   stats           stats::overview, as `sessiondb stats --json`
 //!
-//! tools/bench_queries.sh runs it beside the whole-process timings.
+//! tools/bench/bench_queries.sh runs it beside the whole-process timings.
 
 use std::path::PathBuf;
 use std::time::Instant;

@@ -1,5 +1,5 @@
 //! Times sessiondb's library append, one message at a time (the library side of
-//! `tools/bench_append.sh`).
+//! `tools/bench/bench_append.sh`).
 //!
 //!     cargo run --release --example bench_append -- DB CHAT_ID REPEATS
 //!

@@ -1,7 +1,7 @@
 //! The command line's promises: where the database lives and how it is protected, where gptme's
 //! logs are found, and what `list`, `show` and `import --json` print.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

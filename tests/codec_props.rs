@@ -2,7 +2,7 @@
 //! bytes either decodes or is reported (never a panic), and the "canonical" promise holds —
 //! whenever a line is called canonical, encoding the decoded value gives back its exact bytes.
 
-mod common;
+use crate::common;
 
 use common::strategies::{any_json, message};
 use proptest::prelude::*;

@@ -4,10 +4,10 @@
 //! listing totals equal to the messages stored.
 //!
 //! The appending processes are this test binary run again as children (the
-//! `concurrency_child` test, which does nothing unless `SESSIONDB_CONCURRENCY_CHILD` is set), so
+//! `concurrency::concurrency_child` test, which does nothing unless `SESSIONDB_CONCURRENCY_CHILD` is set), so
 //! that each append goes through the library as in a long-running tool.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
@@ -52,7 +52,7 @@ fn eight_processes_appending_lose_and_duplicate_nothing() {
     let mut appenders = Vec::new();
     for p in 0..PROCESSES {
         let child = Command::new(std::env::current_exe().unwrap())
-            .args(["concurrency_child", "--exact", "--nocapture"])
+            .args(["concurrency::concurrency_child", "--exact", "--nocapture"])
             .env("SESSIONDB_CONCURRENCY_CHILD", format!("{}|{p}", db.display()))
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

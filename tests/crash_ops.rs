@@ -6,7 +6,7 @@
 //! At the end, after one more sync: every operation a child reported as done is there, in the
 //! store and in the directory, and the store equals the directory.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::fs;

@@ -2,7 +2,7 @@
 //! leaves what was committed intact, and `sessiondb doctor` says what is wrong and how to
 //! restore from gptme's directories.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::{Seek, SeekFrom, Write};

@@ -1,9 +1,9 @@
 //! Differential tests of the log operations: the same script runs through real gptme's
-//! `LogManager` (`tools/gptme_ops.py`) and through the `sessiondb` binary, and the two
+//! `LogManager` (`tools/oracle/gptme_ops.py`) and through the `sessiondb` binary, and the two
 //! conversation directories must be the same file for file, byte for byte — modes and
 //! directory layout included — with only the clock masked (events' `ts`).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -2,7 +2,7 @@
 //! Each case gets a clear error or is handled; memory stays bounded; nothing outside the logs
 //! root is read; the other conversations import normally and round-trip.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::symlink;

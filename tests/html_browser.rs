@@ -2,15 +2,15 @@
 //! (markup as a role, a model name and a chat id; `javascript:`, `vbscript:` and `data:text/html`
 //! links; remote Markdown images; raw `<script>`, `<iframe>`, `<svg onload>`, event attributes,
 //! stylesheets and refreshes pointing at a listener on 127.0.0.1) is exported by the real binary
-//! and opened in headless Chromium (`tools/html_probe.py`, Playwright driving Debian's
+//! and opened in headless Chromium (`tools/oracle/html_probe.py`, Playwright driving Debian's
 //! chromium). No request reaches the listener or leaves the page, no script runs, no dialog
 //! opens; the hostile strings are shown as text, the page's own styles and its one embedded
 //! image still apply under its Content-Security-Policy.
 //!
-//! Needs /usr/bin/chromium and Playwright in the gptme venv (`tools/setup-browser.sh`). Where
+//! Needs /usr/bin/chromium and Playwright in the gptme venv (`tools/oracle/setup-browser.sh`). Where
 //! they are missing the test fails under CI (`CI` set) and is skipped, loudly, elsewhere.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::{Read, Write};
@@ -121,9 +121,9 @@ fn probe(python: &Path, chromium: &Path, page: &Path) -> serde_json::Value {
 fn hostile_html_export_is_inert_in_chromium() {
     let (python, chromium) = match browser() {
         Ok(found) => found,
-        Err(why) if std::env::var_os("CI").is_some() => panic!("the browser test cannot run under CI: {why}; run tools/setup-browser.sh"),
+        Err(why) if std::env::var_os("CI").is_some() => panic!("the browser test cannot run under CI: {why}; run tools/oracle/setup-browser.sh"),
         Err(why) => {
-            eprintln!("SKIPPED hostile_html_export_is_inert_in_chromium: {why}; run tools/setup-browser.sh to test the HTML export in a browser");
+            eprintln!("SKIPPED hostile_html_export_is_inert_in_chromium: {why}; run tools/oracle/setup-browser.sh to test the HTML export in a browser");
             return;
         }
     };

@@ -1,7 +1,7 @@
 //! A bad conversation directory fails alone, with a clear error, and leaves nothing of itself in
 //! the store; every other conversation imports normally.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

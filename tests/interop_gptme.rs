@@ -1,9 +1,9 @@
-//! Interop with real gptme (the pinned PyPI package, run through `tools/gptme_check.py`):
+//! Interop with real gptme (the pinned PyPI package, run through `tools/oracle/gptme_check.py`):
 //! gptme reads what sessiondb writes and re-serialises every line identically, its event log
 //! replays to the transcript, and `sessiondb list --json` reports what gptme's own listing
 //! reports for the same logs root.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

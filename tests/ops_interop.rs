@@ -1,7 +1,7 @@
 //! Operations checked against real gptme: the resume decision, event-log recovery, the TOML
 //! layout; and the operation guarantees: the lock, the editor, all-or-nothing failure.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

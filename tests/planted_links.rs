@@ -4,7 +4,7 @@
 //! and after each command: no command may change it. Each command must finish (a timeout kills
 //! a hang) and either succeed safely or fail with an error that names the link or file.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -1,7 +1,7 @@
 //! `sessiondb import` then `sessiondb export` reproduces gptme directories exactly: bytes,
 //! modes, modification times, symlinks and empty directories (gptme's `.lock` aside).
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

@@ -3,14 +3,14 @@
 //! Item 10: a file of any size is stored (in chunks: no single SQLite value holds more than a
 //! chunk) and round-trips byte for byte through import, sync, an operation and export. The
 //! real size (a file over SQLite's 1,000,000,000-byte limit) is checked by
-//! `tools/bench_big_conversation.sh`; here files of a few chunks cross every boundary.
+//! `tools/bench/bench_big_conversation.sh`; here files of a few chunks cross every boundary.
 //!
 //! Item 11: per-conversation commands on a long conversation use memory that does not grow
 //! with its length, `read -n 10` takes time that does not grow with it either, and `undo` no
 //! longer rebuilds the branch (compared between 20,000 and 200,000 messages of the same shape,
 //! and against `show` on the same machine, so that the machine's speed cancels out).
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::Write;

@@ -1,7 +1,7 @@
 //! `sessiondb search`: ranking, snippets, filters, literal queries with FTS5 syntax characters,
 //! CJK, and an index that follows every write.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! lines, a missing final newline — import then export gives back the very same bytes, and the
 //! store keeps each distinct line once.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

@@ -2,7 +2,7 @@
 //! half-written lines, conflicts, deleted directories, locks, dry runs and concurrent
 //! processes.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::Write;

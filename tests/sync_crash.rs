@@ -4,7 +4,7 @@
 //!
 //! The CI form makes at least 60 kills; set `SESSIONDB_CRASH_KILLS` for a longer run.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::fs;

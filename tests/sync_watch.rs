@@ -1,7 +1,7 @@
 //! `sessiondb sync --watch`: what gptme writes becomes searchable while it runs, new
 //! conversations included, and Ctrl-C stops it cleanly.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -4,7 +4,7 @@
 //! command that prints stored text for people: their output has no control character but
 //! newlines and tabs, and shows the sequences escaped. `--json` and `show --json` stay exact.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

@@ -1,9 +1,9 @@
 //! What sessiondb acknowledged is never lost: queued changes against a concurrent sync and a
 //! gptme rewriting the conversation, appends that a gptme loading at the wrong moment drops,
 //! queued changes of a renamed directory, and a transcript replaced by a directory. Each test
-//! plays real gptme (`tools/gptme_actor.py`) against the real binary.
+//! plays real gptme (`tools/oracle/gptme_actor.py`) against the real binary.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -62,7 +62,7 @@ impl Root {
     }
 }
 
-/// Real gptme on one conversation, driven command by command (see tools/gptme_actor.py).
+/// Real gptme on one conversation, driven command by command (see tools/oracle/gptme_actor.py).
 struct Gptme {
     child: Child,
     stdin: ChildStdin,

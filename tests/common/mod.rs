@@ -49,15 +49,16 @@ pub fn gptme_python() -> PathBuf {
         return PathBuf::from(p);
     }
     let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    assert!(venv.exists(), "interop tests need gptme: run tools/setup-gptme.sh (or set GPTME_PYTHON)");
+    assert!(venv.exists(), "interop tests need gptme: run tools/oracle/setup-gptme.sh (or set GPTME_PYTHON)");
     venv
 }
 
+/// A script of the gptme oracle, in `tools/oracle/`.
 pub fn tool(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/oracle").join(name)
 }
 
-/// A logs root freshly written by the real gptme (`tools/gen_fixtures.py`):
+/// A logs root freshly written by the real gptme (`tools/oracle/gen_fixtures.py`):
 /// `$SESSIONDB_REGENERATED_FIXTURES` when set (tools/test.sh generates it once for all tests),
 /// else generated now into the returned temporary directory.
 pub fn regenerated_fixtures() -> (PathBuf, Option<tempfile::TempDir>) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Keep appending messages to conversations with real gptme, recording each acknowledged one.
 
-    python tools/gptme_appender.py LOGS_ROOT ACK_FILE COUNT ID [ID ...]
+    python tools/oracle/gptme_appender.py LOGS_ROOT ACK_FILE COUNT ID [ID ...]
 
 For the sync crash and watch tests and benchmarks: opens each conversation ID (creating it when
 missing) with gptme's LogManager, then appends COUNT user messages round-robin, contents

@@ -20,14 +20,14 @@ must not touch OUT_DIR): every conversation and branch loads with
 
 How to run
 ----------
-    /path/to/venv/bin/python tools/gen_fixtures.py OUT_DIR [--force]
-    /path/to/venv/bin/python tools/gen_fixtures.py OUT_DIR --fix-metadata
+    /path/to/venv/bin/python tools/oracle/gen_fixtures.py OUT_DIR [--force]
+    /path/to/venv/bin/python tools/oracle/gen_fixtures.py OUT_DIR --fix-metadata
 
 The venv needs only ``gptme`` (tested with ``gptme==0.35.1``).  OUT_DIR must
 not exist or be empty, unless ``--force`` is given (it is then deleted first).
 The committed fixtures are produced with:
 
-    .venv/bin/python tools/gen_fixtures.py tests/fixtures/gptme-logs --force
+    .venv/bin/python tools/oracle/gen_fixtures.py tests/fixtures/gptme-logs --force
 
 ``--fix-metadata`` only re-applies what git cannot store to an existing
 OUT_DIR, e.g. after a fresh checkout: the fixed mtimes of every

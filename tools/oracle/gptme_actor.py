@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Drive real gptme (its LogManager) on one conversation, one command per line of stdin.
 
-    python tools/gptme_actor.py LOGDIR
+    python tools/oracle/gptme_actor.py LOGDIR
 
 For the trust and soak tests: they play a live gptme session step by step, including the
 moments gptme 0.35.1 leaves open (it reads a transcript before it takes `.lock`). Each command

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Time gptme's own LogManager.append, one message at a time (the gptme side of bench_append.sh).
 
-    python tools/bench_gptme_append.py [--sync] LOGS_ROOT CHAT_ID REPEATS
-    python tools/bench_gptme_append.py --generate N [--events] [--seed S] LOGS_ROOT CHAT_ID
+    python tools/bench/bench_gptme_append.py [--sync] LOGS_ROOT CHAT_ID REPEATS
+    python tools/bench/bench_gptme_append.py --generate N [--events] [--seed S] LOGS_ROOT CHAT_ID
 
 Timing mode: ``LogManager.load(LOGS_ROOT/CHAT_ID, lock=True)`` once (not timed), then REPEATS
 calls of ``manager.append(Message("user", "benchmark message I", quiet=True))``, each timed on

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Benchmark sessiondb's list / search / stats against gptme itself on the same logs.
 #
-#   tools/bench_queries.sh [--sizes "1000x100 10000x50"] [--runs R] [--gptme-runs G] [--common WORD] [--rare WORD]
+#   tools/bench/bench_queries.sh [--sizes "1000x100 10000x50"] [--runs R] [--gptme-runs G] [--common WORD] [--rare WORD]
 #
 # Defaults: sizes "1000x100 10000x50" (conversations x messages), R=5, G=3,
 # common word "database", rare word "undo".
 #
 # For each size NxM:
-#   1. a synthetic logs root from tools/make_bench_logs.py (seed 1), cached as
-#      target/bench-logs-N-M exactly as tools/bench_import.sh caches it (an existing
+#   1. a synthetic logs root from tools/bench/make_bench_logs.py (seed 1), cached as
+#      target/bench-logs-N-M exactly as tools/bench/bench_import.sh caches it (an existing
 #      cache with its target/bench-logs-N-M.complete marker is reused)
 #   2. one warm-up read of every file (the OS page cache is not dropped: that needs root)
 #   3. `sessiondb --db FRESH.db import LOGS --json`, timed once (wall clock)
@@ -20,7 +20,7 @@
 #                                              is timed in its place and the table says so)
 #   5. benches/queries.rs (`cargo bench --bench queries`): the same questions asked of the library
 #      in-process, best of R, each run opening the database afresh (timed like gptme's calls)
-#   6. tools/bench_gptme_queries.py on a copy of the logs root (gptme's listing creates
+#   6. tools/bench/bench_gptme_queries.py on a copy of the logs root (gptme's listing creates
 #      workspace/ dirs in conversations without config.toml): best of G runs, timed in-process
 #      after import, of get_conversations(detail=True), get_conversations(detail=False),
 #      list_conversations(20), search_chats(WORD, 20) and conversation_stats(as_json=True)
@@ -38,7 +38,7 @@
 # gptme's Python: $GPTME_PYTHON if set, else .venv/bin/python in the project root.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 SIZES="1000x100 10000x50"
 RUNS=5
 GP_RUNS=3
@@ -79,10 +79,10 @@ done
 [[ -n "${COMMON// }" && -n "${RARE// }" ]] || die "search words must not be empty"
 
 # ---------------------------------------------------------------- python with gptme
-# $GPTME_PYTHON, else the project's .venv (tools/setup-gptme.sh creates it when missing).
-PY="${GPTME_PYTHON:-$("$ROOT/tools/setup-gptme.sh")}"
+# $GPTME_PYTHON, else the project's .venv (tools/oracle/setup-gptme.sh creates it when missing).
+PY="${GPTME_PYTHON:-$("$ROOT/tools/oracle/setup-gptme.sh")}"
 if ! GPTME_VERSION="$("$PY" -c 'import importlib.metadata as m, gptme.logmanager; print(m.version("gptme"))' 2>/dev/null)"; then
-    echo "$(basename "$0"): $PY cannot import gptme (set GPTME_PYTHON, or run tools/setup-gptme.sh)" >&2
+    echo "$(basename "$0"): $PY cannot import gptme (set GPTME_PYTHON, or run tools/oracle/setup-gptme.sh)" >&2
     exit 2
 fi
 
@@ -175,7 +175,7 @@ for SIZE in "${SIZE_LIST[@]}"; do
         GEN_TMP="$(mktemp -d "$ROOT/target/bench-logs-tmp.XXXXXX")"
         echo "   generating $CONVS x $MSGS into $GEN_TMP (cached afterwards as $LOGS)" >&2
         t0=$(now)
-        "$PY" "$ROOT/tools/make_bench_logs.py" "$GEN_TMP/logs" --conversations "$CONVS" --messages "$MSGS" --seed "$SEED" >&2
+        "$PY" "$ROOT/tools/bench/make_bench_logs.py" "$GEN_TMP/logs" --conversations "$CONVS" --messages "$MSGS" --seed "$SEED" >&2
         t1=$(now)
         mv "$GEN_TMP/logs" "$LOGS"
         rmdir "$GEN_TMP"
@@ -242,8 +242,8 @@ for SIZE in "${SIZE_LIST[@]}"; do
     cp -a "$LOGS" "$COPY"
     echo "   gptme: best of $GP_RUNS (this takes a while at 10,000 conversations)" >&2
     GPJ="$WORK/gptme-$CONVS-$MSGS.json"
-    if ! "$PY" "$ROOT/tools/bench_gptme_queries.py" "$COPY" "$COMMON" "$RARE" --runs "$GP_RUNS" --limit "$LIMIT" > "$GPJ" 2> "$WORK/gptme.err"; then
-        echo "bench_queries.sh: tools/bench_gptme_queries.py failed:" >&2
+    if ! "$PY" "$ROOT/tools/bench/bench_gptme_queries.py" "$COPY" "$COMMON" "$RARE" --runs "$GP_RUNS" --limit "$LIMIT" > "$GPJ" 2> "$WORK/gptme.err"; then
+        echo "bench_queries.sh: tools/bench/bench_gptme_queries.py failed:" >&2
         tail -n 30 "$WORK/gptme.err" >&2
         exit 1
     fi

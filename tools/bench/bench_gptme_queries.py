@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Time gptme's own listing, search and stats over a logs root.
 
-    python tools/bench_gptme_queries.py LOGS_ROOT WORD [WORD ...] [--runs R] [--limit N]
+    python tools/bench/bench_gptme_queries.py LOGS_ROOT WORD [WORD ...] [--runs R] [--limit N]
 
 Run it on a COPY of the logs root: gptme's listing (ChatConfig.from_logdir)
 creates a ``workspace/`` directory in every conversation that has no
-config.toml, and LogManager.load may add files too.  tools/bench_queries.sh
+config.toml, and LogManager.load may add files too.  tools/bench/bench_queries.sh
 makes that copy.
 
 Before gptme is imported, the environment is pointed at the logs root and at a

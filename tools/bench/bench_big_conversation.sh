@@ -2,7 +2,7 @@
 # The scale of one conversation (issue 13, items 10 and 11): peak memory and time of every
 # per-conversation command on one large conversation holding a file over SQLite's value limit.
 #
-#   tools/bench_big_conversation.sh [--messages N] [--file-bytes B] [--bin PATH] [--keep]
+#   tools/bench/bench_big_conversation.sh [--messages N] [--file-bytes B] [--bin PATH] [--keep]
 #
 # Defaults: 1,000,000 messages of about 1 KiB (a conversation.jsonl of about 1 GiB) and an
 # attachment of 1,073,741,824 bytes in files/ (over SQLite's limit of 1,000,000,000 bytes for
@@ -19,7 +19,7 @@
 set -euo pipefail
 export LC_ALL=C TZ=UTC
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 MESSAGES=1000000
 FILE_BYTES=1073741824
 BIN=""

@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # Benchmark one append to a conversation of growing size: sessiondb against gptme's LogManager.
 #
-#   tools/bench_append.sh [--sizes "10 1000 10000"] [--repeats R] [--process-runs P] [--events] [--gptme-sync] [--keep]
+#   tools/bench/bench_append.sh [--sizes "10 1000 10000"] [--repeats R] [--process-runs P] [--events] [--gptme-sync] [--keep]
 #
 # Defaults: sizes 10, 1000 and 10000 messages; R=30 timed appends for gptme and for the
 # sessiondb library; P=10 runs of the `sessiondb append` process.
 #
 # For each size N:
 #   1. a conversation of N messages (~500 bytes of content each) written by gptme itself
-#      (tools/bench_gptme_append.py --generate: Log(messages).write_jsonl, i.e. one
+#      (tools/bench/bench_gptme_append.py --generate: Log(messages).write_jsonl, i.e. one
 #      Message.to_dict() JSON line per message); with --events also the events.jsonl gptme
 #      would have left (latest checkpoint + the events since), else no event log
 #   2. copied (cp -a) for gptme, and for sessiondb, which imports its copy into a fresh
 #      database (`sessiondb --db DB import LOGS`)
 #   3. gptme: LogManager.load once, then R calls of LogManager.append, each timed in-process
-#      (tools/bench_gptme_append.py); with --gptme-sync also, on a third copy, R calls of
+#      (tools/bench/bench_gptme_append.py); with --gptme-sync also, on a third copy, R calls of
 #      append + write(sync=True), gptme's durable write (what sessiondb's append gives)
 #   4. sessiondb library: Store::open once, then R calls of ops::with_session(..append..), each
 #      timed in-process (examples/bench_append.rs): every call is a committed store row plus the
@@ -29,7 +29,7 @@
 set -euo pipefail
 export LC_ALL=C TZ=UTC
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 SIZES="10 1000 10000"
 REPEATS=30
 PROCESS_RUNS=10
@@ -61,10 +61,10 @@ for v in $SIZES "$REPEATS" "$PROCESS_RUNS"; do
 done
 
 # ---------------------------------------------------------------- python with gptme
-# $GPTME_PYTHON, else the project's .venv (tools/setup-gptme.sh creates it when missing).
-PY="${GPTME_PYTHON:-$("$ROOT/tools/setup-gptme.sh")}"
+# $GPTME_PYTHON, else the project's .venv (tools/oracle/setup-gptme.sh creates it when missing).
+PY="${GPTME_PYTHON:-$("$ROOT/tools/oracle/setup-gptme.sh")}"
 if ! GPTME_VERSION="$("$PY" -c 'import importlib.metadata as m, gptme.logmanager; print(m.version("gptme"))' 2>/dev/null)"; then
-    echo "$(basename "$0"): $PY cannot import gptme (set GPTME_PYTHON, or run tools/setup-gptme.sh)" >&2
+    echo "$(basename "$0"): $PY cannot import gptme (set GPTME_PYTHON, or run tools/oracle/setup-gptme.sh)" >&2
     exit 2
 fi
 
@@ -116,7 +116,7 @@ for N in $SIZES; do
     echo "== N=$N: generating with gptme" >&2
     GEN_ARGS=(--generate "$N")
     [[ "$EVENTS" == 1 ]] && GEN_ARGS+=(--events)
-    "$PY" "$ROOT/tools/bench_gptme_append.py" "${GEN_ARGS[@]}" "$D/gen/logs" "$CHAT" > "$D/gen.json"
+    "$PY" "$ROOT/tools/bench/bench_gptme_append.py" "${GEN_ARGS[@]}" "$D/gen/logs" "$CHAT" > "$D/gen.json"
     CONV_MB[$N]=$(awk -v b="$(json_field "$D/gen.json" conversation_bytes)" 'BEGIN { printf "%.2f", b / 1e6 }')
     EV_MB[$N]=$(awk -v b="$(json_field "$D/gen.json" events_bytes)" 'BEGIN { printf "%.2f", b / 1e6 }')
     cp -a "$D/gen/logs" "$D/gptme/logs"
@@ -131,13 +131,13 @@ for N in $SIZES; do
         || fail "sessiondb import (N=$N): failed conversations or wrong message count" "${cmd[*]}" "$D/import.json" "$D/import.err"
 
     # ---- gptme
-    cmd=("$PY" "$ROOT/tools/bench_gptme_append.py" "$D/gptme/logs" "$CHAT" "$REPEATS")
+    cmd=("$PY" "$ROOT/tools/bench/bench_gptme_append.py" "$D/gptme/logs" "$CHAT" "$REPEATS")
     "${cmd[@]}" > "$D/gptme.json" 2> "$D/gptme.err" || fail "gptme append (N=$N)" "${cmd[*]}" "$D/gptme.json" "$D/gptme.err"
     GP_MED[$N]=$(json_field "$D/gptme.json" median_ms)
     GP_MAX[$N]=$(json_field "$D/gptme.json" max_ms)
     GP_CP[$N]=$(json_field "$D/gptme.json" checkpoint_samples)
     if [[ "$GPTME_SYNC" == 1 ]]; then
-        cmd=("$PY" "$ROOT/tools/bench_gptme_append.py" --sync "$D/gptme-sync/logs" "$CHAT" "$REPEATS")
+        cmd=("$PY" "$ROOT/tools/bench/bench_gptme_append.py" --sync "$D/gptme-sync/logs" "$CHAT" "$REPEATS")
         "${cmd[@]}" > "$D/gptme-sync.json" 2> "$D/gptme-sync.err" || fail "gptme append+sync (N=$N)" "${cmd[*]}" "$D/gptme-sync.json" "$D/gptme-sync.err"
         GS_MED[$N]=$(json_field "$D/gptme-sync.json" median_ms)
         GS_MAX[$N]=$(json_field "$D/gptme-sync.json" max_ms)

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Benchmark `sessiondb sync`: incremental passes against full re-imports, and watch-mode lag.
 
-    python tools/bench_sync.py SESSIONDB LOGS_CACHE [--changed 10] [--runs 5] [--lag-samples 20]
+    python tools/bench/bench_sync.py SESSIONDB LOGS_CACHE [--changed 10] [--runs 5] [--lag-samples 20]
 
-Run by tools/bench_sync.sh, which builds the release binary and provides the cached synthetic
-logs root (tools/make_bench_logs.py, 1,000 x 100 by default). The cache is copied first, since
+Run by tools/bench/bench_sync.sh, which builds the release binary and provides the cached synthetic
+logs root (tools/bench/make_bench_logs.py, 1,000 x 100 by default). The cache is copied first, since
 gptme writes into the copy. Steps, all on the same copy:
 
   1. `sessiondb sync` into a fresh database (the first sync is a full import).

@@ -5,7 +5,7 @@ Runs gptme's own readers (the installed ``gptme`` package, checked with
 0.35.1) over a gptme logs root and prints what gptme makes of it as ONE JSON
 document on stdout.  Called by the Rust integration tests as
 
-    $GPTME_PYTHON tools/gptme_check.py SUBCOMMAND ARGS
+    $GPTME_PYTHON tools/oracle/gptme_check.py SUBCOMMAND ARGS
 
 Subcommands
 -----------

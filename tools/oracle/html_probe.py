@@ -12,7 +12,7 @@ is ever downloaded) and reports, as one JSON object on stdout, everything the pa
   styles     computed styles that show the page's inline styles applied under its CSP
   images     embedded images: how many there are and how many decoded
 
-Usage: tools/html_probe.py PAGE.html   (SESSIONDB_CHROMIUM overrides /usr/bin/chromium)
+Usage: tools/oracle/html_probe.py PAGE.html   (SESSIONDB_CHROMIUM overrides /usr/bin/chromium)
 """
 import json
 import os

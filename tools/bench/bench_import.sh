@@ -1,27 +1,27 @@
 #!/usr/bin/env bash
 # Benchmark `sessiondb import` against gptme reading the same logs.
 #
-#   tools/bench_import.sh [--conversations N] [--messages M] [--runs R] [--seed S]
+#   tools/bench/bench_import.sh [--conversations N] [--messages M] [--runs R] [--seed S]
 #
 # Defaults: 1000 conversations x 100 messages (about 110 MB), 3 runs, seed 1.
 #
 # Steps:
 #   1. cargo build --release
-#   2. a synthetic logs root from tools/make_bench_logs.py (written with gptme's
+#   2. a synthetic logs root from tools/bench/make_bench_logs.py (written with gptme's
 #      Message class), generated into a temp dir and then cached as
 #      target/bench-logs-N-M (-sS for a seed other than 1); an existing cache is reused.
 #   3. one warm-up read of every file in it (the OS page cache is not dropped:
 #      that needs root), so both sides are timed with warm caches
 #   4. R runs of `sessiondb --db FRESH.db import LOGS --json`, each into a fresh
 #      database; wall-clock time of the whole process
-#   5. R runs of tools/bench_gptme_read.py (gptme's Log.read_jsonl on every
+#   5. R runs of tools/bench/bench_gptme_read.py (gptme's Log.read_jsonl on every
 #      conversation.jsonl); time measured inside the process, after gptme is imported
 #   6. a table with best and median of each, and the ratio gptme / sessiondb
 #
 # gptme's Python: $GPTME_PYTHON if set, else .venv/bin/python in the project root.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CONVS=1000
 MSGS=100
 RUNS=3
@@ -51,10 +51,10 @@ done
 [[ "$RUNS" -ge 1 ]] || { echo "bench_import.sh: --runs must be >= 1" >&2; exit 2; }
 
 # ---------------------------------------------------------------- python with gptme
-# $GPTME_PYTHON, else the project's .venv (tools/setup-gptme.sh creates it when missing).
-PY="${GPTME_PYTHON:-$("$ROOT/tools/setup-gptme.sh")}"
+# $GPTME_PYTHON, else the project's .venv (tools/oracle/setup-gptme.sh creates it when missing).
+PY="${GPTME_PYTHON:-$("$ROOT/tools/oracle/setup-gptme.sh")}"
 if ! GPTME_VERSION="$("$PY" -c 'import importlib.metadata as m, gptme.logmanager; print(m.version("gptme"))' 2>/dev/null)"; then
-    echo "$(basename "$0"): $PY cannot import gptme (set GPTME_PYTHON, or run tools/setup-gptme.sh)" >&2
+    echo "$(basename "$0"): $PY cannot import gptme (set GPTME_PYTHON, or run tools/oracle/setup-gptme.sh)" >&2
     exit 2
 fi
 
@@ -96,7 +96,7 @@ else
     GEN_TMP="$(mktemp -d "$ROOT/target/bench-logs-tmp.XXXXXX")"
     echo "== generating $CONVS x $MSGS into $GEN_TMP" >&2
     t0=$(now)
-    "$PY" "$ROOT/tools/make_bench_logs.py" "$GEN_TMP/logs" --conversations "$CONVS" --messages "$MSGS" --seed "$SEED" >&2
+    "$PY" "$ROOT/tools/bench/make_bench_logs.py" "$GEN_TMP/logs" --conversations "$CONVS" --messages "$MSGS" --seed "$SEED" >&2
     t1=$(now)
     mv "$GEN_TMP/logs" "$LOGS"
     rmdir "$GEN_TMP"
@@ -145,7 +145,7 @@ done
 GP_TIMES=()
 GP_MSGS=""
 for ((i = 1; i <= RUNS; i++)); do
-    "$PY" "$ROOT/tools/bench_gptme_read.py" "$LOGS" > "$WORK/gp$i.json"
+    "$PY" "$ROOT/tools/bench/bench_gptme_read.py" "$LOGS" > "$WORK/gp$i.json"
     GP_TIMES+=("$(json_field "$WORK/gp$i.json" seconds)")
     GP_MSGS=$(json_field "$WORK/gp$i.json" messages)
     echo "   gptme read run $i: ${GP_TIMES[-1]} s, $GP_MSGS messages" >&2

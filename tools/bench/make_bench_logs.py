@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write a large synthetic gptme logs root for benchmarking sessiondb.
 
-    python tools/make_bench_logs.py OUT_DIR --conversations N --messages M [--seed S] [--force]
+    python tools/bench/make_bench_logs.py OUT_DIR --conversations N --messages M [--seed S] [--force]
 
 Each conversation is ``OUT_DIR/<chat_id>/conversation.jsonl``: a system
 message first, then user and assistant messages taking turns (M messages in

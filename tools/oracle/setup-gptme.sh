@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Creates .venv with the pinned gptme (the oracle of the interop tests) unless it is there
-# already, and prints the path of its python. Usage: tools/setup-gptme.sh
+# already, and prints the path of its python. Usage: tools/oracle/setup-gptme.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 GPTME_VERSION="${GPTME_VERSION:-0.35.1}"
 venv=.venv
 if ! "$venv/bin/python" -c "import gptme, sys; sys.exit(0 if gptme.__version__ == '$GPTME_VERSION' else 1)" 2>/dev/null; then

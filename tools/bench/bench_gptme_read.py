@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time gptme itself reading every conversation in a logs root.
 
-    python tools/bench_gptme_read.py LOGS_DIR
+    python tools/bench/bench_gptme_read.py LOGS_DIR
 
 For each ``LOGS_DIR/<chat_id>/conversation.jsonl`` (sorted by name) calls
 ``gptme.logmanager.Log.read_jsonl`` and counts the messages.  gptme is imported

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Apply an operation script to a gptme logs root with real gptme's LogManager.
 
-    python tools/gptme_ops.py LOGS_ROOT SCRIPT.json
+    python tools/oracle/gptme_ops.py LOGS_ROOT SCRIPT.json
 
 The oracle side of sessiondb's differential operation tests: the same script is run here and
 through the sessiondb binary, and the resulting directories are compared. SCRIPT.json is a

@@ -1,0 +1,397 @@
+//! Issue 14, item 8: the schema migrations are protected. Every released migration is pinned by
+//! the SHA-256 of its file (a database that already ran it never runs it again, so an edit would
+//! leave old and new databases with different schemas); and databases written at schema 1 and at
+//! schema 3, holding conversations with messages, branches, a view, an event log and a blob, are
+//! opened by `Store::open` (which migrates them) and checked against what each migration's
+//! backfill must have produced: 0002's first-message totals, 0003's search index (CJK words
+//! inside a run of characters found), 0004's per-role counts, 0008's blob chunks.
+
+use crate::common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::{run_ok, sessiondb};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+/// The released migrations and the SHA-256 of each file's bytes, in order. Append a row when a
+/// new migration is released; never change a row.
+const RELEASED: &[(&str, &str)] = &[
+    ("0001_init.sql", "f7c38715def086d8a7fa56508c7667b25e07ee23e46a8793ead3d5734f772356"),
+    ("0002_live_operations.sql", "c368681bca74b9f02399d36050e79c208c2cfcf88f70a46dc8c5796e70a325c7"),
+    ("0003_fts_cjk.sql", "bc160401561a784865aa41e8c1cb59922a50dc8f9b4e532bee801c21d9db9ed7"),
+    ("0004_role_counts.sql", "0396eaaa0cb483a4f6d95601d213ea9cdbc445f4cc0a0de4d3a95ee0588fa879"),
+    ("0005_sync.sql", "633612e3e2226e7e6b91835683e6876c3c35cd219476706d3608e3ebc6949081"),
+    ("0006_listing_order.sql", "bba26c3c24443bcba5c89f093b60f933c8417a08cb988e9c1bf0a0037e881434"),
+    ("0007_acknowledged_lines.sql", "46564e8d70604baa3c93062dc2dd760d28c4e44565f02b9c0cef411a6f61c9ed"),
+    ("0008_blob_chunks_and_prefix_rewrites.sql", "b57bda3a7089ef2fa577def67b57c67ecf93d9a6a4b838076c87e19ea412c142"),
+];
+
+fn schema_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema")
+}
+
+/// The migration files in `schema/`, in the order they are applied (by name).
+fn migration_files() -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(schema_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".sql"))
+        .collect();
+    names.sort();
+    names
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn released_migrations_are_unchanged() {
+    for (name, pinned) in RELEASED {
+        let path = schema_dir().join(name);
+        let bytes = fs::read(&path).unwrap_or_else(|e| {
+            panic!("schema/{name}: {e}: a released migration must stay as released; add a new migration (schema/NNNN_name.sql) instead")
+        });
+        let found = sha256_hex(&bytes);
+        assert_eq!(
+            &found, pinned,
+            "schema/{name} was changed (sha256 {found}, released as {pinned}). Databases that already ran it will never run it \
+             again, so editing it gives old and new databases different schemas: undo the change and add a new migration \
+             (the next schema/NNNN_name.sql, appended to MIGRATIONS in src/store/schema.rs) instead"
+        );
+    }
+    let files = migration_files();
+    let released: Vec<&str> = RELEASED.iter().map(|(n, _)| *n).collect();
+    assert!(
+        files.len() >= released.len() && files[..released.len()] == released[..],
+        "schema/ must begin with the released migrations, in order, unchanged ({released:?}); found {files:?}. \
+         Add new migrations after them instead"
+    );
+    for (i, name) in files.iter().enumerate() {
+        assert!(name.starts_with(&format!("{:04}_", i + 1)), "schema/{name}: migration {} must be numbered {:04}", i + 1, i + 1);
+    }
+    assert_eq!(sessiondb::store::schema::CURRENT_VERSION, files.len() as i64, "every file in schema/ is a migration the store applies");
+}
+
+/// Applies migration files 1..=`upto` to an empty database as `src/store/schema.rs` does (one
+/// transaction each, then `PRAGMA user_version`).
+fn create_at_version(db: &Path, upto: usize) -> Connection {
+    let mut conn = Connection::open(db).unwrap();
+    // 0003 indexes through this function, as sessiondb registers it on every connection.
+    sessiondb::store::fts::register_functions(&conn).unwrap();
+    for (i, name) in migration_files().iter().enumerate().take(upto) {
+        let sql = fs::read_to_string(schema_dir().join(name)).unwrap();
+        let tx = conn.transaction().unwrap();
+        tx.execute_batch(&sql).unwrap();
+        tx.pragma_update(None, "user_version", (i + 1) as i64).unwrap();
+        tx.commit().unwrap();
+    }
+    conn
+}
+
+/// One stored line: a message (role, content, timestamp) or, with role `None`, a damaged line.
+struct Line {
+    role: Option<&'static str>,
+    content: &'static str,
+    timestamp: Option<&'static str>,
+}
+
+const fn msg(role: &'static str, content: &'static str, timestamp: Option<&'static str>) -> Line {
+    Line { role: Some(role), content, timestamp }
+}
+
+impl Line {
+    fn bytes(&self) -> Vec<u8> {
+        match self.role {
+            Some(role) => {
+                let mut v = json!({"role": role, "content": self.content});
+                if let Some(ts) = self.timestamp {
+                    v["timestamp"] = json!(ts);
+                }
+                v.to_string().into_bytes()
+            }
+            None => self.content.as_bytes().to_vec(),
+        }
+    }
+}
+
+/// Writes rows as sessiondb's writer at schema 1 to 3 did (the columns those versions share),
+/// returning the conversation's row id. `documents` are (path, kind, name, lines); a line held
+/// by several documents is one message row, as sessiondb stores it.
+fn insert_conversation(conn: &Connection, chat_id: &str, created: f64, modified: f64, documents: &[(&str, &str, &str, &[&Line])]) -> i64 {
+    let main_count = documents.iter().find(|d| d.0 == "conversation.jsonl").map_or(0, |d| d.3.len());
+    conn.execute(
+        "INSERT INTO conversations (chat_id, source_dir, fingerprint, imported_at, created, modified, message_count) VALUES (?1, ?2, x'00', '2026-01-01T00:00:00', ?3, ?4, ?5)",
+        params![chat_id, format!("/logs/{chat_id}"), created, modified, main_count as i64],
+    )
+    .unwrap();
+    let conv = conn.last_insert_rowid();
+    for (path, kind, name, lines) in documents {
+        conn.execute("INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns) VALUES (?1, ?2, 'document', 420, ?3)", params![conv, path, (modified * 1e9) as i64])
+            .unwrap();
+        conn.execute(
+            "INSERT INTO documents (conversation_id, path, kind, name, ends_with_newline, line_count) VALUES (?1, ?2, ?3, ?4, 1, ?5)",
+            params![conv, path, kind, name, lines.len() as i64],
+        )
+        .unwrap();
+        let doc = conn.last_insert_rowid();
+        for (line_no, line) in lines.iter().enumerate() {
+            let id = message_id(conn, conv, line);
+            conn.execute("INSERT INTO document_lines (document_id, line_no, message_id) VALUES (?1, ?2, ?3)", params![doc, line_no as i64, id]).unwrap();
+        }
+    }
+    conv
+}
+
+/// The message row of `line` in conversation `conv`, inserted when new.
+fn message_id(conn: &Connection, conv: i64, line: &Line) -> i64 {
+    let bytes = line.bytes();
+    let sha = Sha256::digest(&bytes).to_vec();
+    let existing: Option<i64> =
+        conn.query_row("SELECT id FROM messages WHERE conversation_id = ?1 AND line_sha256 = ?2", params![conv, sha], |r| r.get(0)).optional().unwrap();
+    if let Some(id) = existing {
+        return id;
+    }
+    match line.role {
+        Some(role) => conn.execute(
+            "INSERT INTO messages (conversation_id, line_sha256, role, content, timestamp) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![conv, sha, role, line.content, line.timestamp],
+        ),
+        None => conn.execute(
+            "INSERT INTO messages (conversation_id, line_sha256, raw, malformed) VALUES (?1, ?2, ?3, 'not a JSON object')",
+            params![conv, sha, bytes],
+        ),
+    }
+    .unwrap();
+    conn.last_insert_rowid()
+}
+
+const HELLO: Line = msg("user", "How do I borrow in Rust?", Some("2026-01-02T10:00:00"));
+const ANSWER: Line = msg("assistant", "The borrow checker allows one mutable borrow.", Some("2026-01-02T10:00:05"));
+const CJK: Line = msg("user", "我们使用数据库存储会话", Some("2026-01-02T10:01:00"));
+const SYSTEM: Line = msg("system", "Pruned the context.", Some("2026-01-02T10:02:00"));
+const DAMAGED: Line = Line { role: None, content: "{not json", timestamp: None };
+const ALT_ONLY: Line = msg("assistant", "An alternative answer about lifetimes.", Some("2026-01-02T10:03:00"));
+const PLAIN_1: Line = msg("user", "Untimed question about decorators", None);
+const PLAIN_2: Line = msg("assistant", "Untimed answer about decorators", None);
+
+/// Created from the first message's timestamp; modified is the transcript's mtime.
+const TIMED_CREATED: f64 = 1_767_348_000.0;
+const TIMED_MODIFIED: f64 = 1_767_350_000.5;
+/// No message had a timestamp: created fell back to modified.
+const UNTIMED_AT: f64 = 1_767_360_000.25;
+const BLOB: &[u8] = b"an attachment's bytes";
+
+/// Three conversations: "timed" (main: two user messages, an assistant and a system message and a
+/// damaged line; a branch sharing two of them plus one of its own; a view; an event log; an
+/// attachment), "untimed" (two messages without timestamps) and "empty" (an empty transcript).
+/// Returns the rows' ids: (timed, untimed, empty, events document).
+fn insert_rows(conn: &Connection) -> (i64, i64, i64, i64) {
+    let timed = insert_conversation(
+        conn,
+        "2026-01-02-timed",
+        TIMED_CREATED,
+        TIMED_MODIFIED,
+        &[
+            ("conversation.jsonl", "branch", "main", &[&HELLO, &ANSWER, &CJK, &SYSTEM, &DAMAGED]),
+            ("branches/alt.jsonl", "branch", "alt", &[&HELLO, &ANSWER, &ALT_ONLY]),
+            ("views/short.jsonl", "view", "short", &[&HELLO, &ALT_ONLY]),
+        ],
+    );
+    let untimed = insert_conversation(conn, "2026-01-03-untimed", UNTIMED_AT, UNTIMED_AT, &[("conversation.jsonl", "branch", "main", &[&PLAIN_1, &PLAIN_2])]);
+    let empty = insert_conversation(conn, "2026-01-04-empty", UNTIMED_AT, UNTIMED_AT, &[("conversation.jsonl", "branch", "main", &[])]);
+    // The event log of "timed": an append carrying a message, then an undo.
+    conn.execute(
+        "INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns) VALUES (?1, 'events.jsonl', 'document', 420, 1767350000000000000)",
+        [timed],
+    )
+    .unwrap();
+    conn.execute("INSERT INTO documents (conversation_id, path, kind, name, ends_with_newline, line_count) VALUES (?1, 'events.jsonl', 'events', 'main', 1, 2)", [timed])
+        .unwrap();
+    let events = conn.last_insert_rowid();
+    conn.execute(
+        "INSERT INTO events (document_id, line_no, seq, ts, type, payload_form) VALUES (?1, 0, 1, '2026-01-02T10:00:00', 'message_append', 'message')",
+        [events],
+    )
+    .unwrap();
+    conn.execute("INSERT INTO event_messages (document_id, line_no, position, message_id) VALUES (?1, 0, 0, ?2)", params![events, message_id(conn, timed, &HELLO)]).unwrap();
+    conn.execute(
+        "INSERT INTO events (document_id, line_no, seq, ts, type, payload_form, payload) VALUES (?1, 1, 2, '2026-01-02T10:04:00', 'undo', 'json', '{\"count\": 1}')",
+        [events],
+    )
+    .unwrap();
+    // An attachment, its bytes in `blobs.data` as before 0008.
+    let sha = Sha256::digest(BLOB).to_vec();
+    conn.execute("INSERT INTO blobs (sha256, size, data) VALUES (?1, ?2, ?3)", params![sha, BLOB.len() as i64, BLOB]).unwrap();
+    conn.execute(
+        "INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256) VALUES (?1, 'files/0123456789abcdef.txt', 'blob', 420, 1767350000000000000, ?2)",
+        params![timed, sha],
+    )
+    .unwrap();
+    (timed, untimed, empty, events)
+}
+
+/// Indexes every message as the writer of that schema did and moves the watermark past them.
+fn index_all(conn: &Connection, version: usize) {
+    let text = if version < 3 { "content" } else { "sessiondb_fts_text(content)" };
+    conn.execute_batch(&format!(
+        "INSERT INTO messages_fts (rowid, content) SELECT id, {text} FROM messages;
+         UPDATE store_state SET value = (SELECT max(id) FROM messages) WHERE key = 'fts_indexed_upto';"
+    ))
+    .unwrap();
+}
+
+/// Opens the database as sessiondb does, migrating it, and returns a plain connection to it.
+fn open_and_migrate(db: &Path) -> Connection {
+    let store = sessiondb::store::Store::open(db).unwrap_or_else(|e| panic!("Store::open migrates {}: {e:?}", db.display()));
+    drop(store);
+    let conn = Connection::open(db).unwrap();
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, migration_files().len() as i64, "migrated to the latest schema");
+    let integrity: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(integrity, "ok");
+    conn
+}
+
+fn role_counts(conn: &Connection, conv: i64) -> Value {
+    let text: String = conn.query_row("SELECT role_counts FROM conversations WHERE id = ?1", [conv], |r| r.get(0)).unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("role_counts {text:?}: {e}"))
+}
+
+fn first_message(conn: &Connection, conv: i64) -> (i64, Option<f64>) {
+    conn.query_row("SELECT first_message_seen, first_message_time FROM conversations WHERE id = ?1", [conv], |r| Ok((r.get(0)?, r.get(1)?))).unwrap()
+}
+
+fn search_ids(db: &Path, query: &str) -> Vec<(String, u64)> {
+    let out = run_ok(sessiondb(db).args(["search", query, "--json"]));
+    let results: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    results.iter().map(|r| (r["id"].as_str().unwrap().to_owned(), r["matches"].as_u64().unwrap())).collect()
+}
+
+/// An event line: seq, type, payload form, payload and the content of the message it carries.
+type EventRow = (i64, String, String, Option<String>, Option<String>);
+
+/// What every upgrade must leave as it was: the documents, their lines, the event log (with
+/// the message its first event carries) and the attachment's bytes (moved into chunks by 0008).
+fn assert_rows_kept(conn: &Connection, timed: i64, events: i64) {
+    let documents: Vec<(String, String, String, i64)> = conn
+        .prepare("SELECT path, kind, name, line_count FROM documents WHERE conversation_id = ?1 ORDER BY path")
+        .unwrap()
+        .query_map([timed], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    let expected: Vec<(String, String, String, i64)> = [
+        ("branches/alt.jsonl", "branch", "alt", 3),
+        ("conversation.jsonl", "branch", "main", 5),
+        ("events.jsonl", "events", "main", 2),
+        ("views/short.jsonl", "view", "short", 2),
+    ]
+    .iter()
+    .map(|(p, k, n, c)| (p.to_string(), k.to_string(), n.to_string(), *c))
+    .collect();
+    assert_eq!(documents, expected);
+    let main: Vec<Option<String>> = conn
+        .prepare(
+            "SELECT m.content FROM document_lines dl JOIN documents d ON d.id = dl.document_id JOIN messages m ON m.id = dl.message_id
+             WHERE d.conversation_id = ?1 AND d.path = 'conversation.jsonl' ORDER BY dl.line_no",
+        )
+        .unwrap()
+        .query_map([timed], |r| r.get(0))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(main, [Some(HELLO.content), Some(ANSWER.content), Some(CJK.content), Some(SYSTEM.content), None].map(|c| c.map(str::to_owned)));
+    let event_rows: Vec<EventRow> = conn
+        .prepare(
+            "SELECT e.seq, e.type, e.payload_form, e.payload, (SELECT m.content FROM event_messages em JOIN messages m ON m.id = em.message_id
+               WHERE em.document_id = e.document_id AND em.line_no = e.line_no)
+             FROM events e WHERE e.document_id = ?1 ORDER BY e.line_no",
+        )
+        .unwrap()
+        .query_map([events], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(
+        event_rows,
+        [
+            (1, "message_append".to_owned(), "message".to_owned(), None, Some(HELLO.content.to_owned())),
+            (2, "undo".to_owned(), "json".to_owned(), Some("{\"count\": 1}".to_owned()), None),
+        ]
+    );
+    let chunks: Vec<(i64, Vec<u8>)> = conn
+        .prepare("SELECT c.seq, c.data FROM blob_chunks c JOIN blobs b ON b.id = c.blob_id WHERE b.sha256 = ?1 ORDER BY c.seq")
+        .unwrap()
+        .query_map([Sha256::digest(BLOB).to_vec()], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(chunks, [(0, BLOB.to_vec())], "0008 moved the blob's bytes into one chunk");
+}
+
+/// What search must find in the upgraded store: a Latin word (in two conversations, the
+/// branch-only and view messages counted where they stand), a CJK word inside a run of CJK
+/// characters (found only through 0003's index), and nothing for a word no message holds.
+fn assert_search_finds(db: &Path) {
+    assert_eq!(search_ids(db, "borrow"), [("2026-01-02-timed".to_owned(), 2)]);
+    assert_eq!(search_ids(db, "decorators"), [("2026-01-03-untimed".to_owned(), 2)]);
+    assert_eq!(search_ids(db, "数据库"), [("2026-01-02-timed".to_owned(), 1)], "a CJK word inside a run is found after 0003");
+    assert_eq!(search_ids(db, "lifetimes"), [("2026-01-02-timed".to_owned(), 1)], "a message of a branch only is found");
+    assert_eq!(search_ids(db, "zebra"), Vec::<(String, u64)>::new());
+}
+
+/// The role counts 0004 computes: the main branch's messages by role; the damaged line, the
+/// branch's own message and the view do not count.
+fn assert_role_counts(conn: &Connection, timed: i64, untimed: i64, empty: i64) {
+    assert_eq!(role_counts(conn, timed), json!({"assistant": 1, "system": 1, "user": 2}));
+    assert_eq!(role_counts(conn, untimed), json!({"assistant": 1, "user": 1}));
+    assert_eq!(role_counts(conn, empty), json!({}));
+}
+
+#[test]
+fn a_schema_1_database_with_rows_upgrades() {
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("v1.sqlite");
+    let conn = create_at_version(&db, 1);
+    let (timed, untimed, empty, events) = insert_rows(&conn);
+    index_all(&conn, 1);
+    drop(conn);
+
+    let conn = open_and_migrate(&db);
+    // 0002: where created differs from modified it came from the first message's timestamp.
+    assert_eq!(first_message(&conn, timed), (1, Some(TIMED_CREATED)));
+    assert_eq!(first_message(&conn, untimed), (0, None));
+    assert_eq!(first_message(&conn, empty), (0, None));
+    assert_role_counts(&conn, timed, untimed, empty);
+    assert_rows_kept(&conn, timed, events);
+    drop(conn);
+    assert_search_finds(&db);
+}
+
+#[test]
+fn a_schema_3_database_with_rows_upgrades() {
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("v3.sqlite");
+    let conn = create_at_version(&db, 3);
+    let (timed, untimed, empty, events) = insert_rows(&conn);
+    // Written at schema 3, the totals 0002 added are the writer's own: "untimed" has a first
+    // message (without a timestamp), which 0002's backfill could not tell from no message.
+    conn.execute("UPDATE conversations SET first_message_seen = 1, first_message_time = ?2 WHERE id = ?1", params![timed, TIMED_CREATED]).unwrap();
+    conn.execute("UPDATE conversations SET first_message_seen = 1, first_message_time = NULL WHERE id = ?1", [untimed]).unwrap();
+    conn.execute("UPDATE entries SET size = 100 WHERE kind = 'document'", []).unwrap();
+    index_all(&conn, 3);
+    drop(conn);
+
+    let conn = open_and_migrate(&db);
+    assert_eq!(first_message(&conn, timed), (1, Some(TIMED_CREATED)), "kept as written");
+    assert_eq!(first_message(&conn, untimed), (1, None), "kept as written");
+    assert_eq!(first_message(&conn, empty), (0, None));
+    assert_role_counts(&conn, timed, untimed, empty);
+    assert_rows_kept(&conn, timed, events);
+    drop(conn);
+    assert_search_finds(&db);
+}

@@ -1,0 +1,33 @@
+//! The integration tests, as one test binary (as ripgrep's `tests/tests.rs`): each former
+//! `tests/<name>.rs` binary is a module here, so the crate is linked once instead of once per
+//! file. Run one module with a name filter, e.g. `cargo nextest run --test integration trust::`.
+//!
+//! Run by `tools/test.sh` with cargo-nextest, which gives every test a process of its own; under
+//! plain `cargo test` the tests share one process, which none of them relies on (no test changes
+//! its environment, its current directory or other process-wide state).
+
+mod common;
+
+mod cli;
+mod codec_props;
+mod concurrency;
+mod crash_ops;
+mod db_faults;
+mod differential_ops;
+mod fuzz_regressions;
+mod hostile;
+mod html_browser;
+mod import_errors;
+mod interop_gptme;
+mod migrations;
+mod ops_interop;
+mod planted_links;
+mod roundtrip;
+mod scale;
+mod search;
+mod store_props;
+mod sync;
+mod sync_crash;
+mod sync_watch;
+mod terminal_output;
+mod trust;
