@@ -13,6 +13,7 @@ pub mod doctor;
 pub mod fts;
 mod import;
 pub mod live;
+pub mod pending;
 pub mod rows;
 pub mod queries;
 pub mod schema;

@@ -3,9 +3,11 @@
 //! Lines come back exactly as they were imported: a row's `raw` bytes when it has them, else
 //! the codec's encoding of its typed columns (which import verified to be identical).
 
+use std::collections::HashMap;
+
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::import::DocumentKind;
+use super::import::{DocumentKind, Watermark};
 use super::StoreError;
 use crate::codec::conv_checkpoints::{encode_checkpoint, ConvCheckpoint};
 use crate::codec::events::{encode_event, Event, Payload};
@@ -247,6 +249,141 @@ pub fn entries(conn: &rusqlite::Connection, conversation_id: i64) -> Result<Vec<
         out.push(Entry { kind, mode: r.get(2)?, mtime_ns: r.get(3)?, path });
     }
     Ok(out)
+}
+
+/// What sessiondb last knew of one entry of a conversation directory: enough to tell, from a
+/// fresh `lstat`, whether the file changed and whether it only grew (see `sync::incremental`).
+pub struct StoredEntry {
+    pub kind: String,
+    pub mode: u32,
+    pub mtime_ns: i64,
+    pub size: Option<u64>,
+    pub link_target: Option<Vec<u8>>,
+    /// For documents: the watermark, and whether the stored lines end with a newline.
+    pub mark: Option<Watermark>,
+    pub ends_with_newline: bool,
+}
+
+/// Every entry of a conversation as last read or written, by path.
+pub fn stored_entries(conn: &rusqlite::Connection, conversation_id: i64) -> Result<HashMap<String, StoredEntry>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT e.path, e.kind, e.mode, e.mtime_ns, e.size, e.ino, e.tail_sha256, e.link_target, d.ends_with_newline
+         FROM entries e LEFT JOIN documents d ON d.conversation_id = e.conversation_id AND d.path = e.path
+         WHERE e.conversation_id = ?1",
+    )?;
+    let rows = stmt.query_map([conversation_id], |r| {
+        let size: Option<i64> = r.get(4)?;
+        let ino: Option<i64> = r.get(5)?;
+        let tail: Option<Vec<u8>> = r.get(6)?;
+        let mark = match (size, ino, tail.and_then(|t| <[u8; 32]>::try_from(t.as_slice()).ok())) {
+            (Some(size), Some(ino), Some(tail)) => Some(Watermark { size: size as u64, ino: ino as u64, tail }),
+            _ => None,
+        };
+        Ok((
+            r.get::<_, String>(0)?,
+            StoredEntry {
+                kind: r.get(1)?,
+                mode: r.get(2)?,
+                mtime_ns: r.get(3)?,
+                size: size.map(|s| s as u64),
+                link_target: r.get(7)?,
+                mark,
+                ends_with_newline: r.get::<_, Option<bool>>(8)?.unwrap_or(true),
+            },
+        ))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The size (`None` for a directory) and mtime of every entry of a conversation, by path: the
+/// bases a queued operation records (see [`super::pending::queue_paths`]).
+pub fn entry_stats(conn: &rusqlite::Connection, conversation_id: i64) -> Result<HashMap<String, (Option<u64>, i64)>, StoreError> {
+    Ok(conn
+        .prepare("SELECT path, size, mtime_ns FROM entries WHERE conversation_id = ?1")?
+        .query_map([conversation_id], |r| Ok((r.get(0)?, (r.get::<_, Option<i64>>(1)?.map(|s| s as u64), r.get(2)?))))?
+        .collect::<Result<_, _>>()?)
+}
+
+/// The mtime of entry `path` of a conversation, in nanoseconds. Fails when it has no such entry.
+pub fn entry_mtime(conn: &rusqlite::Connection, conversation_id: i64, path: &str) -> Result<i64, StoreError> {
+    Ok(conn.query_row("SELECT mtime_ns FROM entries WHERE conversation_id = ?1 AND path = ?2", params![conversation_id, path], |r| r.get(0))?)
+}
+
+/// The recorded mtime of every directory of a conversation, by path.
+pub fn dir_mtimes(conn: &rusqlite::Connection, conversation_id: i64) -> Result<HashMap<String, i64>, StoreError> {
+    let mut stmt = conn.prepare_cached("SELECT path, mtime_ns FROM entries WHERE conversation_id = ?1 AND kind = 'dir'")?;
+    let rows = stmt.query_map([conversation_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The bytes and mode of file `path` of a conversation as stored; `None` when it has no such
+/// file.
+pub fn stored_file(conn: &rusqlite::Connection, conversation_id: i64, path: &str) -> Result<Option<(Vec<u8>, u32)>, StoreError> {
+    let stored: Option<(Vec<u8>, u32)> = conn
+        .query_row(
+            "SELECT blob_sha256, mode FROM entries WHERE conversation_id = ?1 AND path = ?2 AND kind = 'blob'",
+            params![conversation_id, path],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let Some((sha, mode)) = stored else { return Ok(None) };
+    let sha = <[u8; 32]>::try_from(sha.as_slice()).map_err(|_| StoreError::Corrupt(format!("{path} has an invalid digest")))?;
+    Ok(Some((super::blobs::read_all(conn, &sha)?, mode)))
+}
+
+/// The fingerprint of a conversation's directory as the store last read or wrote it.
+pub fn fingerprint(conn: &rusqlite::Connection, conversation_id: i64) -> Result<Vec<u8>, StoreError> {
+    Ok(conn.prepare_cached("SELECT fingerprint FROM conversations WHERE id = ?1")?.query_row([conversation_id], |r| r.get(0))?)
+}
+
+/// Every stored conversation's fingerprint, by chat id.
+pub fn fingerprints(conn: &rusqlite::Connection) -> Result<HashMap<String, Vec<u8>>, StoreError> {
+    let mut stmt = conn.prepare("SELECT chat_id, fingerprint FROM conversations")?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A stored conversation of one logs root, as a sync sees it.
+#[derive(Debug, Clone)]
+pub struct RootConversation {
+    pub id: i64,
+    pub fingerprint: Vec<u8>,
+    /// Its directory was found gone (see [`super::live::mark_deleted`]).
+    pub deleted: bool,
+    /// It has changes queued for its directory (see [`super::pending`]).
+    pub queued: bool,
+}
+
+/// The stored conversations whose directory lies directly in `root`, by chat id.
+pub fn conversations_in(conn: &rusqlite::Connection, root: &std::path::Path) -> Result<HashMap<String, RootConversation>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT id, chat_id, source_dir, deleted_at IS NOT NULL,
+                EXISTS (SELECT 1 FROM pending_paths p WHERE p.conversation_id = c.id), fingerprint
+         FROM conversations c",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        let stored = RootConversation { id: r.get(0)?, deleted: r.get(3)?, queued: r.get(4)?, fingerprint: r.get(5)? };
+        Ok((r.get::<_, String>(1)?, r.get::<_, String>(2)?, stored))
+    })?;
+    let mut out = HashMap::new();
+    for row in rows {
+        let (chat_id, source_dir, stored) = row?;
+        if std::path::Path::new(&source_dir).parent() == Some(root) {
+            out.insert(chat_id, stored);
+        }
+    }
+    Ok(out)
+}
+
+/// The conversation's bookmarks (gptme's `conv-checkpoints.jsonl`), oldest first, damaged
+/// lines skipped as gptme skips them.
+pub fn bookmarks(conn: &rusqlite::Connection, conversation_id: i64) -> Result<Vec<ConvCheckpoint>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT c.idx, c.label, c.timestamp FROM conv_checkpoints c JOIN documents d ON d.id = c.document_id
+         WHERE d.conversation_id = ?1 AND c.idx IS NOT NULL ORDER BY c.line_no",
+    )?;
+    let rows = stmt.query_map([conversation_id], |r| Ok(ConvCheckpoint { index: r.get(0)?, label: r.get(1)?, timestamp: r.get(2)? }))?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// Opens a blob for streaming reads (see [`super::blobs`]).
