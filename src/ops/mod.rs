@@ -213,7 +213,7 @@ impl Session<'_> {
         &self.conv
     }
 
-    fn conn(&self) -> &rusqlite::Connection {
+    fn conn(&self) -> &crate::store::Connection {
         self.batch.conn()
     }
 

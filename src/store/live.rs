@@ -5,9 +5,10 @@
 //! a message costs the same however long the branch is: one message row (or none, when the
 //! same line is already stored), one line row, and updated counters.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, OptionalExtension};
 use sha2::{Digest, Sha256};
 
+use super::Connection;
 use super::queries::{self, StoredLine};
 use super::rows::{self, LineDigest};
 use super::{DocumentKind, StoreError};

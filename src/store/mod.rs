@@ -5,6 +5,13 @@
 //! with `BEGIN IMMEDIATE` so concurrent writers queue for the lock instead of failing midway.
 //! A conversation is always written whole in one transaction: readers see it before or after,
 //! never half-imported.
+//!
+//! This module is the only one that holds SQL or touches SQLite. The rest of the crate gets a
+//! [`Connection`] (or, to write, a [`WriteBatch`] and the [`Connection`] it lends) and calls the
+//! named operations of the modules below, each in the module that owns its rows: [`live`] for
+//! edits of stored conversations, [`pending`] for the queue of store-only changes,
+//! [`acknowledged`] for acknowledged appends, [`queries`] for reads. A read that must see the
+//! same state as the writes after it takes the batch's connection, inside the transaction.
 
 pub mod acknowledged;
 mod batch;
@@ -26,6 +33,7 @@ use std::path::{Path, PathBuf};
 use r2d2_sqlite::SqliteConnectionManager;
 
 pub use batch::WriteBatch;
+use batch::Savepoint;
 pub use import::{ConversationWriter, DocumentId, DocumentKind, LineDigest, LineWarning, Watermark, WriteStats};
 pub use totals::ListingTotals;
 
@@ -59,7 +67,63 @@ pub enum StoreError {
     Queued(String),
 }
 
-pub type Connection = r2d2::PooledConnection<SqliteConnectionManager>;
+/// A connection to the database: from the pool ([`Store::connection`]) or, for `doctor`, a
+/// plain one ([`doctor::open_unmigrated`]).
+///
+/// Code outside the store reads and writes only through the store's named operations, which
+/// take this type (inside a write transaction, [`WriteBatch::conn`] hands out the same type):
+/// the SQLite connection within is reachable from `store` alone, so that no SQL is written
+/// anywhere else and a second backend has one interface to implement.
+pub struct Connection(Inner);
+
+enum Inner {
+    Pooled(r2d2::PooledConnection<SqliteConnectionManager>),
+    Plain(rusqlite::Connection),
+}
+
+/// The SQLite connection, for the store's own modules only; the methods below forward to it so
+/// that their SQL reads as it would on `rusqlite::Connection`.
+impl Connection {
+    /// A connection opened outside the pool (see [`doctor::open_unmigrated`]).
+    pub(in crate::store) fn plain(conn: rusqlite::Connection) -> Connection {
+        Connection(Inner::Plain(conn))
+    }
+
+    pub(in crate::store) fn sql(&self) -> &rusqlite::Connection {
+        match &self.0 {
+            Inner::Pooled(c) => c,
+            Inner::Plain(c) => c,
+        }
+    }
+
+    pub(in crate::store) fn prepare(&self, sql: &str) -> rusqlite::Result<rusqlite::Statement<'_>> {
+        self.sql().prepare(sql)
+    }
+
+    pub(in crate::store) fn prepare_cached(&self, sql: &str) -> rusqlite::Result<rusqlite::CachedStatement<'_>> {
+        self.sql().prepare_cached(sql)
+    }
+
+    pub(in crate::store) fn execute<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
+        self.sql().execute(sql, params)
+    }
+
+    pub(in crate::store) fn execute_batch(&self, sql: &str) -> rusqlite::Result<()> {
+        self.sql().execute_batch(sql)
+    }
+
+    pub(in crate::store) fn query_row<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
+    where
+        P: rusqlite::Params,
+        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    {
+        self.sql().query_row(sql, params, f)
+    }
+
+    pub(in crate::store) fn last_insert_rowid(&self) -> i64 {
+        self.sql().last_insert_rowid()
+    }
+}
 
 /// A handle on the database: cheap to clone, safe to share between threads.
 #[derive(Clone)]
@@ -112,7 +176,7 @@ impl Store {
     }
 
     pub fn connection(&self) -> Result<Connection, StoreError> {
-        Ok(self.pool.get()?)
+        Ok(Connection(Inner::Pooled(self.pool.get()?)))
     }
 
     pub fn path(&self) -> &Path {

@@ -10,9 +10,9 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{params, Connection};
+use rusqlite::params;
 
-use super::StoreError;
+use super::{Connection, StoreError};
 
 /// Whether conversation `conversation_id` has changes queued for its directory.
 pub fn has_pending(conn: &Connection, conversation_id: i64) -> Result<bool, StoreError> {

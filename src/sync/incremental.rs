@@ -54,13 +54,13 @@ pub struct Planned {
 
 impl Planned {
     /// Records the directories' new mtimes (see `dir_mtimes`).
-    pub fn record_dir_mtimes(&self, conn: &rusqlite::Connection, conversation_id: i64) -> Result<(), StoreError> {
+    pub fn record_dir_mtimes(&self, conn: &crate::store::Connection, conversation_id: i64) -> Result<(), StoreError> {
         live::set_dir_mtimes(conn, conversation_id, &self.dir_mtimes)
     }
 }
 
 /// Compares directory `dir` with what the store holds of conversation `conversation_id`.
-pub fn plan(conn: &rusqlite::Connection, conversation_id: i64, dir: &Path) -> Result<Planned, IngestError> {
+pub fn plan(conn: &crate::store::Connection, conversation_id: i64, dir: &Path) -> Result<Planned, IngestError> {
     let dir = std::path::absolute(dir).map_err(|source| IngestError::Io { path: dir.to_owned(), source })?;
     let (found, debris) = ingest::walk_noting_debris(&dir)?;
     let mut dir_mtimes = Vec::new();

@@ -117,7 +117,7 @@ enum WriteOut {
 }
 
 /// Writes the queued changes of `chat_id` out (or, in a dry run, counts them) into the report.
-fn write_out(conn: &mut rusqlite::Connection, chat_id: &str, dry_run: bool, report: &mut SyncReport) -> WriteOut {
+fn write_out(conn: &mut crate::store::Connection, chat_id: &str, dry_run: bool, report: &mut SyncReport) -> WriteOut {
     match pending::materialise_pending(conn, chat_id, dry_run) {
         Ok(m) => {
             report.materialise.conversations += 1;

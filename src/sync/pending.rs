@@ -70,7 +70,7 @@ enum StoreVersion {
     File { bytes: Vec<u8>, mode: u32 },
 }
 
-fn store_version(conn: &rusqlite::Connection, entries: &HashMap<String, queries::Entry>, path: &str) -> Result<StoreVersion, StoreError> {
+fn store_version(conn: &crate::store::Connection, entries: &HashMap<String, queries::Entry>, path: &str) -> Result<StoreVersion, StoreError> {
     let Some(entry) = entries.get(path).cloned() else { return Ok(StoreVersion::Absent) };
     let mut bytes = Vec::new();
     match entry.kind {
@@ -89,7 +89,7 @@ fn store_version(conn: &rusqlite::Connection, entries: &HashMap<String, queries:
 /// Writes the queued changes of conversation `chat_id` to its directory (see the module
 /// documentation), or with `dry_run` only reports what that would do. Fails with
 /// [`LockError::Held`] when a live gptme holds the conversation.
-pub fn materialise_pending(conn: &mut rusqlite::Connection, chat_id: &str, dry_run: bool) -> Result<Materialised, PendingError> {
+pub fn materialise_pending(conn: &mut crate::store::Connection, chat_id: &str, dry_run: bool) -> Result<Materialised, PendingError> {
     let dir = live::load_conversation(conn, chat_id)?.dir;
     let io_dir = |source| PendingError::Io { path: dir.clone(), source };
     let handle = Dir::open(&dir).map_err(io_dir)?;

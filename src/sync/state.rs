@@ -33,7 +33,7 @@ pub struct SyncState {
 }
 
 /// Compares every conversation directory under `logs_root` with the store. Reads metadata only.
-pub fn sync_state(conn: &rusqlite::Connection, logs_root: &Path) -> Result<SyncState, IngestError> {
+pub fn sync_state(conn: &crate::store::Connection, logs_root: &Path) -> Result<SyncState, IngestError> {
     let root = std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?;
     let mut state = SyncState { logs_dir: root.display().to_string(), ..SyncState::default() };
     let (dirs, _) = ingest::conversation_dirs(&root)?;
