@@ -219,3 +219,35 @@ pub fn default_db_path() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
     Some(data.join("sessiondb").join("sessions.db"))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    /// SQLite stays behind the store (see the module documentation): no other module names
+    /// rusqlite, so none can run SQL of its own.
+    #[test]
+    fn no_rusqlite_outside_the_store() {
+        fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    rust_files(&path, out);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    out.push(path);
+                }
+            }
+        }
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let outside: Vec<String> = files
+            .iter()
+            .filter(|f| !f.starts_with(src.join("store")))
+            .filter(|f| std::fs::read_to_string(f).unwrap().contains("rusqlite"))
+            .map(|f| f.display().to_string())
+            .collect();
+        assert!(files.len() > 20, "the sources were not found under {}", src.display());
+        assert!(outside.is_empty(), "rusqlite used outside src/store: {outside:?}");
+    }
+}
