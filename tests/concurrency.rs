@@ -100,6 +100,7 @@ fn eight_processes_appending_lose_and_duplicate_nothing() {
 
     let store = sessiondb::store::Store::open(&db).unwrap();
     let conn = store.connection().unwrap();
+    let raw = rusqlite::Connection::open(&db).unwrap();
     let mut stored_total = 0;
     for chat in ["2026-12-01-shared-by-four", "2026-12-01-shared-by-two", "2026-12-01-alone-a", "2026-12-01-alone-b"] {
         let main = sessiondb::store::queries::branch_messages(&conn, chat, "main").unwrap();
@@ -112,7 +113,7 @@ fn eight_processes_appending_lose_and_duplicate_nothing() {
             assert_eq!(per_process.remove(&p).unwrap_or_default(), (0..APPENDS).collect::<Vec<_>>(), "{chat}: process {p}'s appends, each once, in order");
         }
         assert!(per_process.is_empty(), "{chat}: appends from elsewhere");
-        let (lines, last): (i64, i64) = conn
+        let (lines, last): (i64, i64) = raw
             .query_row(
                 "SELECT count(*), max(dl.line_no) FROM document_lines dl JOIN documents d ON d.id = dl.document_id
                  JOIN conversations c ON c.id = d.conversation_id WHERE c.chat_id = ?1 AND d.path = 'conversation.jsonl'",
@@ -129,7 +130,7 @@ fn eight_processes_appending_lose_and_duplicate_nothing() {
         assert_same_tree(&logs.join(chat), &out.path().join(chat), &[".lock"]);
     }
     assert_eq!(stored_total, PROCESSES * APPENDS);
-    let integrity: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    let integrity: String = raw.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(integrity, "ok");
     println!(
         "{} appends by {PROCESSES} processes in {:.1} s ({:.0}/s), alongside {reads} list/search/sync/stats runs; lost 0, duplicated 0",

@@ -225,8 +225,9 @@ fn export_refuses_stored_entries_beneath_a_stored_link() {
     symlink(lab.sentinel.join("empty"), dir.join("files")).unwrap();
     lab.ok(lab.cmd().arg("import").arg(&lab.logs));
     // What an older sessiondb could leave in the store: a file beneath the stored link.
+    let store = sessiondb::store::Store::open(&lab.db).unwrap();
+    let sha = sessiondb::store::blobs::put_bytes(&store.connection().unwrap(), b"x", "files/x").unwrap().to_vec();
     let conn = rusqlite::Connection::open(&lab.db).unwrap();
-    let sha = sessiondb::store::blobs::put_bytes(&conn, b"x", "files/x").unwrap().to_vec();
     conn.execute(
         "INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size)
          SELECT id, 'files/x', 'blob', 420, 0, ?1, 1 FROM conversations WHERE chat_id = 'c1'",

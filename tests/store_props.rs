@@ -66,23 +66,26 @@ proptest! {
 
         let out = work.path().join("out");
         export_conversation(&conn, "chat", &out).unwrap();
+        // A plain connection to look at the rows (the store's own is the store's alone).
+        let raw = rusqlite::Connection::open(work.path().join("db")).unwrap();
+        sessiondb::store::fts::register_functions(&raw).unwrap();
         prop_assert_eq!(&fs::read(out.join("chat/conversation.jsonl")).unwrap(), &main);
         prop_assert_eq!(&fs::read(out.join("chat/branches/b.jsonl")).unwrap(), &branch);
         prop_assert_eq!(fs::read(out.join("chat/events.jsonl")).unwrap(), events);
 
         // Each distinct line is one row, however many files repeat it.
-        let distinct: i64 = conn.query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap();
-        let referenced: i64 = conn
+        let distinct: i64 = raw.query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap();
+        let referenced: i64 = raw
             .query_row("SELECT count(DISTINCT message_id) FROM document_lines", [], |r| r.get(0))
             .unwrap();
-        let from_events: i64 = conn
+        let from_events: i64 = raw
             .query_row("SELECT count(DISTINCT message_id) FROM event_messages WHERE message_id NOT IN (SELECT message_id FROM document_lines)", [], |r| r.get(0))
             .unwrap();
         prop_assert_eq!(distinct, referenced + from_events);
-        let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+        let ok: String = raw.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
         prop_assert_eq!(ok, "ok");
         // FTS5's own check that the index matches the content table, row for row.
-        let fts = conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES('integrity-check', 1)", []);
+        let fts = raw.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES('integrity-check', 1)", []);
         prop_assert!(fts.is_ok(), "{:?}", fts);
 
         // gptme rewrites the branch; importing again replaces the stored copy entirely.
@@ -97,13 +100,13 @@ proptest! {
         export_conversation(&conn, "chat", &out2).unwrap();
         prop_assert_eq!(fs::read(out2.join("chat/branches/b.jsonl")).unwrap(), rewritten);
         prop_assert_eq!(fs::read(out2.join("chat/conversation.jsonl")).unwrap(), main);
-        let fts = conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES('integrity-check', 1)", []);
+        let fts = raw.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES('integrity-check', 1)", []);
         prop_assert!(fts.is_ok(), "after re-import: {:?}", fts);
         prop_assert_eq!(fs::read(out2.join("chat/files/0123456789abcdef.bin")).unwrap(), b"replaced");
         prop_assert_eq!(&fs::read(out2.join("chat/files/copy.bin")).unwrap(), &attachment);
-        let blobs: i64 = conn.query_row("SELECT count(*) FROM blobs", [], |r| r.get(0)).unwrap();
+        let blobs: i64 = raw.query_row("SELECT count(*) FROM blobs", [], |r| r.get(0)).unwrap();
         prop_assert_eq!(blobs, if attachment == b"replaced" { 1 } else { 2 });
-        let orphans: i64 = conn.query_row("SELECT count(*) FROM blobs WHERE sha256 NOT IN (SELECT blob_sha256 FROM entries WHERE blob_sha256 IS NOT NULL)", [], |r| r.get(0)).unwrap();
+        let orphans: i64 = raw.query_row("SELECT count(*) FROM blobs WHERE sha256 NOT IN (SELECT blob_sha256 FROM entries WHERE blob_sha256 IS NOT NULL)", [], |r| r.get(0)).unwrap();
         prop_assert_eq!(orphans, 0);
     }
 }

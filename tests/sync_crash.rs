@@ -81,7 +81,7 @@ fn killed_syncs_lose_and_duplicate_nothing() {
     assert!(acknowledged.len() > 10, "gptme appended too little to test anything: {}", acknowledged.len());
     let store = sessiondb::store::Store::open(&db).unwrap();
     let conn = store.connection().unwrap();
-    let integrity: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    let integrity: String = rusqlite::Connection::open(&db).unwrap().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(integrity, "ok");
     let mut lost = 0;
     let mut duplicated = 0;

@@ -59,6 +59,6 @@ fn watch_takes_in_what_gptme_writes_and_stops_on_ctrl_c() {
     let rest: Vec<String> = passes.map_while(Result::ok).filter(|l| l.contains("\"errors\":[\"")).collect();
     assert!(status.success(), "{status:?}: {rest:?}");
     let store = sessiondb::store::Store::open(&db).unwrap();
-    let integrity: String = store.connection().unwrap().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    let integrity: String = rusqlite::Connection::open(store.path()).unwrap().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(integrity, "ok");
 }

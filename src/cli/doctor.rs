@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::term::say;
 use super::Failure;
-use crate::store::doctor::{check_database, DatabaseReport};
+use crate::store::doctor::{check_database, open_unmigrated, DatabaseReport};
 use crate::sync::state::{sync_state, SyncState};
 
 #[derive(clap::Args)]
@@ -41,9 +41,7 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     let logs = args.logs_dir.or_else(|| crate::layout::default_logs_root().filter(|l| l.is_dir()));
     // A plain connection, no migration: doctor changes nothing, and must work on a database
     // that the rest of sessiondb refuses (a newer schema) or cannot read (a damaged file).
-    let opened = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX);
-    let checked = opened.map_err(crate::store::StoreError::from).and_then(|conn| {
-        conn.busy_timeout(std::time::Duration::from_secs(30))?;
+    let checked = open_unmigrated(db).and_then(|conn| {
         let report = check_database(&conn)?;
         Ok((conn, report))
     });

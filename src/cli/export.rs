@@ -77,9 +77,7 @@ fn document(store: &Store, chat_id: &str, format: &str, branch: Option<&str>, ou
     let branch = branch.unwrap_or(crate::layout::MAIN);
     let doc = live::loaded_doc(&conn, conv.id, branch)?.ok_or_else(|| Failure(format!("conversation {chat_id:?} has no branch {branch:?}")))?;
     // As gptme holds them: a message without a timestamp has its file's mtime.
-    let mtime_ns: i64 = conn
-        .query_row("SELECT mtime_ns FROM entries WHERE conversation_id = ?1 AND path = ?2", rusqlite::params![conv.id, doc.path], |r| r.get(0))
-        .unwrap_or(0);
+    let mtime_ns = queries::entry_mtime(&conn, conv.id, &doc.path).unwrap_or(0);
     let mtime = mtime_ns.div_euclid(1_000_000_000) as f64 + mtime_ns.rem_euclid(1_000_000_000) as f64 * 1e-9;
     // Message by message from the store to the output: memory does not grow with the
     // conversation. A failed read of the store is reported as itself, and leaves no file.

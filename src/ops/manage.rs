@@ -52,7 +52,7 @@ pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&s
     let source = live::load_conversation(&conn, chat_id)?;
     let main = live::find_doc(&conn, source.id, DocumentKind::Branch, crate::layout::MAIN)?
         .ok_or_else(|| OpsError::Invalid(format!("{chat_id}: has no conversation")))?;
-    let mtime_ns: i64 = conn.query_row("SELECT mtime_ns FROM entries WHERE conversation_id = ?1 AND path = 'conversation.jsonl'", [source.id], |r| r.get(0))?;
+    let mtime_ns = queries::entry_mtime(&conn, source.id, "conversation.jsonl")?;
     let mtime = super::seconds(mtime_ns);
     let messages: Vec<_> = live::doc_lines(&conn, &main)?.into_iter().filter_map(|l| l.message).map(|m| normalise_for_rewrite(&m, mtime)).collect();
     let users = messages.iter().filter(|m| m.role == Role::User).count();
@@ -103,19 +103,19 @@ pub fn remove(store: &Store, chat_id: &str, force: bool) -> Result<(), OpsError>
     let mut conn = store.connection()?;
     let conv = live::load_conversation(&conn, chat_id)?;
     let _lock = if conv.dir.exists() { Some(gptme_lock::acquire_path(&conv.dir)?) } else { None };
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let conv = live::load_conversation(&tx, chat_id)?; // its rows as they are now
-    if !force && crate::sync::pending::has_pending(&tx, conv.id)? {
+    let batch = WriteBatch::begin(&mut conn)?;
+    let conv = live::load_conversation(batch.conn(), chat_id)?; // its rows as they are now
+    if !force && crate::store::pending::has_pending(batch.conn(), conv.id)? {
         let where_ = if conv.dir.exists() { "not synced yet" } else { "the directory is gone: renamed or deleted" };
         return Err(OpsError::QueuedChanges { chat_id: chat_id.to_owned(), dir: conv.dir.display().to_string(), where_ });
     }
-    tx.execute("DELETE FROM conversations WHERE id = ?1", [conv.id])?;
-    crate::store::acknowledged::forget_conversation(&tx, chat_id)?;
-    crate::store::blobs::remove_all_unreferenced(&tx)?;
+    live::delete_conversation(batch.conn(), conv.id)?;
+    crate::store::acknowledged::forget_conversation(batch.conn(), chat_id)?;
+    crate::store::blobs::remove_all_unreferenced(batch.conn())?;
     if conv.dir.exists() {
         std::fs::remove_dir_all(&conv.dir).map_err(|source| OpsError::Dir(crate::fs::dirtx::DirError::Io { path: conv.dir.clone(), source }))?;
     }
-    tx.commit()?;
+    batch.finish()?;
     Ok(())
 }
 

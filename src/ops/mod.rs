@@ -14,8 +14,6 @@ mod more;
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::params;
-
 use crate::codec::events::{Event, Payload, CHECKPOINT_INTERVAL, CHECKPOINT, MESSAGE_APPEND, MESSAGE_EDIT, UNDO};
 use crate::codec::json::Json;
 use crate::layout::{self, Backup, MAIN};
@@ -49,12 +47,6 @@ pub enum OpsError {
     #[error("{chat_id}: it has changes queued in the store that its directory {dir} does not hold yet ({where_}); removing it would discard them. \
              Write them out first (`sessiondb sync`, or `sessiondb export --to DIR {chat_id}` to keep a copy elsewhere), or pass --force to discard them")]
     QueuedChanges { chat_id: String, dir: String, where_: &'static str },
-}
-
-impl From<rusqlite::Error> for OpsError {
-    fn from(e: rusqlite::Error) -> Self {
-        OpsError::Store(StoreError::Sqlite(e))
-    }
 }
 
 /// The result of an append.
@@ -93,7 +85,7 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     if !dir.join(layout::MAIN_TRANSCRIPT).exists() {
         return Err(OpsError::Invalid(format!("{}: the conversation directory is gone (run `sessiondb import`)", dir.display())));
     }
-    if crate::sync::pending::has_pending(&conn, conv.id)? {
+    if crate::store::pending::has_pending(&conn, conv.id)? {
         crate::sync::pending::materialise_pending(&mut conn, chat_id, false).map_err(pending_error)?;
     }
     // The directory lock first, then the database lock: every writer takes them in this order.
@@ -103,14 +95,14 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     // By chat id, inside the transaction: another process may have replaced the rows (a new
     // conversation id) since they were looked up above.
     let now = live::load_conversation(batch.conn(), chat_id)?;
-    if crate::sync::pending::has_pending(batch.conn(), now.id)? {
+    if crate::store::pending::has_pending(batch.conn(), now.id)? {
         // Queued by another process after the check above: write it out first, then begin again.
         drop(batch);
         drop(lock);
         drop(conn);
         return with_session(store, chat_id, op);
     }
-    let stored: Vec<u8> = batch.conn().prepare_cached("SELECT fingerprint FROM conversations WHERE chat_id = ?1")?.query_row([chat_id], |r| r.get(0))?;
+    let stored = queries::fingerprint(batch.conn(), now.id)?;
     // gptme (or a person) changed the directory: operate on what is there now. Also when the
     // store lost a message sessiondb acknowledged (a read that raced a rewrite): reading it
     // again judges the directory first, keeping such messages as a branch.
@@ -130,7 +122,7 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     crate::store::acknowledged::forget_removed(batch.conn(), chat_id, &missing)?;
     live::refresh_dir_entries(batch.conn(), conv.id, &conv.dir)?;
     let fingerprint = directory_fingerprint(&conv.dir).map_err(IngestError::from)?;
-    batch.conn().prepare_cached("UPDATE conversations SET fingerprint = ?2 WHERE id = ?1")?.execute(params![conv.id, fingerprint])?;
+    live::set_fingerprint(batch.conn(), conv.id, &fingerprint)?;
     batch.finish()?;
     dir.commit()?;
     drop(sidecars);
@@ -157,19 +149,15 @@ pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut
     let mut conn = store.connection()?;
     let mut batch = WriteBatch::begin(&mut conn)?;
     let conv = live::load_conversation(batch.conn(), chat_id)?;
-    if !crate::sync::pending::has_pending(batch.conn(), conv.id)? && conv.dir.join(layout::MAIN_TRANSCRIPT).exists() {
+    if !crate::store::pending::has_pending(batch.conn(), conv.id)? && conv.dir.join(layout::MAIN_TRANSCRIPT).exists() {
         // The base of the queue must be what the directory holds now: catch up first.
-        let stored: Vec<u8> = batch.conn().prepare_cached("SELECT fingerprint FROM conversations WHERE id = ?1")?.query_row([conv.id], |r| r.get(0))?;
+        let stored = queries::fingerprint(batch.conn(), conv.id)?;
         if directory_fingerprint(&conv.dir).map_err(IngestError::from)? != stored {
             ingest::import_conversation(&mut batch, &conv.dir, ingest::ReadMode::CompleteLines)?;
         }
     }
     let conv = live::load_conversation(batch.conn(), chat_id)?;
-    let bases: std::collections::HashMap<String, (Option<u64>, i64)> = batch
-        .conn()
-        .prepare("SELECT path, size, mtime_ns FROM entries WHERE conversation_id = ?1")?
-        .query_map([conv.id], |r| Ok((r.get(0)?, (r.get::<_, Option<i64>>(1)?.map(|s| s as u64), r.get(2)?))))?
-        .collect::<Result<_, _>>()?;
+    let bases = queries::entry_stats(batch.conn(), conv.id)?;
     let staging = tempfile::Builder::new().prefix("sessiondb-queue-").tempdir().map_err(|source| DirError::Io { path: std::env::temp_dir(), source })?;
     let copy = staging.path().join(&conv.chat_id);
     crate::sync::materialise::export_conversation_to(batch.conn(), chat_id, &copy).map_err(|e| OpsError::Invalid(e.to_string()))?;
@@ -189,7 +177,7 @@ pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut
         .collect();
     changed.sort();
     changed.dedup();
-    crate::sync::pending::queue_paths(batch.conn(), conv.id, &changed, &bases)?;
+    crate::store::pending::queue_paths(batch.conn(), conv.id, &changed, &bases)?;
     batch.finish()?;
     drop(sidecars);
     dir.commit()?;
@@ -226,7 +214,7 @@ impl Session<'_> {
         &self.conv
     }
 
-    fn conn(&self) -> &rusqlite::Connection {
+    fn conn(&self) -> &crate::store::Connection {
         self.batch.conn()
     }
 
@@ -273,10 +261,7 @@ impl Session<'_> {
     }
 
     fn file_mtime(&self, rel: &str) -> Result<f64, OpsError> {
-        let mtime_ns: i64 = self
-            .conn()
-            .query_row("SELECT mtime_ns FROM entries WHERE conversation_id = ?1 AND path = ?2", params![self.conv.id, rel], |r| r.get(0))
-            .unwrap_or(0);
+        let mtime_ns = queries::entry_mtime(self.conn(), self.conv.id, rel).unwrap_or(0);
         Ok(seconds(mtime_ns))
     }
 
@@ -351,10 +336,7 @@ impl Session<'_> {
                 // Stored from the copy written, so that the store holds what the directory holds.
                 let file = std::fs::File::open(&copy).map_err(|source| DirError::Io { path: copy.clone(), source })?;
                 crate::store::blobs::put(self.conn(), &sha, stat.size, std::io::BufReader::new(file), &rel)?;
-                self.conn().execute(
-                    "INSERT OR REPLACE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, ?6)",
-                    params![self.conv.id, rel, stat.mode, stat.mtime_ns, &sha[..], stat.size as i64],
-                )?;
+                live::set_file_entry(self.conn(), self.conv.id, &rel, stat.mode, stat.mtime_ns, &sha, stat.size)?;
             }
             match message.file_hashes.iter_mut().find(|(p, _)| *p == file) {
                 Some(entry) => entry.1 = hash,
@@ -434,10 +416,7 @@ impl Session<'_> {
         let path = self.abs(rel);
         if !path.exists() {
             let stat = self.dir.append(&path, None, umask_mode(), b"")?;
-            self.conn().execute(
-                "INSERT OR IGNORE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, 0)",
-                params![self.conv.id, rel, stat.mode, stat.mtime_ns, &empty_blob(self.conn())?[..]],
-            )?;
+            live::add_empty_file(self.conn(), self.conv.id, rel, stat.mode, stat.mtime_ns)?;
         }
         let file = self.dir.open_for_lock(&path)?;
         file.lock().map_err(|source| DirError::Io { path: path.clone(), source })?;
@@ -471,12 +450,7 @@ impl Session<'_> {
     }
 
     fn refresh_branch_count(&self) -> Result<(), OpsError> {
-        self.conn().execute(
-            "UPDATE conversations SET branch_count = 1 + (SELECT count(*) FROM entries WHERE conversation_id = ?1
-               AND path GLOB 'branches/*.jsonl' AND path NOT GLOB 'branches/*/*') WHERE id = ?1",
-            [self.conv.id],
-        )?;
-        Ok(())
+        Ok(live::refresh_branch_count(self.conn(), self.conv.id)?)
     }
 
     /// The document an edit or undo of `branch` changes: the log gptme has loaded for it (the
@@ -689,9 +663,4 @@ fn copy_exactly(source: &mut std::fs::File, len: u64, out: &mut dyn std::io::Wri
 /// Nanoseconds since the epoch → seconds, as CPython computes `st_mtime`.
 fn seconds(ns: i64) -> f64 {
     ns.div_euclid(1_000_000_000) as f64 + ns.rem_euclid(1_000_000_000) as f64 * 1e-9
-}
-
-/// The digest of the empty file, stored once (gptme's empty lock sidecars).
-fn empty_blob(conn: &rusqlite::Connection) -> Result<[u8; 32], OpsError> {
-    Ok(crate::store::blobs::put_bytes(conn, b"", "")?)
 }

@@ -1,14 +1,12 @@
 //! The rest of gptme's log operations: views, bookmarks and backtrack, rename, and the
 //! replay of an event log (recover). Each runs inside a [`Session`].
 
-use rusqlite::{params, OptionalExtension};
-
 use super::{umask_mode, OpsError, Session, TRANSCRIPT_MODE};
 use crate::codec::conv_checkpoints::{encode_checkpoint, ConvCheckpoint};
 use crate::codec::events::Event;
 use crate::layout::{self, MAIN};
 use crate::model::{Message, Role};
-use crate::store::live;
+use crate::store::{live, queries};
 use crate::store::DocumentKind;
 
 /// Reads an event log file as gptme does (damaged lines skipped).
@@ -88,12 +86,7 @@ impl Session<'_> {
 
     /// The conversation's bookmarks, oldest first (damaged lines skipped, as gptme does).
     pub fn checkpoints(&self) -> Result<Vec<ConvCheckpoint>, OpsError> {
-        let mut stmt = self.conn().prepare(
-            "SELECT c.idx, c.label, c.timestamp FROM conv_checkpoints c JOIN documents d ON d.id = c.document_id
-             WHERE d.conversation_id = ?1 AND c.idx IS NOT NULL ORDER BY c.line_no",
-        )?;
-        let rows = stmt.query_map([self.conv.id], |r| Ok(ConvCheckpoint { index: r.get(0)?, label: r.get(1)?, timestamp: r.get(2)? }))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        Ok(queries::bookmarks(self.conn(), self.conv.id)?)
     }
 
     /// `/backtrack mark LABEL`: appends a bookmark at the current length of main (or of the
@@ -110,12 +103,7 @@ impl Session<'_> {
             Some(d) => d,
             None => live::create_doc(self.batch.conn(), self.conv.id, rel, DocumentKind::ConvCheckpoints, layout::BOOKMARKS_NAME, mode)?,
         };
-        let line_no: i64 = self.conn().query_row("SELECT coalesce(max(line_no) + 1, 0) FROM conv_checkpoints WHERE document_id = ?1", [doc.id], |r| r.get(0))?;
-        self.conn().execute(
-            "INSERT INTO conv_checkpoints (document_id, line_no, idx, label, timestamp) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![doc.id, line_no, checkpoint.index, checkpoint.label, checkpoint.timestamp],
-        )?;
-        self.conn().execute("UPDATE documents SET line_count = line_count + 1, ends_with_newline = 1 WHERE id = ?1", [doc.id])?;
+        live::append_bookmark(self.conn(), &doc, &checkpoint)?;
         let mut bytes = encode_checkpoint(&checkpoint).into_bytes();
         bytes.push(b'\n');
         let expected = if self.abs(rel).exists() { doc.size } else { None };
@@ -170,28 +158,14 @@ impl Session<'_> {
         // gptme's chat_config_lock: serialises config.toml's read-modify-write with its
         // auto-namer.
         self.lock_sidecar(layout::CONFIG_LOCK)?;
-        let stored: Option<(Vec<u8>, u32)> = self
-            .conn()
-            .query_row(
-                "SELECT blob_sha256, mode FROM entries WHERE conversation_id = ?1 AND path = 'config.toml' AND kind = 'blob'",
-                [self.conv.id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        let current = match stored {
-            Some((sha, mode)) => {
-                let sha = <[u8; 32]>::try_from(sha.as_slice()).map_err(|_| crate::store::StoreError::Corrupt("config.toml has an invalid digest".into()))?;
-                Some((crate::store::blobs::read_all(self.conn(), &sha)?, mode))
-            }
-            None => None,
-        };
+        let current = queries::stored_file(self.conn(), self.conv.id, layout::CONFIG)?;
         let (text, mode) = match &current {
             Some((data, mode)) => (String::from_utf8_lossy(data).into_owned(), *mode),
             None => (String::new(), umask_mode()),
         };
         let updated = crate::codec::config::set_chat_name(&text, name).map_err(|e| OpsError::Invalid(format!("config.toml: {e}")))?;
         self.write_small_file(layout::CONFIG, mode, updated.as_bytes())?;
-        self.conn().execute("UPDATE conversations SET name = ?2 WHERE id = ?1", params![self.conv.id, name])?;
+        live::rename_conversation(self.conn(), self.conv.id, name)?;
         Ok(())
     }
 

@@ -4,10 +4,10 @@
 //! Only this module touches the table. Records are written in the same transaction as the
 //! append they describe, so a committed append always has its record.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, OptionalExtension};
 use sha2::{Digest, Sha256};
 
-use super::StoreError;
+use super::{Connection, StoreError};
 use crate::model::Message;
 
 /// How a message is recognised in a transcript gptme may have rewritten: its role, content and

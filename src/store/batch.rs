@@ -7,9 +7,7 @@
 //! commits; readers then see every conversation of the batch at once, each of them whole. A
 //! batch dropped without committing (an error, a crash) leaves the store as it was before it.
 
-use rusqlite::Connection;
-
-use super::{fts, ConversationWriter, StoreError};
+use super::{fts, Connection, ConversationWriter, StoreError};
 
 pub struct WriteBatch<'c> {
     conn: &'c mut Connection,
@@ -22,7 +20,7 @@ impl<'c> WriteBatch<'c> {
         Ok(WriteBatch { conn, open: true })
     }
 
-    /// The connection, for reads inside the batch.
+    /// The connection, for the store's reads (and row edits) inside the batch.
     pub fn conn(&self) -> &Connection {
         self.conn
     }
@@ -63,6 +61,43 @@ impl Drop for WriteBatch<'_> {
     fn drop(&mut self) {
         if self.open {
             let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
+}
+
+/// A savepoint on a store connection, as rusqlite's `Savepoint`: [`Savepoint::commit`]
+/// releases it; dropped without that, it rolls back what was done since it began (and is
+/// released), leaving the enclosing transaction as it was.
+pub(super) struct Savepoint<'c> {
+    conn: &'c mut Connection,
+    committed: bool,
+}
+
+impl<'c> Savepoint<'c> {
+    pub(super) fn begin(conn: &'c mut Connection) -> rusqlite::Result<Self> {
+        conn.execute_batch("SAVEPOINT sessiondb_sp")?;
+        Ok(Savepoint { conn, committed: false })
+    }
+
+    pub(super) fn commit(mut self) -> rusqlite::Result<()> {
+        self.conn.execute_batch("RELEASE sessiondb_sp")?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for Savepoint<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Drop for Savepoint<'_> {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = self.conn.execute_batch("ROLLBACK TO sessiondb_sp").and_then(|()| self.conn.execute_batch("RELEASE sessiondb_sp"));
         }
     }
 }

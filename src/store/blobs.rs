@@ -10,10 +10,10 @@
 
 use std::io::Read;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, OptionalExtension};
 use sha2::{Digest, Sha256};
 
-use super::StoreError;
+use super::{Connection, StoreError};
 
 /// The most bytes one chunk holds: small enough to keep buffers modest, large enough that a
 /// gigabyte is a few hundred rows.
@@ -134,7 +134,7 @@ impl Read for BlobReader<'_> {
                 }
                 return Ok(0);
             };
-            self.current = Some(self.conn.blob_open(rusqlite::MAIN_DB, "blob_chunks", "data", rowid, true).map_err(std::io::Error::other)?);
+            self.current = Some(self.conn.sql().blob_open(rusqlite::MAIN_DB, "blob_chunks", "data", rowid, true).map_err(std::io::Error::other)?);
             self.next_seq += 1;
         }
     }
@@ -157,10 +157,10 @@ mod tests {
     use super::*;
 
     fn store() -> Connection {
-        let mut conn = Connection::open_in_memory().unwrap();
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
         super::super::fts::register_functions(&conn).unwrap();
         super::super::schema::migrate(&mut conn).unwrap();
-        conn
+        Connection::plain(conn)
     }
 
     #[test]

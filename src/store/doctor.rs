@@ -6,11 +6,12 @@
 //! so that a database that cannot be migrated (a newer schema) or barely opens (a damaged
 //! file) can still be examined.
 
-use rusqlite::Connection;
+use std::path::Path;
+
 use serde::Serialize;
 
 use super::schema::CURRENT_VERSION;
-use super::{live, DocumentKind, StoreError};
+use super::{live, Connection, DocumentKind, StoreError};
 
 /// What the database checks found.
 #[derive(Debug, Default, Serialize)]
@@ -40,6 +41,15 @@ fn strings(conn: &Connection, sql: &str) -> Result<Vec<String>, StoreError> {
     let mut stmt = conn.prepare(sql)?;
     let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Opens the database at `path` for [`check_database`] and other reads (`sync::state`): a plain
+/// connection, not through [`super::Store`] and not migrated, that waits up to 30 s for another
+/// process's write lock. Fails only when SQLite cannot open the file at all.
+pub fn open_unmigrated(path: &Path) -> Result<Connection, StoreError> {
+    let conn = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    conn.busy_timeout(std::time::Duration::from_secs(30))?;
+    Ok(Connection::plain(conn))
 }
 
 /// Runs every database check. Fails only when the database cannot be read at all.

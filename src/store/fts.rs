@@ -6,9 +6,7 @@
 //! the index covers every message; the watermark moves in that same transaction, so a crash
 //! can never leave rows indexed twice or not at all.
 
-use rusqlite::Connection;
-
-use super::StoreError;
+use super::{Connection, StoreError};
 
 /// Indexes every message row added since the watermark, in one statement (one FTS5 flush), and
 /// advances the watermark. Rows without content (blank and damaged lines) are indexed as empty
@@ -53,7 +51,7 @@ pub fn fts_text(content: &str) -> String {
 }
 
 /// Registers `sessiondb_fts_text(text)` on a connection; migrations and writers use it.
-pub fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
+pub fn register_functions(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     use rusqlite::functions::FunctionFlags;
     conn.create_scalar_function("sessiondb_fts_text", 1, FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC, |ctx| {
         Ok(ctx.get::<Option<String>>(0)?.map(|t| fts_text(&t)))

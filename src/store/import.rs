@@ -11,11 +11,11 @@ use crate::fs::watermark::Watermark;
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
 
-use rusqlite::{params, Savepoint};
+use rusqlite::params;
 
 use super::rows;
 use super::totals::ListingTotals;
-use super::StoreError;
+use super::{Connection, Savepoint, StoreError};
 use crate::codec::config::ChatConfig;
 use crate::codec::conv_checkpoints::CheckpointLine;
 use crate::codec::events::{EventLine, Payload};
@@ -83,12 +83,12 @@ impl<'c> ConversationWriter<'c> {
     /// transaction (see [`super::WriteBatch`]). Refused with [`StoreError::Queued`] while the
     /// conversation has changes queued for its directory: replacing it would discard them.
     pub(super) fn begin(
-        conn: &'c mut rusqlite::Connection,
+        conn: &'c mut Connection,
         chat_id: &str,
         source_dir: &str,
         fingerprint: &[u8],
     ) -> Result<Self, StoreError> {
-        let tx = conn.savepoint()?;
+        let tx = Savepoint::begin(conn)?;
         // Checked inside the write transaction, so that no queue committed after the caller
         // looked can be deleted with the old copy (the cascade would take `pending_paths`).
         let queued: bool = tx
@@ -127,8 +127,8 @@ impl<'c> ConversationWriter<'c> {
 
     /// Starts adding lines to the stored conversation `conversation_id` (incremental ingest), in
     /// a savepoint of the caller's write transaction. Nothing is deleted.
-    pub(super) fn resume(conn: &'c mut rusqlite::Connection, conversation_id: i64) -> Result<Self, StoreError> {
-        let tx = conn.savepoint()?;
+    pub(super) fn resume(conn: &'c mut Connection, conversation_id: i64) -> Result<Self, StoreError> {
+        let tx = Savepoint::begin(conn)?;
         let stats = WriteStats::default();
         Ok(ConversationWriter {
             tx,
@@ -142,7 +142,7 @@ impl<'c> ConversationWriter<'c> {
     }
 
     /// The transaction, for reads.
-    pub fn conn(&self) -> &rusqlite::Connection {
+    pub fn conn(&self) -> &Connection {
         &self.tx
     }
 

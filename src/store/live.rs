@@ -5,12 +5,14 @@
 //! a message costs the same however long the branch is: one message row (or none, when the
 //! same line is already stored), one line row, and updated counters.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, OptionalExtension};
 use sha2::{Digest, Sha256};
 
+use super::Connection;
 use super::queries::{self, StoredLine};
 use super::rows::{self, LineDigest};
 use super::{DocumentKind, StoreError};
+use crate::codec::conv_checkpoints::ConvCheckpoint;
 use crate::codec::events::{decode_event_line, encode_event, Event, EventLine, Payload};
 use crate::codec::json;
 use crate::codec::message_line::encode_message;
@@ -397,6 +399,93 @@ pub fn remove_unreferenced_messages(conn: &Connection, conversation_id: i64) -> 
            AND NOT EXISTS (SELECT 1 FROM event_messages em WHERE em.message_id = messages.id)",
         [conversation_id],
     )?;
+    Ok(())
+}
+
+/// Records entry `path` of a conversation as a file whose bytes are blob `sha256`, already
+/// stored (see [`super::blobs::put`]), replacing what the entry was.
+pub fn set_file_entry(conn: &Connection, conversation_id: i64, path: &str, mode: u32, mtime_ns: i64, sha256: &[u8; 32], size: u64) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT OR REPLACE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, ?6)",
+        params![conversation_id, path, mode, mtime_ns, &sha256[..], size as i64],
+    )?;
+    Ok(())
+}
+
+/// Records entry `path` of a conversation as an empty file (one of gptme's lock sidecars),
+/// unless it has that entry already.
+pub fn add_empty_file(conn: &Connection, conversation_id: i64, path: &str, mode: u32, mtime_ns: i64) -> Result<(), StoreError> {
+    let empty = super::blobs::put_bytes(conn, b"", "")?;
+    conn.execute(
+        "INSERT OR IGNORE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, 0)",
+        params![conversation_id, path, mode, mtime_ns, &empty[..]],
+    )?;
+    Ok(())
+}
+
+/// Appends a bookmark (a line of gptme's `conv-checkpoints.jsonl`) to document `doc`'s rows.
+pub fn append_bookmark(conn: &Connection, doc: &Doc, bookmark: &ConvCheckpoint) -> Result<(), StoreError> {
+    let line_no: i64 = conn.query_row("SELECT coalesce(max(line_no) + 1, 0) FROM conv_checkpoints WHERE document_id = ?1", [doc.id], |r| r.get(0))?;
+    conn.execute(
+        "INSERT INTO conv_checkpoints (document_id, line_no, idx, label, timestamp) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![doc.id, line_no, bookmark.index, bookmark.label, bookmark.timestamp],
+    )?;
+    conn.execute("UPDATE documents SET line_count = line_count + 1, ends_with_newline = 1 WHERE id = ?1", [doc.id])?;
+    Ok(())
+}
+
+/// Counts a conversation's branches again from its entries (main and `branches/*.jsonl`),
+/// after one was created.
+pub fn refresh_branch_count(conn: &Connection, conversation_id: i64) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE conversations SET branch_count = 1 + (SELECT count(*) FROM entries WHERE conversation_id = ?1
+           AND path GLOB 'branches/*.jsonl' AND path NOT GLOB 'branches/*/*') WHERE id = ?1",
+        [conversation_id],
+    )?;
+    Ok(())
+}
+
+/// Sets the display name of a conversation (after its `config.toml` was written with it).
+pub fn rename_conversation(conn: &Connection, conversation_id: i64, name: &str) -> Result<(), StoreError> {
+    conn.execute("UPDATE conversations SET name = ?2 WHERE id = ?1", params![conversation_id, name])?;
+    Ok(())
+}
+
+/// Records the fingerprint of a conversation's directory after sessiondb wrote it.
+pub fn set_fingerprint(conn: &Connection, conversation_id: i64, fingerprint: &[u8]) -> Result<(), StoreError> {
+    conn.prepare_cached("UPDATE conversations SET fingerprint = ?2 WHERE id = ?1")?.execute(params![conversation_id, fingerprint])?;
+    Ok(())
+}
+
+/// Records that a conversation's directory was found as the store has it (its fingerprint, and
+/// that it is not deleted).
+pub fn mark_unchanged(conn: &Connection, conversation_id: i64, fingerprint: &[u8]) -> Result<(), StoreError> {
+    conn.prepare_cached("UPDATE conversations SET fingerprint = ?2, deleted_at = NULL WHERE id = ?1 AND (fingerprint != ?2 OR deleted_at IS NOT NULL)")?
+        .execute(params![conversation_id, fingerprint])?;
+    Ok(())
+}
+
+/// Marks a conversation whose directory is gone as deleted; its rows stay until it is removed
+/// ([`delete_conversation`]), or its directory is found again ([`mark_unchanged`]).
+pub fn mark_deleted(conn: &Connection, conversation_id: i64) -> Result<(), StoreError> {
+    conn.execute("UPDATE conversations SET deleted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1", [conversation_id])?;
+    Ok(())
+}
+
+/// Deletes a conversation's rows (its entries, documents, messages and queue go with it). Its
+/// blobs stay until [`super::blobs::remove_all_unreferenced`].
+pub fn delete_conversation(conn: &Connection, conversation_id: i64) -> Result<(), StoreError> {
+    conn.execute("DELETE FROM conversations WHERE id = ?1", [conversation_id])?;
+    Ok(())
+}
+
+/// Records the mtimes directories have now (`(path, mtime_ns)`; files coming and going in a
+/// directory move its mtime, which export restores).
+pub fn set_dir_mtimes(conn: &Connection, conversation_id: i64, mtimes: &[(String, i64)]) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare_cached("UPDATE entries SET mtime_ns = ?3 WHERE conversation_id = ?1 AND path = ?2 AND kind = 'dir'")?;
+    for (rel, mtime_ns) in mtimes {
+        stmt.execute(params![conversation_id, rel, mtime_ns])?;
+    }
     Ok(())
 }
 

@@ -5,6 +5,13 @@
 //! with `BEGIN IMMEDIATE` so concurrent writers queue for the lock instead of failing midway.
 //! A conversation is always written whole in one transaction: readers see it before or after,
 //! never half-imported.
+//!
+//! This module is the only one that holds SQL or touches SQLite. The rest of the crate gets a
+//! [`Connection`] (or, to write, a [`WriteBatch`] and the [`Connection`] it lends) and calls the
+//! named operations of the modules below, each in the module that owns its rows: [`live`] for
+//! edits of stored conversations, [`pending`] for the queue of store-only changes,
+//! [`acknowledged`] for acknowledged appends, [`queries`] for reads. A read that must see the
+//! same state as the writes after it takes the batch's connection, inside the transaction.
 
 pub mod acknowledged;
 mod batch;
@@ -13,6 +20,7 @@ pub mod doctor;
 pub mod fts;
 mod import;
 pub mod live;
+pub mod pending;
 pub mod rows;
 pub mod queries;
 pub mod schema;
@@ -25,6 +33,7 @@ use std::path::{Path, PathBuf};
 use r2d2_sqlite::SqliteConnectionManager;
 
 pub use batch::WriteBatch;
+use batch::Savepoint;
 pub use import::{ConversationWriter, DocumentId, DocumentKind, LineDigest, LineWarning, WriteStats};
 pub use totals::ListingTotals;
 
@@ -58,7 +67,63 @@ pub enum StoreError {
     Queued(String),
 }
 
-pub type Connection = r2d2::PooledConnection<SqliteConnectionManager>;
+/// A connection to the database: from the pool ([`Store::connection`]) or, for `doctor`, a
+/// plain one ([`doctor::open_unmigrated`]).
+///
+/// Code outside the store reads and writes only through the store's named operations, which
+/// take this type (inside a write transaction, [`WriteBatch::conn`] hands out the same type):
+/// the SQLite connection within is reachable from `store` alone, so that no SQL is written
+/// anywhere else and a second backend has one interface to implement.
+pub struct Connection(Inner);
+
+enum Inner {
+    Pooled(r2d2::PooledConnection<SqliteConnectionManager>),
+    Plain(rusqlite::Connection),
+}
+
+/// The SQLite connection, for the store's own modules only; the methods below forward to it so
+/// that their SQL reads as it would on `rusqlite::Connection`.
+impl Connection {
+    /// A connection opened outside the pool (see [`doctor::open_unmigrated`]).
+    pub(in crate::store) fn plain(conn: rusqlite::Connection) -> Connection {
+        Connection(Inner::Plain(conn))
+    }
+
+    pub(in crate::store) fn sql(&self) -> &rusqlite::Connection {
+        match &self.0 {
+            Inner::Pooled(c) => c,
+            Inner::Plain(c) => c,
+        }
+    }
+
+    pub(in crate::store) fn prepare(&self, sql: &str) -> rusqlite::Result<rusqlite::Statement<'_>> {
+        self.sql().prepare(sql)
+    }
+
+    pub(in crate::store) fn prepare_cached(&self, sql: &str) -> rusqlite::Result<rusqlite::CachedStatement<'_>> {
+        self.sql().prepare_cached(sql)
+    }
+
+    pub(in crate::store) fn execute<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
+        self.sql().execute(sql, params)
+    }
+
+    pub(in crate::store) fn execute_batch(&self, sql: &str) -> rusqlite::Result<()> {
+        self.sql().execute_batch(sql)
+    }
+
+    pub(in crate::store) fn query_row<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
+    where
+        P: rusqlite::Params,
+        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    {
+        self.sql().query_row(sql, params, f)
+    }
+
+    pub(in crate::store) fn last_insert_rowid(&self) -> i64 {
+        self.sql().last_insert_rowid()
+    }
+}
 
 /// A handle on the database: cheap to clone, safe to share between threads.
 #[derive(Clone)]
@@ -111,7 +176,7 @@ impl Store {
     }
 
     pub fn connection(&self) -> Result<Connection, StoreError> {
-        Ok(self.pool.get()?)
+        Ok(Connection(Inner::Pooled(self.pool.get()?)))
     }
 
     pub fn path(&self) -> &Path {
@@ -153,4 +218,36 @@ pub fn default_db_path() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
     Some(data.join("sessiondb").join("sessions.db"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    /// SQLite stays behind the store (see the module documentation): no other module names
+    /// rusqlite, so none can run SQL of its own.
+    #[test]
+    fn no_rusqlite_outside_the_store() {
+        fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    rust_files(&path, out);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    out.push(path);
+                }
+            }
+        }
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let outside: Vec<String> = files
+            .iter()
+            .filter(|f| !f.starts_with(src.join("store")))
+            .filter(|f| std::fs::read_to_string(f).unwrap().contains("rusqlite"))
+            .map(|f| f.display().to_string())
+            .collect();
+        assert!(files.len() > 20, "the sources were not found under {}", src.display());
+        assert!(outside.is_empty(), "rusqlite used outside src/store: {outside:?}");
+    }
 }

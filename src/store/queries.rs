@@ -3,10 +3,13 @@
 //! Lines come back exactly as they were imported: a row's `raw` bytes when it has them, else
 //! the codec's encoding of its typed columns (which import verified to be identical).
 
+use std::collections::HashMap;
+
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::import::DocumentKind;
-use super::StoreError;
+use crate::fs::watermark::Watermark;
+use super::{Connection, StoreError};
 use crate::codec::conv_checkpoints::{encode_checkpoint, ConvCheckpoint};
 use crate::codec::events::{encode_event, Event, Payload};
 use crate::codec::json::{self, Json};
@@ -96,12 +99,12 @@ pub struct ListFilter {
 /// Every conversation, most recently modified first (gptme's order). Test conversations
 /// (`tmp*`, `test-*`, `*gptme-evals-*`) only when `include_test`. Served by the
 /// `conversations_by_modified` index; no message is read.
-pub fn list_conversations(conn: &rusqlite::Connection, include_test: bool, limit: Option<usize>) -> Result<Vec<ConversationSummary>, StoreError> {
+pub fn list_conversations(conn: &Connection, include_test: bool, limit: Option<usize>) -> Result<Vec<ConversationSummary>, StoreError> {
     list_filtered(conn, &ListFilter { include_test, limit, ..ListFilter::default() })
 }
 
 /// [`list_conversations`] with filters and another order.
-pub fn list_filtered(conn: &rusqlite::Connection, f: &ListFilter) -> Result<Vec<ConversationSummary>, StoreError> {
+pub fn list_filtered(conn: &Connection, f: &ListFilter) -> Result<Vec<ConversationSummary>, StoreError> {
     let mut out = Vec::new();
     visit_filtered(conn, f, |c| -> Result<(), StoreError> {
         out.push(c);
@@ -114,7 +117,7 @@ pub fn list_filtered(conn: &rusqlite::Connection, f: &ListFilter) -> Result<Vec<
 /// a listing of ten thousand conversations is written out without being held in memory twice.
 /// An error from `visit` stops the listing and is returned.
 pub fn visit_filtered<E: From<StoreError>>(
-    conn: &rusqlite::Connection,
+    conn: &Connection,
     f: &ListFilter,
     mut visit: impl FnMut(ConversationSummary) -> Result<(), E>,
 ) -> Result<(), E> {
@@ -171,27 +174,27 @@ fn listing_sql(f: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
 }
 
 /// One conversation's listing row, or an error naming it.
-pub fn conversation_summary(conn: &rusqlite::Connection, chat_id: &str) -> Result<ConversationSummary, StoreError> {
+pub fn conversation_summary(conn: &Connection, chat_id: &str) -> Result<ConversationSummary, StoreError> {
     let sql = format!("SELECT {SUMMARY_COLUMNS} FROM conversations WHERE chat_id = ?1");
     conn.query_row(&sql, [chat_id], summary_from_row).optional()?.ok_or_else(|| StoreError::NoConversation(chat_id.to_owned()))
 }
 
 /// The store's id of a conversation, or an error naming it.
-pub fn conversation_id(conn: &rusqlite::Connection, chat_id: &str) -> Result<i64, StoreError> {
+pub fn conversation_id(conn: &Connection, chat_id: &str) -> Result<i64, StoreError> {
     conn.query_row("SELECT id FROM conversations WHERE chat_id = ?1", [chat_id], |r| r.get(0))
         .optional()?
         .ok_or_else(|| StoreError::NoConversation(chat_id.to_owned()))
 }
 
 /// All chat ids, sorted.
-pub fn chat_ids(conn: &rusqlite::Connection) -> Result<Vec<String>, StoreError> {
+pub fn chat_ids(conn: &Connection) -> Result<Vec<String>, StoreError> {
     let mut stmt = conn.prepare("SELECT chat_id FROM conversations ORDER BY chat_id")?;
     let rows = stmt.query_map([], |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// The conversations with changes queued for their directories (see `sync::pending`).
-pub fn queued_chat_ids(conn: &rusqlite::Connection) -> Result<Vec<String>, StoreError> {
+pub fn queued_chat_ids(conn: &Connection) -> Result<Vec<String>, StoreError> {
     let mut stmt = conn.prepare("SELECT chat_id FROM conversations c WHERE EXISTS (SELECT 1 FROM pending_paths p WHERE p.conversation_id = c.id)")?;
     let rows = stmt.query_map([], |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -215,7 +218,7 @@ pub enum EntryKind {
 }
 
 /// Every entry of a conversation, in path order (parents before children).
-pub fn entries(conn: &rusqlite::Connection, conversation_id: i64) -> Result<Vec<Entry>, StoreError> {
+pub fn entries(conn: &Connection, conversation_id: i64) -> Result<Vec<Entry>, StoreError> {
     let mut stmt = conn.prepare(
         "SELECT e.path, e.kind, e.mode, e.mtime_ns, e.link_target, e.blob_sha256, d.id, d.kind, d.ends_with_newline
          FROM entries e LEFT JOIN documents d ON d.conversation_id = e.conversation_id AND d.path = e.path
@@ -249,8 +252,143 @@ pub fn entries(conn: &rusqlite::Connection, conversation_id: i64) -> Result<Vec<
     Ok(out)
 }
 
+/// What sessiondb last knew of one entry of a conversation directory: enough to tell, from a
+/// fresh `lstat`, whether the file changed and whether it only grew (see `sync::incremental`).
+pub struct StoredEntry {
+    pub kind: String,
+    pub mode: u32,
+    pub mtime_ns: i64,
+    pub size: Option<u64>,
+    pub link_target: Option<Vec<u8>>,
+    /// For documents: the watermark, and whether the stored lines end with a newline.
+    pub mark: Option<Watermark>,
+    pub ends_with_newline: bool,
+}
+
+/// Every entry of a conversation as last read or written, by path.
+pub fn stored_entries(conn: &Connection, conversation_id: i64) -> Result<HashMap<String, StoredEntry>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT e.path, e.kind, e.mode, e.mtime_ns, e.size, e.ino, e.tail_sha256, e.link_target, d.ends_with_newline
+         FROM entries e LEFT JOIN documents d ON d.conversation_id = e.conversation_id AND d.path = e.path
+         WHERE e.conversation_id = ?1",
+    )?;
+    let rows = stmt.query_map([conversation_id], |r| {
+        let size: Option<i64> = r.get(4)?;
+        let ino: Option<i64> = r.get(5)?;
+        let tail: Option<Vec<u8>> = r.get(6)?;
+        let mark = match (size, ino, tail.and_then(|t| <[u8; 32]>::try_from(t.as_slice()).ok())) {
+            (Some(size), Some(ino), Some(tail)) => Some(Watermark { size: size as u64, ino: ino as u64, tail }),
+            _ => None,
+        };
+        Ok((
+            r.get::<_, String>(0)?,
+            StoredEntry {
+                kind: r.get(1)?,
+                mode: r.get(2)?,
+                mtime_ns: r.get(3)?,
+                size: size.map(|s| s as u64),
+                link_target: r.get(7)?,
+                mark,
+                ends_with_newline: r.get::<_, Option<bool>>(8)?.unwrap_or(true),
+            },
+        ))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The size (`None` for a directory) and mtime of every entry of a conversation, by path: the
+/// bases a queued operation records (see [`super::pending::queue_paths`]).
+pub fn entry_stats(conn: &Connection, conversation_id: i64) -> Result<HashMap<String, (Option<u64>, i64)>, StoreError> {
+    Ok(conn
+        .prepare("SELECT path, size, mtime_ns FROM entries WHERE conversation_id = ?1")?
+        .query_map([conversation_id], |r| Ok((r.get(0)?, (r.get::<_, Option<i64>>(1)?.map(|s| s as u64), r.get(2)?))))?
+        .collect::<Result<_, _>>()?)
+}
+
+/// The mtime of entry `path` of a conversation, in nanoseconds. Fails when it has no such entry.
+pub fn entry_mtime(conn: &Connection, conversation_id: i64, path: &str) -> Result<i64, StoreError> {
+    Ok(conn.query_row("SELECT mtime_ns FROM entries WHERE conversation_id = ?1 AND path = ?2", params![conversation_id, path], |r| r.get(0))?)
+}
+
+/// The recorded mtime of every directory of a conversation, by path.
+pub fn dir_mtimes(conn: &Connection, conversation_id: i64) -> Result<HashMap<String, i64>, StoreError> {
+    let mut stmt = conn.prepare_cached("SELECT path, mtime_ns FROM entries WHERE conversation_id = ?1 AND kind = 'dir'")?;
+    let rows = stmt.query_map([conversation_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The bytes and mode of file `path` of a conversation as stored; `None` when it has no such
+/// file.
+pub fn stored_file(conn: &Connection, conversation_id: i64, path: &str) -> Result<Option<(Vec<u8>, u32)>, StoreError> {
+    let stored: Option<(Vec<u8>, u32)> = conn
+        .query_row(
+            "SELECT blob_sha256, mode FROM entries WHERE conversation_id = ?1 AND path = ?2 AND kind = 'blob'",
+            params![conversation_id, path],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let Some((sha, mode)) = stored else { return Ok(None) };
+    let sha = <[u8; 32]>::try_from(sha.as_slice()).map_err(|_| StoreError::Corrupt(format!("{path} has an invalid digest")))?;
+    Ok(Some((super::blobs::read_all(conn, &sha)?, mode)))
+}
+
+/// The fingerprint of a conversation's directory as the store last read or wrote it.
+pub fn fingerprint(conn: &Connection, conversation_id: i64) -> Result<Vec<u8>, StoreError> {
+    Ok(conn.prepare_cached("SELECT fingerprint FROM conversations WHERE id = ?1")?.query_row([conversation_id], |r| r.get(0))?)
+}
+
+/// Every stored conversation's fingerprint, by chat id.
+pub fn fingerprints(conn: &Connection) -> Result<HashMap<String, Vec<u8>>, StoreError> {
+    let mut stmt = conn.prepare("SELECT chat_id, fingerprint FROM conversations")?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A stored conversation of one logs root, as a sync sees it.
+#[derive(Debug, Clone)]
+pub struct RootConversation {
+    pub id: i64,
+    pub fingerprint: Vec<u8>,
+    /// Its directory was found gone (see [`super::live::mark_deleted`]).
+    pub deleted: bool,
+    /// It has changes queued for its directory (see [`super::pending`]).
+    pub queued: bool,
+}
+
+/// The stored conversations whose directory lies directly in `root`, by chat id.
+pub fn conversations_in(conn: &Connection, root: &std::path::Path) -> Result<HashMap<String, RootConversation>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT id, chat_id, source_dir, deleted_at IS NOT NULL,
+                EXISTS (SELECT 1 FROM pending_paths p WHERE p.conversation_id = c.id), fingerprint
+         FROM conversations c",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        let stored = RootConversation { id: r.get(0)?, deleted: r.get(3)?, queued: r.get(4)?, fingerprint: r.get(5)? };
+        Ok((r.get::<_, String>(1)?, r.get::<_, String>(2)?, stored))
+    })?;
+    let mut out = HashMap::new();
+    for row in rows {
+        let (chat_id, source_dir, stored) = row?;
+        if std::path::Path::new(&source_dir).parent() == Some(root) {
+            out.insert(chat_id, stored);
+        }
+    }
+    Ok(out)
+}
+
+/// The conversation's bookmarks (gptme's `conv-checkpoints.jsonl`), oldest first, damaged
+/// lines skipped as gptme skips them.
+pub fn bookmarks(conn: &Connection, conversation_id: i64) -> Result<Vec<ConvCheckpoint>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT c.idx, c.label, c.timestamp FROM conv_checkpoints c JOIN documents d ON d.id = c.document_id
+         WHERE d.conversation_id = ?1 AND c.idx IS NOT NULL ORDER BY c.line_no",
+    )?;
+    let rows = stmt.query_map([conversation_id], |r| Ok(ConvCheckpoint { index: r.get(0)?, label: r.get(1)?, timestamp: r.get(2)? }))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// Opens a blob for streaming reads (see [`super::blobs`]).
-pub fn open_blob<'c>(conn: &'c rusqlite::Connection, sha256: &[u8; 32]) -> Result<super::blobs::BlobReader<'c>, StoreError> {
+pub fn open_blob<'c>(conn: &'c Connection, sha256: &[u8; 32]) -> Result<super::blobs::BlobReader<'c>, StoreError> {
     super::blobs::open(conn, sha256)
 }
 
@@ -305,7 +443,7 @@ fn message_from_row(r: &Row, at: usize) -> rusqlite::Result<MessageRow> {
 
 /// Calls `f` with each line of a document, in order, exactly as imported.
 pub fn for_each_line(
-    conn: &rusqlite::Connection,
+    conn: &Connection,
     document_id: i64,
     kind: DocumentKind,
     mut f: impl FnMut(&[u8]) -> std::io::Result<()>,
@@ -385,7 +523,7 @@ pub struct StoredLine {
 }
 
 /// Every line of a branch, view or lossless document, in order.
-pub fn document_lines(conn: &rusqlite::Connection, document_id: i64) -> Result<Vec<StoredLine>, StoreError> {
+pub fn document_lines(conn: &Connection, document_id: i64) -> Result<Vec<StoredLine>, StoreError> {
     with_document_lines(conn, document_id, 0, |lines| lines.collect())
 }
 
@@ -394,7 +532,7 @@ pub fn document_lines(conn: &rusqlite::Connection, document_id: i64) -> Result<V
 /// and lines `f` does not take are never read. A read error ends the iteration and is
 /// returned instead of `f`'s result.
 pub fn with_document_lines<T>(
-    conn: &rusqlite::Connection,
+    conn: &Connection,
     document_id: i64,
     from: i64,
     f: impl FnOnce(&mut DocumentLines<'_>) -> T,
@@ -404,7 +542,7 @@ pub fn with_document_lines<T>(
 
 /// [`with_document_lines`] backwards: the lines before line `before`, last first.
 pub fn with_document_lines_back<T>(
-    conn: &rusqlite::Connection,
+    conn: &Connection,
     document_id: i64,
     before: i64,
     f: impl FnOnce(&mut DocumentLines<'_>) -> T,
@@ -414,7 +552,7 @@ pub fn with_document_lines_back<T>(
 
 /// The lines whose number is `bound_op` `bound`, in line order (`order` "") or reversed (" DESC").
 fn lines_of<T>(
-    conn: &rusqlite::Connection,
+    conn: &Connection,
     document_id: i64,
     bound_op: &str,
     order: &str,
@@ -462,13 +600,13 @@ impl Iterator for DocumentLines<'_> {
 
 /// The messages of one branch (`main` is `conversation.jsonl`), skipping lines that are not
 /// messages, each with its line as stored.
-pub fn branch_messages(conn: &rusqlite::Connection, chat_id: &str, branch: &str) -> Result<Vec<(Message, Vec<u8>)>, StoreError> {
+pub fn branch_messages(conn: &Connection, chat_id: &str, branch: &str) -> Result<Vec<(Message, Vec<u8>)>, StoreError> {
     let document_id = branch_document(conn, chat_id, branch)?;
     with_document_lines(conn, document_id, 0, |lines| lines.filter_map(|l| l.message.map(|m| (m, l.line))).collect())
 }
 
 /// The document id of one branch (`main` is `conversation.jsonl`).
-pub fn branch_document(conn: &rusqlite::Connection, chat_id: &str, branch: &str) -> Result<i64, StoreError> {
+pub fn branch_document(conn: &Connection, chat_id: &str, branch: &str) -> Result<i64, StoreError> {
     let conversation_id = conversation_id(conn, chat_id)?;
     conn.query_row(
         "SELECT id FROM documents WHERE conversation_id = ?1 AND kind = 'branch' AND name = ?2",
@@ -480,7 +618,7 @@ pub fn branch_document(conn: &rusqlite::Connection, chat_id: &str, branch: &str)
 }
 
 /// Branch names of a conversation, `main` first.
-pub fn branch_names(conn: &rusqlite::Connection, chat_id: &str) -> Result<Vec<String>, StoreError> {
+pub fn branch_names(conn: &Connection, chat_id: &str) -> Result<Vec<String>, StoreError> {
     let conversation_id = conversation_id(conn, chat_id)?;
     let mut stmt = conn.prepare(
         "SELECT name FROM documents WHERE conversation_id = ?1 AND kind = 'branch' ORDER BY name != 'main', name",

@@ -1,9 +1,9 @@
 //! Inserting message rows: the one place that turns a [`Message`] into a `messages` row, used by
 //! import and by live operations alike.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, OptionalExtension};
 
-use super::StoreError;
+use super::{Connection, StoreError};
 use crate::codec::json::{self, Json};
 use crate::model::Message;
 

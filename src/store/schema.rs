@@ -78,6 +78,7 @@ mod tests {
         conn.execute("INSERT INTO blobs (sha256, size, data) VALUES (?1, ?2, ?3)", rusqlite::params![&sha[..], data.len() as i64, data]).unwrap();
         conn.execute("INSERT INTO blobs (sha256, size, data) VALUES (?1, 0, x'')", [&empty[..]]).unwrap();
         migrate(&mut conn).unwrap();
+        let conn = super::super::Connection::plain(conn);
         assert_eq!(super::super::blobs::read_all(&conn, &sha).unwrap(), data);
         assert_eq!(super::super::blobs::read_all(&conn, &empty).unwrap(), b"");
         let columns: Vec<String> = conn.prepare("SELECT name FROM pragma_table_info('blobs')").unwrap().query_map([], |r| r.get(0)).unwrap().map(|c| c.unwrap()).collect();

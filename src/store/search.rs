@@ -15,7 +15,7 @@
 use rusqlite::{params_from_iter, types::Value};
 
 use super::fts::is_cjk;
-use super::StoreError;
+use super::{Connection, StoreError};
 
 /// What to search and how many results to return.
 #[derive(Debug, Clone, Default)]
@@ -184,7 +184,7 @@ fn syntax_size(text: &str) -> (usize, usize) {
 
 /// Runs a search. An empty query is an error, as in gptme, and so is one longer than
 /// [`MAX_QUERY_BYTES`], with more than [`MAX_QUERY_WORDS`] words or [`MAX_PREFIXES`] prefixes.
-pub fn search(conn: &rusqlite::Connection, q: &SearchQuery) -> Result<SearchResult, StoreError> {
+pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreError> {
     if q.text.trim().is_empty() {
         return Err(StoreError::Query("the search query is empty".into()));
     }
@@ -218,7 +218,7 @@ pub fn search(conn: &rusqlite::Connection, q: &SearchQuery) -> Result<SearchResu
 /// yield too few conversations, or a filter would have most of them rejected, the filters go
 /// into the ranking query instead and one pass ranks exactly the qualifying matches: growing
 /// a window and ranking again took seconds for a common word in one conversation.
-fn run(conn: &rusqlite::Connection, q: &SearchQuery, fts: &str) -> Result<Vec<ConversationHits>, StoreError> {
+fn run(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Vec<ConversationHits>, StoreError> {
     let wanted = q.limit.max(1);
     let narrowed = q.role.is_some() || q.model.is_some() || q.since.is_some() || q.chat_id.is_some() || q.branch.is_some();
     if !narrowed {
@@ -284,7 +284,7 @@ fn filter_sql(q: &SearchQuery, first: usize, placed: bool) -> (Vec<String>, Vec<
 /// Ranks exactly the matches that pass the filters, in one pass, and keeps the best
 /// conversations with exact match counts. With `--chat`, the index is read over that
 /// conversation's message ids only.
-fn run_filtered(conn: &rusqlite::Connection, q: &SearchQuery, fts: &str) -> Result<Vec<ConversationHits>, StoreError> {
+fn run_filtered(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Vec<ConversationHits>, StoreError> {
     let (mut filters, mut args) = filter_sql(q, 2, true);
     args.insert(0, Value::Text(fts.to_owned()));
     if let Some(chat) = &q.chat_id {
@@ -334,7 +334,7 @@ fn run_filtered(conn: &rusqlite::Connection, q: &SearchQuery, fts: &str) -> Resu
 
 /// The ranked candidates that pass the filters, with where each stands, grouped by
 /// conversation in rank order.
-fn place(conn: &rusqlite::Connection, q: &SearchQuery, candidates: &[(i64, f64)]) -> Result<Vec<ConversationHits>, StoreError> {
+fn place(conn: &Connection, q: &SearchQuery, candidates: &[(i64, f64)]) -> Result<Vec<ConversationHits>, StoreError> {
     let (mut filters, mut args) = filter_sql(q, 2, false);
     filters.insert(0, "m.id = ?1".to_owned());
     args.insert(0, Value::Null);

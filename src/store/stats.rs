@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::queries::{self, ConversationSummary, ListFilter};
-use super::{live, StoreError};
+use super::{live, Connection, StoreError};
 use crate::codec::timestamp::{self, format_utc};
 
 /// `round(x, 4)` as Python does it.
@@ -52,7 +52,7 @@ fn period(t: f64, by: Breakdown) -> String {
 /// The overview, as gptme's `conversation_stats(as_json=True)` computes it from the same
 /// conversations (test ones only with `include_test`), plus `by_role`,
 /// `total_cache_creation_tokens` and, with `by`, a `breakdown`.
-pub fn overview(conn: &rusqlite::Connection, since: Option<(f64, String)>, include_test: bool, by: Option<Breakdown>) -> Result<Value, StoreError> {
+pub fn overview(conn: &Connection, since: Option<(f64, String)>, include_test: bool, by: Option<Breakdown>) -> Result<Value, StoreError> {
     let all = queries::list_filtered(conn, &ListFilter { include_test, ..ListFilter::default() })?;
     let since_ts = since.as_ref().map(|(t, _)| *t);
     let convs: Vec<&ConversationSummary> = all.iter().take_while(|c| since_ts.is_none_or(|t| c.modified >= t)).collect();
@@ -129,7 +129,7 @@ pub fn overview(conn: &rusqlite::Connection, since: Option<(f64, String)>, inclu
 }
 
 /// Messages by role on the main branches of `convs`, from their totals.
-fn role_counts(conn: &rusqlite::Connection, convs: &[&ConversationSummary]) -> Result<Value, StoreError> {
+fn role_counts(conn: &Connection, convs: &[&ConversationSummary]) -> Result<Value, StoreError> {
     let mut stmt = conn.prepare_cached("SELECT chat_id, role_counts FROM conversations")?;
     let stored: std::collections::HashMap<String, String> = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
     let mut totals: BTreeMap<String, i64> = BTreeMap::new();
@@ -226,7 +226,7 @@ fn tool_calls(content: &str) -> Vec<&'static str> {
 }
 
 /// One conversation's detail, as gptme's `chats stats ID --json` reports it.
-pub fn conversation(conn: &rusqlite::Connection, chat_id: &str) -> Result<Value, StoreError> {
+pub fn conversation(conn: &Connection, chat_id: &str) -> Result<Value, StoreError> {
     let summary = queries::conversation_summary(conn, chat_id)?;
     let conv = live::load_conversation(conn, chat_id)?;
     // gptme counts its loaded log: the active view when there is one, else main.

@@ -6,9 +6,9 @@
 //! read from lines containing `"metadata"`). The accumulator is fed the same bytes, line by line,
 //! so totals can be kept up to date on append without re-reading anything.
 
-use rusqlite::{params, Connection};
+use rusqlite::params;
 
-use super::StoreError;
+use super::{Connection, StoreError};
 use crate::codec::json::{self, Json};
 use crate::codec::message_line::{decode_line, LineContent};
 use crate::codec::timestamp;

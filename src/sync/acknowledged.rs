@@ -186,7 +186,7 @@ fn store_err(dir: &Path) -> impl Fn(StoreError) -> IngestError + '_ {
 
 /// Which recorded appends of `chat_id` the directory `dir` has dropped without explanation,
 /// per transcript. Reads only: for `doctor`.
-pub fn check(conn: &rusqlite::Connection, chat_id: &str, dir: &Path) -> Result<Vec<Displaced>, IngestError> {
+pub fn check(conn: &crate::store::Connection, chat_id: &str, dir: &Path) -> Result<Vec<Displaced>, IngestError> {
     let records = records::of_conversation(conn, chat_id).map_err(store_err(dir))?;
     if records.is_empty() || !dir.join(layout::MAIN_TRANSCRIPT).exists() {
         return Ok(Vec::new());
@@ -206,7 +206,7 @@ pub fn check(conn: &rusqlite::Connection, chat_id: &str, dir: &Path) -> Result<V
 /// writing a conflict branch for each transcript that lost some, and dropping the records that
 /// are settled. Call inside the write transaction that then re-reads the conversation, before
 /// reading it; on error, do not re-read it.
-pub fn rescue(conn: &rusqlite::Connection, chat_id: &str, dir: &Path) -> Result<Vec<Displaced>, IngestError> {
+pub fn rescue(conn: &crate::store::Connection, chat_id: &str, dir: &Path) -> Result<Vec<Displaced>, IngestError> {
     let records = records::of_conversation(conn, chat_id).map_err(store_err(dir))?;
     if records.is_empty() || !dir.join(layout::MAIN_TRANSCRIPT).exists() {
         return Ok(Vec::new());
@@ -247,7 +247,7 @@ pub fn rescue(conn: &rusqlite::Connection, chat_id: &str, dir: &Path) -> Result<
 /// What the conflict branch for transcript `path` of `chat_id` holds, and its mode: the store's
 /// copy of the transcript when it holds every one of `lost` (the usual case: the directory has
 /// not been read since), else the lost messages alone (each record keeps its line).
-fn store_copy(conn: &rusqlite::Connection, chat_id: &str, path: &str, lost: &[&Acknowledged]) -> Result<(Vec<u8>, u32), StoreError> {
+fn store_copy(conn: &crate::store::Connection, chat_id: &str, path: &str, lost: &[&Acknowledged]) -> Result<(Vec<u8>, u32), StoreError> {
     let mut bytes = Vec::new();
     let mut mode = 0o600; // gptme writes transcripts through temporary files
     let mut held = HashSet::new();

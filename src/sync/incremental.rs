@@ -9,61 +9,16 @@
 //! removed branch, view, attachment or config — needs the conversation read again whole, by
 //! the ordinary import.
 
-use std::collections::HashMap;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use rusqlite::params;
-
 use super::ingest::{self, IngestError};
-use crate::fs::walk::{fingerprint, walk, Found, Listing};
-use crate::fs::watermark::{only_grew, tail_digest};
 use crate::codec::lines::LineReader;
-use crate::fs::watermark::Watermark;
-use crate::store::{DocumentKind, ListingTotals, StoreError, WriteBatch, WriteStats};
-
-/// What a stored entry was when the store last read or wrote it.
-struct StoredEntry {
-    kind: String,
-    mode: u32,
-    mtime_ns: i64,
-    size: Option<u64>,
-    link_target: Option<Vec<u8>>,
-    /// For documents: the watermark, and whether the stored lines end with a newline.
-    mark: Option<Watermark>,
-    ends_with_newline: bool,
-}
-
-fn stored_entries(conn: &rusqlite::Connection, conversation_id: i64) -> Result<HashMap<String, StoredEntry>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT e.path, e.kind, e.mode, e.mtime_ns, e.size, e.ino, e.tail_sha256, e.link_target, d.ends_with_newline
-         FROM entries e LEFT JOIN documents d ON d.conversation_id = e.conversation_id AND d.path = e.path
-         WHERE e.conversation_id = ?1",
-    )?;
-    let rows = stmt.query_map([conversation_id], |r| {
-        let size: Option<i64> = r.get(4)?;
-        let ino: Option<i64> = r.get(5)?;
-        let tail: Option<Vec<u8>> = r.get(6)?;
-        let mark = match (size, ino, tail.and_then(|t| <[u8; 32]>::try_from(t.as_slice()).ok())) {
-            (Some(size), Some(ino), Some(tail)) => Some(Watermark { size: size as u64, ino: ino as u64, tail }),
-            _ => None,
-        };
-        Ok((
-            r.get::<_, String>(0)?,
-            StoredEntry {
-                kind: r.get(1)?,
-                mode: r.get(2)?,
-                mtime_ns: r.get(3)?,
-                size: size.map(|s| s as u64),
-                link_target: r.get(7)?,
-                mark,
-                ends_with_newline: r.get::<_, Option<bool>>(8)?.unwrap_or(true),
-            },
-        ))
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
+use crate::fs::walk::{fingerprint, walk, Found, Listing};
+use crate::fs::watermark::{only_grew, tail_digest, Watermark};
+use crate::store::queries::{self, StoredEntry};
+use crate::store::{live, DocumentKind, ListingTotals, StoreError, WriteBatch, WriteStats};
 
 /// A document that may only have grown since it was read.
 #[derive(Debug, Clone)]
@@ -99,35 +54,22 @@ pub struct Planned {
 
 impl Planned {
     /// Records the directories' new mtimes (see `dir_mtimes`).
-    pub fn record_dir_mtimes(&self, conn: &rusqlite::Connection, conversation_id: i64) -> Result<(), StoreError> {
-        let mut stmt = conn.prepare_cached("UPDATE entries SET mtime_ns = ?3 WHERE conversation_id = ?1 AND path = ?2 AND kind = 'dir'")?;
-        for (rel, mtime_ns) in &self.dir_mtimes {
-            stmt.execute(params![conversation_id, rel, mtime_ns])?;
-        }
-        Ok(())
+    pub fn record_dir_mtimes(&self, conn: &crate::store::Connection, conversation_id: i64) -> Result<(), StoreError> {
+        live::set_dir_mtimes(conn, conversation_id, &self.dir_mtimes)
     }
 }
 
 /// Compares directory `dir` with what the store holds of conversation `conversation_id`.
-pub fn plan(conn: &rusqlite::Connection, conversation_id: i64, dir: &Path) -> Result<Planned, IngestError> {
+pub fn plan(conn: &crate::store::Connection, conversation_id: i64, dir: &Path) -> Result<Planned, IngestError> {
     let dir = std::path::absolute(dir).map_err(|source| IngestError::Io { path: dir.to_owned(), source })?;
     let Listing { entries: found, debris } = walk(&dir)?;
     let mut dir_mtimes = Vec::new();
     let planned = |plan, fingerprint, dir_mtimes| Ok(Planned { plan, fingerprint, debris, dir_mtimes });
     let fingerprint = fingerprint(&dir, &found);
-    let known: Vec<u8> = conn
-        .prepare_cached("SELECT fingerprint FROM conversations WHERE id = ?1")
-        .and_then(|mut s| s.query_row([conversation_id], |r| r.get(0)))
-        .map_err(|e| IngestError::Store { path: dir.clone(), source: e.into() })?;
+    let known = queries::fingerprint(conn, conversation_id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
     if known == fingerprint {
         // Nothing to read; directories' mtimes are outside the fingerprint, so compare them.
-        let mut stmt = conn
-            .prepare_cached("SELECT path, mtime_ns FROM entries WHERE conversation_id = ?1 AND kind = 'dir'")
-            .map_err(|e| IngestError::Store { path: dir.clone(), source: e.into() })?;
-        let stored: HashMap<String, i64> = stmt
-            .query_map([conversation_id], |r| Ok((r.get(0)?, r.get(1)?)))
-            .and_then(|rows| rows.collect())
-            .map_err(|e| IngestError::Store { path: dir.clone(), source: e.into() })?;
+        let stored = queries::dir_mtimes(conn, conversation_id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
         for f in found.iter().filter(|f| f.meta.is_dir()) {
             if stored.get(&f.rel).is_some_and(|&m| m != f.mtime_ns()) {
                 dir_mtimes.push((f.rel.clone(), f.mtime_ns()));
@@ -135,7 +77,7 @@ pub fn plan(conn: &rusqlite::Connection, conversation_id: i64, dir: &Path) -> Re
         }
         return planned(Plan::Unchanged, fingerprint, dir_mtimes);
     }
-    let stored = stored_entries(conn, conversation_id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
+    let stored = queries::stored_entries(conn, conversation_id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
     let mut grown = Vec::new();
     let mut seen = 0;
     for f in &found {
@@ -259,12 +201,4 @@ fn store_at(dir: &Path, e: StoreError) -> IngestError {
         StoreError::Io { path, source } => IngestError::Io { path: dir.join(path), source },
         other => IngestError::Store { path: dir.to_owned(), source: other },
     }
-}
-
-/// Records that a conversation's directory was found as the store has it (its fingerprint, and
-/// that it is not deleted).
-pub fn mark_unchanged(conn: &rusqlite::Connection, conversation_id: i64, fingerprint: &[u8]) -> Result<(), StoreError> {
-    conn.prepare_cached("UPDATE conversations SET fingerprint = ?2, deleted_at = NULL WHERE id = ?1 AND (fingerprint != ?2 OR deleted_at IS NOT NULL)")?
-        .execute(params![conversation_id, fingerprint])?;
-    Ok(())
 }

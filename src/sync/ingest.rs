@@ -494,13 +494,6 @@ fn apply(batch: &mut WriteBatch, dir: &Path, first: Item, next: &mut dyn FnMut()
     }
 }
 
-/// The fingerprints the store holds, by chat id.
-fn known_fingerprints(conn: &rusqlite::Connection) -> Result<HashMap<String, Vec<u8>>, StoreError> {
-    let mut stmt = conn.prepare("SELECT chat_id, fingerprint FROM conversations")?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
-
 /// Called by [`import_dirs`] after each conversation directory.
 pub type OnImported<'a> = dyn FnMut(&mut WriteBatch, &Path, Result<Outcome, IngestError>) -> Result<(), StoreError> + 'a;
 
@@ -512,7 +505,7 @@ pub type OnImported<'a> = dyn FnMut(&mut WriteBatch, &Path, Result<Outcome, Inge
 /// dropped are kept as a new branch ([`super::acknowledged::rescue`]; not in a `dry_run`); a
 /// conversation whose rescue fails is not read (its outcome is the error).
 pub fn import_dirs(batch: &mut WriteBatch, dirs: &[PathBuf], read: ReadMode, dry_run: bool, on_done: &mut OnImported) -> Result<(), StoreError> {
-    let known = known_fingerprints(batch.conn())?;
+    let known = crate::store::queries::fingerprints(batch.conn())?;
     let acknowledged = if dry_run { HashSet::new() } else { crate::store::acknowledged::chat_ids(batch.conn())? };
     let mut rescued: HashMap<&Path, Result<Vec<super::acknowledged::Displaced>, IngestError>> = HashMap::new();
     for dir in dirs {

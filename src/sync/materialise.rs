@@ -43,7 +43,7 @@ pub struct ExportStats {
 }
 
 /// Writes conversation `chat_id` to `<target_root>/<chat_id>/`.
-pub fn export_conversation(conn: &rusqlite::Connection, chat_id: &str, target_root: &Path) -> Result<ExportStats, MaterialiseError> {
+pub fn export_conversation(conn: &crate::store::Connection, chat_id: &str, target_root: &Path) -> Result<ExportStats, MaterialiseError> {
     let id = ChatId::new(chat_id).map_err(|_| MaterialiseError::InvalidChatId(chat_id.to_owned()))?;
     export_conversation_to(conn, chat_id, &target_root.join(id.as_str()))
 }
@@ -52,7 +52,7 @@ pub fn export_conversation(conn: &rusqlite::Connection, chat_id: &str, target_ro
 /// fork). `root`'s parent is the user's (created when missing, links in its path followed);
 /// `root` itself and everything beneath it are written through handles that follow no link, so
 /// a link planted there is refused (an error naming it), never written through.
-pub fn export_conversation_to(conn: &rusqlite::Connection, chat_id: &str, root: &Path) -> Result<ExportStats, MaterialiseError> {
+pub fn export_conversation_to(conn: &crate::store::Connection, chat_id: &str, root: &Path) -> Result<ExportStats, MaterialiseError> {
     let conversation_id = queries::conversation_id(conn, chat_id)?;
     let io_at = |path: &Path| {
         let path = path.to_owned();
@@ -126,7 +126,7 @@ pub fn export_conversation_to(conn: &rusqlite::Connection, chat_id: &str, root: 
 
 /// Writes a document's lines, exactly as stored, to `out`; returns the bytes written.
 pub fn write_document(
-    conn: &rusqlite::Connection,
+    conn: &crate::store::Connection,
     document_id: i64,
     kind: crate::store::DocumentKind,
     ends_with_newline: bool,

@@ -26,7 +26,8 @@ use super::incremental::{self, Plan};
 use super::ingest::{self, format_warning, IngestError, Outcome, ReadMode};
 use super::pending::{self, Conflict, PendingError};
 use crate::fs::gptme_lock::LockError;
-use crate::store::{Store, StoreError, WriteBatch};
+use crate::store::queries::{self, RootConversation};
+use crate::store::{live, Store, StoreError, WriteBatch};
 
 /// What came in from the directories.
 #[derive(Debug, Default, Clone, Serialize)]
@@ -103,32 +104,6 @@ pub enum SyncError {
     Ingest(#[from] IngestError),
 }
 
-/// A stored conversation of this logs root.
-struct Stored {
-    id: i64,
-    deleted: bool,
-    queued: bool,
-}
-
-fn stored_conversations(conn: &rusqlite::Connection, root: &Path) -> Result<HashMap<String, Stored>, StoreError> {
-    let mut stmt = conn.prepare(
-        "SELECT id, chat_id, source_dir, deleted_at IS NOT NULL,
-                EXISTS (SELECT 1 FROM pending_paths p WHERE p.conversation_id = c.id)
-         FROM conversations c",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        Ok((r.get::<_, String>(1)?, r.get::<_, String>(2)?, Stored { id: r.get(0)?, deleted: r.get(3)?, queued: r.get(4)? }))
-    })?;
-    let mut out = HashMap::new();
-    for row in rows {
-        let (chat_id, source_dir, stored) = row?;
-        if Path::new(&source_dir).parent() == Some(root) {
-            out.insert(chat_id, stored);
-        }
-    }
-    Ok(out)
-}
-
 /// What became of one conversation's queued changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum WriteOut {
@@ -142,7 +117,7 @@ enum WriteOut {
 }
 
 /// Writes the queued changes of `chat_id` out (or, in a dry run, counts them) into the report.
-fn write_out(conn: &mut rusqlite::Connection, chat_id: &str, dry_run: bool, report: &mut SyncReport) -> WriteOut {
+fn write_out(conn: &mut crate::store::Connection, chat_id: &str, dry_run: bool, report: &mut SyncReport) -> WriteOut {
     match pending::materialise_pending(conn, chat_id, dry_run) {
         Ok(m) => {
             report.materialise.conversations += 1;
@@ -165,7 +140,7 @@ fn write_out(conn: &mut rusqlite::Connection, chat_id: &str, dry_run: bool, repo
 
 /// The conversations of this root whose directory is gone while changes are queued for it
 /// (renamed or deleted under gptme): nothing can be written until it is back.
-fn stranded_queues(stored: &HashMap<String, Stored>, on_disk: &HashMap<String, PathBuf>, root: &Path, in_scope: impl Fn(&str) -> bool) -> Vec<Stranded> {
+fn stranded_queues(stored: &HashMap<String, RootConversation>, on_disk: &HashMap<String, PathBuf>, root: &Path, in_scope: impl Fn(&str) -> bool) -> Vec<Stranded> {
     let mut out: Vec<Stranded> = stored
         .iter()
         .filter(|(chat_id, s)| s.queued && in_scope(chat_id) && !on_disk.contains_key(*chat_id))
@@ -222,7 +197,7 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
     let mut conn = store.connection()?;
 
     // Out: queued store changes, each conversation in its own transaction.
-    let stored = stored_conversations(&conn, &root)?;
+    let stored = queries::conversations_in(&conn, &root)?;
     // What became of each queue the out phase tried (the in phase must not read those again).
     let mut tried: HashMap<String, WriteOut> = HashMap::new();
     let mut queued: Vec<&String> = stored.iter().filter(|(c, s)| s.queued && on_disk.contains_key(*c)).map(|(c, _)| c).collect();
@@ -235,7 +210,7 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
     // In: what the directories gained, in one transaction. The stored conversations are read
     // inside it: another process (a second watcher) may have replaced rows since.
     let mut batch = WriteBatch::begin(&mut conn)?;
-    let stored = stored_conversations(batch.conn(), &root)?;
+    let stored = queries::conversations_in(batch.conn(), &root)?;
     let acknowledged = crate::store::acknowledged::chat_ids(batch.conn())?;
     let mut full = Vec::new();
     // Conversations queued while this pass ran: written out once the pass has committed.
@@ -251,7 +226,7 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
         };
         // Decided inside the write transaction: a queue committed after the out phase looked
         // (an `append --queue` racing this pass) must not be replaced by a re-read.
-        if pending::has_pending(batch.conn(), s.id)? {
+        if crate::store::pending::has_pending(batch.conn(), s.id)? {
             match tried.get(name) {
                 Some(WriteOut::Locked) if !dry_run => report.ingest.skipped_locked += 1,
                 Some(_) => {} // failed (reported), or a dry run
@@ -275,7 +250,7 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
         });
         let outcome = outcome.and_then(|(plan, fingerprint)| match plan {
             Plan::Unchanged => {
-                incremental::mark_unchanged(batch.conn(), s.id, &fingerprint).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
+                live::mark_unchanged(batch.conn(), s.id, &fingerprint).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
                 Ok(Some(None))
             }
             Plan::Grow(grown) => incremental::apply_growth(&mut batch, s.id, dir, &grown, &fingerprint).map(|o| o.map(Some)),
@@ -343,10 +318,7 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
     // Gone: marked, kept until `sessiondb rm`.
     for (chat_id, s) in &stored {
         if in_scope(chat_id) && !s.deleted && !on_disk.contains_key(chat_id) {
-            batch
-                .conn()
-                .execute("UPDATE conversations SET deleted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1", [s.id])
-                .map_err(StoreError::from)?;
+            live::mark_deleted(batch.conn(), s.id)?;
             report.ingest.deleted += 1;
         }
     }

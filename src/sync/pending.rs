@@ -22,7 +22,6 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
-use rusqlite::params;
 use serde::Serialize;
 
 use crate::fs::dirtx::{DirError, DirTransaction};
@@ -31,7 +30,7 @@ use crate::fs::nofollow::{Dir, Kind};
 use super::ingest::{self, IngestError, ReadMode};
 use crate::fs::walk::walk;
 use crate::layout::{self, classify};
-use crate::store::{live, queries, DocumentKind, StoreError, WriteBatch};
+use crate::store::{live, pending, queries, DocumentKind, StoreError, WriteBatch};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PendingError {
@@ -45,12 +44,6 @@ pub enum PendingError {
     Ingest(#[from] IngestError),
     #[error("{path}: {source}")]
     Io { path: std::path::PathBuf, source: std::io::Error },
-}
-
-impl From<rusqlite::Error> for PendingError {
-    fn from(e: rusqlite::Error) -> Self {
-        PendingError::Store(StoreError::Sqlite(e))
-    }
 }
 
 /// Both sides changed one file since the last sync.
@@ -72,28 +65,6 @@ pub struct Materialised {
     pub conflicts: Vec<Conflict>,
 }
 
-/// Whether conversation `conversation_id` has changes queued for its directory.
-pub fn has_pending(conn: &rusqlite::Connection, conversation_id: i64) -> Result<bool, StoreError> {
-    Ok(conn
-        .prepare_cached("SELECT EXISTS (SELECT 1 FROM pending_paths WHERE conversation_id = ?1)")?
-        .query_row([conversation_id], |r| r.get(0))?)
-}
-
-struct PendingPath {
-    path: String,
-    base: Option<(u64, i64)>,
-}
-
-fn pending_paths(conn: &rusqlite::Connection, conversation_id: i64) -> Result<Vec<PendingPath>, StoreError> {
-    let mut stmt = conn.prepare_cached("SELECT path, base_size, base_mtime_ns FROM pending_paths WHERE conversation_id = ?1 ORDER BY path")?;
-    let rows = stmt.query_map([conversation_id], |r| {
-        let size: Option<i64> = r.get(1)?;
-        let mtime: Option<i64> = r.get(2)?;
-        Ok(PendingPath { path: r.get(0)?, base: size.zip(mtime).map(|(s, m)| (s as u64, m)) })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
-
 /// The store's version of one path: a directory, a file's bytes and mode, or nothing.
 enum StoreVersion {
     Absent,
@@ -101,7 +72,7 @@ enum StoreVersion {
     File { bytes: Vec<u8>, mode: u32 },
 }
 
-fn store_version(conn: &rusqlite::Connection, entries: &HashMap<String, queries::Entry>, path: &str) -> Result<StoreVersion, StoreError> {
+fn store_version(conn: &crate::store::Connection, entries: &HashMap<String, queries::Entry>, path: &str) -> Result<StoreVersion, StoreError> {
     let Some(entry) = entries.get(path).cloned() else { return Ok(StoreVersion::Absent) };
     let mut bytes = Vec::new();
     match entry.kind {
@@ -120,7 +91,7 @@ fn store_version(conn: &rusqlite::Connection, entries: &HashMap<String, queries:
 /// Writes the queued changes of conversation `chat_id` to its directory (see the module
 /// documentation), or with `dry_run` only reports what that would do. Fails with
 /// [`LockError::Held`] when a live gptme holds the conversation.
-pub fn materialise_pending(conn: &mut rusqlite::Connection, chat_id: &str, dry_run: bool) -> Result<Materialised, PendingError> {
+pub fn materialise_pending(conn: &mut crate::store::Connection, chat_id: &str, dry_run: bool) -> Result<Materialised, PendingError> {
     let dir = live::load_conversation(conn, chat_id)?.dir;
     let io_dir = |source| PendingError::Io { path: dir.clone(), source };
     let handle = Dir::open(&dir).map_err(io_dir)?;
@@ -136,7 +107,7 @@ pub fn materialise_pending(conn: &mut rusqlite::Connection, chat_id: &str, dry_r
     let mut names = ConflictNames::default();
     let mut messages = TranscriptMessages::of_directory(&dir, &handle)?;
     let entries: HashMap<String, queries::Entry> = queries::entries(batch.conn(), conv.id)?.into_iter().map(|e| (e.path.clone(), e)).collect();
-    for p in pending_paths(batch.conn(), conv.id)? {
+    for p in pending::pending_paths(batch.conn(), conv.id)? {
         let abs = dir.join(&p.path);
         let rel = Path::new(&p.path);
         let io = |source| PendingError::Io { path: abs.clone(), source };
@@ -209,7 +180,7 @@ pub fn materialise_pending(conn: &mut rusqlite::Connection, chat_id: &str, dry_r
     // The directory now holds everything: the queue is done, and the directory is read back,
     // in the same transaction (a queue added meanwhile waits for the lock and then for the
     // next sync, since the queued operation takes the database lock too).
-    batch.conn().prepare_cached("DELETE FROM pending_paths WHERE conversation_id = ?1")?.execute([conv.id])?;
+    pending::clear(batch.conn(), conv.id)?;
     crate::store::acknowledged::touch(batch.conn(), chat_id)?;
     ingest::import_conversation(&mut batch, &dir, ReadMode::Whole)?;
     batch.finish()?;
@@ -313,21 +284,4 @@ fn first_free(
         }
     }
     unreachable!("an unbounded range")
-}
-
-/// Records that the operation just run on a copy of conversation `conversation_id` changed
-/// `paths` in the store only. `bases` is what the store held of each path before (size and
-/// mtime of what it read from the directory); a path already queued keeps its first base.
-pub fn queue_paths(conn: &rusqlite::Connection, conversation_id: i64, paths: &[String], bases: &HashMap<String, (Option<u64>, i64)>) -> Result<(), StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "INSERT OR IGNORE INTO pending_paths (conversation_id, path, base_size, base_mtime_ns) VALUES (?1, ?2, ?3, ?4)",
-    )?;
-    for path in paths {
-        let base = bases.get(path);
-        let size = base.and_then(|(s, _)| s.map(|s| s as i64));
-        let mtime = base.map(|(_, m)| *m);
-        // A directory (size NULL) counts as present: only its absence matters.
-        stmt.execute(params![conversation_id, path, size.or(mtime.map(|_| 0)), mtime])?;
-    }
-    Ok(())
 }

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::ingest::{self, IngestError};
 use crate::fs::walk::{fingerprint as fingerprint_of, walk};
-use crate::store::StoreError;
+use crate::store::queries;
 
 /// Where each conversation of a logs root stands.
 #[derive(Debug, Default, Serialize)]
@@ -34,25 +34,14 @@ pub struct SyncState {
 }
 
 /// Compares every conversation directory under `logs_root` with the store. Reads metadata only.
-pub fn sync_state(conn: &rusqlite::Connection, logs_root: &Path) -> Result<SyncState, IngestError> {
+pub fn sync_state(conn: &crate::store::Connection, logs_root: &Path) -> Result<SyncState, IngestError> {
     let root = std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?;
-    let store_err = |source: rusqlite::Error| IngestError::Store { path: root.clone(), source: StoreError::Sqlite(source) };
     let mut state = SyncState { logs_dir: root.display().to_string(), ..SyncState::default() };
     let (dirs, _) = ingest::conversation_dirs(&root)?;
-    let mut stmt = conn
-        .prepare(
-            "SELECT chat_id, source_dir, fingerprint, EXISTS (SELECT 1 FROM pending_paths p WHERE p.conversation_id = c.id)
-             FROM conversations c",
-        )
-        .map_err(store_err)?;
-    let stored: Vec<(String, String, Vec<u8>, bool)> = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-        .and_then(|rows| rows.collect())
-        .map_err(store_err)?;
-    let stored: std::collections::HashMap<String, (Vec<u8>, bool)> = stored
+    let stored: std::collections::HashMap<String, (Vec<u8>, bool)> = queries::conversations_in(conn, &root)
+        .map_err(|source| IngestError::Store { path: root.clone(), source })?
         .into_iter()
-        .filter(|(_, source, _, _)| Path::new(source).parent() == Some(root.as_path()))
-        .map(|(chat, _, fingerprint, queued)| (chat, (fingerprint, queued)))
+        .map(|(chat, c)| (chat, (c.fingerprint, c.queued)))
         .collect();
     let mut on_disk = std::collections::HashSet::new();
     for dir in dirs {
