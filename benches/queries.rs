@@ -38,48 +38,29 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     // `cargo bench` appends `--bench`; it means nothing here.
-    let mut rest: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
+    let mut rest: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let mut take_flag = |name: &str, default: usize| -> Result<usize, String> {
         match rest.iter().position(|a| a == name) {
             None => Ok(default),
             Some(i) => {
-                let value = rest
-                    .get(i + 1)
-                    .ok_or(format!("{name} needs a value"))?
-                    .clone();
+                let value = rest.get(i + 1).ok_or(format!("{name} needs a value"))?.clone();
                 rest.drain(i..=i + 1);
-                value
-                    .parse()
-                    .map_err(|_| format!("{name}: not a number: {value}"))
+                value.parse().map_err(|_| format!("{name}: not a number: {value}"))
             }
         }
     };
     let runs = take_flag("--runs", 5)?;
     let limit = take_flag("--limit", 20)?;
-    let [db, common, rare]: [String; 3] = rest
-        .try_into()
-        .map_err(|_| "usage: queries DB COMMON_WORD RARE_WORD [--runs R] [--limit N]".to_owned())?;
+    let [db, common, rare]: [String; 3] = rest.try_into().map_err(|_| "usage: queries DB COMMON_WORD RARE_WORD [--runs R] [--limit N]".to_owned())?;
     if runs == 0 {
         return Err("--runs must be at least 1".into());
     }
-    Ok(Args {
-        db: PathBuf::from(db),
-        common,
-        rare,
-        runs,
-        limit,
-    })
+    Ok(Args { db: PathBuf::from(db), common, rare, runs, limit })
 }
 
 /// Best and every time of `runs` calls of `op` on a freshly opened store, and the size of the
 /// last result.
-fn time(
-    args: &Args,
-    op: &dyn Fn(&Store) -> Result<usize, String>,
-) -> Result<(f64, Vec<f64>, usize), String> {
+fn time(args: &Args, op: &dyn Fn(&Store) -> Result<usize, String>) -> Result<(f64, Vec<f64>, usize), String> {
     let mut times = Vec::with_capacity(args.runs);
     let mut size = 0;
     for _ in 0..args.runs {
@@ -96,12 +77,7 @@ fn time(
 /// number of conversations found.
 fn search_with_snippets(store: &Store, word: &str, limit: usize) -> Result<usize, String> {
     let conn = store.connection().map_err(|e| e.to_string())?;
-    let q = SearchQuery {
-        text: word.to_owned(),
-        limit,
-        matches: 1,
-        ..SearchQuery::default()
-    };
+    let q = SearchQuery { text: word.to_owned(), limit, matches: 1, ..SearchQuery::default() };
     let result = search(&conn, &q).map_err(|e| e.to_string())?;
     let terms = highlight_terms(word);
     let exact = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| s.to_owned() };
@@ -135,31 +111,14 @@ fn main() {
             "list_detail".into(),
             Box::new(|s: &Store| {
                 let conn = s.connection().map_err(|e| e.to_string())?;
-                Ok(queries::list_filtered(
-                    &conn,
-                    &ListFilter {
-                        include_test: true,
-                        ..ListFilter::default()
-                    },
-                )
-                .map_err(|e| e.to_string())?
-                .len())
+                Ok(queries::list_filtered(&conn, &ListFilter { include_test: true, ..ListFilter::default() }).map_err(|e| e.to_string())?.len())
             }),
         ),
         (
             "list_default".into(),
             Box::new(move |s: &Store| {
                 let conn = s.connection().map_err(|e| e.to_string())?;
-                Ok(queries::list_filtered(
-                    &conn,
-                    &ListFilter {
-                        include_test: true,
-                        limit: Some(limit),
-                        ..ListFilter::default()
-                    },
-                )
-                .map_err(|e| e.to_string())?
-                .len())
+                Ok(queries::list_filtered(&conn, &ListFilter { include_test: true, limit: Some(limit), ..ListFilter::default() }).map_err(|e| e.to_string())?.len())
             }),
         ),
         (format!("search:{}", args.common), {
@@ -175,9 +134,7 @@ fn main() {
             Box::new(|s: &Store| {
                 let conn = s.connection().map_err(|e| e.to_string())?;
                 let v = stats::overview(&conn, None, false, None).map_err(|e| e.to_string())?;
-                Ok(v.get("total_conversations")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0) as usize)
+                Ok(v.get("total_conversations").and_then(Value::as_u64).unwrap_or(0) as usize)
             }),
         ),
     ];

@@ -91,8 +91,7 @@ fn main() {
     let transcript = dir.join("conversation.jsonl");
     let before = count_lines(&transcript);
 
-    let messages: Vec<Message> =
-        (0..repeats).map(|i| Message::new(Role::User, format!("benchmark message {i}"), Some(timestamp(i)))).collect();
+    let messages: Vec<Message> = (0..repeats).map(|i| Message::new(Role::User, format!("benchmark message {i}"), Some(timestamp(i)))).collect();
     let mut samples = Vec::with_capacity(repeats);
     let mut checkpoints = Vec::new();
     for (i, message) in messages.iter().enumerate() {

@@ -310,9 +310,7 @@ pub fn test_ids_sql(column: &str) -> String {
 /// `~/.local/share/gptme/logs` (an empty variable counts as unset). `None` without a home.
 pub fn default_logs_root() -> Option<PathBuf> {
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    var("GPTME_LOGS_HOME")
-        .or_else(|| var("XDG_DATA_HOME").map(|d| d.join("gptme/logs")))
-        .or_else(|| var("HOME").map(|h| h.join(".local/share/gptme/logs")))
+    var("GPTME_LOGS_HOME").or_else(|| var("XDG_DATA_HOME").map(|d| d.join("gptme/logs"))).or_else(|| var("HOME").map(|h| h.join(".local/share/gptme/logs")))
 }
 
 /// Whether `dir` (a directory under a logs root) is a conversation: it holds a

@@ -14,12 +14,12 @@
 //! - [`render`]: Markdown and HTML documents of a conversation;
 //! - [`cli`]: the `sessiondb` command line.
 
+pub mod cli;
 pub mod codec;
+pub mod fs;
 pub mod layout;
 pub mod model;
 pub mod ops;
 pub mod render;
 pub mod store;
 pub mod sync;
-pub mod cli;
-pub mod fs;

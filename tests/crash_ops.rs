@@ -106,10 +106,6 @@ fn killed_writers_lose_nothing_and_leave_no_half_written_file() {
     let check = tempfile::tempdir().unwrap();
     run_ok(sessiondb(&db).args(["export", "--to"]).arg(check.path()).arg(CHAT));
     assert_same_tree(&logs.join(CHAT), &check.path().join(CHAT), &[".lock"]);
-    println!(
-        "kills: {kills} ({kills_by_op:?}), operations completed: {done}, appends and edits acknowledged: {}, lost: {}",
-        acknowledged.len(),
-        lost.len()
-    );
+    println!("kills: {kills} ({kills_by_op:?}), operations completed: {done}, appends and edits acknowledged: {}, lost: {}", acknowledged.len(), lost.len());
     assert!(lost.is_empty(), "acknowledged but missing: {lost:?}");
 }

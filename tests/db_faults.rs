@@ -30,8 +30,8 @@ fn a_full_disk_fails_the_write_cleanly_and_keeps_what_was_committed() {
     let logs = fixtures_copy(work.path());
     let db = work.path().join("db.sqlite");
     run_ok(sessiondb(&db).args(["append", "--help"])); // the binary runs at all
-    // First a small store, then an import of a big conversation with the file size limit just
-    // above what the database has: the writes fail with EFBIG (SIGXFSZ ignored), as on a full disk.
+                                                       // First a small store, then an import of a big conversation with the file size limit just
+                                                       // above what the database has: the writes fail with EFBIG (SIGXFSZ ignored), as on a full disk.
     let small = work.path().join("small");
     fs::create_dir(&small).unwrap();
     run_ok(Command::new("cp").arg("-a").arg(logs.join("2026-07-01-basic-chat")).arg(&small));

@@ -12,9 +12,9 @@ use std::process::Command;
 
 use common::tree::{snapshot, Node};
 use common::{gptme_python, run_ok, sessiondb, tool};
+use serde_json::{json, Value};
 use sessiondb::codec::toml_log::messages_to_toml;
 use sessiondb::model::{Message, Role};
-use serde_json::{json, Value};
 
 /// A message for both sides: role, content, timestamp and optional flags.
 fn msg(role: &str, content: &str, i: usize) -> Value {
@@ -318,19 +318,22 @@ fn undo_with_an_undo_command_logs_what_was_removed() {
 
 #[test]
 fn undo_with_and_without_an_undo_command_other_files() {
-    differential_ignoring(&[
-        new("u"),
-        append("u", msg("user", "one", 1)),
-        append("u", msg("assistant", "two", 2)),
-        append("u", msg("user", "three", 3)),
-        json!({"op": "undo", "id": "u", "n": 1}),
-        append("u", msg("user", "/undo", 4)),
-        json!({"op": "undo", "id": "u", "n": 1}),
-        append("u", msg("user", "/help", 5)),
-        json!({"op": "undo", "id": "u", "n": 2}),
-        json!({"op": "undo", "id": "u", "n": 5}),
-        json!({"op": "undo", "id": "u", "n": 1}),
-    ], &["u/events.jsonl"]);
+    differential_ignoring(
+        &[
+            new("u"),
+            append("u", msg("user", "one", 1)),
+            append("u", msg("assistant", "two", 2)),
+            append("u", msg("user", "three", 3)),
+            json!({"op": "undo", "id": "u", "n": 1}),
+            append("u", msg("user", "/undo", 4)),
+            json!({"op": "undo", "id": "u", "n": 1}),
+            append("u", msg("user", "/help", 5)),
+            json!({"op": "undo", "id": "u", "n": 2}),
+            json!({"op": "undo", "id": "u", "n": 5}),
+            json!({"op": "undo", "id": "u", "n": 1}),
+        ],
+        &["u/events.jsonl"],
+    );
 }
 
 #[test]
@@ -446,7 +449,11 @@ fn forks_whole_and_at_a_turn() {
         script.push(append("f", msg(["user", "assistant", "system"][i % 3], &format!("m{i}"), i)));
     }
     script.push(json!({"op": "branch", "id": "f", "name": "alt"}));
-    script.push(append("f", { let mut m = msg("user", "alt only", 20); m["branch"] = json!("alt"); m }));
+    script.push(append("f", {
+        let mut m = msg("user", "alt only", 20);
+        m["branch"] = json!("alt");
+        m
+    }));
     script.push(json!({"op": "fork", "id": "f", "new_id": "f-copy"}));
     script.push(json!({"op": "fork_at_turn", "id": "f", "turn": 1, "new_id": "f-turn1"}));
     script.push(json!({"op": "fork_at_turn", "id": "f", "turn": 0, "new_id": "f-turn0"}));

@@ -10,7 +10,13 @@ use sessiondb::codec::message_line::{decode_line, encode_message, LineContent};
 fn inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-regressions").join(target);
     let Ok(entries) = fs::read_dir(&dir) else { return Vec::new() };
-    entries.map(|e| e.unwrap().path()).map(|p| { let b = fs::read(&p).unwrap(); (p, b) }).collect()
+    entries
+        .map(|e| e.unwrap().path())
+        .map(|p| {
+            let b = fs::read(&p).unwrap();
+            (p, b)
+        })
+        .collect()
 }
 
 #[test]

@@ -106,8 +106,5 @@ fn a_failed_reimport_keeps_the_previous_copy() {
     let out = sessiondb(&db).arg("import").arg(&logs).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let show = run_ok(sessiondb(&db).args(["show", "chat", "--json"]));
-    assert_eq!(
-        String::from_utf8_lossy(&show.stdout),
-        "{\"role\": \"user\", \"content\": \"hello\", \"timestamp\": \"2026-01-01T00:00:00\"}\n"
-    );
+    assert_eq!(String::from_utf8_lossy(&show.stdout), "{\"role\": \"user\", \"content\": \"hello\", \"timestamp\": \"2026-01-01T00:00:00\"}\n");
 }

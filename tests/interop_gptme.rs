@@ -20,8 +20,8 @@ use sessiondb::model::Message;
 /// Runs the gptme oracle; returns its JSON report, failing the test when it is not ok.
 fn gptme_check(args: &[&str], target: &Path) -> serde_json::Value {
     let out = Command::new(gptme_python()).arg(tool("gptme_check.py")).args(args).arg(target).output().expect("python runs");
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("gptme_check printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("gptme_check printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
     assert!(report["ok"] == true, "gptme_check {args:?} found problems:\n{}", serde_json::to_string_pretty(&report["problems"]).unwrap());
     report
 }
@@ -87,9 +87,7 @@ fn messages_written_by_sessiondb_load_in_gptme_unchanged() {
     assert_same_tree(&logs, &out, &[".lock"]);
 
     let report = gptme_check(&["reads", "--strict"], &out);
-    let conversation = |id: &str| {
-        report["conversations"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap_or_else(|| panic!("{id} not read")).clone()
-    };
+    let conversation = |id: &str| report["conversations"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap_or_else(|| panic!("{id} not read")).clone();
     let recovery = conversation("long")["recovery"].clone();
     assert_eq!(recovery["equal"], true, "{recovery}");
     assert_eq!(recovery["recovered"], 150, "{recovery}");

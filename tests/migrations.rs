@@ -35,11 +35,8 @@ fn schema_dir() -> PathBuf {
 
 /// The migration files in `schema/`, in the order they are applied (by name).
 fn migration_files() -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(schema_dir())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.ends_with(".sql"))
-        .collect();
+    let mut names: Vec<String> =
+        fs::read_dir(schema_dir()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).filter(|n| n.ends_with(".sql")).collect();
     names.sort();
     names
 }
@@ -52,9 +49,8 @@ fn sha256_hex(bytes: &[u8]) -> String {
 fn released_migrations_are_unchanged() {
     for (name, pinned) in RELEASED {
         let path = schema_dir().join(name);
-        let bytes = fs::read(&path).unwrap_or_else(|e| {
-            panic!("schema/{name}: {e}: a released migration must stay as released; add a new migration (schema/NNNN_name.sql) instead")
-        });
+        let bytes = fs::read(&path)
+            .unwrap_or_else(|e| panic!("schema/{name}: {e}: a released migration must stay as released; add a new migration (schema/NNNN_name.sql) instead"));
         let found = sha256_hex(&bytes);
         assert_eq!(
             &found, pinned,
@@ -130,8 +126,11 @@ fn insert_conversation(conn: &Connection, chat_id: &str, created: f64, modified:
     .unwrap();
     let conv = conn.last_insert_rowid();
     for (path, kind, name, lines) in documents {
-        conn.execute("INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns) VALUES (?1, ?2, 'document', 420, ?3)", params![conv, path, (modified * 1e9) as i64])
-            .unwrap();
+        conn.execute(
+            "INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns) VALUES (?1, ?2, 'document', 420, ?3)",
+            params![conv, path, (modified * 1e9) as i64],
+        )
+        .unwrap();
         conn.execute(
             "INSERT INTO documents (conversation_id, path, kind, name, ends_with_newline, line_count) VALUES (?1, ?2, ?3, ?4, 1, ?5)",
             params![conv, path, kind, name, lines.len() as i64],
@@ -160,10 +159,9 @@ fn message_id(conn: &Connection, conv: i64, line: &Line) -> i64 {
             "INSERT INTO messages (conversation_id, line_sha256, role, content, timestamp) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![conv, sha, role, line.content, line.timestamp],
         ),
-        None => conn.execute(
-            "INSERT INTO messages (conversation_id, line_sha256, raw, malformed) VALUES (?1, ?2, ?3, 'not a JSON object')",
-            params![conv, sha, bytes],
-        ),
+        None => {
+            conn.execute("INSERT INTO messages (conversation_id, line_sha256, raw, malformed) VALUES (?1, ?2, ?3, 'not a JSON object')", params![conv, sha, bytes])
+        }
     }
     .unwrap();
     conn.last_insert_rowid()
@@ -204,20 +202,21 @@ fn insert_rows(conn: &Connection) -> (i64, i64, i64, i64) {
     let untimed = insert_conversation(conn, "2026-01-03-untimed", UNTIMED_AT, UNTIMED_AT, &[("conversation.jsonl", "branch", "main", &[&PLAIN_1, &PLAIN_2])]);
     let empty = insert_conversation(conn, "2026-01-04-empty", UNTIMED_AT, UNTIMED_AT, &[("conversation.jsonl", "branch", "main", &[])]);
     // The event log of "timed": an append carrying a message, then an undo.
+    conn.execute("INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns) VALUES (?1, 'events.jsonl', 'document', 420, 1767350000000000000)", [timed])
+        .unwrap();
     conn.execute(
-        "INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns) VALUES (?1, 'events.jsonl', 'document', 420, 1767350000000000000)",
+        "INSERT INTO documents (conversation_id, path, kind, name, ends_with_newline, line_count) VALUES (?1, 'events.jsonl', 'events', 'main', 1, 2)",
         [timed],
     )
     .unwrap();
-    conn.execute("INSERT INTO documents (conversation_id, path, kind, name, ends_with_newline, line_count) VALUES (?1, 'events.jsonl', 'events', 'main', 1, 2)", [timed])
-        .unwrap();
     let events = conn.last_insert_rowid();
     conn.execute(
         "INSERT INTO events (document_id, line_no, seq, ts, type, payload_form) VALUES (?1, 0, 1, '2026-01-02T10:00:00', 'message_append', 'message')",
         [events],
     )
     .unwrap();
-    conn.execute("INSERT INTO event_messages (document_id, line_no, position, message_id) VALUES (?1, 0, 0, ?2)", params![events, message_id(conn, timed, &HELLO)]).unwrap();
+    conn.execute("INSERT INTO event_messages (document_id, line_no, position, message_id) VALUES (?1, 0, 0, ?2)", params![events, message_id(conn, timed, &HELLO)])
+        .unwrap();
     conn.execute(
         "INSERT INTO events (document_id, line_no, seq, ts, type, payload_form, payload) VALUES (?1, 1, 2, '2026-01-02T10:04:00', 'undo', 'json', '{\"count\": 1}')",
         [events],

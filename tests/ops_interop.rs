@@ -312,6 +312,7 @@ fn a_failing_operation_leaves_store_and_directory_as_they_were() {
     assert_eq!(undo.status.code(), Some(1));
     assert_eq!(fs::read(logs.join("f/conversation.jsonl")).unwrap(), before, "the rewrite was put back");
     assert!(!logs.join("f/branches/main-undo-0.jsonl").exists(), "the backup branch was removed again");
-    let leftovers: Vec<_> = fs::read_dir(logs.join("f")).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with(".sessiondb-tmp")).collect();
+    let leftovers: Vec<_> =
+        fs::read_dir(logs.join("f")).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with(".sessiondb-tmp")).collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }

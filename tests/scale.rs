@@ -116,7 +116,11 @@ fn long_conversation(logs: &Path, id: &str, n: usize) {
         writeln!(out, "{line}").unwrap();
     }
     out.flush().unwrap();
-    fs::write(dir.join("events.jsonl"), format!("{{\"seq\": 1, \"ts\": \"2026-07-01T00:00:00.000001+00:00\", \"type\": \"message_append\", \"payload\": {{\"message\": {first}}}}}\n")).unwrap();
+    fs::write(
+        dir.join("events.jsonl"),
+        format!("{{\"seq\": 1, \"ts\": \"2026-07-01T00:00:00.000001+00:00\", \"type\": \"message_append\", \"payload\": {{\"message\": {first}}}}}\n"),
+    )
+    .unwrap();
 }
 
 /// Peak memory (MiB) and seconds of one command.

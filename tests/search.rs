@@ -33,7 +33,11 @@ fn ids(results: &[Value]) -> Vec<String> {
 fn setup() -> (tempfile::TempDir, std::path::PathBuf) {
     let work = tempfile::tempdir().unwrap();
     let logs = work.path().join("logs");
-    conversation(&logs, "rust-talk", &[("user", "How do I borrow in Rust? borrow checker, borrow rules"), ("assistant", "The borrow checker enforces one mutable borrow.")]);
+    conversation(
+        &logs,
+        "rust-talk",
+        &[("user", "How do I borrow in Rust? borrow checker, borrow rules"), ("assistant", "The borrow checker enforces one mutable borrow.")],
+    );
     conversation(&logs, "python-talk", &[("user", "Python decorators please"), ("assistant", "A decorator wraps a function; you can borrow ideas from Rust too.")]);
     conversation(&logs, "syntax", &[("user", "error: foo-bar failed at path/to:file (line 3) with \"quoted\" text*"), ("system", "system noise about foo-bar")]);
     conversation(&logs, "cjk", &[("user", "我们使用数据库存储会话"), ("assistant", "日本語のテキストも検索できます")]);
@@ -188,11 +192,9 @@ fn hostile_text_and_queries_are_answered_without_panics() {
     assert!(out.status.success(), "searched literally: {}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("(searched literally)") && stdout.contains("folding"), "{stdout}");
 
-    for (query, bound) in [
-        (["x*"; 20_000].join(" "), "bytes; at most 16384"),
-        (["x*"; 9].join(" "), "9 prefixes (`*`); at most 8"),
-        (["word"; 65].join(" "), "65 words; at most 64"),
-    ] {
+    for (query, bound) in
+        [(["x*"; 20_000].join(" "), "bytes; at most 16384"), (["x*"; 9].join(" "), "9 prefixes (`*`); at most 8"), (["word"; 65].join(" "), "65 words; at most 64")]
+    {
         let started = std::time::Instant::now();
         let out = sessiondb(&db).args(["search", &query]).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -324,12 +324,8 @@ fn concurrent_processes_never_report_a_locked_database() {
             let script = format!(
                 "db=\"$1\"; for n in $(seq 1 {APPENDS}); do \"$0\" --db \"$db\" append {chat} --role user --content \"c{k} $n\" >/dev/null || exit 1; done"
             );
-            let child = Command::new("sh")
-                .args(["-c", &script, env!("CARGO_BIN_EXE_sessiondb")])
-                .arg(&root.db)
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
+            let child =
+                Command::new("sh").args(["-c", &script, env!("CARGO_BIN_EXE_sessiondb")]).arg(&root.db).stderr(std::process::Stdio::piped()).spawn().unwrap();
             children.push(child);
         }
     }

@@ -22,15 +22,8 @@ fn killed_syncs_lose_and_duplicate_nothing() {
     let db = temp.path().join("db.sqlite");
     let ack = temp.path().join("acknowledged.txt");
     let chats = ["2026-12-01-crash-a", "2026-12-01-crash-b", "2026-07-01-basic-chat"];
-    let mut appender = Command::new(gptme_python())
-        .arg(tool("gptme_appender.py"))
-        .arg(&logs)
-        .arg(&ack)
-        .arg("100000")
-        .args(chats)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut appender =
+        Command::new(gptme_python()).arg(tool("gptme_appender.py")).arg(&logs).arg(&ack).arg("100000").args(chats).stdout(Stdio::null()).spawn().unwrap();
 
     let (mut kills, mut completed) = (0u32, 0u32);
     // Kill delays are spread over one and a half times about the length of a whole sync, so

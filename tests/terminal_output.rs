@@ -41,7 +41,11 @@ fn hostile_logs(logs: &Path) -> String {
     .concat();
     fs::write(dir.join("conversation.jsonl"), &main).unwrap();
     let branch = format!("b{H}");
-    fs::write(dir.join("branches").join(format!("{branch}.jsonl")), [main.lines().next().unwrap(), "\n", &line("assistant", &format!("other {H}"), "2026-07-16T10:01:00", None)].concat()).unwrap();
+    fs::write(
+        dir.join("branches").join(format!("{branch}.jsonl")),
+        [main.lines().next().unwrap(), "\n", &line("assistant", &format!("other {H}"), "2026-07-16T10:01:00", None)].concat(),
+    )
+    .unwrap();
     branch
 }
 

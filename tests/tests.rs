@@ -19,6 +19,7 @@ mod hostile;
 mod html_browser;
 mod import_errors;
 mod interop_gptme;
+mod layering;
 mod migrations;
 mod ops_interop;
 mod planted_links;

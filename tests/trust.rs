@@ -71,13 +71,8 @@ struct Gptme {
 
 impl Gptme {
     fn start(dir: &Path) -> Gptme {
-        let mut child = Command::new(gptme_python())
-            .arg(tool("gptme_actor.py"))
-            .arg(dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python runs");
+        let mut child =
+            Command::new(gptme_python()).arg(tool("gptme_actor.py")).arg(dir).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("python runs");
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         Gptme { child, stdin, stdout }
@@ -122,14 +117,8 @@ fn started(root: &Root, chat: &str) -> PathBuf {
 fn queued_appends_survive_a_concurrent_sync_and_gptme_rewrites() {
     let root = Root::new();
     let dir = started(&root, "busy");
-    let mut watch = root
-        .sessiondb()
-        .args(["sync", "--watch", "--rescan", "1", "--json"])
-        .arg(&root.logs)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut watch =
+        root.sessiondb().args(["sync", "--watch", "--rescan", "1", "--json"]).arg(&root.logs).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let mut gptme = Gptme::start(&dir);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = stop.clone();
@@ -315,7 +304,11 @@ fn token_totals_never_wrap() {
     let root = Root::new();
     let dir = root.logs.join("huge");
     fs::create_dir(&dir).unwrap();
-    let line = |n: &str| format!(r#"{{"role": "assistant", "content": "x", "timestamp": "2026-12-01T10:00:00", "metadata": {{"model": "m", "usage": {{"input_tokens": {n}, "output_tokens": {n}}}}}}}"#);
+    let line = |n: &str| {
+        format!(
+            r#"{{"role": "assistant", "content": "x", "timestamp": "2026-12-01T10:00:00", "metadata": {{"model": "m", "usage": {{"input_tokens": {n}, "output_tokens": {n}}}}}}}"#
+        )
+    };
     fs::write(dir.join("conversation.jsonl"), format!("{}\n{}\n", line("1e300"), line("9223372036854775807"))).unwrap();
     run_ok(root.sessiondb().arg("import").arg(&root.logs));
     let list: Value = serde_json::from_slice(&run_ok(root.sessiondb().args(["list", "--json", "--all"])).stdout).unwrap();
@@ -539,13 +532,7 @@ fn soak_everything_at_once() {
 
 /// Starts `sync --watch` on the root; stopped (SIGINT) by [`stop_watch`].
 fn start_watch(root: &Root) -> Child {
-    root.sessiondb()
-        .args(["sync", "--watch", "--rescan", "1", "--json"])
-        .arg(&root.logs)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    root.sessiondb().args(["sync", "--watch", "--rescan", "1", "--json"]).arg(&root.logs).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
 }
 
 /// Stops a watcher with Ctrl-C; returns (exit code, the passes it reported, its stderr).
@@ -635,12 +622,7 @@ fn directories_operations_create_follow_the_umask() {
     let dir = started(&root, "private");
     let toml = root.home.join("view.toml");
     fs::write(&toml, &run_ok(root.sessiondb().args(["export", "--format", "toml", "private"])).stdout).unwrap();
-    let cmd = format!(
-        "umask 077; exec {} --db {} view create private v1 --toml {}",
-        env!("CARGO_BIN_EXE_sessiondb"),
-        root.db.display(),
-        toml.display()
-    );
+    let cmd = format!("umask 077; exec {} --db {} view create private v1 --toml {}", env!("CARGO_BIN_EXE_sessiondb"), root.db.display(), toml.display());
     run_ok(Command::new("sh").arg("-c").arg(cmd));
     use std::os::unix::fs::PermissionsExt;
     let mode = fs::metadata(dir.join("views")).unwrap().permissions().mode() & 0o7777;

@@ -25,8 +25,9 @@ fn restore_advice(db: &Path, logs: Option<&Path>) -> String {
     format!(
         "gptme's directories are the source of the history: move {db} (and its -wal and -shm files) aside, then run \
          `sessiondb import {logs}` to build a new database from them. Only changes queued with --queue and not yet \
-         written by `sessiondb sync` exist in the database alone."
-    , db = db.display())
+         written by `sessiondb sync` exist in the database alone.",
+        db = db.display()
+    )
 }
 
 /// Whether a problem means the file itself is damaged (then only a rebuild helps).

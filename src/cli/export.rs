@@ -85,7 +85,11 @@ fn document(store: &Store, chat_id: &str, format: &str, branch: Option<&str>, ou
     let mut render = |out: &mut dyn std::io::Write| {
         let written = queries::with_document_lines(&conn, doc.id, 0, |lines| {
             let messages = lines.filter_map(|l| l.message).map(|m| crate::ops::normalise_for_rewrite(&m, mtime));
-            if format == "html" { crate::render::html(chat_id, messages, out) } else { crate::render::markdown(chat_id, messages, out) }
+            if format == "html" {
+                crate::render::html(chat_id, messages, out)
+            } else {
+                crate::render::markdown(chat_id, messages, out)
+            }
         });
         written.unwrap_or_else(|e| {
             let reason = std::io::Error::other(e.to_string());

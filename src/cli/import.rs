@@ -59,9 +59,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         tell!("sessiondb: skipped {}: no conversation.jsonl", other.display());
     }
     let progress = ProgressBar::new(dirs.len() as u64);
-    progress.set_style(
-        ProgressStyle::with_template("{spinner} importing {pos}/{len} {wide_bar} {eta}").expect("valid template"),
-    );
+    progress.set_style(ProgressStyle::with_template("{spinner} importing {pos}/{len} {wide_bar} {eta}").expect("valid template"));
     let mut conn = store.connection()?;
     let mut batch = WriteBatch::begin(&mut conn)?;
     let mut batch_bytes = 0;

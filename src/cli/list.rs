@@ -156,11 +156,7 @@ fn write_table(out: &mut impl Write, conn: &crate::store::Connection, filter: &L
     let paint = |code: &str, text: &str| if colour { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() };
     const FIXED: usize = 16 + 2 + 5 + 2 + 9 + 2 + 22 + 2;
     // Name and preview fit a terminal (or $COLUMNS); written to a pipe or a file, nothing is cut.
-    let rest = if terminal || std::env::var_os("COLUMNS").is_some() {
-        super::terminal_width(terminal).max(60).saturating_sub(FIXED).max(12)
-    } else {
-        usize::MAX
-    };
+    let rest = if terminal || std::env::var_os("COLUMNS").is_some() { super::terminal_width(terminal).max(60).saturating_sub(FIXED).max(12) } else { usize::MAX };
     let header = format!("{:<16}  {:>5}  {:>9}  {:<22}  {}", "MODIFIED (UTC)", "MSGS", "COST", "MODEL", "NAME");
     writeln!(out, "{}", paint("1", &header))?;
     let mut count = 0usize;

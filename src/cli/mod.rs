@@ -10,8 +10,8 @@ mod manage;
 mod ops;
 mod read;
 mod search;
-mod stats;
 mod show;
+mod stats;
 mod sync;
 pub mod term;
 
@@ -53,9 +53,7 @@ enum Command {
     /// Read a conversation, as gptme's `chats read` shows it (or in full)
     Read(read::Args),
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
-    Completions {
-        shell: clap_complete::Shell,
-    },
+    Completions { shell: clap_complete::Shell },
     /// Print the man page (roff)
     Man,
     /// Create an empty conversation in gptme's logs root
@@ -142,9 +140,7 @@ pub fn run() -> i32 {
 }
 
 fn open_store(db: Option<PathBuf>) -> Result<Store, Failure> {
-    let path = db
-        .or_else(default_db_path)
-        .ok_or_else(|| Failure("cannot find a place for the database: set --db, SESSIONDB_DB or HOME".into()))?;
+    let path = db.or_else(default_db_path).ok_or_else(|| Failure("cannot find a place for the database: set --db, SESSIONDB_DB or HOME".into()))?;
     Ok(Store::open(&path)?)
 }
 
@@ -198,9 +194,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
 
 /// The logs root a command works on: the one given, else gptme's default; it must exist.
 pub(crate) fn logs_root(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
-    let root = given
-        .or_else(crate::layout::default_logs_root)
-        .ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?;
+    let root = given.or_else(crate::layout::default_logs_root).ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?;
     if !root.is_dir() {
         return Err(Failure(format!("{}: not a directory", root.display())));
     }
@@ -238,7 +232,6 @@ pub(crate) fn terminal_width(terminal: bool) -> usize {
     80
 }
 
-
 /// `YYYY-MM-DD` (midnight UTC, as gptme's `--since` reads it), or `Nd` / `Nh` before now.
 pub(crate) fn parse_since(text: &str) -> Result<f64, Failure> {
     let now = chrono::Utc::now();
@@ -253,7 +246,6 @@ pub(crate) fn parse_since(text: &str) -> Result<f64, Failure> {
             return Ok(t);
         }
     }
-    let date = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
-        .map_err(|_| Failure(format!("--since {text:?}: expected YYYY-MM-DD, Nd or Nh")))?;
+    let date = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| Failure(format!("--since {text:?}: expected YYYY-MM-DD, Nd or Nh")))?;
     Ok(date.and_hms_opt(0, 0, 0).expect("midnight").and_utc().timestamp() as f64)
 }

@@ -8,11 +8,11 @@ use super::Failure;
 use crate::codec::json;
 use crate::codec::timestamp::format_naive;
 use crate::codec::toml_log::{messages_to_toml, toml_to_messages};
+use crate::layout::default_logs_root;
 use crate::model::resume::{next_speaker, Next};
 use crate::model::{Log, Message, Role};
 use crate::ops::{self, with_session};
 use crate::store::{live, queries, Store, StoreError};
-use crate::layout::default_logs_root;
 
 #[derive(clap::Args)]
 pub struct NewArgs {
@@ -258,9 +258,7 @@ pub struct DiffArgs {
 
 pub fn diff(store: &Store, args: DiffArgs) -> Result<i32, Failure> {
     let conn = store.connection()?;
-    let load = |b: &str| -> Result<Log, Failure> {
-        Ok(Log::new(queries::branch_messages(&conn, &args.chat_id, b)?.into_iter().map(|(m, _)| m).collect()))
-    };
+    let load = |b: &str| -> Result<Log, Failure> { Ok(Log::new(queries::branch_messages(&conn, &args.chat_id, b)?.into_iter().map(|(m, _)| m).collect())) };
     let (a, b) = (load(&args.a)?, load(&args.b)?);
     match a.first_difference(&b) {
         None => say!("{} and {} are the same", args.a, args.b),

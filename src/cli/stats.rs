@@ -50,7 +50,11 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         say!("Conversation Stats: {}", data["name"].as_str().unwrap_or(""));
         say!("  ID:          {}", data["id"].as_str().unwrap_or(""));
         say!("  Model:       {}", data["model"].as_str().unwrap_or("-"));
-        say!("  Messages:    {} ({})", n(&data["messages"]["total"]), data["messages"]["by_role"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")).unwrap_or_default());
+        say!(
+            "  Messages:    {} ({})",
+            n(&data["messages"]["total"]),
+            data["messages"]["by_role"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")).unwrap_or_default()
+        );
         say!("  Tool calls:  {}", n(&data["tool_calls"]["total"]));
         say!("  Started:     {}", data["started"].as_str().unwrap_or(""));
         say!("  Ended:       {}", data["ended"].as_str().unwrap_or(""));
@@ -65,18 +69,41 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     }
     say!("Conversation Statistics{}", args.since.as_ref().map(|s| format!(" (since {s})")).unwrap_or_default());
     say!("  Conversations:  {}", n(&data["total_conversations"]));
-    say!("  Messages:       {} ({} avg, by role: {})", n(&data["total_messages"]), data["avg_messages_per_conversation"], data["by_role"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")).unwrap_or_default());
+    say!(
+        "  Messages:       {} ({} avg, by role: {})",
+        n(&data["total_messages"]),
+        data["avg_messages_per_conversation"],
+        data["by_role"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")).unwrap_or_default()
+    );
     say!("  Oldest/newest:  {} / {}", data["oldest"].as_str().unwrap_or(""), data["newest"].as_str().unwrap_or(""));
     say!("  Cost:           ${:.4}", data["total_cost"].as_f64().unwrap_or(f64::NAN));
-    say!("  Tokens:         {} in / {} out / {} cache read / {} cache creation", tokens(n(&data["total_input_tokens"])), tokens(n(&data["total_output_tokens"])), tokens(n(&data["total_cache_read_tokens"])), tokens(n(&data["total_cache_creation_tokens"])));
+    say!(
+        "  Tokens:         {} in / {} out / {} cache read / {} cache creation",
+        tokens(n(&data["total_input_tokens"])),
+        tokens(n(&data["total_output_tokens"])),
+        tokens(n(&data["total_cache_read_tokens"])),
+        tokens(n(&data["total_cache_creation_tokens"]))
+    );
     say!("\nBy model:");
     for (model, m) in data["by_model"].as_object().into_iter().flatten() {
-        say!("  {model:40} {:>5} conv  ${:>9.4}  {:>8} in  {:>8} out", n(&m["conversations"]), m["cost"].as_f64().unwrap_or(f64::NAN), tokens(n(&m["input_tokens"])), tokens(n(&m["output_tokens"])));
+        say!(
+            "  {model:40} {:>5} conv  ${:>9.4}  {:>8} in  {:>8} out",
+            n(&m["conversations"]),
+            m["cost"].as_f64().unwrap_or(f64::NAN),
+            tokens(n(&m["input_tokens"])),
+            tokens(n(&m["output_tokens"]))
+        );
     }
     if let Some(rows) = data.get("breakdown").and_then(|b| b.as_object()) {
         say!("\nBreakdown:");
         for (key, m) in rows {
-            say!("  {key:40} {:>5} conv  ${:>9.4}  {:>8} in  {:>8} out", n(&m["conversations"]), m["cost"].as_f64().unwrap_or(f64::NAN), tokens(n(&m["input_tokens"])), tokens(n(&m["output_tokens"])));
+            say!(
+                "  {key:40} {:>5} conv  ${:>9.4}  {:>8} in  {:>8} out",
+                n(&m["conversations"]),
+                m["cost"].as_f64().unwrap_or(f64::NAN),
+                tokens(n(&m["input_tokens"])),
+                tokens(n(&m["output_tokens"]))
+            );
         }
     }
     Ok(0)

@@ -98,7 +98,13 @@ pub fn set_chat_name(text: &str, name: &str) -> Result<String, String> {
     for i in start + 1..end {
         let line = lines[i];
         let trimmed = line.trim_start();
-        let key_len = if trimmed.starts_with("name") { 4 } else if trimmed.starts_with("\"name\"") { 6 } else { continue };
+        let key_len = if trimmed.starts_with("name") {
+            4
+        } else if trimmed.starts_with("\"name\"") {
+            6
+        } else {
+            continue;
+        };
         let after_key = &trimmed[key_len..];
         if !after_key.trim_start().starts_with('=') {
             continue;

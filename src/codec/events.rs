@@ -37,10 +37,15 @@ pub enum Payload {
     Other(Json),
 }
 
-/// What a line of an event log holds.
+/// What a line of an event log holds. (An `Event` is much larger than the other variants; lines
+/// are decoded one at a time, so boxing it would only add an allocation per line.)
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)]
 pub enum EventLine {
-    Event { event: Event, canonical: bool },
+    Event {
+        event: Event,
+        canonical: bool,
+    },
     Blank,
     /// Not an event gptme can replay (it skips such lines); the reason says why.
     Malformed(String),
@@ -91,9 +96,7 @@ fn event_from_json(value: Json) -> Result<Event, String> {
 }
 
 fn decode_payload(kind: &str, payload: Json) -> Payload {
-    let single_member = |payload: &Json, name: &str| -> bool {
-        matches!(payload, Json::Object(m) if m.len() == 1 && m[0].0 == name)
-    };
+    let single_member = |payload: &Json, name: &str| -> bool { matches!(payload, Json::Object(m) if m.len() == 1 && m[0].0 == name) };
     match kind {
         MESSAGE_APPEND if single_member(&payload, "message") => {
             let Json::Object(mut members) = payload.clone() else { unreachable!() };

@@ -201,9 +201,7 @@ impl<'a> Parser<'a> {
             _ => return Err(self.error("expected a digit")),
         }
         let mut is_float = false;
-        if self.bytes.get(self.pos) == Some(&b'.')
-            && matches!(self.bytes.get(self.pos + 1), Some(b'0'..=b'9'))
-        {
+        if self.bytes.get(self.pos) == Some(&b'.') && matches!(self.bytes.get(self.pos + 1), Some(b'0'..=b'9')) {
             self.pos += 1;
             self.digits();
             is_float = true;

@@ -112,10 +112,7 @@ pub fn message_from_json(value: Json) -> Result<Message, String> {
             "ui_only" => message.ui_only = flag(&value, "ui_only")?,
             "ephemeral_ttl" => match value {
                 Json::Null => {}
-                Json::Int(_) => {
-                    message.ephemeral_ttl =
-                        Some(value.as_i64().ok_or("'ephemeral_ttl' is out of range")?)
-                }
+                Json::Int(_) => message.ephemeral_ttl = Some(value.as_i64().ok_or("'ephemeral_ttl' is out of range")?),
                 _ => return Err("'ephemeral_ttl' must be an integer".into()),
             },
             "metadata" => match value {

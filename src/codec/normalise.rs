@@ -7,8 +7,8 @@
 //! existing lines, so only rewrites (edit, undo, backups) apply this. One deliberate
 //! difference: fields from a newer gptme are kept, where gptme 0.35 would drop them.
 
-use crate::model::Json;
 use crate::codec::timestamp::{format_utc, normalise};
+use crate::model::Json;
 use crate::model::Message;
 
 const TOKEN_KEYS: [&str; 5] = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "reasoning_tokens"];

@@ -137,15 +137,7 @@ pub fn format_naive(dt: NaiveDateTime) -> String {
     // Fields formatted directly: a listing formats two timestamps per conversation, and
     // chrono's strftime parser was a tenth of `list --json`'s time.
     let (date, time) = (dt.date(), dt.time());
-    let whole = format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        date.year(),
-        date.month(),
-        date.day(),
-        time.hour(),
-        time.minute(),
-        time.second()
-    );
+    let whole = format!("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", date.year(), date.month(), date.day(), time.hour(), time.minute(), time.second());
     let micros = dt.and_utc().timestamp_subsec_micros();
     if micros == 0 {
         whole
@@ -169,7 +161,15 @@ mod tests {
 
     #[test]
     fn accepts_gptme_forms() {
-        for s in ["2026-07-16T10:00:00", "2026-07-16T10:00:00.123456", "2026-07-16T10:00:00+00:00", "2026-07-16", "2026-07-16 10:00", "2026-07-16T10:00:00.5Z", "2026-07-16T10:00:00-0530"] {
+        for s in [
+            "2026-07-16T10:00:00",
+            "2026-07-16T10:00:00.123456",
+            "2026-07-16T10:00:00+00:00",
+            "2026-07-16",
+            "2026-07-16 10:00",
+            "2026-07-16T10:00:00.5Z",
+            "2026-07-16T10:00:00-0530",
+        ] {
             assert!(parse(s).is_some(), "{s}");
         }
         for s in ["yesterday", "2026-13-01T00:00:00", "2026-07-16T10", "2026-07-16T1:00", "2026-07-16T10:00:00+5", ""] {

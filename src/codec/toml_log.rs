@@ -276,7 +276,18 @@ mod tests {
 
     #[test]
     fn gptme_lossy_cases_survive() {
-        for content in ["literal \\n backslash-n", "\"\"\" triple", "trailing space   ", "\n\nleading newlines", "ctrl \u{1}\u{7f}\r\n crlf", "ends with quote\"", "ends with backslash\\", "", "\t", "\u{2028} 中文 😀"] {
+        for content in [
+            "literal \\n backslash-n",
+            "\"\"\" triple",
+            "trailing space   ",
+            "\n\nleading newlines",
+            "ctrl \u{1}\u{7f}\r\n crlf",
+            "ends with quote\"",
+            "ends with backslash\\",
+            "",
+            "\t",
+            "\u{2028} 中文 😀",
+        ] {
             let mut m = Message::new(Role::User, content, Some("2026-07-16T10:00:00".into()));
             m.ephemeral_ttl = Some(3);
             m.call_id = Some("a\"b\\c".into());
@@ -287,7 +298,8 @@ mod tests {
     #[test]
     fn metadata_keeps_exact_values_and_order() {
         let mut m = Message::new(Role::Assistant, "x", Some("2026-07-16T10:00:00".into()));
-        m.metadata = Some(json::parse(r#"{"model": "m", "cost": 0.0123456789, "z": [1, 2.5, {"q": true}], "a": NaN, "usage": {"input_tokens": 10}}"#).unwrap().value);
+        m.metadata =
+            Some(json::parse(r#"{"model": "m", "cost": 0.0123456789, "z": [1, 2.5, {"q": true}], "a": NaN, "usage": {"input_tokens": 10}}"#).unwrap().value);
         let text = messages_to_toml(std::slice::from_ref(&m));
         assert!(!text.contains(EXACT_JSON_KEY), "{text}");
         roundtrip(&m);

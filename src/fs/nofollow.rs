@@ -358,8 +358,7 @@ impl Dir {
             }
         };
         let times = Timestamps { last_access: timespec(mtime_ns), last_modification: timespec(mtime_ns) };
-        let result = rfs::utimensat(&parent.fd, &temp, &times, AtFlags::SYMLINK_NOFOLLOW)
-            .and_then(|()| rfs::renameat(&parent.fd, &temp, &parent.fd, name));
+        let result = rfs::utimensat(&parent.fd, &temp, &times, AtFlags::SYMLINK_NOFOLLOW).and_then(|()| rfs::renameat(&parent.fd, &temp, &parent.fd, name));
         if result.is_err() {
             let _ = rfs::unlinkat(&parent.fd, &temp, AtFlags::empty());
         }

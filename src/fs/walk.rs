@@ -129,11 +129,7 @@ pub fn fingerprint(dir: &Path, found: &[Found]) -> Vec<u8> {
         let m = &f.meta;
         h.update(b"\n");
         h.update(f.rel.as_bytes());
-        let fields: Vec<i64> = if m.is_dir() {
-            vec![m.mode() as i64]
-        } else {
-            vec![m.mode() as i64, m.len() as i64, m.mtime(), m.mtime_nsec(), m.ino() as i64]
-        };
+        let fields: Vec<i64> = if m.is_dir() { vec![m.mode() as i64] } else { vec![m.mode() as i64, m.len() as i64, m.mtime(), m.mtime_nsec(), m.ino() as i64] };
         for v in fields {
             h.update(v.to_le_bytes());
         }

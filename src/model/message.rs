@@ -156,9 +156,7 @@ impl Message {
             Some(usage) if usage.is_truthy() => usage,
             _ => meta,
         };
-        let tokens = |key: &str| -> i64 {
-            source.get(key).and_then(|v| v.as_i64().or_else(|| v.as_f64().map(|f| f as i64))).unwrap_or(0)
-        };
+        let tokens = |key: &str| -> i64 { source.get(key).and_then(|v| v.as_i64().or_else(|| v.as_f64().map(|f| f as i64))).unwrap_or(0) };
         Usage {
             cost: meta.get("cost").and_then(Json::as_f64).unwrap_or(0.0),
             input_tokens: tokens("input_tokens"),
@@ -211,7 +209,11 @@ mod tests {
     #[test]
     fn usage_reads_nested_and_flat_metadata() {
         let mut m = msg(Role::Assistant, "x");
-        m.metadata = Some(parse(r#"{"model": "m", "cost": 0.5, "usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": 2, "cache_creation_tokens": 1}}"#).unwrap().value);
+        m.metadata = Some(
+            parse(r#"{"model": "m", "cost": 0.5, "usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": 2, "cache_creation_tokens": 1}}"#)
+                .unwrap()
+                .value,
+        );
         let u = m.usage();
         assert_eq!((u.total_input(), u.output_tokens, u.cost), (13, 5, 0.5));
         assert_eq!(m.model(), Some("m"));

@@ -4,8 +4,8 @@
 //! answers straight away (crash recovery). The decision reads only the messages, so it can be
 //! made from the store. Every rule of gptme's is here, each with the reason it reports.
 
-use super::{Message, Role};
 use super::Json;
+use super::{Message, Role};
 
 /// gptme's `INTERRUPT_CONTENT`.
 pub const INTERRUPTED: &str = "Interrupted by user";
@@ -96,11 +96,7 @@ pub fn next_speaker(log: &[Message]) -> (Next, Reason) {
         return next_speaker(&trimmed);
     }
     let effective_last = log.iter().rev().find(|m| !is_budget_reminder(m));
-    let returned = log
-        .iter()
-        .rev()
-        .take_while(|m| m.role != Role::Assistant && m.role != Role::User)
-        .any(returns_to_prompt);
+    let returned = log.iter().rev().take_while(|m| m.role != Role::Assistant && m.role != Role::User).any(returns_to_prompt);
     let reason = match effective_last {
         None => Some(Reason::Empty),
         Some(m) if m.role == Role::Assistant => Some(Reason::AssistantSpokeLast),
@@ -150,13 +146,34 @@ mod tests {
             // A newer user turn supersedes the marker.
             (vec![m(Role::System, INTERRUPTED), user.clone()], (Assistant, MidTurn)),
             // Tool output with a call id is never a control marker.
-            (vec![user.clone(), { let mut t = m(Role::System, INTERRUPTED); t.call_id = Some("c".into()); t }], (Assistant, MidTurn)),
-            (vec![user.clone(), { let mut p = m(Role::User, "pinned"); p.pinned = true; p }], (User, PinnedLast)),
+            (
+                vec![user.clone(), {
+                    let mut t = m(Role::System, INTERRUPTED);
+                    t.call_id = Some("c".into());
+                    t
+                }],
+                (Assistant, MidTurn),
+            ),
+            (
+                vec![user.clone(), {
+                    let mut p = m(Role::User, "pinned");
+                    p.pinned = true;
+                    p
+                }],
+                (User, PinnedLast),
+            ),
             (vec![sys.clone(), m(Role::System, "more")], (User, NoUserMessage)),
             // A budget reminder after the assistant is transparent.
             (vec![user.clone(), asst.clone(), meta(m(Role::System, "budget"), r#"{"compaction_reminder_view": "v"}"#)], (User, AssistantSpokeLast)),
             // A resume prompt after an unanswered user turn: still crash recovery.
-            (vec![user.clone(), { let mut p = meta(m(Role::System, "profile"), r#"{"resume_key": "k"}"#); p.pinned = true; p }], (Assistant, MidTurn)),
+            (
+                vec![user.clone(), {
+                    let mut p = meta(m(Role::System, "profile"), r#"{"resume_key": "k"}"#);
+                    p.pinned = true;
+                    p
+                }],
+                (Assistant, MidTurn),
+            ),
         ];
         for (log, expected) in cases {
             assert_eq!(next_speaker(&log), expected, "{:?}", log.iter().map(|m| &m.content).collect::<Vec<_>>());

@@ -2,9 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::fs::atomic::{sync_dir, write_atomic};
 use crate::model::ChatId;
 use crate::store::{Store, WriteBatch};
-use crate::fs::atomic::{sync_dir, write_atomic};
 use crate::sync::ingest;
 
 use super::OpsError;
@@ -40,7 +40,8 @@ pub fn new_conversation(store: &Store, logs_root: &Path, chat_id: &str, name: Op
         write_atomic(&dir.join(crate::layout::MAIN_TRANSCRIPT), 0o600, crate::fs::meta::now_ns(), |_| Ok(())).map_err(io(&dir))?;
         if let Some(name) = name {
             let mode = super::umask_mode();
-            write_atomic(&dir.join(crate::layout::CONFIG), mode, crate::fs::meta::now_ns(), |out| out.write_all(config_with_name(name).as_bytes())).map_err(io(&dir))?;
+            write_atomic(&dir.join(crate::layout::CONFIG), mode, crate::fs::meta::now_ns(), |out| out.write_all(config_with_name(name).as_bytes()))
+                .map_err(io(&dir))?;
         }
         sync_dir(&dir).map_err(io(&dir))?;
         let mut conn = store.connection()?;

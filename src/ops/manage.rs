@@ -4,10 +4,10 @@ use std::path::Path;
 
 use super::{normalise_for_rewrite, slice_at_turn, OpsError};
 use crate::codec::message_line::encode_message;
-use crate::model::{ChatId, Role};
-use crate::store::{live, queries, DocumentKind, Store, WriteBatch};
 use crate::fs::atomic::write_atomic;
 use crate::fs::gptme_lock;
+use crate::model::{ChatId, Role};
+use crate::store::{live, queries, DocumentKind, Store, WriteBatch};
 use crate::sync::{ingest, materialise};
 
 fn import_dir(store: &Store, dir: &Path) -> Result<(), OpsError> {
@@ -34,9 +34,7 @@ pub fn fork(store: &Store, chat_id: &str, new_id: &str) -> Result<std::path::Pat
     let source = live::load_conversation(&conn, chat_id)?;
     let logs_root = source.dir.parent().map(Path::to_path_buf).unwrap_or_default();
     let dest = validate_new(&logs_root, new_id)?;
-    let result = materialise::export_conversation_to(&conn, chat_id, &dest)
-        .map_err(|e| OpsError::Invalid(e.to_string()))
-        .and_then(|_| import_dir(store, &dest));
+    let result = materialise::export_conversation_to(&conn, chat_id, &dest).map_err(|e| OpsError::Invalid(e.to_string())).and_then(|_| import_dir(store, &dest));
     if let Err(e) = result {
         let _ = std::fs::remove_dir_all(&dest);
         return Err(e);
@@ -50,8 +48,8 @@ pub fn fork(store: &Store, chat_id: &str, new_id: &str) -> Result<std::path::Pat
 pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&str>) -> Result<(String, usize), OpsError> {
     let conn = store.connection()?;
     let source = live::load_conversation(&conn, chat_id)?;
-    let main = live::find_doc(&conn, source.id, DocumentKind::Branch, crate::layout::MAIN)?
-        .ok_or_else(|| OpsError::Invalid(format!("{chat_id}: has no conversation")))?;
+    let main =
+        live::find_doc(&conn, source.id, DocumentKind::Branch, crate::layout::MAIN)?.ok_or_else(|| OpsError::Invalid(format!("{chat_id}: has no conversation")))?;
     let mtime_ns = queries::entry_mtime(&conn, source.id, "conversation.jsonl")?;
     let mtime = super::seconds(mtime_ns);
     let messages: Vec<_> = live::doc_lines(&conn, &main)?.into_iter().filter_map(|l| l.message).map(|m| normalise_for_rewrite(&m, mtime)).collect();

@@ -14,23 +14,23 @@ mod more;
 
 use std::path::{Path, PathBuf};
 
-use crate::codec::events::{Event, Payload, CHECKPOINT_INTERVAL, CHECKPOINT, MESSAGE_APPEND, MESSAGE_EDIT, UNDO};
+use crate::codec::events::{Event, Payload, CHECKPOINT, CHECKPOINT_INTERVAL, MESSAGE_APPEND, MESSAGE_EDIT, UNDO};
 use crate::codec::json::Json;
+use crate::fs::dirtx::{DirError, DirTransaction, FileStat};
+use crate::fs::gptme_lock::{self, ConversationLock, LockError};
+use crate::fs::walk::directory_fingerprint;
 use crate::layout::{self, Backup, MAIN};
 use crate::model::Message;
 use crate::store::live::{self, Doc, LiveConversation};
 use crate::store::queries::{self, StoredLine};
 use crate::store::{DocumentKind, Store, StoreError, WriteBatch};
-use crate::fs::dirtx::{DirError, DirTransaction, FileStat};
-use crate::fs::gptme_lock::{self, ConversationLock, LockError};
-use crate::fs::walk::directory_fingerprint;
 use crate::sync::ingest::{self, IngestError};
 
+pub use crate::codec::events::replay;
+pub use crate::codec::normalise::{normalise_for_rewrite, rewrites_unchanged};
 pub use conversation::{new_conversation, NewConversation};
 pub use manage::{clean_candidates, fork, fork_at_turn, remove, CleanCandidate};
-pub use crate::codec::events::replay;
 pub use more::{read_event_file, slice_at_turn};
-pub use crate::codec::normalise::{normalise_for_rewrite, rewrites_unchanged};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OpsError {
@@ -44,8 +44,10 @@ pub enum OpsError {
     Ingest(#[from] IngestError),
     #[error("{0}")]
     Invalid(String),
-    #[error("{chat_id}: it has changes queued in the store that its directory {dir} does not hold yet ({where_}); removing it would discard them. \
-             Write them out first (`sessiondb sync`, or `sessiondb export --to DIR {chat_id}` to keep a copy elsewhere), or pass --force to discard them")]
+    #[error(
+        "{chat_id}: it has changes queued in the store that its directory {dir} does not hold yet ({where_}); removing it would discard them. \
+             Write them out first (`sessiondb sync`, or `sessiondb export --to DIR {chat_id}` to keep a copy elsewhere), or pass --force to discard them"
+    )]
     QueuedChanges { chat_id: String, dir: String, where_: &'static str },
 }
 
@@ -168,13 +170,8 @@ pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut
     let out = op(&mut session)?;
     let Session { batch, dir, sidecars, .. } = session;
     crate::store::acknowledged::forget_removed(batch.conn(), chat_id, &missing)?; // taken out on purpose
-    let mut changed: Vec<String> = dir
-        .changed_paths()
-        .iter()
-        .filter_map(|p| p.strip_prefix(&copy).ok())
-        .filter_map(|p| p.to_str().map(str::to_owned))
-        .filter(|p| !p.is_empty())
-        .collect();
+    let mut changed: Vec<String> =
+        dir.changed_paths().iter().filter_map(|p| p.strip_prefix(&copy).ok()).filter_map(|p| p.to_str().map(str::to_owned)).filter(|p| !p.is_empty()).collect();
     changed.sort();
     changed.dedup();
     crate::store::pending::queue_paths(batch.conn(), conv.id, &changed, &bases)?;
@@ -253,11 +250,7 @@ impl Session<'_> {
     /// legacy forms normalised as gptme's reader normalises them).
     pub fn messages(&self, doc: &Doc) -> Result<Vec<Message>, OpsError> {
         let mtime = self.file_mtime(&doc.path)?;
-        Ok(live::doc_lines(self.conn(), doc)?
-            .into_iter()
-            .filter_map(|l| l.message)
-            .map(|m| normalise_for_rewrite(&m, mtime))
-            .collect())
+        Ok(live::doc_lines(self.conn(), doc)?.into_iter().filter_map(|l| l.message).map(|m| normalise_for_rewrite(&m, mtime)).collect())
     }
 
     fn file_mtime(&self, rel: &str) -> Result<f64, OpsError> {
@@ -545,8 +538,7 @@ impl Session<'_> {
             return Ok(None);
         }
         let total = doc.line_count;
-        let tail: Vec<StoredLine> =
-            queries::with_document_lines_back(self.conn(), doc.id, total, |lines| lines.take(n.saturating_add(2)).collect())?;
+        let tail: Vec<StoredLine> = queries::with_document_lines_back(self.conn(), doc.id, total, |lines| lines.take(n.saturating_add(2)).collect())?;
         let Some(messages) = tail.iter().map(|l| l.message.as_ref()).collect::<Option<Vec<&Message>>>() else { return Ok(None) };
         let undo_command = messages.first().is_some_and(|m| m.content.starts_with("/undo"));
         let kept = total - i64::from(undo_command);

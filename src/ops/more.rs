@@ -6,8 +6,8 @@ use crate::codec::conv_checkpoints::{encode_checkpoint, ConvCheckpoint};
 use crate::codec::events::Event;
 use crate::layout::{self, MAIN};
 use crate::model::{Message, Role};
-use crate::store::{live, queries};
 use crate::store::DocumentKind;
+use crate::store::{live, queries};
 
 /// Reads an event log file as gptme does (damaged lines skipped).
 pub fn read_event_file(path: &std::path::Path) -> std::io::Result<Option<Vec<Event>>> {
@@ -121,7 +121,8 @@ impl Session<'_> {
             (i, format!("@{i}"))
         } else {
             let found = self.checkpoints()?.into_iter().rev().find(|c| c.label == target);
-            let c = found.ok_or_else(|| OpsError::Invalid(format!("no checkpoint named {target:?} found (use a label, message index, or `sessiondb checkpoints`)")))?;
+            let c =
+                found.ok_or_else(|| OpsError::Invalid(format!("no checkpoint named {target:?} found (use a label, message index, or `sessiondb checkpoints`)")))?;
             (c.index, c.label)
         };
         let current = self.target(MAIN)?;
@@ -182,7 +183,6 @@ impl Session<'_> {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,7 +205,8 @@ mod tests {
     #[test]
     fn replay_rules() {
         let append = |seq, c: &str| Event { seq, ts: String::new(), kind: MESSAGE_APPEND.into(), payload: Payload::Message(m(Role::User, c)) };
-        let undo = |seq, n: i64| Event { seq, ts: String::new(), kind: UNDO.into(), payload: Payload::Other(Json::Object(vec![("n".into(), Json::Int(n.to_string()))])) };
+        let undo =
+            |seq, n: i64| Event { seq, ts: String::new(), kind: UNDO.into(), payload: Payload::Other(Json::Object(vec![("n".into(), Json::Int(n.to_string()))])) };
         assert_eq!(replay(&[]), None);
         assert_eq!(replay(&[append(1, "a"), undo(2, 1)]), Some(vec![]));
         let checkpoint = Event { seq: 3, ts: String::new(), kind: CHECKPOINT.into(), payload: Payload::Messages(vec![m(Role::User, "x")]) };

@@ -253,11 +253,14 @@ pub fn html(name: &str, messages: impl Iterator<Item = Message>, out: &mut dyn W
         let time = shown_time(m).map(|t| format!("<time>{}</time>", escape(&t))).unwrap_or_default();
         let model = m.model().map(|x| format!("<span>{}</span>", escape(x))).unwrap_or_default();
         let flags = [(m.pinned, "pinned"), (m.hide, "hidden")].iter().filter(|(f, _)| *f).map(|(_, n)| format!("<span>{n}</span>")).collect::<String>();
-        out.write_all(format!(
-            "<section class=\"msg {class}{hidden}\"><header><b>{}</b>{time}{model}{flags}</header>{}</section>\n",
-            escape(&role_label(&m.role)),
-            content_html(&m.content)
-        ).as_bytes())?;
+        out.write_all(
+            format!(
+                "<section class=\"msg {class}{hidden}\"><header><b>{}</b>{time}{model}{flags}</header>{}</section>\n",
+                escape(&role_label(&m.role)),
+                content_html(&m.content)
+            )
+            .as_bytes(),
+        )?;
     }
     out.write_all(b"</body></html>\n")
 }
@@ -303,7 +306,19 @@ mod tests {
         html("n'\"<x>", std::iter::once(m), &mut out).unwrap();
         let page = String::from_utf8(out).unwrap();
         let body = &page[page.find("<body>").unwrap()..];
-        for bad in ["<img src=x", "<script", "<iframe", "<svg", "<b ", "javascript:alert(1)\"", "href=\"VBScript", "href=\"data:", "href=\"rel", "<img src=\"http", "<img src=\"data:image/svg"] {
+        for bad in [
+            "<img src=x",
+            "<script",
+            "<iframe",
+            "<svg",
+            "<b ",
+            "javascript:alert(1)\"",
+            "href=\"VBScript",
+            "href=\"data:",
+            "href=\"rel",
+            "<img src=\"http",
+            "<img src=\"data:image/svg",
+        ] {
             assert!(!body.contains(bad), "{bad} in {body}");
         }
         for good in [

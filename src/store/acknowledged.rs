@@ -60,13 +60,7 @@ pub fn of_conversation(conn: &Connection, chat_id: &str) -> Result<Vec<Acknowled
     )?;
     let rows = stmt.query_map([chat_id], |r| {
         let key: Vec<u8> = r.get(1)?;
-        Ok(Acknowledged {
-            path: r.get(0)?,
-            key: key.as_slice().try_into().unwrap_or([0; 32]),
-            line: r.get(2)?,
-            event_seq: r.get(3)?,
-            appended_at: r.get(4)?,
-        })
+        Ok(Acknowledged { path: r.get(0)?, key: key.as_slice().try_into().unwrap_or([0; 32]), line: r.get(2)?, event_seq: r.get(3)?, appended_at: r.get(4)? })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -90,10 +84,7 @@ pub fn any_missing_from_store(conn: &Connection, chat_id: &str) -> Result<bool, 
 /// timestamp (a rewrite may re-encode a line).
 pub fn missing_from_store(conn: &Connection, chat_id: &str) -> Result<Vec<Acknowledged>, StoreError> {
     use crate::codec::message_line::{decode_line, LineContent};
-    let Some(conversation_id) = conn
-        .prepare_cached("SELECT id FROM conversations WHERE chat_id = ?1")?
-        .query_row([chat_id], |r| r.get::<_, i64>(0))
-        .optional()?
+    let Some(conversation_id) = conn.prepare_cached("SELECT id FROM conversations WHERE chat_id = ?1")?.query_row([chat_id], |r| r.get::<_, i64>(0)).optional()?
     else {
         return Ok(Vec::new());
     };
@@ -137,8 +128,7 @@ pub fn forget_removed(conn: &Connection, chat_id: &str, before: &[Acknowledged])
 
 /// Drops the record of one append: its message is safe, or was removed on purpose.
 pub fn forget(conn: &Connection, chat_id: &str, a: &Acknowledged) -> Result<(), StoreError> {
-    conn.prepare_cached("DELETE FROM acknowledged_lines WHERE chat_id = ?1 AND path = ?2 AND message_key = ?3")?
-        .execute(params![chat_id, a.path, &a.key[..]])?;
+    conn.prepare_cached("DELETE FROM acknowledged_lines WHERE chat_id = ?1 AND path = ?2 AND message_key = ?3")?.execute(params![chat_id, a.path, &a.key[..]])?;
     Ok(())
 }
 

@@ -170,7 +170,8 @@ mod tests {
             let data: Vec<u8> = (0..size).map(|i| (i * 31 % 251) as u8).collect();
             let sha: [u8; 32] = Sha256::digest(&data).into();
             put_chunked(&conn, &sha, size as u64, &data[..], "f", 7).unwrap();
-            let chunks: i64 = conn.query_row("SELECT count(*) FROM blob_chunks c JOIN blobs b ON b.id = c.blob_id WHERE b.sha256 = ?1", [&sha[..]], |r| r.get(0)).unwrap();
+            let chunks: i64 =
+                conn.query_row("SELECT count(*) FROM blob_chunks c JOIN blobs b ON b.id = c.blob_id WHERE b.sha256 = ?1", [&sha[..]], |r| r.get(0)).unwrap();
             assert_eq!(chunks as usize, size.div_ceil(7), "size {size}");
             let longest: i64 = conn.query_row("SELECT coalesce(max(length(data)), 0) FROM blob_chunks", [], |r| r.get(0)).unwrap();
             assert!(longest <= 7);

@@ -75,10 +75,7 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
         strings(conn, "SELECT \"table\" || ' row ' || coalesce(rowid, '?') || ' refers to a missing ' || parent FROM pragma_foreign_key_check")?,
     );
     if report.schema_version < CURRENT_VERSION {
-        report.problems.push(format!(
-            "schema version {} is older than {CURRENT_VERSION}: any other sessiondb command brings it up to date",
-            report.schema_version
-        ));
+        report.problems.push(format!("schema version {} is older than {CURRENT_VERSION}: any other sessiondb command brings it up to date", report.schema_version));
         return Ok(report);
     }
     report.conversations = conn.query_row("SELECT count(*) FROM conversations", [], |r| r.get(0))?;
@@ -109,7 +106,10 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
     push_all(
         &mut report.problems,
         "orphaned blob",
-        strings(conn, "SELECT hex(sha256) || ' is part of no conversation' FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM entries e WHERE e.blob_sha256 = b.sha256)")?,
+        strings(
+            conn,
+            "SELECT hex(sha256) || ' is part of no conversation' FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM entries e WHERE e.blob_sha256 = b.sha256)",
+        )?,
     );
     push_all(
         &mut report.problems,
@@ -152,7 +152,8 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
 /// Conversations whose stored listing totals are not what their main branch's lines add up to.
 fn totals_disagreements(conn: &Connection) -> Result<Vec<String>, StoreError> {
     let mut out = Vec::new();
-    let ids: Vec<(i64, String)> = conn.prepare("SELECT id, chat_id FROM conversations ORDER BY chat_id")?.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+    let ids: Vec<(i64, String)> =
+        conn.prepare("SELECT id, chat_id FROM conversations ORDER BY chat_id")?.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
     for (id, chat_id) in ids {
         let Some(main) = live::find_doc(conn, id, DocumentKind::Branch, crate::layout::MAIN)? else {
             out.push(format!("{chat_id}: no main branch (conversation.jsonl)"));
@@ -160,7 +161,8 @@ fn totals_disagreements(conn: &Connection) -> Result<Vec<String>, StoreError> {
         };
         let computed = super::totals::recompute(conn, main.id)?;
         let stored = super::totals::load(conn, id)?;
-        let same_cost = computed.total_cost == stored.total_cost || (!computed.total_cost.is_finite() && !stored.total_cost.is_finite())
+        let same_cost = computed.total_cost == stored.total_cost
+            || (!computed.total_cost.is_finite() && !stored.total_cost.is_finite())
             || (computed.total_cost - stored.total_cost).abs() <= 1e-9 * computed.total_cost.abs().max(1.0);
         let mut differs = Vec::new();
         if computed.message_count != stored.message_count {

@@ -14,11 +14,9 @@ use super::{Connection, StoreError};
 /// expects of an external-content index. Call inside a write transaction, before it commits.
 pub fn index_pending(conn: &Connection) -> Result<u64, StoreError> {
     let upto: i64 = conn.prepare_cached("SELECT value FROM store_state WHERE key = 'fts_indexed_upto'")?.query_row([], |r| r.get(0))?;
-    let indexed = conn
-        .prepare_cached("INSERT INTO messages_fts (rowid, content) SELECT id, sessiondb_fts_text(content) FROM messages WHERE id > ?1")?
-        .execute([upto])?;
-    conn.prepare_cached("UPDATE store_state SET value = (SELECT max(?1, coalesce(max(id), 0)) FROM messages) WHERE key = 'fts_indexed_upto'")?
-        .execute([upto])?;
+    let indexed =
+        conn.prepare_cached("INSERT INTO messages_fts (rowid, content) SELECT id, sessiondb_fts_text(content) FROM messages WHERE id > ?1")?.execute([upto])?;
+    conn.prepare_cached("UPDATE store_state SET value = (SELECT max(?1, coalesce(max(id), 0)) FROM messages) WHERE key = 'fts_indexed_upto'")?.execute([upto])?;
     Ok(indexed as u64)
 }
 

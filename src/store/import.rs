@@ -82,19 +82,12 @@ impl<'c> ConversationWriter<'c> {
     /// Starts replacing `chat_id` in the store, in a savepoint of the caller's write
     /// transaction (see [`super::WriteBatch`]). Refused with [`StoreError::Queued`] while the
     /// conversation has changes queued for its directory: replacing it would discard them.
-    pub(super) fn begin(
-        conn: &'c mut Connection,
-        chat_id: &str,
-        source_dir: &str,
-        fingerprint: &[u8],
-    ) -> Result<Self, StoreError> {
+    pub(super) fn begin(conn: &'c mut Connection, chat_id: &str, source_dir: &str, fingerprint: &[u8]) -> Result<Self, StoreError> {
         let tx = Savepoint::begin(conn)?;
         // Checked inside the write transaction, so that no queue committed after the caller
         // looked can be deleted with the old copy (the cascade would take `pending_paths`).
         let queued: bool = tx
-            .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM pending_paths p JOIN conversations c ON c.id = p.conversation_id WHERE c.chat_id = ?1)",
-            )?
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM pending_paths p JOIN conversations c ON c.id = p.conversation_id WHERE c.chat_id = ?1)")?
             .query_row([chat_id], |r| r.get(0))?;
         if queued {
             return Err(StoreError::Queued(chat_id.to_owned()));
@@ -243,9 +236,13 @@ impl<'c> ConversationWriter<'c> {
             ends_with_newline,
             line_count
         ])?;
-        self.tx
-            .prepare_cached("UPDATE entries SET size = ?3, ino = ?4, tail_sha256 = ?5 WHERE conversation_id = ?1 AND path = ?2")?
-            .execute(params![self.conversation_id, path, read.size as i64, read.ino as i64, &read.tail[..]])?;
+        self.tx.prepare_cached("UPDATE entries SET size = ?3, ino = ?4, tail_sha256 = ?5 WHERE conversation_id = ?1 AND path = ?2")?.execute(params![
+            self.conversation_id,
+            path,
+            read.size as i64,
+            read.ino as i64,
+            &read.tail[..]
+        ])?;
         Ok(())
     }
 
@@ -262,18 +259,19 @@ impl<'c> ConversationWriter<'c> {
             Some(DocumentKind::ConvCheckpoints) => "conv_checkpoints",
             _ => "document_lines",
         };
-        let next: i64 = self
-            .tx
-            .prepare_cached(&format!("SELECT coalesce(max(line_no) + 1, 0) FROM {table} WHERE document_id = ?1"))?
-            .query_row([id], |r| r.get(0))?;
+        let next: i64 =
+            self.tx.prepare_cached(&format!("SELECT coalesce(max(line_no) + 1, 0) FROM {table} WHERE document_id = ?1"))?.query_row([id], |r| r.get(0))?;
         Ok((DocumentId(id), lines, next))
     }
 
     /// Records the file attributes of a document that gained lines (incremental ingest).
     pub fn touch_document(&mut self, path: &str, mode: u32, mtime_ns: i64) -> Result<(), StoreError> {
-        self.tx
-            .prepare_cached("UPDATE entries SET mode = ?3, mtime_ns = ?4 WHERE conversation_id = ?1 AND path = ?2")?
-            .execute(params![self.conversation_id, path, mode, mtime_ns])?;
+        self.tx.prepare_cached("UPDATE entries SET mode = ?3, mtime_ns = ?4 WHERE conversation_id = ?1 AND path = ?2")?.execute(params![
+            self.conversation_id,
+            path,
+            mode,
+            mtime_ns
+        ])?;
         Ok(())
     }
 
@@ -388,9 +386,7 @@ impl<'c> ConversationWriter<'c> {
                     (Payload::Messages(_), true) => (Some("messages"), None),
                     (Payload::Other(json), true) => (Some("json"), Some(json::dump(json))),
                 };
-                self.tx.prepare_cached(insert)?.execute(params![
-                    document.0, line_no, event.seq, event.ts, event.kind, form, payload, raw, None::<String>
-                ])?;
+                self.tx.prepare_cached(insert)?.execute(params![document.0, line_no, event.seq, event.ts, event.kind, form, payload, raw, None::<String>])?;
                 if *canonical {
                     let nested: Vec<&Message> = match &event.payload {
                         Payload::Message(m) => vec![m],
@@ -407,9 +403,7 @@ impl<'c> ConversationWriter<'c> {
                             }
                         };
                         self.tx
-                            .prepare_cached(
-                                "INSERT INTO event_messages (document_id, line_no, position, message_id) VALUES (?1, ?2, ?3, ?4)",
-                            )?
+                            .prepare_cached("INSERT INTO event_messages (document_id, line_no, position, message_id) VALUES (?1, ?2, ?3, ?4)")?
                             .execute(params![document.0, line_no, position as i64, message_id])?;
                     }
                 }
@@ -423,7 +417,15 @@ impl<'c> ConversationWriter<'c> {
                     _ => None,
                 };
                 self.tx.prepare_cached(insert)?.execute(params![
-                    document.0, line_no, None::<i64>, None::<String>, None::<String>, None::<String>, None::<String>, line, reason
+                    document.0,
+                    line_no,
+                    None::<i64>,
+                    None::<String>,
+                    None::<String>,
+                    None::<String>,
+                    None::<String>,
+                    line,
+                    reason
                 ])?;
             }
         }
@@ -437,17 +439,13 @@ impl<'c> ConversationWriter<'c> {
         match decoded {
             CheckpointLine::Checkpoint { checkpoint, canonical } => {
                 let raw = (!canonical).then_some(line);
-                self.tx.prepare_cached(insert)?.execute(params![
-                    document.0, line_no, checkpoint.index, checkpoint.label, checkpoint.timestamp, raw
-                ])?;
+                self.tx.prepare_cached(insert)?.execute(params![document.0, line_no, checkpoint.index, checkpoint.label, checkpoint.timestamp, raw])?;
             }
             other => {
                 if let CheckpointLine::Malformed(reason) = other {
                     self.warn(path, line_no, reason.clone());
                 }
-                self.tx.prepare_cached(insert)?.execute(params![
-                    document.0, line_no, None::<i64>, None::<String>, None::<String>, line
-                ])?;
+                self.tx.prepare_cached(insert)?.execute(params![document.0, line_no, None::<i64>, None::<String>, None::<String>, line])?;
             }
         }
         Ok(())

@@ -8,9 +8,9 @@
 use rusqlite::{params, OptionalExtension};
 use sha2::{Digest, Sha256};
 
-use super::Connection;
 use super::queries::{self, StoredLine};
 use super::rows::{self, LineDigest};
+use super::Connection;
 use super::{DocumentKind, StoreError};
 use crate::codec::conv_checkpoints::ConvCheckpoint;
 use crate::codec::events::{decode_event_line, encode_event, Event, EventLine, Payload};
@@ -29,11 +29,10 @@ pub struct LiveConversation {
 }
 
 pub fn load_conversation(conn: &Connection, chat_id: &str) -> Result<LiveConversation, StoreError> {
-    conn.prepare_cached("SELECT id, chat_id, source_dir FROM conversations WHERE chat_id = ?1")?.query_row([chat_id], |r| {
-        Ok(LiveConversation { id: r.get(0)?, chat_id: r.get(1)?, dir: std::path::PathBuf::from(r.get::<_, String>(2)?) })
-    })
-    .optional()?
-    .ok_or_else(|| StoreError::NoConversation(chat_id.to_owned()))
+    conn.prepare_cached("SELECT id, chat_id, source_dir FROM conversations WHERE chat_id = ?1")?
+        .query_row([chat_id], |r| Ok(LiveConversation { id: r.get(0)?, chat_id: r.get(1)?, dir: std::path::PathBuf::from(r.get::<_, String>(2)?) }))
+        .optional()?
+        .ok_or_else(|| StoreError::NoConversation(chat_id.to_owned()))
 }
 
 /// A stored JSONL document.
@@ -136,8 +135,11 @@ pub fn create_doc(conn: &Connection, conversation_id: i64, path: &str, kind: Doc
 
 /// Ensures a directory entry exists (gptme creates `branches/` and `files/` on first use).
 pub fn ensure_dir(conn: &Connection, conversation_id: i64, path: &str, mode: u32) -> Result<(), StoreError> {
-    conn.prepare_cached("INSERT OR IGNORE INTO entries (conversation_id, path, kind, mode, mtime_ns) VALUES (?1, ?2, 'dir', ?3, 0)")?
-        .execute(params![conversation_id, path, mode])?;
+    conn.prepare_cached("INSERT OR IGNORE INTO entries (conversation_id, path, kind, mode, mtime_ns) VALUES (?1, ?2, 'dir', ?3, 0)")?.execute(params![
+        conversation_id,
+        path,
+        mode
+    ])?;
     Ok(())
 }
 
@@ -156,12 +158,14 @@ pub fn message_row(conn: &Connection, conversation_id: i64, m: &Message) -> Resu
 /// Appends a message as the document's next line; returns the line's bytes.
 pub fn append_line(conn: &Connection, conversation_id: i64, doc: &mut Doc, m: &Message) -> Result<Vec<u8>, StoreError> {
     let (message_id, line) = message_row(conn, conversation_id, m)?;
-    conn.prepare_cached("INSERT INTO document_lines (document_id, line_no, message_id) VALUES (?1, ?2, ?3)")?
-        .execute(params![doc.id, doc.line_count, message_id])?;
+    conn.prepare_cached("INSERT INTO document_lines (document_id, line_no, message_id) VALUES (?1, ?2, ?3)")?.execute(params![
+        doc.id,
+        doc.line_count,
+        message_id
+    ])?;
     doc.line_count += 1;
     doc.ends_with_newline = true;
-    conn.prepare_cached("UPDATE documents SET line_count = ?2, ends_with_newline = 1 WHERE id = ?1")?
-        .execute(params![doc.id, doc.line_count])?;
+    conn.prepare_cached("UPDATE documents SET line_count = ?2, ends_with_newline = 1 WHERE id = ?1")?.execute(params![doc.id, doc.line_count])?;
     Ok(line)
 }
 
@@ -224,16 +228,23 @@ pub fn remove_messages_if_unreferenced(conn: &Connection, ids: &[i64]) -> Result
 
 /// Records a file's mode, mtime and size after sessiondb wrote it.
 pub fn set_entry_stat(conn: &Connection, conversation_id: i64, path: &str, mode: u32, mtime_ns: i64, size: u64) -> Result<(), StoreError> {
-    conn.prepare_cached("UPDATE entries SET mode = ?3, mtime_ns = ?4, size = ?5 WHERE conversation_id = ?1 AND path = ?2")?
-        .execute(params![conversation_id, path, mode, mtime_ns, size as i64])?;
+    conn.prepare_cached("UPDATE entries SET mode = ?3, mtime_ns = ?4, size = ?5 WHERE conversation_id = ?1 AND path = ?2")?.execute(params![
+        conversation_id,
+        path,
+        mode,
+        mtime_ns,
+        size as i64
+    ])?;
     Ok(())
 }
 
 /// Records the current mode and mtime of every directory entry of a conversation (writing
 /// files into a directory moves its mtime, which export restores).
 pub fn refresh_dir_entries(conn: &Connection, conversation_id: i64, dir: &std::path::Path) -> Result<(), StoreError> {
-    let paths: Vec<String> =
-        conn.prepare_cached("SELECT path FROM entries WHERE conversation_id = ?1 AND kind = 'dir'")?.query_map([conversation_id], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    let paths: Vec<String> = conn
+        .prepare_cached("SELECT path FROM entries WHERE conversation_id = ?1 AND kind = 'dir'")?
+        .query_map([conversation_id], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
     let mut update = conn.prepare_cached("UPDATE entries SET mode = ?3, mtime_ns = ?4 WHERE conversation_id = ?1 AND path = ?2")?;
     for path in paths {
         let abs = if path.is_empty() { dir.to_path_buf() } else { dir.join(&path) };
@@ -246,8 +257,13 @@ pub fn refresh_dir_entries(conn: &Connection, conversation_id: i64, dir: &std::p
 
 /// Records what the store holds of a file (see [`crate::fs::watermark`]).
 pub fn set_watermark(conn: &Connection, conversation_id: i64, path: &str, mark: &crate::fs::watermark::Watermark) -> Result<(), StoreError> {
-    conn.prepare_cached("UPDATE entries SET size = ?3, ino = ?4, tail_sha256 = ?5 WHERE conversation_id = ?1 AND path = ?2")?
-        .execute(params![conversation_id, path, mark.size as i64, mark.ino as i64, &mark.tail[..]])?;
+    conn.prepare_cached("UPDATE entries SET size = ?3, ino = ?4, tail_sha256 = ?5 WHERE conversation_id = ?1 AND path = ?2")?.execute(params![
+        conversation_id,
+        path,
+        mark.size as i64,
+        mark.ino as i64,
+        &mark.tail[..]
+    ])?;
     Ok(())
 }
 
@@ -314,9 +330,7 @@ pub fn next_seq(conn: &Connection, doc: &Doc) -> Result<i64, StoreError> {
 /// Appends an event as the log's next line; returns its bytes.
 pub fn append_event(conn: &Connection, conversation_id: i64, doc: &mut Doc, event: &Event) -> Result<Vec<u8>, StoreError> {
     let line = encode_event(event).into_bytes();
-    let line_no: i64 = conn
-        .prepare_cached("SELECT coalesce(max(line_no) + 1, 0) FROM events WHERE document_id = ?1")?
-        .query_row([doc.id], |r| r.get(0))?;
+    let line_no: i64 = conn.prepare_cached("SELECT coalesce(max(line_no) + 1, 0) FROM events WHERE document_id = ?1")?.query_row([doc.id], |r| r.get(0))?;
     let form = match &event.payload {
         Payload::Message(_) => "message",
         Payload::Messages(_) => "messages",
@@ -326,10 +340,8 @@ pub fn append_event(conn: &Connection, conversation_id: i64, doc: &mut Doc, even
         Payload::Other(j) => Some(json::dump(j)),
         _ => None,
     };
-    conn.prepare_cached(
-        "INSERT INTO events (document_id, line_no, seq, ts, type, payload_form, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )?
-    .execute(params![doc.id, line_no, event.seq, event.ts, event.kind, form, payload])?;
+    conn.prepare_cached("INSERT INTO events (document_id, line_no, seq, ts, type, payload_form, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?
+        .execute(params![doc.id, line_no, event.seq, event.ts, event.kind, form, payload])?;
     let nested: Vec<&Message> = match &event.payload {
         Payload::Message(m) => vec![m],
         Payload::Messages(ms) => ms.iter().collect(),
@@ -337,8 +349,12 @@ pub fn append_event(conn: &Connection, conversation_id: i64, doc: &mut Doc, even
     };
     for (position, m) in nested.into_iter().enumerate() {
         let (message_id, _) = message_row(conn, conversation_id, m)?;
-        conn.prepare_cached("INSERT INTO event_messages (document_id, line_no, position, message_id) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![doc.id, line_no, position as i64, message_id])?;
+        conn.prepare_cached("INSERT INTO event_messages (document_id, line_no, position, message_id) VALUES (?1, ?2, ?3, ?4)")?.execute(params![
+            doc.id,
+            line_no,
+            position as i64,
+            message_id
+        ])?;
     }
     doc.line_count += 1;
     conn.prepare_cached("UPDATE documents SET line_count = line_count + 1, ends_with_newline = 1 WHERE id = ?1")?.execute([doc.id])?;
@@ -354,8 +370,7 @@ pub fn append_event(conn: &Connection, conversation_id: i64, doc: &mut Doc, even
 /// wrote, which holds the whole conversation.
 pub fn compact_events(conn: &Connection, doc: &mut Doc, checkpoint_seq: i64) -> Result<(), StoreError> {
     let mut stmt = conn.prepare("SELECT line_no, seq, raw FROM events WHERE document_id = ?1 ORDER BY line_no")?;
-    let rows: Vec<(i64, Option<i64>, Option<Vec<u8>>)> =
-        stmt.query_map([doc.id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
+    let rows: Vec<(i64, Option<i64>, Option<Vec<u8>>)> = stmt.query_map([doc.id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
     let mut kept = 0;
     for (line_no, seq, raw) in rows {
         let keep = match &raw {
@@ -366,10 +381,7 @@ pub fn compact_events(conn: &Connection, doc: &mut Doc, checkpoint_seq: i64) -> 
                     Some(value) if value.get("seq").and_then(json::Json::as_i64).is_some_and(|s| s >= checkpoint_seq) => {
                         let dumped = json::dump(&value).into_bytes();
                         if &dumped != bytes {
-                            conn.execute(
-                                "UPDATE events SET raw = ?3 WHERE document_id = ?1 AND line_no = ?2",
-                                params![doc.id, line_no, &dumped],
-                            )?;
+                            conn.execute("UPDATE events SET raw = ?3 WHERE document_id = ?1 AND line_no = ?2", params![doc.id, line_no, &dumped])?;
                         }
                         true
                     }
@@ -494,10 +506,8 @@ pub fn set_dir_mtimes(conn: &Connection, conversation_id: i64, mtimes: &[(String
 pub fn set_blob_entry(conn: &Connection, conversation_id: i64, path: &str, mode: u32, mtime_ns: i64, data: &[u8]) -> Result<(), StoreError> {
     let old = entry_blob(conn, conversation_id, path)?;
     let sha = super::blobs::put_bytes(conn, data, path)?;
-    conn.prepare_cached(
-        "INSERT OR REPLACE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, ?6)",
-    )?
-    .execute(params![conversation_id, path, mode, mtime_ns, &sha[..], data.len() as i64])?;
+    conn.prepare_cached("INSERT OR REPLACE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, ?6)")?
+        .execute(params![conversation_id, path, mode, mtime_ns, &sha[..], data.len() as i64])?;
     if let Some(old) = old.filter(|o| o[..] != sha[..]) {
         super::blobs::remove_if_unreferenced(conn, &old)?;
     }

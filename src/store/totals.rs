@@ -76,8 +76,7 @@ impl ListingTotals {
         }
         if self.first_message_time.is_none() {
             if let LineContent::Message(m) = decoded {
-                self.first_message_time =
-                    Some(m.timestamp.as_deref().and_then(timestamp::parse).map(|t| t.epoch_seconds()));
+                self.first_message_time = Some(m.timestamp.as_deref().and_then(timestamp::parse).map(|t| t.epoch_seconds()));
             }
         }
         if contains(stripped, b"\"user\"") || contains(stripped, b"\"assistant\"") {
@@ -375,9 +374,7 @@ fn preview(role: &str, content: &str) -> (Option<String>, Option<String>) {
 fn strip_think_blocks(content: &str) -> String {
     const OPEN: [&str; 2] = ["<thinking>", "<think>"];
     const CLOSE: [&str; 2] = ["</thinking>", "</think>"];
-    let find_first = |s: &str, tags: &[&str]| -> Option<(usize, usize)> {
-        tags.iter().filter_map(|t| s.find(t).map(|i| (i, t.len()))).min_by_key(|(i, _)| *i)
-    };
+    let find_first = |s: &str, tags: &[&str]| -> Option<(usize, usize)> { tags.iter().filter_map(|t| s.find(t).map(|i| (i, t.len()))).min_by_key(|(i, _)| *i) };
     let mut out = String::new();
     let mut rest = content;
     loop {
@@ -437,7 +434,11 @@ mod tests {
             for ((m, u), (em, eu)) in got.models_usage.iter().zip(&expected.models_usage) {
                 assert!(m == em && (u.cost - eu.cost).abs() < 1e-12, "cut {cut}");
             }
-            let exact = |t: &ListingTotals| ListingTotals { total_cost: 0.0, models_usage: t.models_usage.iter().map(|(m, u)| (m.clone(), ModelUsage { cost: 0.0, ..u.clone() })).collect(), ..t.clone() };
+            let exact = |t: &ListingTotals| ListingTotals {
+                total_cost: 0.0,
+                models_usage: t.models_usage.iter().map(|(m, u)| (m.clone(), ModelUsage { cost: 0.0, ..u.clone() })).collect(),
+                ..t.clone()
+            };
             assert_eq!(exact(&got), exact(&expected), "cut {cut}");
         }
         // Cuts 1 to 5 remove every use of a model (m2, or m1 with it): those need a recount.

@@ -34,11 +34,11 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::ingest::IngestError;
-use crate::fs::walk::walk;
 use crate::codec::events::{decode_event_line, Event, EventLine, Payload, CHECKPOINT, MESSAGE_APPEND, MESSAGE_EDIT, UNDO};
 use crate::codec::message_line::{decode_line, LineContent};
-use crate::store::acknowledged::{self as records, message_key, Acknowledged, MessageKey};
+use crate::fs::walk::walk;
 use crate::layout::{self, classify};
+use crate::store::acknowledged::{self as records, message_key, Acknowledged, MessageKey};
 use crate::store::{live, DocumentKind, StoreError};
 
 /// How long after an append a gptme that loaded the conversation just before it may still be
@@ -287,7 +287,7 @@ fn create_new(handle: &crate::fs::nofollow::Dir, rel: &str, mode: u32, bytes: &[
         handle.create_dir(parent, crate::fs::meta::new_dir_mode())?;
     }
     let temp = parent.unwrap_or(Path::new("")).join(format!("{}rescue-{}", crate::fs::atomic::TEMP_PREFIX, std::process::id()));
-        handle.write_atomic(&temp, mode, crate::fs::meta::now_ns(), |out| out.write_all(bytes))?;
+    handle.write_atomic(&temp, mode, crate::fs::meta::now_ns(), |out| out.write_all(bytes))?;
     let linked = handle.hard_link(&temp, rel);
     handle.remove_file(&temp)?;
     linked?;

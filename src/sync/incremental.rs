@@ -125,9 +125,7 @@ fn compare(f: &Found, s: &StoredEntry) -> Same {
             Some(mark) if unchanged && mark.ino == f.meta.ino() => Same::Yes,
             // A document read up to a line without its newline cannot be extended: that line
             // would be split in two. Nor can one that was given other permissions.
-            Some(mark) if s.mode == mode && s.ends_with_newline && mark.ino == f.meta.ino() && f.meta.len() >= mark.size => {
-                Same::Grew(mark)
-            }
+            Some(mark) if s.mode == mode && s.ends_with_newline && mark.ino == f.meta.ino() && f.meta.len() >= mark.size => Same::Grew(mark),
             _ => Same::No,
         },
         _ => Same::No,
@@ -137,13 +135,7 @@ fn compare(f: &Found, s: &StoredEntry) -> Same {
 /// Extends stored conversation `conversation_id` with the lines its grown documents gained, in
 /// a savepoint of `batch`. Returns `None` (having written nothing) when a file turns out not to
 /// have only grown after all: the caller then reads the conversation whole.
-pub fn apply_growth(
-    batch: &mut WriteBatch,
-    conversation_id: i64,
-    dir: &Path,
-    grown: &[Grown],
-    fingerprint: &[u8],
-) -> Result<Option<WriteStats>, IngestError> {
+pub fn apply_growth(batch: &mut WriteBatch, conversation_id: i64, dir: &Path, grown: &[Grown], fingerprint: &[u8]) -> Result<Option<WriteStats>, IngestError> {
     let store_err = |source| IngestError::Store { path: dir.to_owned(), source };
     let mut main_totals: Option<(ListingTotals, f64)> = None;
     let mut writer = batch.resume_conversation(conversation_id).map_err(store_err)?;
@@ -157,11 +149,7 @@ pub fn apply_growth(
             return Ok(None); // dropping the writer rolls its savepoint back
         }
         let is_main = g.kind == DocumentKind::Branch && g.rel == crate::layout::MAIN_TRANSCRIPT;
-        let mut totals = if is_main {
-            Some(crate::store::totals::load(writer.conn(), conversation_id).map_err(store_err)?)
-        } else {
-            None
-        };
+        let mut totals = if is_main { Some(crate::store::totals::load(writer.conn(), conversation_id).map_err(store_err)?) } else { None };
         let (doc, lines_before, first_line) = writer.existing_document(&g.rel).map_err(store_err)?;
         file.seek(SeekFrom::Start(g.mark.size)).map_err(io)?;
         let mut lines = LineReader::new(BufReader::with_capacity(1 << 16, (&file).take(meta.len() - g.mark.size)));

@@ -19,11 +19,11 @@ use crate::codec::config::{parse_chat_config, ChatConfig};
 use crate::codec::conv_checkpoints::{decode_checkpoint_line, CheckpointLine};
 use crate::codec::events::{decode_event_line, EventLine, Payload};
 use crate::codec::lines::LineReader;
+use crate::codec::message_line::{decode_line, encode_message, DecodedLine};
 use crate::fs::meta::mtime_seconds;
 use crate::fs::nofollow::{open_regular, read_regular};
 use crate::fs::walk::{fingerprint, walk, WalkError};
 use crate::fs::watermark::{tail_digest, Watermark};
-use crate::codec::message_line::{decode_line, encode_message, DecodedLine};
 use crate::layout::{self, classify};
 use crate::model::{ChatId, ChatIdError, Message};
 use crate::store::{ConversationWriter, DocumentId, DocumentKind, LineDigest, LineWarning, ListingTotals, StoreError, WriteBatch, WriteStats};
@@ -112,24 +112,79 @@ fn stays_inside(rel: &str, target: &Path) -> bool {
 /// so all parsing happens on the producer's thread.
 pub(crate) enum Item {
     Unchanged,
-    Begin { chat_id: ChatId, source_dir: String, fingerprint: Vec<u8> },
-    Dir { rel: String, mode: u32, mtime_ns: i64 },
-    Symlink { rel: String, mode: u32, mtime_ns: i64, target: Vec<u8> },
-    Blob { rel: String, mode: u32, mtime_ns: i64, sha256: [u8; 32], data: Vec<u8> },
+    Begin {
+        chat_id: ChatId,
+        source_dir: String,
+        fingerprint: Vec<u8>,
+    },
+    Dir {
+        rel: String,
+        mode: u32,
+        mtime_ns: i64,
+    },
+    Symlink {
+        rel: String,
+        mode: u32,
+        mtime_ns: i64,
+        target: Vec<u8>,
+    },
+    Blob {
+        rel: String,
+        mode: u32,
+        mtime_ns: i64,
+        sha256: [u8; 32],
+        data: Vec<u8>,
+    },
     /// A file too large to pass in memory: the consumer streams it from `path`.
-    LargeBlob { rel: String, mode: u32, mtime_ns: i64, sha256: [u8; 32], size: u64, path: PathBuf },
+    LargeBlob {
+        rel: String,
+        mode: u32,
+        mtime_ns: i64,
+        sha256: [u8; 32],
+        size: u64,
+        path: PathBuf,
+    },
     Config(Result<ChatConfig, String>),
     Workspace(String),
-    StartDocument { rel: String, kind: DocumentKind, name: String, mode: u32, mtime_ns: i64 },
+    StartDocument {
+        rel: String,
+        kind: DocumentKind,
+        name: String,
+        mode: u32,
+        mtime_ns: i64,
+    },
     /// `decoded` is `None` for a line whose digest was already sent in this conversation.
-    MessageLine { line_no: i64, digest: LineDigest, line: Vec<u8>, decoded: Option<DecodedLine> },
-    EventLine { line_no: i64, line: Vec<u8>, decoded: EventLine, nested: Vec<LineDigest> },
-    CheckpointLine { line_no: i64, line: Vec<u8>, decoded: CheckpointLine },
+    MessageLine {
+        line_no: i64,
+        digest: LineDigest,
+        line: Vec<u8>,
+        decoded: Option<DecodedLine>,
+    },
+    EventLine {
+        line_no: i64,
+        line: Vec<u8>,
+        decoded: EventLine,
+        nested: Vec<LineDigest>,
+    },
+    CheckpointLine {
+        line_no: i64,
+        line: Vec<u8>,
+        decoded: CheckpointLine,
+    },
     /// `read` is what was read of the file: where the next incremental read starts.
-    EndDocument { line_count: i64, ends_with_newline: bool, read: Watermark },
+    EndDocument {
+        line_count: i64,
+        ends_with_newline: bool,
+        read: Watermark,
+    },
     /// `complete`: everything the fingerprint describes was read (else the fingerprint must not
     /// be kept, or the rest would never be read).
-    End { totals: Box<ListingTotals>, modified: f64, branch_count: i64, complete: bool },
+    End {
+        totals: Box<ListingTotals>,
+        modified: f64,
+        branch_count: i64,
+        complete: bool,
+    },
     Failed(IngestError),
 }
 
@@ -287,16 +342,12 @@ fn configured_workspace(dir: &Path, config: &Result<ChatConfig, String>) -> Stri
         Ok(ChatConfig { workspace: Some(w), .. }) if w == "@log" => resolve(&dir.join(layout::WORKSPACE)),
         Ok(ChatConfig { workspace: Some(w), .. }) => {
             let expanded = match (w.strip_prefix('~'), std::env::var_os("HOME")) {
-                (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
-                    PathBuf::from(format!("{}{rest}", home.to_string_lossy()))
-                }
+                (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => PathBuf::from(format!("{}{rest}", home.to_string_lossy())),
                 _ => PathBuf::from(w),
             };
             resolve(&std::path::absolute(&expanded).unwrap_or(expanded))
         }
-        Ok(_) if fs::symlink_metadata(dir.join(layout::WORKSPACE)).is_ok() && dir.join(layout::WORKSPACE).exists() => {
-            resolve(&dir.join(layout::WORKSPACE))
-        }
+        Ok(_) if fs::symlink_metadata(dir.join(layout::WORKSPACE)).is_ok() && dir.join(layout::WORKSPACE).exists() => resolve(&dir.join(layout::WORKSPACE)),
         _ => resolve(dir),
     }
 }
@@ -397,9 +448,9 @@ pub(crate) fn line_item(kind: DocumentKind, line_no: i64, line: Vec<u8>, totals:
         DocumentKind::Events => {
             let decoded = decode_event_line(&line);
             let nested = match &decoded {
-                EventLine::Event { event, canonical: true } => nested_messages(&event.payload)
-                    .map(|m| Sha256::digest(encode_message(m).as_bytes()).into())
-                    .collect(),
+                EventLine::Event { event, canonical: true } => {
+                    nested_messages(&event.payload).map(|m| Sha256::digest(encode_message(m).as_bytes()).into()).collect()
+                }
                 _ => Vec::new(),
             };
             Item::EventLine { line_no, line, decoded, nested }

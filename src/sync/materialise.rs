@@ -16,8 +16,8 @@ use crate::model::ChatId;
 use crate::store::queries::{self, EntryKind};
 use crate::store::StoreError;
 
-use crate::fs::nofollow::Dir;
 use crate::fs::gptme_lock::{self, LockError};
+use crate::fs::nofollow::Dir;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MaterialiseError {
@@ -153,8 +153,7 @@ pub fn write_document(
 /// No stored entry may lie beneath a stored link: writing it would mean writing through the
 /// link (a store written by an older sessiondb could hold such entries).
 fn refuse_paths_beneath_links(entries: &[queries::Entry]) -> Result<(), MaterialiseError> {
-    let links: std::collections::HashSet<&str> =
-        entries.iter().filter(|e| matches!(e.kind, EntryKind::Symlink(_))).map(|e| e.path.as_str()).collect();
+    let links: std::collections::HashSet<&str> = entries.iter().filter(|e| matches!(e.kind, EntryKind::Symlink(_))).map(|e| e.path.as_str()).collect();
     for entry in entries {
         let mut ancestors = Path::new(&entry.path).ancestors().skip(1);
         if let Some(link) = ancestors.find_map(|a| a.to_str().filter(|a| links.contains(a))) {

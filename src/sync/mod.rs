@@ -7,6 +7,6 @@ pub mod incremental;
 pub mod ingest;
 pub mod materialise;
 pub mod pass;
-pub mod watch;
 pub mod pending;
 pub mod state;
+pub mod watch;

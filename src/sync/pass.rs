@@ -187,13 +187,14 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
     // Watch passes name their conversations: look at just those, not the whole root.
     let dirs = match only {
         None => ingest::conversation_dirs(&root)?.0,
-        Some(only) => only.iter().map(|name| root.join(name)).filter(|d| std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()) && crate::layout::is_conversation_dir(d)).collect(),
+        Some(only) => only
+            .iter()
+            .map(|name| root.join(name))
+            .filter(|d| std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()) && crate::layout::is_conversation_dir(d))
+            .collect(),
     };
-    let on_disk: HashMap<String, PathBuf> = dirs
-        .into_iter()
-        .filter_map(|d| Some((d.file_name()?.to_str()?.to_owned(), d)))
-        .filter(|(name, _)| in_scope(name))
-        .collect();
+    let on_disk: HashMap<String, PathBuf> =
+        dirs.into_iter().filter_map(|d| Some((d.file_name()?.to_str()?.to_owned(), d))).filter(|(name, _)| in_scope(name)).collect();
     let mut conn = store.connection()?;
 
     // Out: queued store changes, each conversation in its own transaction.

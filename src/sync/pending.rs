@@ -24,10 +24,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::ingest::{self, IngestError, ReadMode};
 use crate::fs::dirtx::{DirError, DirTransaction};
 use crate::fs::gptme_lock::{self, LockError};
 use crate::fs::nofollow::{Dir, Kind};
-use super::ingest::{self, IngestError, ReadMode};
 use crate::fs::walk::walk;
 use crate::layout::{self, classify};
 use crate::store::{live, pending, queries, DocumentKind, StoreError, WriteBatch};
@@ -205,9 +205,10 @@ impl TranscriptMessages {
 
     fn messages(bytes: &[u8]) -> impl Iterator<Item = crate::store::LineDigest> + '_ {
         use sha2::Digest;
-        bytes.split(|&b| b == b'\n').filter(|l| {
-            matches!(crate::codec::message_line::decode_line(l).content, crate::codec::message_line::LineContent::Message(_))
-        }).map(|l| sha2::Sha256::digest(l).into())
+        bytes
+            .split(|&b| b == b'\n')
+            .filter(|l| matches!(crate::codec::message_line::decode_line(l).content, crate::codec::message_line::LineContent::Message(_)))
+            .map(|l| sha2::Sha256::digest(l).into())
     }
 
     /// How many messages written to transcript `rel` as `bytes` the directory did not hold.

@@ -61,11 +61,12 @@ pub fn watch(store: &Store, logs_root: &Path, rescan: Duration, stop: &AtomicBoo
     // Each pass opens the database afresh: connections kept open for hours would go on using
     // a write-ahead log that was deleted or replaced under them, failing (or worse, writing
     // where no one reads) until restarted. Opening costs about a millisecond.
-    let run = |only: Option<&HashSet<String>>, on_event: &mut dyn FnMut(WatchEvent)| {
-        match Store::open(store.path()).map_err(SyncError::from).and_then(|fresh| sync_pass(&fresh, &root, only, false)) {
-            Ok(report) => on_event(WatchEvent::Pass { report: &report, full: only.is_none() }),
-            Err(e) => on_event(WatchEvent::Failed(e)),
-        }
+    let run = |only: Option<&HashSet<String>>, on_event: &mut dyn FnMut(WatchEvent)| match Store::open(store.path())
+        .map_err(SyncError::from)
+        .and_then(|fresh| sync_pass(&fresh, &root, only, false))
+    {
+        Ok(report) => on_event(WatchEvent::Pass { report: &report, full: only.is_none() }),
+        Err(e) => on_event(WatchEvent::Failed(e)),
     };
     run(None, on_event);
     let mut next_rescan = Instant::now() + rescan;

@@ -17,9 +17,10 @@ impl Rng {
 /// `$SESSIONDB_CRASH_SEED`, else the clock (the seed is printed).
 pub fn plan(ci_kills: u32) -> (u32, Rng) {
     let kills = std::env::var("SESSIONDB_CRASH_KILLS").ok().and_then(|k| k.parse().ok()).unwrap_or(ci_kills);
-    let seed = std::env::var("SESSIONDB_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
-    });
+    let seed = std::env::var("SESSIONDB_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1);
     println!("seed {seed} (SESSIONDB_CRASH_SEED={seed} replays it)");
     (kills, Rng(seed))
 }

@@ -31,11 +31,7 @@ fn float() -> impl Strategy<Value = f64> {
 }
 
 fn int() -> impl Strategy<Value = String> {
-    prop_oneof![
-        any::<i64>().prop_map(|i| i.to_string()),
-        "[1-9][0-9]{18,40}".prop_map(|s| s),
-        "-[1-9][0-9]{18,40}".prop_map(|s| s),
-    ]
+    prop_oneof![any::<i64>().prop_map(|i| i.to_string()), "[1-9][0-9]{18,40}".prop_map(|s| s), "-[1-9][0-9]{18,40}".prop_map(|s| s),]
 }
 
 /// Objects with distinct keys (a repeated key is not representable after parsing).
@@ -54,9 +50,7 @@ pub fn any_json(depth: u32) -> impl Strategy<Value = Json> + Clone {
         float().prop_map(Json::Float),
         tricky_string().prop_map(Json::Str),
     ];
-    leaf.prop_recursive(depth, 64, 5, |inner| {
-        prop_oneof![proptest::collection::vec(inner.clone(), 0..5).prop_map(Json::Array), object(inner)]
-    })
+    leaf.prop_recursive(depth, 64, 5, |inner| prop_oneof![proptest::collection::vec(inner.clone(), 0..5).prop_map(Json::Array), object(inner)])
 }
 
 fn timestamp() -> impl Strategy<Value = Option<String>> {
@@ -74,12 +68,7 @@ fn timestamp() -> impl Strategy<Value = Option<String>> {
 const KNOWN: [&str; 12] = ["role", "content", "timestamp", "files", "file_hashes", "call_id", "pinned", "hide", "ui_only", "ephemeral_ttl", "metadata", "quiet"];
 
 pub fn message() -> impl Strategy<Value = Message> {
-    let role = prop_oneof![
-        Just(Role::System),
-        Just(Role::User),
-        Just(Role::Assistant),
-        tricky_string().prop_map(|s| Role::parse(&s)),
-    ];
+    let role = prop_oneof![Just(Role::System), Just(Role::User), Just(Role::Assistant), tricky_string().prop_map(|s| Role::parse(&s)),];
     let extra = proptest::collection::vec((tricky_string(), any_json(2)), 0..3).prop_map(|members| {
         let mut seen = std::collections::HashSet::new();
         members.into_iter().filter(|(k, _)| !KNOWN.contains(&k.as_str()) && seen.insert(k.clone())).collect::<Vec<_>>()
@@ -88,10 +77,7 @@ pub fn message() -> impl Strategy<Value = Message> {
         let mut seen = std::collections::HashSet::new();
         pairs.into_iter().filter(|(p, _)| seen.insert(p.clone())).collect::<Vec<_>>()
     });
-    let metadata = prop_oneof![
-        Just(None),
-        object(any_json(3)).prop_map(|m| Some(m).filter(|m| !matches!(m, Json::Object(o) if o.is_empty()))),
-    ];
+    let metadata = prop_oneof![Just(None), object(any_json(3)).prop_map(|m| Some(m).filter(|m| !matches!(m, Json::Object(o) if o.is_empty()))),];
     (
         role,
         tricky_string(),
@@ -150,21 +136,22 @@ pub fn gptme_native_message() -> impl Strategy<Value = Message> {
     let metadata = prop_oneof![
         Just(None),
         (usage, float(), object(any_json(2))).prop_map(|(usage, cost, extra)| {
-            let mut members = vec![
-                ("model".to_owned(), Json::Str("anthropic/claude-sonnet-4".into())),
-                ("cost".to_owned(), Json::Float(cost)),
-                ("usage".to_owned(), usage),
-            ];
+            let mut members =
+                vec![("model".to_owned(), Json::Str("anthropic/claude-sonnet-4".into())), ("cost".to_owned(), Json::Float(cost)), ("usage".to_owned(), usage)];
             if let Json::Object(more) = extra {
                 members.extend(more.into_iter().filter(|(k, _)| !TOKEN_KEYS.contains(&k.as_str()) && !["model", "cost", "usage"].contains(&k.as_str())));
             }
             Some(Json::Object(members))
         }),
     ];
-    let timestamp = (2000u32..2100, 1u32..13, 1u32..29, 0u32..24, 0u32..60, 0u32..60, prop_oneof![Just(0u32), 1u32..1_000_000])
-        .prop_map(|(y, mo, d, h, mi, s, us)| {
+    let timestamp =
+        (2000u32..2100, 1u32..13, 1u32..29, 0u32..24, 0u32..60, 0u32..60, prop_oneof![Just(0u32), 1u32..1_000_000]).prop_map(|(y, mo, d, h, mi, s, us)| {
             let base = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}");
-            if us == 0 { base } else { format!("{base}.{us:06}") }
+            if us == 0 {
+                base
+            } else {
+                format!("{base}.{us:06}")
+            }
         });
     (
         role,
