@@ -47,8 +47,8 @@ pub fn sync_state(conn: &crate::store::Connection, logs_root: &Path) -> Result<S
     for dir in dirs {
         let Some(name) = dir.file_name().and_then(|n| n.to_str()).map(str::to_owned) else { continue };
         on_disk.insert(name.clone());
-        let abs = std::path::absolute(&dir).map_err(|source| IngestError::Io { path: dir.clone(), source })?;
-        let listing = walk(&abs).map_err(IngestError::from)?;
+        // `dir` is under the absolute `root`, so it is already the path fingerprints are taken of.
+        let listing = walk(&dir)?;
         if listing.debris {
             state.debris.push(name.clone());
         }
@@ -58,7 +58,7 @@ pub fn sync_state(conn: &crate::store::Connection, logs_root: &Path) -> Result<S
                 if *queued {
                     state.queued.push(name.clone());
                 }
-                if fingerprint_of(&abs, &listing.entries) == *fingerprint {
+                if fingerprint_of(&dir, &listing.entries) == *fingerprint {
                     state.in_step += 1;
                 } else {
                     state.displaced.extend(super::acknowledged::check(conn, &name, &dir)?);
