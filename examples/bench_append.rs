@@ -81,7 +81,7 @@ fn main() {
     });
     let dir = {
         let conn = store.connection().expect("a connection");
-        sessiondb::store::live::load_conversation(&conn, chat_id)
+        sessiondb::store::modify::load_conversation(&conn, chat_id)
             .unwrap_or_else(|e| {
                 eprintln!("bench_append: {e}");
                 std::process::exit(1);

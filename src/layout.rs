@@ -55,7 +55,7 @@ pub enum DocumentKind {
     View,
     Lossless,
     Events,
-    ConvCheckpoints,
+    Bookmarks,
 }
 
 impl DocumentKind {
@@ -65,7 +65,7 @@ impl DocumentKind {
             DocumentKind::View => "view",
             DocumentKind::Lossless => "lossless",
             DocumentKind::Events => "events",
-            DocumentKind::ConvCheckpoints => "conv_checkpoints",
+            DocumentKind::Bookmarks => "conv_checkpoints",
         }
     }
 
@@ -75,7 +75,7 @@ impl DocumentKind {
             "view" => DocumentKind::View,
             "lossless" => DocumentKind::Lossless,
             "events" => DocumentKind::Events,
-            "conv_checkpoints" => DocumentKind::ConvCheckpoints,
+            "conv_checkpoints" => DocumentKind::Bookmarks,
             _ => return None,
         })
     }
@@ -90,7 +90,7 @@ pub fn classify(rel: &str) -> Option<(DocumentKind, String)> {
         [MAIN_TRANSCRIPT] => Some((DocumentKind::Branch, MAIN.into())),
         [EVENTS_FILE] => Some((DocumentKind::Events, MAIN.into())),
         [LOSSLESS] => Some((DocumentKind::Lossless, LOSSLESS_NAME.into())),
-        [BOOKMARKS] => Some((DocumentKind::ConvCheckpoints, BOOKMARKS_NAME.into())),
+        [BOOKMARKS] => Some((DocumentKind::Bookmarks, BOOKMARKS_NAME.into())),
         [BRANCHES_DIR, name] => jsonl_stem(name).map(|n| (DocumentKind::Branch, n)),
         [BRANCHES_DIR, branch, EVENTS_FILE] => Some((DocumentKind::Events, (*branch).to_owned())),
         [VIEWS_DIR, name] => jsonl_stem(name).map(|n| (DocumentKind::View, n)),
@@ -350,7 +350,7 @@ mod tests {
         assert_eq!(classify("conversation.jsonl"), Some((DocumentKind::Branch, "main".into())));
         assert_eq!(classify("events.jsonl"), Some((DocumentKind::Events, "main".into())));
         assert_eq!(classify("lossless.jsonl"), Some((DocumentKind::Lossless, "lossless".into())));
-        assert_eq!(classify("conv-checkpoints.jsonl"), Some((DocumentKind::ConvCheckpoints, "conv-checkpoints".into())));
+        assert_eq!(classify("conv-checkpoints.jsonl"), Some((DocumentKind::Bookmarks, "conv-checkpoints".into())));
         assert_eq!(classify("branches/a.b.jsonl"), Some((DocumentKind::Branch, "a.b".into())));
         assert_eq!(classify("branches/x/events.jsonl"), Some((DocumentKind::Events, "x".into())));
         assert_eq!(classify("views/compacted-001.jsonl"), Some((DocumentKind::View, "compacted-001".into())));

@@ -12,7 +12,7 @@ use std::process::Command;
 use common::strategies::{gptme_native_message, sample};
 use common::tree::assert_same_tree;
 use common::{fixtures, gptme_python, run_ok, sessiondb, tool};
-use sessiondb::codec::conv_checkpoints::{encode_checkpoint, ConvCheckpoint};
+use sessiondb::codec::bookmarks::{encode_bookmark, Bookmark};
 use sessiondb::codec::events::{encode_event, Event, Payload, CHECKPOINT_INTERVAL};
 use sessiondb::codec::message_line::encode_message;
 use sessiondb::model::Message;
@@ -76,8 +76,8 @@ fn messages_written_by_sessiondb_load_in_gptme_unchanged() {
     // Conversation checkpoints and a display name.
     let bookmarked = &rest[30..];
     write_lines(&logs.join("bookmarked/conversation.jsonl"), lines(bookmarked));
-    let label = |i: i64| ConvCheckpoint { index: i, label: format!("mark «{i}» \"q\""), timestamp: "2026-07-16T10:00:00+00:00".into() };
-    write_lines(&logs.join("bookmarked/conv-checkpoints.jsonl"), [3, 40, 40].map(|i| encode_checkpoint(&label(i))));
+    let label = |i: i64| Bookmark { index: i, label: format!("mark «{i}» \"q\""), timestamp: "2026-07-16T10:00:00+00:00".into() };
+    write_lines(&logs.join("bookmarked/conv-checkpoints.jsonl"), [3, 40, 40].map(|i| encode_bookmark(&label(i))));
     fs::write(logs.join("bookmarked/config.toml"), "[chat]\nname = \"Bookmarked ✓\"\n").unwrap();
 
     let db = work.path().join("db");

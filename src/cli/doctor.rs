@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::term::say;
 use super::Failure;
 use crate::store::doctor::{check_database, open_unmigrated, DatabaseReport};
-use crate::sync::state::{sync_state, SyncState};
+use crate::sync::status::{sync_state, SyncState};
 
 #[derive(clap::Args)]
 pub struct Args {

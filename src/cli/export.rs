@@ -71,11 +71,11 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
 
 /// `export --format markdown|html`: the conversation as a document.
 fn document(store: &Store, chat_id: &str, format: &str, branch: Option<&str>, output: Option<&std::path::Path>) -> Result<i32, Failure> {
-    use crate::store::live;
+    use crate::store::modify;
     let conn = store.connection()?;
-    let conv = live::load_conversation(&conn, chat_id)?;
+    let conv = modify::load_conversation(&conn, chat_id)?;
     let branch = branch.unwrap_or(crate::layout::MAIN);
-    let doc = live::loaded_doc(&conn, conv.id, branch)?.ok_or_else(|| Failure(format!("conversation {chat_id:?} has no branch {branch:?}")))?;
+    let doc = modify::loaded_doc(&conn, conv.id, branch)?.ok_or_else(|| Failure(format!("conversation {chat_id:?} has no branch {branch:?}")))?;
     // As gptme holds them: a message without a timestamp has its file's mtime.
     let mtime_ns = queries::entry_mtime(&conn, conv.id, &doc.path).unwrap_or(0);
     let mtime = mtime_ns.div_euclid(1_000_000_000) as f64 + mtime_ns.rem_euclid(1_000_000_000) as f64 * 1e-9;

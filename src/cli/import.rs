@@ -105,7 +105,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     })?;
     batch.finish()?;
     drop(conn);
-    store.checkpoint()?;
+    store.flush_wal()?;
     progress.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     if args.json {

@@ -2,18 +2,21 @@
 //! command is a thin call into the library; errors are printed as one sentence naming the file
 //! or conversation, and the exit code says whether everything succeeded.
 
+mod bookmarks;
 mod doctor;
 mod export;
 mod import;
+mod lifecycle;
 mod list;
-mod manage;
 mod ops;
 mod read;
+mod recover;
 mod search;
 mod show;
 mod stats;
 mod sync;
 pub mod term;
+mod views;
 
 use std::path::PathBuf;
 
@@ -74,23 +77,23 @@ enum Command {
     Next(ops::NextArgs),
     /// Compacted views: create, use, off
     #[command(subcommand)]
-    View(manage::ViewCommand),
+    View(views::ViewCommand),
     /// Copy a conversation (all of it, or through the N-th turn)
-    Fork(manage::ForkArgs),
+    Fork(lifecycle::ForkArgs),
     /// Bookmark the current position (for backtrack)
-    Checkpoint(manage::CheckpointArgs),
+    Checkpoint(bookmarks::CheckpointArgs),
     /// List the bookmarks
-    Checkpoints(manage::CheckpointsArgs),
+    Checkpoints(bookmarks::CheckpointsArgs),
     /// Rewind to a bookmark or message index
-    Backtrack(manage::BacktrackArgs),
+    Backtrack(bookmarks::BacktrackArgs),
     /// Set the display name (config.toml's [chat] name)
-    Rename(manage::RenameArgs),
+    Rename(lifecycle::RenameArgs),
     /// Remove a conversation: its directory and its rows
-    Rm(manage::RmArgs),
+    Rm(lifecycle::RmArgs),
     /// Find (and with --delete remove) empty conversations
-    Clean(manage::CleanArgs),
+    Clean(lifecycle::CleanArgs),
     /// Rebuild a branch from its event log and compare (--apply to replace it)
-    Recover(manage::RecoverArgs),
+    Recover(recover::RecoverArgs),
 }
 
 /// `--queue`, for the commands that change a conversation.
@@ -180,15 +183,15 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Branches(args) => ops::branches(&store, args),
         Command::Diff(args) => ops::diff(&store, args),
         Command::Next(args) => ops::next(&store, args),
-        Command::View(command) => manage::view(&store, command),
-        Command::Fork(args) => manage::fork(&store, args),
-        Command::Checkpoint(args) => manage::checkpoint(&store, args),
-        Command::Checkpoints(args) => manage::checkpoints(&store, args),
-        Command::Backtrack(args) => manage::backtrack(&store, args),
-        Command::Rename(args) => manage::rename(&store, args),
-        Command::Rm(args) => manage::rm(&store, args),
-        Command::Clean(args) => manage::clean(&store, args),
-        Command::Recover(args) => manage::recover(&store, args),
+        Command::View(command) => views::view(&store, command),
+        Command::Fork(args) => lifecycle::fork(&store, args),
+        Command::Checkpoint(args) => bookmarks::checkpoint(&store, args),
+        Command::Checkpoints(args) => bookmarks::checkpoints(&store, args),
+        Command::Backtrack(args) => bookmarks::backtrack(&store, args),
+        Command::Rename(args) => lifecycle::rename(&store, args),
+        Command::Rm(args) => lifecycle::rm(&store, args),
+        Command::Clean(args) => lifecycle::clean(&store, args),
+        Command::Recover(args) => recover::recover(&store, args),
     }
 }
 

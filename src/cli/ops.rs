@@ -12,7 +12,7 @@ use crate::layout::default_logs_root;
 use crate::model::resume::{next_speaker, Next};
 use crate::model::{Log, Message, Role};
 use crate::ops::{self, with_session};
-use crate::store::{live, queries, Store, StoreError};
+use crate::store::{modify, queries, Store, StoreError};
 
 #[derive(clap::Args)]
 pub struct NewArgs {
@@ -299,12 +299,12 @@ pub fn next(store: &Store, args: NextArgs) -> Result<i32, Failure> {
     Ok(0)
 }
 
-/// The messages of the log gptme has loaded for `branch` (see `store::live::loaded_doc`): what
+/// The messages of the log gptme has loaded for `branch` (see `store::modify::loaded_doc`): what
 /// `edit` replaces, `export --format toml` writes, `next` decides on and `recover` compares with.
 pub(super) fn loaded_messages(store: &Store, chat_id: &str, branch: &str) -> Result<Vec<Message>, Failure> {
     let conn = store.connection()?;
-    let conv = live::load_conversation(&conn, chat_id)?;
-    let doc = live::loaded_doc(&conn, conv.id, branch)?.ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: branch.to_owned() })?;
+    let conv = modify::load_conversation(&conn, chat_id)?;
+    let doc = modify::loaded_doc(&conn, conv.id, branch)?.ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: branch.to_owned() })?;
     Ok(queries::with_document_lines(&conn, doc.id, 0, |lines| lines.filter_map(|l| l.message).collect())?)
 }
 

@@ -7,7 +7,7 @@ use super::term::{visible, visible_line};
 use super::Failure;
 use crate::model::{Message, Role};
 use crate::render::role_label;
-use crate::store::{live, queries, Store};
+use crate::store::{modify, queries, Store};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -115,9 +115,9 @@ fn one_line(m: &Message, width: usize) -> String {
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let conn = store.connection()?;
-    let conv = live::load_conversation(&conn, &args.chat_id)?;
+    let conv = modify::load_conversation(&conn, &args.chat_id)?;
     let branch = args.branch.as_deref().unwrap_or(crate::layout::MAIN);
-    let doc = live::loaded_doc(&conn, conv.id, branch)?.ok_or_else(|| Failure(format!("conversation {:?} has no branch {branch:?}", args.chat_id)))?;
+    let doc = modify::loaded_doc(&conn, conv.id, branch)?.ok_or_else(|| Failure(format!("conversation {:?} has no branch {branch:?}", args.chat_id)))?;
     let name = queries::conversation_summary(&conn, &args.chat_id)?.name;
     // Only as many lines are read as the page needs: a long conversation costs no more memory.
     let start = args.start.map_or(0, |k| k.saturating_sub(1 + args.context));

@@ -37,7 +37,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     }
     let report = sync_pass(store, &root, None, args.dry_run)?;
     if !args.dry_run {
-        store.checkpoint()?;
+        store.flush_wal()?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("serialisable"));
@@ -165,7 +165,7 @@ fn watch_root(store: &Store, root: &std::path::Path, rescan: Duration, json: boo
         WatchEvent::Failed(e) => tell!("sessiondb: sync failed: {e}; trying again at the next change"),
     })?;
     // A fresh handle, as every pass had (the first one may hold a log deleted meanwhile).
-    Store::open(store.path())?.checkpoint()?;
+    Store::open(store.path())?.flush_wal()?;
     if !json {
         tell!("sessiondb: stopped");
     }

@@ -4,8 +4,8 @@
 //! Every decoder here says, for each line, whether the matching encoder reproduces it byte for
 //! byte; that single rule is what makes import followed by export lossless.
 
+pub mod bookmarks;
 pub mod config;
-pub mod conv_checkpoints;
 pub mod events;
 pub mod json;
 pub mod lines;

@@ -8,9 +8,11 @@
 //! long the conversation is: one row or two, one line appended to `conversation.jsonl` and one
 //! to `events.jsonl` (plus gptme's periodic checkpoint, which snapshots the whole list).
 
-mod conversation;
-mod manage;
-mod more;
+mod bookmarks;
+mod lifecycle;
+mod recover;
+mod rename;
+mod views;
 
 use std::path::{Path, PathBuf};
 
@@ -21,16 +23,15 @@ use crate::fs::gptme_lock::{self, ConversationLock, LockError};
 use crate::fs::walk::directory_fingerprint;
 use crate::layout::{self, Backup, MAIN};
 use crate::model::Message;
-use crate::store::live::{self, Doc, LiveConversation};
+use crate::store::modify::{self, Doc, LiveConversation};
 use crate::store::queries::{self, StoredLine};
 use crate::store::{DocumentKind, Store, StoreError, WriteBatch};
 use crate::sync::ingest::{self, IngestError};
 
 pub use crate::codec::events::replay;
 pub use crate::codec::normalise::{normalise_for_rewrite, rewrites_unchanged};
-pub use conversation::{new_conversation, NewConversation};
-pub use manage::{clean_candidates, fork, fork_at_turn, remove, CleanCandidate};
-pub use more::{read_event_file, slice_at_turn};
+pub use lifecycle::{clean_candidates, fork, fork_at_turn, new_conversation, remove, slice_at_turn, CleanCandidate, NewConversation};
+pub use recover::read_event_file;
 
 #[derive(Debug, thiserror::Error)]
 pub enum OpsError {
@@ -82,7 +83,7 @@ pub struct Session<'c> {
 /// Changes queued earlier with [`with_queued_session`] are written out first.
 pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Session) -> Result<T, OpsError>) -> Result<T, OpsError> {
     let mut conn = store.connection()?;
-    let conv = live::load_conversation(&conn, chat_id)?;
+    let conv = modify::load_conversation(&conn, chat_id)?;
     let dir = conv.dir;
     if !dir.join(layout::MAIN_TRANSCRIPT).exists() {
         return Err(OpsError::Invalid(format!("{}: the conversation directory is gone (run `sessiondb import`)", dir.display())));
@@ -96,7 +97,7 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     let mut batch = WriteBatch::begin(&mut conn)?;
     // By chat id, inside the transaction: another process may have replaced the rows (a new
     // conversation id) since they were looked up above.
-    let now = live::load_conversation(batch.conn(), chat_id)?;
+    let now = modify::load_conversation(batch.conn(), chat_id)?;
     if crate::store::pending::has_pending(batch.conn(), now.id)? {
         // Queued by another process after the check above: write it out first, then begin again.
         drop(batch);
@@ -115,16 +116,16 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     // message has been judged: no gptme can have a copy of this conversation older than the
     // appends recorded before the settling time.
     crate::store::acknowledged::forget_settled(batch.conn(), chat_id, crate::sync::acknowledged::SETTLE)?;
-    let conv = live::load_conversation(batch.conn(), chat_id)?;
+    let conv = modify::load_conversation(batch.conn(), chat_id)?;
     let missing = crate::store::acknowledged::missing_from_store(batch.conn(), chat_id)?;
     let mut session = Session { batch, conv, dir: DirTransaction::new(handle), _lock: Some(lock), sidecars: Vec::new() };
     let out = op(&mut session)?;
     let Session { batch, conv, dir, _lock, sidecars } = session;
     // What this operation took out (an undo, an edit) was taken out on purpose.
     crate::store::acknowledged::forget_removed(batch.conn(), chat_id, &missing)?;
-    live::refresh_dir_entries(batch.conn(), conv.id, &conv.dir)?;
+    modify::refresh_dir_entries(batch.conn(), conv.id, &conv.dir)?;
     let fingerprint = directory_fingerprint(&conv.dir).map_err(IngestError::from)?;
-    live::set_fingerprint(batch.conn(), conv.id, &fingerprint)?;
+    modify::set_fingerprint(batch.conn(), conv.id, &fingerprint)?;
     batch.finish()?;
     dir.commit()?;
     drop(sidecars);
@@ -150,7 +151,7 @@ pub fn run<T>(store: &Store, chat_id: &str, queued: bool, op: impl FnOnce(&mut S
 pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Session) -> Result<T, OpsError>) -> Result<T, OpsError> {
     let mut conn = store.connection()?;
     let mut batch = WriteBatch::begin(&mut conn)?;
-    let conv = live::load_conversation(batch.conn(), chat_id)?;
+    let conv = modify::load_conversation(batch.conn(), chat_id)?;
     if !crate::store::pending::has_pending(batch.conn(), conv.id)? && conv.dir.join(layout::MAIN_TRANSCRIPT).exists() {
         // The base of the queue must be what the directory holds now: catch up first.
         let stored = queries::fingerprint(batch.conn(), conv.id)?;
@@ -158,7 +159,7 @@ pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut
             ingest::import_conversation(&mut batch, &conv.dir, ingest::ReadMode::CompleteLines)?;
         }
     }
-    let conv = live::load_conversation(batch.conn(), chat_id)?;
+    let conv = modify::load_conversation(batch.conn(), chat_id)?;
     let bases = queries::entry_stats(batch.conn(), conv.id)?;
     let staging = tempfile::Builder::new().prefix("sessiondb-queue-").tempdir().map_err(|source| DirError::Io { path: std::env::temp_dir(), source })?;
     let copy = staging.path().join(&conv.chat_id);
@@ -219,30 +220,38 @@ impl Session<'_> {
         self.conv.dir.join(rel)
     }
 
+    /// Stores an opaque small file (a marker, a bookmark file) and writes it.
+    fn write_small_file(&mut self, rel: &str, mode: u32, data: &[u8]) -> Result<(), OpsError> {
+        let path = self.abs(rel);
+        let stat = self.dir.replace(&path, mode, |out| out.write_all(data))?;
+        modify::set_blob_entry(self.conn(), self.conv.id, rel, stat.mode, stat.mtime_ns, data)?;
+        Ok(())
+    }
+
     /// Records a file's state after a write, with the watermark of what the store now holds of
     /// it (the whole file), so that the next sync does not read it again.
     fn record(&self, rel: &str, stat: FileStat) -> Result<(), OpsError> {
-        live::set_entry_stat(self.conn(), self.conv.id, rel, stat.mode, stat.mtime_ns, stat.size)?;
+        modify::set_entry_stat(self.conn(), self.conv.id, rel, stat.mode, stat.mtime_ns, stat.size)?;
         let path = self.abs(rel);
         let io = |source| DirError::Io { path: path.clone(), source };
         let file = self.dir.open_read(&path)?;
         let ino = crate::fs::nofollow::fstat(&file).map_err(io)?.ino;
         let tail = crate::fs::watermark::tail_digest(&file, stat.size).map_err(io)?;
-        live::set_watermark(self.conn(), self.conv.id, rel, &crate::fs::watermark::Watermark { size: stat.size, ino, tail })?;
+        modify::set_watermark(self.conn(), self.conv.id, rel, &crate::fs::watermark::Watermark { size: stat.size, ino, tail })?;
         Ok(())
     }
 
     /// Creates directory `rel` when missing, as gptme's `mkdir` does: mode 0777 less the umask.
     fn ensure_dir(&mut self, rel: &str) -> Result<(), OpsError> {
         let mode = crate::fs::meta::new_dir_mode();
-        live::ensure_dir(self.batch.conn(), self.conv.id, rel, mode)?;
+        modify::ensure_dir(self.batch.conn(), self.conv.id, rel, mode)?;
         let abs = self.abs(rel);
         self.dir.create_dir(&abs, mode)?;
         Ok(())
     }
 
     pub fn branch_doc(&self, name: &str) -> Result<Doc, OpsError> {
-        live::find_doc(self.conn(), self.conv.id, DocumentKind::Branch, name)?
+        modify::find_doc(self.conn(), self.conv.id, DocumentKind::Branch, name)?
             .ok_or_else(|| StoreError::NoBranch { chat_id: self.conv.chat_id.clone(), branch: name.to_owned() }.into())
     }
 
@@ -250,7 +259,7 @@ impl Session<'_> {
     /// legacy forms normalised as gptme's reader normalises them).
     pub fn messages(&self, doc: &Doc) -> Result<Vec<Message>, OpsError> {
         let mtime = self.file_mtime(&doc.path)?;
-        Ok(live::doc_lines(self.conn(), doc)?.into_iter().filter_map(|l| l.message).map(|m| normalise_for_rewrite(&m, mtime)).collect())
+        Ok(modify::doc_lines(self.conn(), doc)?.into_iter().filter_map(|l| l.message).map(|m| normalise_for_rewrite(&m, mtime)).collect())
     }
 
     fn file_mtime(&self, rel: &str) -> Result<f64, OpsError> {
@@ -260,7 +269,7 @@ impl Session<'_> {
 
     /// The active view of the main branch (gptme's `views/.current` marker), if it names one.
     pub fn active_view(&self) -> Result<Option<Doc>, OpsError> {
-        Ok(live::active_view(self.conn(), self.conv.id)?)
+        Ok(modify::active_view(self.conn(), self.conv.id)?)
     }
 
     /// Writes a document's rows as its whole file, atomically.
@@ -291,7 +300,7 @@ impl Session<'_> {
             let stat = crate::fs::dirtx::stat(&path).map_err(|source| DirError::Io { path, source })?;
             return Ok((doc, line, stat));
         }
-        let line = live::append_line(self.batch.conn(), self.conv.id, &mut doc, message)?;
+        let line = modify::append_line(self.batch.conn(), self.conv.id, &mut doc, message)?;
         let mut bytes = line.clone();
         bytes.push(b'\n');
         let stat = self.dir.append(&self.abs(&doc.path), before.size, doc.mode, &bytes)?;
@@ -329,7 +338,7 @@ impl Session<'_> {
                 // Stored from the copy written, so that the store holds what the directory holds.
                 let file = std::fs::File::open(&copy).map_err(|source| DirError::Io { path: copy.clone(), source })?;
                 crate::store::blobs::put(self.conn(), &sha, stat.size, std::io::BufReader::new(file), &rel)?;
-                live::set_file_entry(self.conn(), self.conv.id, &rel, stat.mode, stat.mtime_ns, &sha, stat.size)?;
+                modify::set_file_entry(self.conn(), self.conv.id, &rel, stat.mode, stat.mtime_ns, &sha, stat.size)?;
             }
             match message.file_hashes.iter_mut().find(|(p, _)| *p == file) {
                 Some(entry) => entry.1 = hash,
@@ -370,14 +379,14 @@ impl Session<'_> {
         let rel = layout::events_path(branch);
         let mode = umask_mode();
         self.lock_sidecar(&layout::events_lock_path(branch))?;
-        let before = match live::find_doc(self.conn(), self.conv.id, DocumentKind::Events, branch)? {
+        let before = match modify::find_doc(self.conn(), self.conv.id, DocumentKind::Events, branch)? {
             Some(d) => d,
-            None => live::create_doc(self.conn(), self.conv.id, &rel, DocumentKind::Events, branch, mode)?,
+            None => modify::create_doc(self.conn(), self.conv.id, &rel, DocumentKind::Events, branch, mode)?,
         };
         let mut doc = before.clone();
-        let seq = live::next_seq(self.conn(), &doc)?;
+        let seq = modify::next_seq(self.conn(), &doc)?;
         let event = Event { seq, ts: now_utc_iso(), kind: kind.to_owned(), payload };
-        let line = live::append_event(self.batch.conn(), self.conv.id, &mut doc, &event)?;
+        let line = modify::append_event(self.batch.conn(), self.conv.id, &mut doc, &event)?;
         let expected = if before.line_count == 0 && !self.abs(&rel).exists() { None } else { before.size };
         let mut bytes = Vec::new();
         if !before.ends_with_newline {
@@ -392,8 +401,8 @@ impl Session<'_> {
         }
         let snapshot = self.messages(current)?;
         let checkpoint = Event { seq: seq + 1, ts: now_utc_iso(), kind: CHECKPOINT.to_owned(), payload: Payload::Messages(snapshot) };
-        live::append_event(self.batch.conn(), self.conv.id, &mut doc, &checkpoint)?;
-        live::compact_events(self.batch.conn(), &mut doc, seq + 1)?;
+        modify::append_event(self.batch.conn(), self.conv.id, &mut doc, &checkpoint)?;
+        modify::compact_events(self.batch.conn(), &mut doc, seq + 1)?;
         // gptme compacts through mkstemp: the rewritten log has mode 0600.
         doc.mode = 0o600;
         self.rewrite(&doc)?;
@@ -409,7 +418,7 @@ impl Session<'_> {
         let path = self.abs(rel);
         if !path.exists() {
             let stat = self.dir.append(&path, None, umask_mode(), b"")?;
-            live::add_empty_file(self.conn(), self.conv.id, rel, stat.mode, stat.mtime_ns)?;
+            modify::add_empty_file(self.conn(), self.conv.id, rel, stat.mode, stat.mtime_ns)?;
         }
         let file = self.dir.open_for_lock(&path)?;
         file.lock().map_err(|source| DirError::Io { path: path.clone(), source })?;
@@ -428,7 +437,7 @@ impl Session<'_> {
     /// The name of the next backup branch `<branch>-<kind>-<n>`.
     fn backup_name(&self, branch: &str, kind: Backup) -> Result<String, OpsError> {
         let prefix = layout::backup_prefix(branch, kind);
-        let existing = live::docs(self.conn(), self.conv.id, DocumentKind::Branch)?;
+        let existing = modify::docs(self.conn(), self.conv.id, DocumentKind::Branch)?;
         let n = existing.iter().filter(|d| d.name.starts_with(&prefix)).count();
         Ok(layout::backup_name(branch, kind, n))
     }
@@ -436,28 +445,28 @@ impl Session<'_> {
     fn create_branch(&mut self, name: &str, messages: &[Message]) -> Result<(), OpsError> {
         self.ensure_dir(layout::BRANCHES_DIR)?;
         let rel = layout::branch_path(name);
-        let mut doc = live::create_doc(self.batch.conn(), self.conv.id, &rel, DocumentKind::Branch, name, TRANSCRIPT_MODE)?;
-        live::replace_lines(self.batch.conn(), self.conv.id, &mut doc, messages)?;
+        let mut doc = modify::create_doc(self.batch.conn(), self.conv.id, &rel, DocumentKind::Branch, name, TRANSCRIPT_MODE)?;
+        modify::replace_lines(self.batch.conn(), self.conv.id, &mut doc, messages)?;
         self.rewrite(&doc)?;
         self.refresh_branch_count()
     }
 
     fn refresh_branch_count(&self) -> Result<(), OpsError> {
-        Ok(live::refresh_branch_count(self.conn(), self.conv.id)?)
+        Ok(modify::refresh_branch_count(self.conn(), self.conv.id)?)
     }
 
     /// The document an edit or undo of `branch` changes: the log gptme has loaded for it (the
-    /// active view when one is active on main, else the branch; see [`live::loaded_doc`]).
+    /// active view when one is active on main, else the branch; see [`modify::loaded_doc`]).
     fn target(&self, branch: &str) -> Result<Doc, OpsError> {
-        live::loaded_doc(self.conn(), self.conv.id, branch)?
+        modify::loaded_doc(self.conn(), self.conv.id, branch)?
             .ok_or_else(|| StoreError::NoBranch { chat_id: self.conv.chat_id.clone(), branch: branch.to_owned() }.into())
     }
 
     /// Replaces a document's messages and rewrites its file; updates listing totals for main.
     fn replace(&mut self, doc: &mut Doc, messages: &[Message]) -> Result<(), OpsError> {
-        live::replace_lines(self.batch.conn(), self.conv.id, doc, messages)?;
+        modify::replace_lines(self.batch.conn(), self.conv.id, doc, messages)?;
         self.rewrite(doc)?;
-        live::remove_unreferenced_messages(self.conn(), self.conv.id)?;
+        modify::remove_unreferenced_messages(self.conn(), self.conv.id)?;
         if doc.kind == DocumentKind::Branch && doc.name == MAIN {
             self.refresh_totals()?;
         }
@@ -534,7 +543,7 @@ impl Session<'_> {
     /// hold, or the file is not what the store says it is: the caller undoes the general way.
     fn undo_by_prefix(&mut self, branch: &str, doc: &mut Doc, n: usize) -> Result<Option<Option<Undone>>, OpsError> {
         let Some(size) = doc.size.filter(|_| doc.ends_with_newline) else { return Ok(None) };
-        if !live::rewrites_unchanged(self.conn(), doc)? {
+        if !modify::rewrites_unchanged(self.conn(), doc)? {
             return Ok(None);
         }
         let total = doc.line_count;
@@ -563,8 +572,8 @@ impl Session<'_> {
                 let name = self.backup_name(branch, Backup::Undo)?;
                 self.ensure_dir(layout::BRANCHES_DIR)?;
                 let rel = layout::branch_path(&name);
-                let mut backup = live::create_doc(self.batch.conn(), self.conv.id, &rel, DocumentKind::Branch, &name, TRANSCRIPT_MODE)?;
-                live::copy_lines(self.conn(), doc, &mut backup, kept)?;
+                let mut backup = modify::create_doc(self.batch.conn(), self.conv.id, &rel, DocumentKind::Branch, &name, TRANSCRIPT_MODE)?;
+                modify::copy_lines(self.conn(), doc, &mut backup, kept)?;
                 let mut source = std::fs::File::open(&path).map_err(io)?;
                 let stat = self.dir.replace(&self.abs(&rel), backup.mode, |out| copy_exactly(&mut source, size - suffix(kept), out))?;
                 self.record(&rel, stat)?;
@@ -573,12 +582,12 @@ impl Session<'_> {
             }
             _ => None,
         };
-        live::truncate_lines(self.conn(), doc, new_len)?;
+        modify::truncate_lines(self.conn(), doc, new_len)?;
         let mut source = std::fs::File::open(&path).map_err(io)?;
         let stat = self.dir.replace(&path, doc.mode, |out| copy_exactly(&mut source, cut, out))?;
         self.record(&doc.path, stat)?;
         let gone = &tail[..removed_count as usize];
-        live::remove_messages_if_unreferenced(self.conn(), &gone.iter().map(|l| l.message_id).collect::<Vec<_>>())?;
+        modify::remove_messages_if_unreferenced(self.conn(), &gone.iter().map(|l| l.message_id).collect::<Vec<_>>())?;
         if doc.kind == DocumentKind::Branch && doc.name == MAIN {
             let stored = crate::store::totals::load(self.conn(), self.conv.id)?;
             let lines: Vec<&[u8]> = gone.iter().rev().map(|l| l.line.as_slice()).collect();
@@ -599,7 +608,7 @@ impl Session<'_> {
     /// as gptme copies its current log) when it does not exist. Returns whether it was created.
     pub fn branch(&mut self, name: &str, from: &str) -> Result<bool, OpsError> {
         crate::model::ChatId::new(name).map_err(|e| OpsError::Invalid(format!("invalid branch name {name:?}: {e}")))?;
-        if live::find_doc(self.conn(), self.conv.id, DocumentKind::Branch, name)?.is_some() {
+        if modify::find_doc(self.conn(), self.conv.id, DocumentKind::Branch, name)?.is_some() {
             return Ok(false);
         }
         let source = self.target(from)?;

@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::schema::CURRENT_VERSION;
-use super::{live, Connection, DocumentKind, StoreError};
+use super::{modify, Connection, DocumentKind, StoreError};
 
 /// What the database checks found.
 #[derive(Debug, Default, Serialize)]
@@ -43,7 +43,7 @@ fn strings(conn: &Connection, sql: &str) -> Result<Vec<String>, StoreError> {
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// Opens the database at `path` for [`check_database`] and other reads (`sync::state`): a plain
+/// Opens the database at `path` for [`check_database`] and other reads (`sync::status`): a plain
 /// connection, not through [`super::Store`] and not migrated, that waits up to 30 s for another
 /// process's write lock. Fails only when SQLite cannot open the file at all.
 pub fn open_unmigrated(path: &Path) -> Result<Connection, StoreError> {
@@ -155,7 +155,7 @@ fn totals_disagreements(conn: &Connection) -> Result<Vec<String>, StoreError> {
     let ids: Vec<(i64, String)> =
         conn.prepare("SELECT id, chat_id FROM conversations ORDER BY chat_id")?.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
     for (id, chat_id) in ids {
-        let Some(main) = live::find_doc(conn, id, DocumentKind::Branch, crate::layout::MAIN)? else {
+        let Some(main) = modify::find_doc(conn, id, DocumentKind::Branch, crate::layout::MAIN)? else {
             out.push(format!("{chat_id}: no main branch (conversation.jsonl)"));
             continue;
         };

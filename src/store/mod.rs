@@ -8,8 +8,8 @@
 //!
 //! This module is the only one that holds SQL or touches SQLite. The rest of the crate gets a
 //! [`Connection`] (or, to write, a [`WriteBatch`] and the [`Connection`] it lends) and calls the
-//! named operations of the modules below, each in the module that owns its rows: [`live`] for
-//! edits of stored conversations, [`pending`] for the queue of store-only changes,
+//! named operations of the modules below, each in the module that owns its rows: [`ConversationWriter`] for
+//! writing a whole conversation, [`modify`] for changes in place of a stored conversation, [`pending`] for the queue of store-only changes,
 //! [`acknowledged`] for acknowledged appends, [`queries`] for reads. A read that must see the
 //! same state as the writes after it takes the batch's connection, inside the transaction.
 
@@ -18,8 +18,7 @@ mod batch;
 pub mod blobs;
 pub mod doctor;
 pub mod fts;
-mod import;
-pub mod live;
+pub mod modify;
 pub mod pending;
 pub mod queries;
 pub mod rows;
@@ -27,6 +26,7 @@ pub mod schema;
 pub mod search;
 pub mod stats;
 pub mod totals;
+mod writer;
 
 use std::path::{Path, PathBuf};
 
@@ -34,8 +34,8 @@ use r2d2_sqlite::SqliteConnectionManager;
 
 use batch::Savepoint;
 pub use batch::WriteBatch;
-pub use import::{ConversationWriter, DocumentId, DocumentKind, LineDigest, LineWarning, WriteStats};
 pub use totals::ListingTotals;
+pub use writer::{ConversationWriter, DocumentId, DocumentKind, LineDigest, LineWarning, WriteStats};
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
@@ -185,7 +185,7 @@ impl Store {
     /// after a large write (an import): connections do not checkpoint on close (that would
     /// cost every small command an fsync), and a long log must otherwise be re-read by the
     /// next process that opens the database.
-    pub fn checkpoint(&self) -> Result<(), StoreError> {
+    pub fn flush_wal(&self) -> Result<(), StoreError> {
         self.connection()?.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         Ok(())
     }

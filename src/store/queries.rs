@@ -7,9 +7,9 @@ use std::collections::HashMap;
 
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::import::DocumentKind;
+use super::writer::DocumentKind;
 use super::{Connection, StoreError};
-use crate::codec::conv_checkpoints::{encode_checkpoint, ConvCheckpoint};
+use crate::codec::bookmarks::{encode_bookmark, Bookmark};
 use crate::codec::events::{encode_event, Event, Payload};
 use crate::codec::json::{self, Json};
 use crate::codec::message_line::encode_message;
@@ -343,7 +343,7 @@ pub fn fingerprints(conn: &Connection) -> Result<HashMap<String, Vec<u8>>, Store
 pub struct RootConversation {
     pub id: i64,
     pub fingerprint: Vec<u8>,
-    /// Its directory was found gone (see [`super::live::mark_deleted`]).
+    /// Its directory was found gone (see [`super::modify::mark_deleted`]).
     pub deleted: bool,
     /// It has changes queued for its directory (see [`super::pending`]).
     pub queued: bool,
@@ -372,12 +372,12 @@ pub fn conversations_in(conn: &Connection, root: &std::path::Path) -> Result<Has
 
 /// The conversation's bookmarks (gptme's `conv-checkpoints.jsonl`), oldest first, damaged
 /// lines skipped as gptme skips them.
-pub fn bookmarks(conn: &Connection, conversation_id: i64) -> Result<Vec<ConvCheckpoint>, StoreError> {
+pub fn bookmarks(conn: &Connection, conversation_id: i64) -> Result<Vec<Bookmark>, StoreError> {
     let mut stmt = conn.prepare(
         "SELECT c.idx, c.label, c.timestamp FROM conv_checkpoints c JOIN documents d ON d.id = c.document_id
          WHERE d.conversation_id = ?1 AND c.idx IS NOT NULL ORDER BY c.line_no",
     )?;
-    let rows = stmt.query_map([conversation_id], |r| Ok(ConvCheckpoint { index: r.get(0)?, label: r.get(1)?, timestamp: r.get(2)? }))?;
+    let rows = stmt.query_map([conversation_id], |r| Ok(Bookmark { index: r.get(0)?, label: r.get(1)?, timestamp: r.get(2)? }))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
@@ -480,15 +480,15 @@ pub fn for_each_line(conn: &Connection, document_id: i64, kind: DocumentKind, mu
                 f(encode_event(&event).as_bytes()).map_err(io)?;
             }
         }
-        DocumentKind::ConvCheckpoints => {
+        DocumentKind::Bookmarks => {
             let mut stmt = conn.prepare("SELECT idx, label, timestamp, raw FROM conv_checkpoints WHERE document_id = ?1 ORDER BY line_no")?;
             let mut rows = stmt.query([document_id])?;
             while let Some(row) = rows.next()? {
                 match row.get::<_, Option<Vec<u8>>>(3)? {
                     Some(raw) => f(&raw).map_err(io)?,
                     None => {
-                        let c = ConvCheckpoint { index: row.get(0)?, label: row.get(1)?, timestamp: row.get(2)? };
-                        f(encode_checkpoint(&c).as_bytes()).map_err(io)?;
+                        let c = Bookmark { index: row.get(0)?, label: row.get(1)?, timestamp: row.get(2)? };
+                        f(encode_bookmark(&c).as_bytes()).map_err(io)?;
                     }
                 }
             }

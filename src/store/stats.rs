@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::queries::{self, ConversationSummary, ListFilter};
-use super::{live, Connection, StoreError};
+use super::{modify, Connection, StoreError};
 use crate::codec::timestamp::{self, format_utc};
 
 /// `round(x, 4)` as Python does it.
@@ -228,9 +228,9 @@ fn tool_calls(content: &str) -> Vec<&'static str> {
 /// One conversation's detail, as gptme's `chats stats ID --json` reports it.
 pub fn conversation(conn: &Connection, chat_id: &str) -> Result<Value, StoreError> {
     let summary = queries::conversation_summary(conn, chat_id)?;
-    let conv = live::load_conversation(conn, chat_id)?;
+    let conv = modify::load_conversation(conn, chat_id)?;
     // gptme counts its loaded log: the active view when there is one, else main.
-    let main = live::loaded_doc(conn, conv.id, crate::layout::MAIN)?
+    let main = modify::loaded_doc(conn, conv.id, crate::layout::MAIN)?
         .ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: crate::layout::MAIN.into() })?;
     // Streamed: memory does not grow with the conversation (only its first and last times are kept).
     let mut total = 0usize;

@@ -39,7 +39,7 @@ use crate::codec::message_line::{decode_line, LineContent};
 use crate::fs::walk::walk;
 use crate::layout::{self, classify};
 use crate::store::acknowledged::{self as records, message_key, Acknowledged, MessageKey};
-use crate::store::{live, DocumentKind, StoreError};
+use crate::store::{modify, DocumentKind, StoreError};
 
 /// How long after an append a gptme that loaded the conversation just before it may still be
 /// taking `.lock` (its read-to-lock gap is milliseconds; this is generous).
@@ -251,9 +251,9 @@ fn store_copy(conn: &crate::store::Connection, chat_id: &str, path: &str, lost: 
     let mut bytes = Vec::new();
     let mut mode = 0o600; // gptme writes transcripts through temporary files
     let mut held = HashSet::new();
-    let conv = live::load_conversation(conn, chat_id)?;
+    let conv = modify::load_conversation(conn, chat_id)?;
     let doc = match classify(path) {
-        Some((kind, name)) => live::find_doc(conn, conv.id, kind, &name)?,
+        Some((kind, name)) => modify::find_doc(conn, conv.id, kind, &name)?,
         None => None,
     };
     if let Some(doc) = doc {

@@ -18,7 +18,7 @@ use crate::codec::lines::LineReader;
 use crate::fs::walk::{fingerprint, walk, Found, Listing};
 use crate::fs::watermark::{only_grew, tail_digest, Watermark};
 use crate::store::queries::{self, StoredEntry};
-use crate::store::{live, DocumentKind, ListingTotals, StoreError, WriteBatch, WriteStats};
+use crate::store::{modify, DocumentKind, ListingTotals, StoreError, WriteBatch, WriteStats};
 
 /// A document that may only have grown since it was read.
 #[derive(Debug, Clone)]
@@ -55,7 +55,7 @@ pub struct Planned {
 impl Planned {
     /// Records the directories' new mtimes (see `dir_mtimes`).
     pub fn record_dir_mtimes(&self, conn: &crate::store::Connection, conversation_id: i64) -> Result<(), StoreError> {
-        live::set_dir_mtimes(conn, conversation_id, &self.dir_mtimes)
+        modify::set_dir_mtimes(conn, conversation_id, &self.dir_mtimes)
     }
 }
 

@@ -15,8 +15,8 @@ use std::path::{Component, Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use crate::codec::bookmarks::{decode_bookmark_line, BookmarkLine};
 use crate::codec::config::{parse_chat_config, ChatConfig};
-use crate::codec::conv_checkpoints::{decode_checkpoint_line, CheckpointLine};
 use crate::codec::events::{decode_event_line, EventLine, Payload};
 use crate::codec::lines::LineReader;
 use crate::codec::message_line::{decode_line, encode_message, DecodedLine};
@@ -166,10 +166,10 @@ pub(crate) enum Item {
         decoded: EventLine,
         nested: Vec<LineDigest>,
     },
-    CheckpointLine {
+    BookmarkLine {
         line_no: i64,
         line: Vec<u8>,
-        decoded: CheckpointLine,
+        decoded: BookmarkLine,
     },
     /// `read` is what was read of the file: where the next incremental read starts.
     EndDocument {
@@ -193,7 +193,7 @@ impl Item {
     fn size(&self) -> usize {
         match self {
             Item::Blob { data, .. } => data.len(),
-            Item::MessageLine { line, .. } | Item::EventLine { line, .. } | Item::CheckpointLine { line, .. } => line.len(),
+            Item::MessageLine { line, .. } | Item::EventLine { line, .. } | Item::BookmarkLine { line, .. } => line.len(),
             _ => 64,
         }
     }
@@ -429,7 +429,7 @@ pub(crate) fn is_whole_record(kind: DocumentKind, line: &[u8]) -> bool {
     match kind {
         DocumentKind::Branch | DocumentKind::View | DocumentKind::Lossless => matches!(decode_line(line).content, LineContent::Message(_)),
         DocumentKind::Events => matches!(decode_event_line(line), EventLine::Event { .. }),
-        DocumentKind::ConvCheckpoints => matches!(decode_checkpoint_line(line), CheckpointLine::Checkpoint { .. }),
+        DocumentKind::Bookmarks => matches!(decode_bookmark_line(line), BookmarkLine::Bookmark { .. }),
     }
 }
 
@@ -455,7 +455,7 @@ pub(crate) fn line_item(kind: DocumentKind, line_no: i64, line: Vec<u8>, totals:
             };
             Item::EventLine { line_no, line, decoded, nested }
         }
-        DocumentKind::ConvCheckpoints => Item::CheckpointLine { line_no, decoded: decode_checkpoint_line(&line), line },
+        DocumentKind::Bookmarks => Item::BookmarkLine { line_no, decoded: decode_bookmark_line(&line), line },
     }
 }
 
@@ -472,7 +472,7 @@ pub(crate) fn write_line(writer: &mut ConversationWriter, id: DocumentId, rel: &
     match item {
         Item::MessageLine { line_no, digest, line, decoded } => writer.add_message_line(id, rel, line_no, &digest, &line, decoded.as_ref()),
         Item::EventLine { line_no, line, decoded, nested } => writer.add_event_line(id, rel, line_no, &line, &decoded, &nested),
-        Item::CheckpointLine { line_no, line, decoded } => writer.add_checkpoint_line(id, rel, line_no, &line, &decoded),
+        Item::BookmarkLine { line_no, line, decoded } => writer.add_bookmark_line(id, rel, line_no, &line, &decoded),
         _ => unreachable!("only line items are written as lines"),
     }
 }
@@ -522,7 +522,7 @@ fn apply(batch: &mut WriteBatch, dir: &Path, first: Item, next: &mut dyn FnMut()
                 document = Some((id, rel));
                 Ok(())
             }
-            line @ (Item::MessageLine { .. } | Item::EventLine { .. } | Item::CheckpointLine { .. }) => {
+            line @ (Item::MessageLine { .. } | Item::EventLine { .. } | Item::BookmarkLine { .. }) => {
                 let (id, rel) = doc();
                 write_line(&mut writer, *id, rel, line)
             }

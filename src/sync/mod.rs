@@ -8,5 +8,5 @@ pub mod ingest;
 pub mod materialise;
 pub mod pass;
 pub mod pending;
-pub mod state;
+pub mod status;
 pub mod watch;

@@ -27,7 +27,7 @@ use super::ingest::{self, format_warning, IngestError, Outcome, ReadMode};
 use super::pending::{self, Conflict, PendingError};
 use crate::fs::gptme_lock::LockError;
 use crate::store::queries::{self, RootConversation};
-use crate::store::{live, Store, StoreError, WriteBatch};
+use crate::store::{modify, Store, StoreError, WriteBatch};
 
 /// What came in from the directories.
 #[derive(Debug, Default, Clone, Serialize)]
@@ -251,7 +251,7 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
         });
         let outcome = outcome.and_then(|(plan, fingerprint)| match plan {
             Plan::Unchanged => {
-                live::mark_unchanged(batch.conn(), s.id, &fingerprint).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
+                modify::mark_unchanged(batch.conn(), s.id, &fingerprint).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
                 Ok(Some(None))
             }
             Plan::Grow(grown) => incremental::apply_growth(&mut batch, s.id, dir, &grown, &fingerprint).map(|o| o.map(Some)),
@@ -319,7 +319,7 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
     // Gone: marked, kept until `sessiondb rm`.
     for (chat_id, s) in &stored {
         if in_scope(chat_id) && !s.deleted && !on_disk.contains_key(chat_id) {
-            live::mark_deleted(batch.conn(), s.id)?;
+            modify::mark_deleted(batch.conn(), s.id)?;
             report.ingest.deleted += 1;
         }
     }

@@ -30,7 +30,7 @@ use crate::fs::gptme_lock::{self, LockError};
 use crate::fs::nofollow::{Dir, Kind};
 use crate::fs::walk::walk;
 use crate::layout::{self, classify};
-use crate::store::{live, pending, queries, DocumentKind, StoreError, WriteBatch};
+use crate::store::{modify, pending, queries, DocumentKind, StoreError, WriteBatch};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PendingError {
@@ -92,7 +92,7 @@ fn store_version(conn: &crate::store::Connection, entries: &HashMap<String, quer
 /// documentation), or with `dry_run` only reports what that would do. Fails with
 /// [`LockError::Held`] when a live gptme holds the conversation.
 pub fn materialise_pending(conn: &mut crate::store::Connection, chat_id: &str, dry_run: bool) -> Result<Materialised, PendingError> {
-    let dir = live::load_conversation(conn, chat_id)?.dir;
+    let dir = modify::load_conversation(conn, chat_id)?.dir;
     let io_dir = |source| PendingError::Io { path: dir.clone(), source };
     let handle = Dir::open(&dir).map_err(io_dir)?;
     // The directory lock first, then the database lock, as every writer takes them.
@@ -101,7 +101,7 @@ pub fn materialise_pending(conn: &mut crate::store::Connection, chat_id: &str, d
         crate::fs::atomic::remove_debris(&handle).map_err(io_dir)?;
     }
     let mut batch = WriteBatch::begin(conn)?;
-    let conv = live::load_conversation(batch.conn(), chat_id)?;
+    let conv = modify::load_conversation(batch.conn(), chat_id)?;
     let mut tx = DirTransaction::new(handle.try_clone().map_err(io_dir)?);
     let mut out = Materialised::default();
     let mut names = ConflictNames::default();

@@ -1,14 +1,60 @@
-//! Operations on whole conversations: fork, remove, clean.
+//! Whole conversations: creating one (gptme's `LogManager.load(create=True)`), forking it
+//! (whole, or at a user turn), removing it, and finding what `clean` would remove. Each new
+//! directory is written completely and then imported; a failure removes what was written.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::{normalise_for_rewrite, slice_at_turn, OpsError};
+use super::{normalise_for_rewrite, OpsError};
 use crate::codec::message_line::encode_message;
-use crate::fs::atomic::write_atomic;
+use crate::fs::atomic::{sync_dir, write_atomic};
 use crate::fs::gptme_lock;
-use crate::model::{ChatId, Role};
-use crate::store::{live, queries, DocumentKind, Store, WriteBatch};
+use crate::model::{ChatId, Message, Role};
+use crate::store::{modify, queries, DocumentKind, Store, WriteBatch};
 use crate::sync::{ingest, materialise};
+
+/// What [`new_conversation`] made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewConversation {
+    pub chat_id: String,
+    pub dir: PathBuf,
+}
+
+/// `config.toml` as gptme's `rename_conversation` writes it for a new file.
+pub fn config_with_name(name: &str) -> String {
+    crate::codec::config::set_chat_name("", name).expect("the empty text is valid TOML")
+}
+
+/// Creates `<logs_root>/<chat_id>/` with an empty `conversation.jsonl` (mode 0600, as gptme
+/// writes it) and, with a name, a `config.toml`, then imports it. Refuses an id gptme would
+/// refuse, or one that exists already.
+pub fn new_conversation(store: &Store, logs_root: &Path, chat_id: &str, name: Option<&str>) -> Result<NewConversation, OpsError> {
+    let dir = validate_new(logs_root, chat_id)?;
+    std::fs::create_dir_all(logs_root).map_err(io(logs_root))?;
+    std::fs::create_dir(&dir).map_err(io(&dir))?;
+    let created = (|| -> Result<(), OpsError> {
+        write_atomic(&dir.join(crate::layout::MAIN_TRANSCRIPT), 0o600, crate::fs::meta::now_ns(), |_| Ok(())).map_err(io(&dir))?;
+        if let Some(name) = name {
+            let mode = super::umask_mode();
+            write_atomic(&dir.join(crate::layout::CONFIG), mode, crate::fs::meta::now_ns(), |out| out.write_all(config_with_name(name).as_bytes()))
+                .map_err(io(&dir))?;
+        }
+        sync_dir(&dir).map_err(io(&dir))?;
+        import_dir(store, &dir)
+    })();
+    if let Err(e) = created {
+        let _ = std::fs::remove_dir_all(&dir);
+        return Err(e);
+    }
+    let _ = sync_dir(logs_root);
+    let chat_id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok(NewConversation { chat_id, dir })
+}
+
+/// An I/O failure on `path`, as an operation's error.
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> OpsError {
+    let path = path.to_owned();
+    move |source| OpsError::Dir(crate::fs::dirtx::DirError::Io { path, source })
+}
 
 fn import_dir(store: &Store, dir: &Path) -> Result<(), OpsError> {
     let mut conn = store.connection()?;
@@ -18,7 +64,7 @@ fn import_dir(store: &Store, dir: &Path) -> Result<(), OpsError> {
     Ok(())
 }
 
-fn validate_new(logs_root: &Path, new_id: &str) -> Result<std::path::PathBuf, OpsError> {
+fn validate_new(logs_root: &Path, new_id: &str) -> Result<PathBuf, OpsError> {
     let id = ChatId::new(new_id).map_err(|e| OpsError::Invalid(format!("invalid chat id {new_id:?}: {e}")))?;
     let dir = logs_root.join(id.as_str());
     if dir.exists() {
@@ -29,9 +75,9 @@ fn validate_new(logs_root: &Path, new_id: &str) -> Result<std::path::PathBuf, Op
 
 /// gptme's `LogManager.fork`: a copy of the whole conversation — every branch, view, event
 /// log, attachment and other file, with modes and mtimes — as `new_id` beside it.
-pub fn fork(store: &Store, chat_id: &str, new_id: &str) -> Result<std::path::PathBuf, OpsError> {
+pub fn fork(store: &Store, chat_id: &str, new_id: &str) -> Result<PathBuf, OpsError> {
     let conn = store.connection()?;
-    let source = live::load_conversation(&conn, chat_id)?;
+    let source = modify::load_conversation(&conn, chat_id)?;
     let logs_root = source.dir.parent().map(Path::to_path_buf).unwrap_or_default();
     let dest = validate_new(&logs_root, new_id)?;
     let result = materialise::export_conversation_to(&conn, chat_id, &dest).map_err(|e| OpsError::Invalid(e.to_string())).and_then(|_| import_dir(store, &dest));
@@ -47,12 +93,12 @@ pub fn fork(store: &Store, chat_id: &str, new_id: &str) -> Result<std::path::Pat
 /// `files/` and `attachments/` copied. The source is never modified.
 pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&str>) -> Result<(String, usize), OpsError> {
     let conn = store.connection()?;
-    let source = live::load_conversation(&conn, chat_id)?;
-    let main =
-        live::find_doc(&conn, source.id, DocumentKind::Branch, crate::layout::MAIN)?.ok_or_else(|| OpsError::Invalid(format!("{chat_id}: has no conversation")))?;
+    let source = modify::load_conversation(&conn, chat_id)?;
+    let main = modify::find_doc(&conn, source.id, DocumentKind::Branch, crate::layout::MAIN)?
+        .ok_or_else(|| OpsError::Invalid(format!("{chat_id}: has no conversation")))?;
     let mtime_ns = queries::entry_mtime(&conn, source.id, "conversation.jsonl")?;
     let mtime = super::seconds(mtime_ns);
-    let messages: Vec<_> = live::doc_lines(&conn, &main)?.into_iter().filter_map(|l| l.message).map(|m| normalise_for_rewrite(&m, mtime)).collect();
+    let messages: Vec<_> = modify::doc_lines(&conn, &main)?.into_iter().filter_map(|l| l.message).map(|m| normalise_for_rewrite(&m, mtime)).collect();
     let users = messages.iter().filter(|m| m.role == Role::User).count();
     if turn > users {
         return Err(OpsError::Invalid(format!("turn {turn} out of range: '{chat_id}' has {users} user turn(s) (valid range: 0–{users})")));
@@ -61,10 +107,6 @@ pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&s
     let new_id = new_id.map_or_else(|| format!("{chat_id}-fork-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S")), str::to_owned);
     let logs_root = source.dir.parent().map(Path::to_path_buf).unwrap_or_default();
     let dest = validate_new(&logs_root, &new_id)?;
-    let io = |path: &Path| {
-        let path = path.to_owned();
-        move |source| OpsError::Dir(crate::fs::dirtx::DirError::Io { path, source })
-    };
     let result = (|| -> Result<(), OpsError> {
         std::fs::create_dir(&dest).map_err(io(&dest))?;
         let now = crate::fs::meta::now_ns();
@@ -99,15 +141,15 @@ pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&s
 /// for its directory (decided inside the write transaction, so a queue cannot slip in).
 pub fn remove(store: &Store, chat_id: &str, force: bool) -> Result<(), OpsError> {
     let mut conn = store.connection()?;
-    let conv = live::load_conversation(&conn, chat_id)?;
+    let conv = modify::load_conversation(&conn, chat_id)?;
     let _lock = if conv.dir.exists() { Some(gptme_lock::acquire_path(&conv.dir)?) } else { None };
     let batch = WriteBatch::begin(&mut conn)?;
-    let conv = live::load_conversation(batch.conn(), chat_id)?; // its rows as they are now
+    let conv = modify::load_conversation(batch.conn(), chat_id)?; // its rows as they are now
     if !force && crate::store::pending::has_pending(batch.conn(), conv.id)? {
         let where_ = if conv.dir.exists() { "not synced yet" } else { "the directory is gone: renamed or deleted" };
         return Err(OpsError::QueuedChanges { chat_id: chat_id.to_owned(), dir: conv.dir.display().to_string(), where_ });
     }
-    live::delete_conversation(batch.conn(), conv.id)?;
+    modify::delete_conversation(batch.conn(), conv.id)?;
     crate::store::acknowledged::forget_conversation(batch.conn(), chat_id)?;
     crate::store::blobs::remove_all_unreferenced(batch.conn())?;
     if conv.dir.exists() {
@@ -150,4 +192,40 @@ fn dir_size(dir: &Path) -> u64 {
             _ => 0,
         })
         .sum()
+}
+
+/// gptme's `_slice_at_turn`: turn 0 keeps the messages before the first user message; turn N
+/// keeps everything up to (not including) the user message after the N-th.
+pub fn slice_at_turn(messages: &[Message], turn: usize) -> Vec<Message> {
+    if turn == 0 {
+        return messages.iter().take_while(|m| m.role != Role::User).cloned().collect();
+    }
+    let mut users = 0;
+    for (i, m) in messages.iter().enumerate() {
+        if m.role == Role::User {
+            users += 1;
+            if users == turn + 1 {
+                return messages[..i].to_vec();
+            }
+        }
+    }
+    messages.to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(role: Role, c: &str) -> Message {
+        Message::new(role, c, None)
+    }
+
+    #[test]
+    fn turns() {
+        let log = vec![m(Role::System, "s"), m(Role::User, "u1"), m(Role::Assistant, "a1"), m(Role::System, "tool"), m(Role::User, "u2"), m(Role::Assistant, "a2")];
+        assert_eq!(slice_at_turn(&log, 0).len(), 1);
+        assert_eq!(slice_at_turn(&log, 1).len(), 4);
+        assert_eq!(slice_at_turn(&log, 2).len(), 6);
+        assert_eq!(slice_at_turn(&log, 9).len(), 6);
+    }
 }

@@ -12,7 +12,7 @@ use super::queries::{self, StoredLine};
 use super::rows::{self, LineDigest};
 use super::Connection;
 use super::{DocumentKind, StoreError};
-use crate::codec::conv_checkpoints::ConvCheckpoint;
+use crate::codec::bookmarks::Bookmark;
 use crate::codec::events::{decode_event_line, encode_event, Event, EventLine, Payload};
 use crate::codec::json;
 use crate::codec::message_line::encode_message;
@@ -436,7 +436,7 @@ pub fn add_empty_file(conn: &Connection, conversation_id: i64, path: &str, mode:
 }
 
 /// Appends a bookmark (a line of gptme's `conv-checkpoints.jsonl`) to document `doc`'s rows.
-pub fn append_bookmark(conn: &Connection, doc: &Doc, bookmark: &ConvCheckpoint) -> Result<(), StoreError> {
+pub fn append_bookmark(conn: &Connection, doc: &Doc, bookmark: &Bookmark) -> Result<(), StoreError> {
     let line_no: i64 = conn.query_row("SELECT coalesce(max(line_no) + 1, 0) FROM conv_checkpoints WHERE document_id = ?1", [doc.id], |r| r.get(0))?;
     conn.execute(
         "INSERT INTO conv_checkpoints (document_id, line_no, idx, label, timestamp) VALUES (?1, ?2, ?3, ?4, ?5)",

@@ -16,8 +16,8 @@ use rusqlite::params;
 use super::rows;
 use super::totals::ListingTotals;
 use super::{Connection, Savepoint, StoreError};
+use crate::codec::bookmarks::BookmarkLine;
 use crate::codec::config::ChatConfig;
-use crate::codec::conv_checkpoints::CheckpointLine;
 use crate::codec::events::{EventLine, Payload};
 use crate::codec::json;
 use crate::codec::message_line::{DecodedLine, LineContent};
@@ -256,7 +256,7 @@ impl<'c> ConversationWriter<'c> {
             .query_row(params![self.conversation_id, path], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
         let table = match DocumentKind::parse(&kind) {
             Some(DocumentKind::Events) => "events",
-            Some(DocumentKind::ConvCheckpoints) => "conv_checkpoints",
+            Some(DocumentKind::Bookmarks) => "conv_checkpoints",
             _ => "document_lines",
         };
         let next: i64 =
@@ -433,16 +433,16 @@ impl<'c> ConversationWriter<'c> {
     }
 
     /// Adds line `line_no` of `conv-checkpoints.jsonl`.
-    pub fn add_checkpoint_line(&mut self, document: DocumentId, path: &str, line_no: i64, line: &[u8], decoded: &CheckpointLine) -> Result<(), StoreError> {
+    pub fn add_bookmark_line(&mut self, document: DocumentId, path: &str, line_no: i64, line: &[u8], decoded: &BookmarkLine) -> Result<(), StoreError> {
         self.stats.bytes += line.len() as u64 + 1;
         let insert = "INSERT INTO conv_checkpoints (document_id, line_no, idx, label, timestamp, raw) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
         match decoded {
-            CheckpointLine::Checkpoint { checkpoint, canonical } => {
+            BookmarkLine::Bookmark { bookmark, canonical } => {
                 let raw = (!canonical).then_some(line);
-                self.tx.prepare_cached(insert)?.execute(params![document.0, line_no, checkpoint.index, checkpoint.label, checkpoint.timestamp, raw])?;
+                self.tx.prepare_cached(insert)?.execute(params![document.0, line_no, bookmark.index, bookmark.label, bookmark.timestamp, raw])?;
             }
             other => {
-                if let CheckpointLine::Malformed(reason) = other {
+                if let BookmarkLine::Malformed(reason) = other {
                     self.warn(path, line_no, reason.clone());
                 }
                 self.tx.prepare_cached(insert)?.execute(params![document.0, line_no, None::<i64>, None::<String>, None::<String>, line])?;

@@ -1,0 +1,107 @@
+//! Commands on whole conversations: `fork`, `rename`, `rm`, `clean`.
+
+use super::term::{say, tell};
+use super::Failure;
+use crate::ops::{self};
+use crate::store::Store;
+
+#[derive(clap::Args)]
+pub struct ForkArgs {
+    chat_id: String,
+    /// The new conversation's id [default with --at-turn: <id>-fork-<time>]
+    new_id: Option<String>,
+    /// Keep only the messages through the N-th user exchange (0: before the first)
+    #[arg(long, value_name = "N")]
+    at_turn: Option<usize>,
+}
+
+pub fn fork(store: &Store, args: ForkArgs) -> Result<i32, Failure> {
+    match args.at_turn {
+        Some(turn) => {
+            let (id, kept) = ops::fork_at_turn(store, &args.chat_id, turn, args.new_id.as_deref())?;
+            say!("forked '{}' at turn {turn} → '{id}' ({kept} messages kept)", args.chat_id);
+        }
+        None => {
+            let new_id = args.new_id.ok_or_else(|| Failure("give NEW_ID (or --at-turn N)".into()))?;
+            let dir = ops::fork(store, &args.chat_id, &new_id)?;
+            say!("forked '{}' → '{new_id}' ({})", args.chat_id, dir.display());
+        }
+    }
+    Ok(0)
+}
+
+#[derive(clap::Args)]
+pub struct RenameArgs {
+    chat_id: String,
+    name: String,
+    #[command(flatten)]
+    queue: super::QueueArg,
+}
+
+pub fn rename(store: &Store, args: RenameArgs) -> Result<i32, Failure> {
+    super::run_op(store, &args.chat_id, args.queue, |s| s.rename(&args.name))?;
+    say!("renamed {} to {:?}", args.chat_id, args.name);
+    Ok(0)
+}
+
+#[derive(clap::Args)]
+pub struct RmArgs {
+    chat_id: String,
+    /// Remove it even though changes queued with --queue were never written to its directory
+    /// (they are lost)
+    #[arg(long)]
+    force: bool,
+}
+
+pub fn rm(store: &Store, args: RmArgs) -> Result<i32, Failure> {
+    ops::remove(store, &args.chat_id, args.force)?;
+    say!("removed {}", args.chat_id);
+    Ok(0)
+}
+
+#[derive(clap::Args)]
+pub struct CleanArgs {
+    /// Conversations with at most this many messages count as empty
+    #[arg(short = 'n', long = "max-messages", default_value_t = 1)]
+    max_messages: i64,
+    #[arg(long)]
+    include_test: bool,
+    /// Remove them (without this, only list them)
+    #[arg(long)]
+    delete: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn clean(store: &Store, args: CleanArgs) -> Result<i32, Failure> {
+    let found = ops::clean_candidates(store, args.max_messages, args.include_test)?;
+    let (mut deleted, mut freed) = (0, 0);
+    if args.delete {
+        for c in &found {
+            match ops::remove(store, &c.chat_id, false) {
+                Ok(()) => {
+                    deleted += 1;
+                    freed += c.size_bytes;
+                }
+                Err(e) => tell!("warning: could not delete {}: {e}", c.chat_id),
+            }
+        }
+    }
+    let total: u64 = found.iter().map(|c| c.size_bytes).sum();
+    if args.json {
+        let rows: Vec<_> = found.iter().map(|c| serde_json::json!({"id": c.chat_id, "name": c.name, "messages": c.messages, "size_bytes": c.size_bytes})).collect();
+        println!("{}", serde_json::json!({"found": found.len(), "deleted": deleted, "freed_bytes": freed, "total_bytes": total, "conversations": rows}));
+    } else if found.is_empty() {
+        say!("No empty conversations found.");
+    } else {
+        for c in &found {
+            say!("{}\t{} messages\t{} bytes", c.chat_id, c.messages, c.size_bytes);
+        }
+        if args.delete {
+            say!("deleted {deleted} of {} conversations, freed {freed} bytes", found.len());
+        } else {
+            say!("{} conversations, {total} bytes (dry run; --delete removes them)", found.len());
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,44 @@
+//! `view`: creating, switching to and switching off gptme's views.
+
+use std::path::PathBuf;
+
+use super::term::say;
+use super::Failure;
+use crate::codec::toml_log::toml_to_messages;
+use crate::ops::with_session;
+use crate::store::Store;
+
+#[derive(clap::Subcommand)]
+pub enum ViewCommand {
+    /// Create (or replace) a compacted view from a TOML file of messages
+    Create {
+        chat_id: String,
+        name: String,
+        #[arg(long, value_name = "FILE")]
+        toml: PathBuf,
+    },
+    /// Make a view active: appends then go to main and the view
+    Use { chat_id: String, name: String },
+    /// Deactivate the view
+    Off { chat_id: String },
+}
+
+pub fn view(store: &Store, command: ViewCommand) -> Result<i32, Failure> {
+    match command {
+        ViewCommand::Create { chat_id, name, toml } => {
+            let text = std::fs::read_to_string(&toml).map_err(|e| Failure(format!("{}: {e}", toml.display())))?;
+            let messages = toml_to_messages(&text).map_err(|e| Failure(format!("{}: {e}; nothing changed", toml.display())))?;
+            with_session(store, &chat_id, |s| s.create_view(&name, &messages))?;
+            say!("view {name}: {} messages", messages.len());
+        }
+        ViewCommand::Use { chat_id, name } => {
+            with_session(store, &chat_id, |s| s.use_view(&name))?;
+            say!("view {name} is active");
+        }
+        ViewCommand::Off { chat_id } => {
+            with_session(store, &chat_id, |s| s.view_off())?;
+            say!("no view is active");
+        }
+    }
+    Ok(0)
+}
