@@ -27,6 +27,7 @@ const RELEASED: &[(&str, &str)] = &[
     ("0006_listing_order.sql", "bba26c3c24443bcba5c89f093b60f933c8417a08cb988e9c1bf0a0037e881434"),
     ("0007_acknowledged_lines.sql", "46564e8d70604baa3c93062dc2dd760d28c4e44565f02b9c0cef411a6f61c9ed"),
     ("0008_blob_chunks_and_prefix_rewrites.sql", "b57bda3a7089ef2fa577def67b57c67ecf93d9a6a4b838076c87e19ea412c142"),
+    ("0009_messages_not_rewritten_unchanged.sql", "83ddc79682432304ff76bc347a77e83a3b374503908f03170ca8088958d1b849"),
 ];
 
 fn schema_dir() -> PathBuf {

@@ -38,6 +38,7 @@ enum Undo {
     Restore { rel: PathBuf, backup: PathBuf },
     Remove { rel: PathBuf },
     RemoveDir { rel: PathBuf },
+    Attributes { rel: PathBuf, mode: u32, mtime_ns: i64 },
 }
 
 /// Why a directory change was refused.
@@ -150,11 +151,60 @@ impl DirTransaction {
         self.write(path, mode, super::meta::now_ns(), fill)
     }
 
+    /// Replaces (or creates) `path` atomically with the first `len` bytes of `source`, with
+    /// permission bits `mode` and the current time as mtime; the kernel copies the bytes (see
+    /// [`Dir::write_atomic_copy`]).
+    pub fn replace_with_prefix(&mut self, path: &Path, mode: u32, source: &File, len: u64) -> Result<FileStat, DirError> {
+        self.replace_by(path, |root, rel| root.write_atomic_copy(rel, mode, super::meta::now_ns(), source, len))
+    }
+
+    /// Gives the regular file `existing` the new name `new` too (a hard link; `new` must not
+    /// exist): a copy of its bytes that costs nothing, for as long as `existing` is only ever
+    /// replaced, never changed in place. Undone by removing `new`.
+    pub fn link_as_new(&mut self, existing: &Path, new: &Path) -> Result<FileStat, DirError> {
+        let (from, rel) = (self.rel(existing)?, self.rel(new)?);
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| DirError::Io { path, source }
+        };
+        match self.root.stat(&from).map_err(io(existing))? {
+            Some(s) if s.kind == Kind::File => {}
+            _ => return Err(io(existing)(io::Error::other("not a regular file"))),
+        }
+        self.root.hard_link(&from, &rel).map_err(io(new))?;
+        self.done(&rel, Undo::Remove { rel: rel.clone() }, true);
+        let stat = self.root.stat(&rel).map_err(io(new))?.ok_or_else(|| io(new)(io::ErrorKind::NotFound.into()))?;
+        Ok(FileStat { mode: stat.mode, mtime_ns: stat.mtime_ns, size: stat.size })
+    }
+
+    /// Sets the permission bits of regular file `path` and its modification time to now, as a
+    /// file just written has. Undone by putting back the old ones.
+    pub fn touch_as_new(&mut self, path: &Path, mode: u32) -> Result<FileStat, DirError> {
+        let rel = self.rel(path)?;
+        let io = |source| DirError::Io { path: path.to_owned(), source };
+        let old = self.root.stat(&rel).map_err(io)?.ok_or_else(|| io(io::ErrorKind::NotFound.into()))?;
+        self.root.set_file_attributes(&rel, mode, super::meta::now_ns()).map_err(io)?;
+        self.undo.push(Undo::Attributes { rel: rel.clone(), mode: old.mode, mtime_ns: old.mtime_ns });
+        let stat = self.root.stat(&rel).map_err(io)?.ok_or_else(|| io(io::ErrorKind::NotFound.into()))?;
+        Ok(FileStat { mode: stat.mode, mtime_ns: stat.mtime_ns, size: stat.size })
+    }
+
     fn write(&mut self, path: &Path, mode: u32, mtime_ns: i64, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<FileStat, DirError> {
+        self.replace_by(path, |root, rel| root.write_atomic(rel, mode, mtime_ns, fill))
+    }
+
+    /// Replaces `path` by `replace` (an atomic replacement through the directory's handle),
+    /// keeping the old file aside until commit.
+    fn replace_by(&mut self, path: &Path, replace: impl FnOnce(&Dir, &Path) -> io::Result<()>) -> Result<FileStat, DirError> {
         let rel = self.rel(path)?;
         let io = |source| DirError::Io { path: path.to_owned(), source };
         let backup = self.keep_aside(&rel).map_err(io)?;
-        self.root.write_atomic(&rel, mode, mtime_ns, fill).map_err(io)?;
+        if let Err(e) = replace(&self.root, &rel) {
+            if let Some(backup) = &backup {
+                let _ = self.root.remove_file(backup);
+            }
+            return Err(io(e));
+        }
         let undo = match backup {
             Some(backup) => Undo::Restore { rel: rel.clone(), backup },
             None => Undo::Remove { rel: rel.clone() },
@@ -256,6 +306,7 @@ impl Drop for DirTransaction {
                 Undo::Restore { rel, backup } => root.rename(&backup, &rel),
                 Undo::Remove { rel } => root.remove_file(&rel),
                 Undo::RemoveDir { rel } => root.remove_dir(&rel),
+                Undo::Attributes { rel, mode, mtime_ns } => root.set_file_attributes(&rel, mode, mtime_ns),
             };
         }
     }
@@ -302,5 +353,43 @@ mod tests {
         assert_eq!(fs::read(&a).unwrap(), b"new");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
         assert_eq!(fs::metadata(dir.path()).unwrap().modified().unwrap(), recorded, "removing the backup keeps the directory's mtime");
+    }
+
+    #[test]
+    fn a_linked_backup_and_a_prefix_replacement_roll_back_and_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let (branch, backup) = (dir.path().join("branch"), dir.path().join("backup"));
+        fs::write(&branch, "one\ntwo\n").unwrap();
+        fs::set_permissions(&branch, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+        let before = fs::metadata(&branch).unwrap();
+        for commit in [false, true] {
+            let mut tx = DirTransaction::new(Dir::open(dir.path()).unwrap());
+            let linked = tx.link_as_new(&branch, &backup).unwrap();
+            assert_eq!(linked.size, 8);
+            let source = tx.open_read(&branch).unwrap();
+            tx.replace_with_prefix(&branch, 0o644, &source, 4).unwrap();
+            let touched = tx.touch_as_new(&backup, 0o600).unwrap();
+            assert_eq!(touched.mode, 0o600);
+            assert_eq!((fs::read(&branch).unwrap(), fs::read(&backup).unwrap()), (b"one\n".to_vec(), b"one\ntwo\n".to_vec()));
+            assert!(matches!(tx.link_as_new(&branch, &backup), Err(DirError::Io { .. })), "an existing name is never replaced");
+            if commit {
+                tx.commit().unwrap();
+                assert_eq!(fs::read(&backup).unwrap(), b"one\ntwo\n");
+                assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+            } else {
+                drop(tx);
+                assert_eq!(fs::read(&branch).unwrap(), b"one\ntwo\n");
+                let after = fs::metadata(&branch).unwrap();
+                assert_eq!((after.permissions(), after.modified().unwrap()), (before.permissions(), before.modified().unwrap()), "mode and mtime put back");
+                assert!(!backup.exists());
+                assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no backups left");
+            }
+        }
+        // A replacement that fails (the source is shorter than asked) leaves the file and no debris.
+        let mut tx = DirTransaction::new(Dir::open(dir.path()).unwrap());
+        let source = tx.open_read(&backup).unwrap();
+        assert!(tx.replace_with_prefix(&branch, 0o600, &source, 100).is_err());
+        assert_eq!(fs::read(&branch).unwrap(), b"one\n");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2, "the kept-aside copy is gone");
     }
 }

@@ -266,6 +266,13 @@ impl Dir {
         parent.open_file(name, OFlags::RDONLY, None)
     }
 
+    /// Sets the permission bits and the modification time of regular file `rel`, on its handle.
+    pub fn set_file_attributes(&self, rel: &Path, mode: u32, mtime_ns: i64) -> io::Result<()> {
+        let file = self.open_read(rel)?;
+        rfs::fchmod(&file, Mode::from_raw_mode(mode as _))?;
+        Ok(rfs::futimens(&file, &mtime_only(mtime_ns))?)
+    }
+
     /// Reads regular file `rel`, at most `limit` bytes of it.
     pub fn read(&self, rel: &Path, limit: u64) -> io::Result<Vec<u8>> {
         let mut bytes = Vec::new();
@@ -313,14 +320,26 @@ impl Dir {
     /// bits `mode` and modification time `mtime_ns`: written to a temporary file beside it,
     /// fsynced, then renamed over it. A link at `rel` is replaced, never written through.
     pub fn write_atomic(&self, rel: &Path, mode: u32, mtime_ns: i64, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+        self.replace_file(rel, mode, mtime_ns, |file| {
+            let mut out = BufWriter::with_capacity(1 << 16, file);
+            fill(&mut out)?;
+            out.flush()
+        })
+    }
+
+    /// [`Self::write_atomic`] with the first `len` bytes of `source` as the contents, copied
+    /// inside the kernel (`copy_file_range`; on a filesystem that shares extents — btrfs, XFS,
+    /// bcachefs — no data is copied at all), or by reads and writes where the kernel cannot.
+    /// A `source` shorter than `len` is an error, and `rel` is then left as it was.
+    pub fn write_atomic_copy(&self, rel: &Path, mode: u32, mtime_ns: i64, source: &File, len: u64) -> io::Result<()> {
+        self.replace_file(rel, mode, mtime_ns, |file| copy_prefix(source, file, len, true))
+    }
+
+    fn replace_file(&self, rel: &Path, mode: u32, mtime_ns: i64, fill: impl FnOnce(&File) -> io::Result<()>) -> io::Result<()> {
         let (parent, name) = self.locate(rel)?;
         let (temp, file) = parent.create_temp()?;
         let result = (|| {
-            {
-                let mut out = BufWriter::with_capacity(1 << 16, &file);
-                fill(&mut out)?;
-                out.flush()?;
-            }
+            fill(&file)?;
             rfs::fchmod(&file, Mode::from_raw_mode(mode as _))?;
             file.sync_all()?;
             rfs::futimens(&file, &mtime_only(mtime_ns))?;
@@ -428,6 +447,37 @@ impl Dir {
     }
 }
 
+/// Copies the first `len` bytes of `source` (from its start, whatever its position) to `out`
+/// at `out`'s position: by `copy_file_range`, falling back to reads and writes when the
+/// kernel cannot copy between these files (or at once, when `in_kernel` is false). Fewer than
+/// `len` bytes in `source` is an error.
+fn copy_prefix(source: &File, out: &File, len: u64, mut in_kernel: bool) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let short = || io::Error::other("the file changed while it was being copied (it is shorter than expected)");
+    let mut done = 0u64;
+    while done < len {
+        let chunk = (len - done).min(1 << 30) as usize;
+        if in_kernel {
+            let mut offset = done;
+            match rfs::copy_file_range(source, Some(&mut offset), out, None, chunk) {
+                Ok(0) => return Err(short()),
+                Ok(n) => done += n as u64,
+                Err(Errno::XDEV | Errno::NOSYS | Errno::INVAL | Errno::OPNOTSUPP | Errno::PERM) => in_kernel = false,
+                Err(e) => return Err(e.into()),
+            }
+        } else {
+            let mut buf = vec![0u8; chunk.min(1 << 20)];
+            let n = source.read_at(&mut buf, done)?;
+            if n == 0 {
+                return Err(short());
+            }
+            (&*out).write_all(&buf[..n])?;
+            done += n as u64;
+        }
+    }
+    Ok(())
+}
+
 /// Opens the regular file at `path` for reading without following a link at its last
 /// component and without ever opening a FIFO, device or socket (see the module documentation).
 pub fn open_regular(path: &Path) -> io::Result<File> {
@@ -498,6 +548,35 @@ mod tests {
         // A conversation directory that is itself a link is refused.
         symlink(&dir, root.path().join("l")).unwrap();
         assert!(matches!(refused(&Dir::open(&root.path().join("l")).unwrap_err()), Some(Refused::Link(_))));
+    }
+
+    #[test]
+    fn a_prefix_copy_replaces_atomically_and_a_short_source_changes_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let d = Dir::open_given(root.path()).unwrap();
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(root.path().join("src"), &data).unwrap();
+        std::fs::write(root.path().join("dst"), b"old").unwrap();
+        let source = d.open_read(Path::new("src")).unwrap();
+        for len in [0, 1, 4096, 299_999, 300_000] {
+            d.write_atomic_copy(Path::new("dst"), 0o600, 5, &source, len).unwrap();
+            assert_eq!(std::fs::read(root.path().join("dst")).unwrap(), &data[..len as usize]);
+        }
+        // The plain fallback copies the same bytes.
+        for len in [0, 1, 300_000] {
+            let out = std::fs::File::create(root.path().join("plain")).unwrap();
+            copy_prefix(&source, &out, len, false).unwrap();
+            assert_eq!(std::fs::read(root.path().join("plain")).unwrap(), &data[..len as usize]);
+        }
+        std::fs::remove_file(root.path().join("plain")).unwrap();
+        let out = std::fs::File::create(root.path().join("plain")).unwrap();
+        assert!(copy_prefix(&source, &out, 300_001, false).is_err());
+        std::fs::remove_file(root.path().join("plain")).unwrap();
+        let e = d.write_atomic_copy(Path::new("dst"), 0o600, 5, &source, 300_001).unwrap_err();
+        assert!(e.to_string().contains("shorter than expected"), "{e}");
+        assert_eq!(std::fs::read(root.path().join("dst")).unwrap(), &data[..]);
+        let names: Vec<_> = std::fs::read_dir(root.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 2, "no temporary file is left: {names:?}");
     }
 
     #[test]

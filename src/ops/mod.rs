@@ -543,7 +543,7 @@ impl Session<'_> {
     /// hold, or the file is not what the store says it is: the caller undoes the general way.
     fn undo_by_prefix(&mut self, branch: &str, doc: &mut Doc, n: usize) -> Result<Option<Option<Undone>>, OpsError> {
         let Some(size) = doc.size.filter(|_| doc.ends_with_newline) else { return Ok(None) };
-        if !modify::rewrites_unchanged(self.conn(), doc)? {
+        if !modify::rewrites_unchanged(self.conn(), self.conv.id, doc)? {
             return Ok(None);
         }
         let total = doc.line_count;
@@ -564,7 +564,8 @@ impl Session<'_> {
         let path = self.abs(&doc.path);
         let io = |source| DirError::Io { path: path.clone(), source };
         let cut = size.checked_sub(suffix(new_len)).ok_or_else(|| StoreError::Corrupt(format!("{}: lines longer than the file", doc.path)))?;
-        if !file_ends_with(&path, size, cut, tail[..removed_count as usize].iter().rev().map(|l| l.line.as_slice())).map_err(io)? {
+        let file = self.dir.open_read(&path)?;
+        if !file_ends_with(file, size, cut, tail[..removed_count as usize].iter().rev().map(|l| l.line.as_slice())).map_err(io)? {
             return Ok(None);
         }
         let backup = match messages.get(usize::from(undo_command)) {
@@ -574,18 +575,35 @@ impl Session<'_> {
                 let rel = layout::branch_path(&name);
                 let mut backup = modify::create_doc(self.batch.conn(), self.conv.id, &rel, DocumentKind::Branch, &name, TRANSCRIPT_MODE)?;
                 modify::copy_lines(self.conn(), doc, &mut backup, kept)?;
-                let mut source = std::fs::File::open(&path).map_err(io)?;
-                let stat = self.dir.replace(&self.abs(&rel), backup.mode, |out| copy_exactly(&mut source, size - suffix(kept), out))?;
-                self.record(&rel, stat)?;
+                let backup_len = size - suffix(kept);
+                // The backup is the whole file when no `/undo` command was removed first: then it
+                // is the file itself under a second name (the branch is replaced just below, never
+                // changed in place), given the mode and mtime of a new file once it is the
+                // backup's alone.
+                let linked = backup_len == size;
+                let stat = if linked {
+                    self.dir.link_as_new(&path, &self.abs(&rel))?
+                } else {
+                    let source = self.dir.open_read(&path)?;
+                    self.dir.replace_with_prefix(&self.abs(&rel), backup.mode, &source, backup_len)?
+                };
                 self.refresh_branch_count()?;
-                Some(name)
+                Some((name, rel, linked, stat))
             }
             _ => None,
         };
         modify::truncate_lines(self.conn(), doc, new_len)?;
-        let mut source = std::fs::File::open(&path).map_err(io)?;
-        let stat = self.dir.replace(&path, doc.mode, |out| copy_exactly(&mut source, cut, out))?;
+        let source = self.dir.open_read(&path)?;
+        let stat = self.dir.replace_with_prefix(&path, doc.mode, &source, cut)?;
         self.record(&doc.path, stat)?;
+        let backup = match backup {
+            Some((name, rel, linked, stat)) => {
+                let stat = if linked { self.dir.touch_as_new(&self.abs(&rel), TRANSCRIPT_MODE)? } else { stat };
+                self.record(&rel, stat)?;
+                Some(name)
+            }
+            None => None,
+        };
         let gone = &tail[..removed_count as usize];
         modify::remove_messages_if_unreferenced(self.conn(), &gone.iter().map(|l| l.message_id).collect::<Vec<_>>())?;
         if doc.kind == DocumentKind::Branch && doc.name == MAIN {
@@ -632,11 +650,10 @@ fn new_messages(messages: &[Message]) -> Vec<Message> {
         .collect()
 }
 
-/// Whether the file at `path` is `size` bytes long and its bytes from `from` on are `lines`,
-/// each followed by a newline.
-fn file_ends_with<'a>(path: &Path, size: u64, from: u64, lines: impl Iterator<Item = &'a [u8]>) -> std::io::Result<bool> {
+/// Whether `file` is `size` bytes long and its bytes from `from` on are `lines`, each followed
+/// by a newline.
+fn file_ends_with<'a>(mut file: std::fs::File, size: u64, from: u64, lines: impl Iterator<Item = &'a [u8]>) -> std::io::Result<bool> {
     use std::io::{Read, Seek};
-    let mut file = std::fs::File::open(path)?;
     if file.metadata()?.len() != size {
         return Ok(false);
     }
@@ -649,16 +666,6 @@ fn file_ends_with<'a>(path: &Path, size: u64, from: u64, lines: impl Iterator<It
         expected.push(b'\n');
     }
     Ok(found == expected)
-}
-
-/// Copies the first `len` bytes of `source` to `out`; fewer is an error.
-fn copy_exactly(source: &mut std::fs::File, len: u64, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-    use std::io::Read;
-    let copied = std::io::copy(&mut source.take(len), out)?;
-    if copied != len {
-        return Err(std::io::Error::other("the file changed while it was being copied"));
-    }
-    Ok(())
 }
 
 /// Nanoseconds since the epoch → seconds, as CPython computes `st_mtime`.

@@ -181,15 +181,17 @@ pub fn replace_lines(conn: &Connection, conversation_id: i64, doc: &mut Doc, mes
 }
 
 /// Whether gptme, rewriting `doc` from the messages it reads, writes every line back as it is
-/// (see `messages.rewrites_unchanged` in schema 0008). One pass over the document's rows in
-/// SQLite; nothing is decoded.
-pub fn rewrites_unchanged(conn: &Connection, doc: &Doc) -> Result<bool, StoreError> {
+/// (see `messages.rewrites_unchanged` in schema 0008). Asked from the side of the conversation's
+/// messages that gptme may not write back unchanged (an index of them, schema 0009; usually
+/// none), each looked up among `doc`'s lines: nothing is decoded, and the time does not grow
+/// with the document.
+pub fn rewrites_unchanged(conn: &Connection, conversation_id: i64, doc: &Doc) -> Result<bool, StoreError> {
     Ok(conn
         .prepare_cached(
-            "SELECT NOT EXISTS (SELECT 1 FROM document_lines dl JOIN messages m ON m.id = dl.message_id
-               WHERE dl.document_id = ?1 AND m.rewrites_unchanged IS NOT 1)",
+            "SELECT NOT EXISTS (SELECT 1 FROM messages m CROSS JOIN document_lines dl
+               WHERE m.conversation_id = ?2 AND m.rewrites_unchanged IS NOT 1 AND dl.message_id = m.id AND dl.document_id = ?1)",
         )?
-        .query_row([doc.id], |r| r.get(0))?)
+        .query_row(params![doc.id, conversation_id], |r| r.get(0))?)
 }
 
 /// Gives the empty document `to` the first `count` lines of `from`, row for row.
