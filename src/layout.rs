@@ -91,8 +91,11 @@ pub fn classify(rel: &str) -> Option<(DocumentKind, String)> {
         [EVENTS_FILE] => Some((DocumentKind::Events, MAIN.into())),
         [LOSSLESS] => Some((DocumentKind::Lossless, LOSSLESS_NAME.into())),
         [BOOKMARKS] => Some((DocumentKind::Bookmarks, BOOKMARKS_NAME.into())),
-        [BRANCHES_DIR, name] => jsonl_stem(name).map(|n| (DocumentKind::Branch, n)),
-        [BRANCHES_DIR, branch, EVENTS_FILE] => Some((DocumentKind::Events, (*branch).to_owned())),
+        // gptme's main is `conversation.jsonl`, its events `events.jsonl`: it never loads or
+        // writes `branches/main.jsonl` or `branches/main/events.jsonl`, so such files are kept
+        // as they are, never taken for main's.
+        [BRANCHES_DIR, name] => jsonl_stem(name).filter(|n| n != MAIN).map(|n| (DocumentKind::Branch, n)),
+        [BRANCHES_DIR, branch, EVENTS_FILE] if *branch != MAIN => Some((DocumentKind::Events, (*branch).to_owned())),
         [VIEWS_DIR, name] => jsonl_stem(name).map(|n| (DocumentKind::View, n)),
         _ => None,
     }
@@ -143,13 +146,24 @@ pub fn events_lock_path(name: &str) -> String {
 }
 
 /// The event log that goes with transcript `rel`: `events.jsonl` for `conversation.jsonl`,
-/// `branches/<name>/events.jsonl` for `branches/<name>.jsonl` (even a stray `branches/main.jsonl`);
-/// `None` when `rel` is not a branch's transcript.
+/// `branches/<name>/events.jsonl` for `branches/<name>.jsonl`; `None` when `rel` is not a
+/// branch's transcript.
 pub fn events_path_of_transcript(rel: &str) -> Option<String> {
     match classify(rel)? {
         (DocumentKind::Branch, _) if rel == MAIN_TRANSCRIPT => Some(EVENTS_FILE.to_owned()),
         (DocumentKind::Branch, name) => Some(format!("{BRANCHES_DIR}/{name}/{EVENTS_FILE}")),
         _ => None,
+    }
+}
+
+/// The file of the document of `kind` named `name`: the inverse of [`classify`].
+pub fn document_path(kind: DocumentKind, name: &str) -> String {
+    match kind {
+        DocumentKind::Branch => branch_path(name),
+        DocumentKind::View => view_path(name),
+        DocumentKind::Events => events_path(name),
+        DocumentKind::Lossless => LOSSLESS.to_owned(),
+        DocumentKind::Bookmarks => BOOKMARKS.to_owned(),
     }
 }
 
@@ -163,10 +177,17 @@ pub fn attachment_path(hash: &str, suffix: &str) -> String {
     format!("{FILES_DIR}/{hash}{suffix}")
 }
 
-/// Whether `rel` counts in gptme's branch count: a `branches/<name>.jsonl` file (gptme globs
-/// `branches/*.jsonl`). The count is 1 (main) plus these.
+/// Whether `rel` counts in gptme's branch count, which is 1 (main) plus the entries gptme's
+/// `glob("branches/*.jsonl")` finds: any entry directly in `branches/` whose name ends with
+/// `.jsonl` — `.jsonl` itself, `main.jsonl`, a directory or a link so named included.
 pub fn counts_as_branch(rel: &str) -> bool {
-    matches!(classify(rel), Some((DocumentKind::Branch, name)) if name != MAIN)
+    rel.strip_prefix(BRANCHES_DIR).and_then(|r| r.strip_prefix('/')).is_some_and(|name| !name.contains('/') && name.ends_with(".jsonl"))
+}
+
+/// The SQL condition that a path (the text of column `column`) counts in the branch count:
+/// [`counts_as_branch`], for the store's `entries`.
+pub fn counts_as_branch_sql(column: &str) -> String {
+    format!("({column} GLOB '{BRANCHES_DIR}/*.jsonl' AND {column} NOT GLOB '{BRANCHES_DIR}/*/*')")
 }
 
 /// What a backup branch was saved before.
@@ -381,8 +402,9 @@ mod tests {
         assert_eq!(events_lock_path("alt"), "branches/alt/.events.jsonl.lock");
         assert_eq!(events_dir("main"), "");
         assert_eq!(events_path_of_transcript("views/v.jsonl"), None);
-        assert_eq!(events_path_of_transcript("branches/main.jsonl").as_deref(), Some("branches/main/events.jsonl"));
-        assert!(!counts_as_branch("branches/main.jsonl"));
+        assert_eq!(events_path_of_transcript("branches/main.jsonl"), None);
+        assert_eq!(classify("branches/main.jsonl"), None, "gptme never loads it: not main");
+        assert_eq!(classify("branches/main/events.jsonl"), None, "gptme never writes it: not main's events");
         assert_eq!(attachment_path("0123456789abcdef", ".png"), "files/0123456789abcdef.png");
         assert!(is_attachment("files/0123456789abcdef.png") && !is_attachment("files") && !is_attachment("filesx/a"));
         assert!(!counts_as_branch("branches/alt/events.jsonl") && !counts_as_branch("views/v.jsonl"));
@@ -468,5 +490,27 @@ mod tests {
         let (conversations, others) = conversation_dirs(root.path()).unwrap();
         assert_eq!(conversations, [root.path().join("a"), root.path().join("b")]);
         assert_eq!(others, [root.path().join("empty")]);
+    }
+
+    /// gptme counts what `glob("branches/*.jsonl")` finds (checked against Python's pathlib:
+    /// `.jsonl` and `main.jsonl` are found too); the Rust rule and its SQL agree on every case.
+    #[test]
+    fn the_branch_count_is_gptmes_glob_in_rust_and_in_sql() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let sql = format!("SELECT {}", counts_as_branch_sql("?1"));
+        for (rel, counts) in [
+            ("branches/a.jsonl", true),
+            ("branches/main.jsonl", true),
+            ("branches/.jsonl", true),
+            ("branches/a.jsonl.bak", false),
+            ("branches/a/events.jsonl", false),
+            ("branches/a.jsonl/x.jsonl", false),
+            ("conversation.jsonl", false),
+            ("views/v.jsonl", false),
+            ("branchesx/a.jsonl", false),
+        ] {
+            assert_eq!(counts_as_branch(rel), counts, "{rel}");
+            assert_eq!(conn.query_row(&sql, [rel], |r| r.get::<_, bool>(0)).unwrap(), counts, "SQL: {rel}");
+        }
     }
 }

@@ -188,6 +188,37 @@ fn flat_and_nan_metadata_totals_match_gptme() {
     assert_listing_matches_gptme(&logs);
 }
 
+/// gptme counts every entry its `glob("branches/*.jsonl")` finds, `main.jsonl` and a bare
+/// `.jsonl` too (a directory so named is refused at import, see `tests/trust.rs`). sessiondb's count agrees at import and after an operation
+/// adds a branch (the store's count is then recomputed in SQL from the same rule).
+#[test]
+fn branch_counts_follow_gptmes_glob() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let line = r#"{"role": "user", "content": "hi", "timestamp": "2026-01-01T00:00:00"}"#.to_owned();
+    write_lines(&logs.join("odd/conversation.jsonl"), [line.clone()]);
+    for name in ["main.jsonl", ".jsonl", "alt.jsonl", "notes.jsonl.bak"] {
+        write_lines(&logs.join("odd/branches").join(name), [line.clone()]);
+    }
+    fs::create_dir_all(logs.join("odd/branches/alt")).unwrap();
+    assert_listing_matches_gptme(&logs);
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    run_ok(sessiondb(&db).args(["branch", "odd", "new"]));
+    // A stray branches/main.jsonl is not main: gptme never loads it, and sessiondb appends to
+    // and undoes conversation.jsonl alone, leaving it as it was.
+    let stray = fs::read(logs.join("odd/branches/main.jsonl")).unwrap();
+    run_ok(sessiondb(&db).args(["append", "odd", "--role", "assistant", "--content", "to main"]));
+    run_ok(sessiondb(&db).args(["append", "odd", "--role", "user", "--content", "undone"]));
+    run_ok(sessiondb(&db).args(["undo", "odd"]));
+    let main = String::from_utf8(fs::read(logs.join("odd/conversation.jsonl")).unwrap()).unwrap();
+    assert!(main.contains("to main") && !main.contains("undone"), "{main}");
+    assert_eq!(fs::read(logs.join("odd/branches/main.jsonl")).unwrap(), stray);
+    assert_listing_matches_gptme(&logs);
+    let ours: Vec<serde_json::Value> = serde_json::from_slice(&run_ok(sessiondb(&db).args(["list", "--json", "--all"])).stdout).unwrap();
+    assert_eq!(ours[0]["branches"], 6, "1 + main.jsonl, .jsonl, alt.jsonl, new.jsonl, main-undo-0.jsonl: {}", ours[0]);
+}
+
 #[test]
 fn export_refuses_a_conversation_a_live_gptme_holds() {
     let work = tempfile::tempdir().unwrap();

@@ -65,13 +65,16 @@ fn doc_from_row(r: &rusqlite::Row) -> rusqlite::Result<Doc> {
     })
 }
 
-/// The document of `kind` named `name`, if the conversation has it.
+/// The document of `kind` named `name`, if the conversation has it: the one at the path gptme
+/// keeps it at ([`layout::document_path`]; a store written before `branches/main.jsonl` stopped
+/// counting as main may hold a second document named main).
 pub fn find_doc(conn: &Connection, conversation_id: i64, kind: DocumentKind, name: &str) -> Result<Option<Doc>, StoreError> {
     let sql = format!(
         "SELECT {DOC_COLUMNS} FROM documents d JOIN entries e ON e.conversation_id = d.conversation_id AND e.path = d.path
-         WHERE d.conversation_id = ?1 AND d.kind = ?2 AND d.name = ?3"
+         WHERE d.conversation_id = ?1 AND d.path = ?2 AND d.kind = ?3 AND d.name = ?4"
     );
-    Ok(conn.prepare_cached(&sql)?.query_row(params![conversation_id, kind.as_str(), name], doc_from_row).optional()?)
+    let path = layout::document_path(kind, name);
+    Ok(conn.prepare_cached(&sql)?.query_row(params![conversation_id, path, kind.as_str(), name], doc_from_row).optional()?)
 }
 
 /// Every document of `kind`, by name.
@@ -451,11 +454,11 @@ pub fn append_bookmark(conn: &Connection, doc: &Doc, bookmark: &Bookmark) -> Res
 /// Counts a conversation's branches again from its entries (main and `branches/*.jsonl`),
 /// after one was created.
 pub fn refresh_branch_count(conn: &Connection, conversation_id: i64) -> Result<(), StoreError> {
-    conn.execute(
-        "UPDATE conversations SET branch_count = 1 + (SELECT count(*) FROM entries WHERE conversation_id = ?1
-           AND path GLOB 'branches/*.jsonl' AND path NOT GLOB 'branches/*/*') WHERE id = ?1",
-        [conversation_id],
-    )?;
+    let sql = format!(
+        "UPDATE conversations SET branch_count = 1 + (SELECT count(*) FROM entries WHERE conversation_id = ?1 AND {}) WHERE id = ?1",
+        crate::layout::counts_as_branch_sql("path")
+    );
+    conn.prepare_cached(&sql)?.execute([conversation_id])?;
     Ok(())
 }
 

@@ -577,7 +577,8 @@ pub fn branch_messages(conn: &Connection, chat_id: &str, branch: &str) -> Result
 /// The document id of one branch (`main` is `conversation.jsonl`).
 pub fn branch_document(conn: &Connection, chat_id: &str, branch: &str) -> Result<i64, StoreError> {
     let conversation_id = conversation_id(conn, chat_id)?;
-    conn.query_row("SELECT id FROM documents WHERE conversation_id = ?1 AND kind = 'branch' AND name = ?2", params![conversation_id, branch], |r| r.get(0))
+    let path = crate::layout::branch_path(branch);
+    conn.query_row("SELECT id FROM documents WHERE conversation_id = ?1 AND path = ?2 AND kind = 'branch'", params![conversation_id, path], |r| r.get(0))
         .optional()?
         .ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: branch.to_owned() })
 }

@@ -269,8 +269,8 @@ fn filter_sql(q: &SearchQuery, first: usize, placed: bool) -> (Vec<String>, Vec<
         filters.push(match &q.branch {
             Some(b) => format!(
                 "EXISTS (SELECT 1 FROM document_lines dl JOIN documents d ON d.id = dl.document_id
-                  WHERE dl.message_id = m.id AND d.kind = 'branch' AND d.name = ?{})",
-                arg(Value::Text(b.clone()))
+                  WHERE dl.message_id = m.id AND d.kind = 'branch' AND d.path = ?{})",
+                arg(Value::Text(crate::layout::branch_path(b)))
             ),
             None => "EXISTS (SELECT 1 FROM document_lines dl WHERE dl.message_id = m.id)".to_owned(),
         });
@@ -344,12 +344,14 @@ fn place(conn: &Connection, q: &SearchQuery, candidates: &[(i64, f64)]) -> Resul
     let placement = match &q.branch {
         Some(b) => format!(
             "(SELECT d.path || char(0) || dl.line_no FROM document_lines dl JOIN documents d ON d.id = dl.document_id
-              WHERE dl.message_id = m.id AND d.kind = 'branch' AND d.name = ?{} ORDER BY dl.line_no LIMIT 1)",
-            arg(Value::Text(b.clone()))
+              WHERE dl.message_id = m.id AND d.kind = 'branch' AND d.path = ?{} ORDER BY dl.line_no LIMIT 1)",
+            arg(Value::Text(crate::layout::branch_path(b)))
         ),
-        None => "(SELECT d.path || char(0) || dl.line_no FROM document_lines dl JOIN documents d ON d.id = dl.document_id
-              WHERE dl.message_id = m.id ORDER BY d.path != 'conversation.jsonl', d.path, dl.line_no LIMIT 1)"
-            .to_owned(),
+        None => format!(
+            "(SELECT d.path || char(0) || dl.line_no FROM document_lines dl JOIN documents d ON d.id = dl.document_id
+              WHERE dl.message_id = m.id ORDER BY d.path != '{}', d.path, dl.line_no LIMIT 1)",
+            crate::layout::MAIN_TRANSCRIPT
+        ),
     };
     let sql = format!(
         "SELECT c.chat_id, coalesce(c.name, c.chat_id), c.modified, m.role, m.content, {placement}
