@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use crate::codec::events::{Event, Payload, CHECKPOINT, CHECKPOINT_INTERVAL, MESSAGE_APPEND, MESSAGE_EDIT, UNDO};
 use crate::codec::json::Json;
 use crate::fs::dirtx::{DirError, DirTransaction, FileStat};
-use crate::fs::gptme_lock::{self, ConversationLock, LockError};
+use crate::fs::gptme_lock::{self, ConversationLock};
 use crate::fs::walk::directory_fingerprint;
 use crate::layout::{self, Backup, MAIN};
 use crate::model::Message;
@@ -33,24 +33,9 @@ pub use crate::codec::normalise::{normalise_for_rewrite, rewrites_unchanged};
 pub use lifecycle::{clean_candidates, fork, fork_at_turn, new_conversation, remove, slice_at_turn, CleanCandidate, NewConversation};
 pub use recover::read_event_file;
 
-#[derive(Debug, thiserror::Error)]
-pub enum OpsError {
-    #[error("{0}")]
-    Store(#[from] StoreError),
-    #[error("{0}")]
-    Lock(#[from] LockError),
-    #[error("{0}")]
-    Dir(#[from] DirError),
-    #[error("{0}")]
-    Ingest(#[from] IngestError),
-    #[error("{0}")]
-    Invalid(String),
-    #[error(
-        "{chat_id}: it has changes queued in the store that its directory {dir} does not hold yet ({where_}); removing it would discard them. \
-             Write them out first (`sessiondb sync`, or `sessiondb export --to DIR {chat_id}` to keep a copy elsewhere), or pass --force to discard them"
-    )]
-    QueuedChanges { chat_id: String, dir: String, where_: &'static str },
-}
+/// What an operation fails with: the one error of changing conversations (see
+/// [`crate::sync::error`]), shared with writing queued changes out.
+pub use crate::sync::SyncError as OpsError;
 
 /// The result of an append.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +74,7 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
         return Err(OpsError::Invalid(format!("{}: the conversation directory is gone (run `sessiondb import`)", dir.display())));
     }
     if crate::store::pending::has_pending(&conn, conv.id)? {
-        crate::sync::pending::materialise_pending(&mut conn, chat_id, false).map_err(pending_error)?;
+        crate::sync::pending::materialise_pending(&mut conn, chat_id, false)?;
     }
     // The directory lock first, then the database lock: every writer takes them in this order.
     let (handle, lock) = gptme_lock::acquire_path(&dir)?;
@@ -163,7 +148,7 @@ pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut
     let bases = queries::entry_stats(batch.conn(), conv.id)?;
     let staging = tempfile::Builder::new().prefix("sessiondb-queue-").tempdir().map_err(|source| DirError::Io { path: std::env::temp_dir(), source })?;
     let copy = staging.path().join(&conv.chat_id);
-    crate::sync::materialise::export_conversation_to(batch.conn(), chat_id, &copy).map_err(|e| OpsError::Invalid(e.to_string()))?;
+    crate::sync::materialise::export_conversation_to(batch.conn(), chat_id, &copy)?;
     let staged = LiveConversation { dir: copy.clone(), ..conv.clone() };
     let handle = crate::fs::nofollow::Dir::open(&copy).map_err(|source| DirError::Io { path: copy.clone(), source })?;
     let missing = crate::store::acknowledged::missing_from_store(batch.conn(), chat_id)?;
@@ -180,17 +165,6 @@ pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut
     drop(sidecars);
     dir.commit()?;
     Ok(out)
-}
-
-fn pending_error(e: crate::sync::pending::PendingError) -> OpsError {
-    use crate::sync::pending::PendingError as P;
-    match e {
-        P::Store(e) => OpsError::Store(e),
-        P::Lock(e) => OpsError::Lock(e),
-        P::Dir(e) => OpsError::Dir(e),
-        P::Ingest(e) => OpsError::Ingest(e),
-        P::Io { path, source } => OpsError::Dir(DirError::Io { path, source }),
-    }
 }
 
 /// Permission bits of a file created with `open(..., "a")` under the current umask, as gptme's

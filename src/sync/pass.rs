@@ -24,7 +24,8 @@ use serde::Serialize;
 use super::acknowledged::Displaced;
 use super::incremental::{self, Plan};
 use super::ingest::{self, format_warning, IngestError, Outcome, ReadMode};
-use super::pending::{self, Conflict, PendingError};
+use super::pending::{self, Conflict};
+use super::SyncError;
 use crate::fs::gptme_lock::LockError;
 use crate::store::queries::{self, RootConversation};
 use crate::store::{modify, Store, StoreError, WriteBatch};
@@ -96,14 +97,6 @@ impl SyncReport {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum SyncError {
-    #[error("{0}")]
-    Store(#[from] StoreError),
-    #[error("{0}")]
-    Ingest(#[from] IngestError),
-}
-
 /// What became of one conversation's queued changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum WriteOut {
@@ -126,7 +119,7 @@ fn write_out(conn: &mut crate::store::Connection, chat_id: &str, dry_run: bool, 
             report.conflicts.extend(m.conflicts);
             WriteOut::Done
         }
-        Err(PendingError::Lock(LockError::Held { .. } | LockError::HeldBy { .. })) => {
+        Err(SyncError::Lock(LockError::Held { .. } | LockError::HeldBy { .. })) => {
             report.materialise.skipped_locked += 1;
             WriteOut::Locked
         }
