@@ -90,13 +90,10 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
         drop(conn);
         return with_session(store, chat_id, op);
     }
-    let stored = queries::fingerprint(batch.conn(), now.id)?;
     // gptme (or a person) changed the directory: operate on what is there now. Also when the
     // store lost a message sessiondb acknowledged (a read that raced a rewrite): reading it
     // again judges the directory first, keeping such messages as a branch.
-    if directory_fingerprint(&dir).map_err(IngestError::from)? != stored || crate::store::acknowledged::any_missing_from_store(batch.conn(), chat_id)? {
-        ingest::import_conversation(&mut batch, &dir, ingest::ReadMode::Whole)?;
-    }
+    catch_up(&mut batch, now.id, &dir, ingest::ReadMode::Whole, |conn| crate::store::acknowledged::any_missing_from_store(conn, chat_id))?;
     // The store now holds what the directory holds, under the lock, and every acknowledged
     // message has been judged: no gptme can have a copy of this conversation older than the
     // appends recorded before the settling time.
@@ -115,6 +112,23 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     dir.commit()?;
     drop(sidecars);
     Ok(out)
+}
+
+/// Reads directory `dir` into the store again (as `read` says) when it changed since the store
+/// last read or wrote it (its fingerprint moved), or when `behind` finds the store behind it
+/// anyway. The one place an operation re-reads a directory before changing it.
+fn catch_up(
+    batch: &mut WriteBatch,
+    conversation_id: i64,
+    dir: &Path,
+    read: ingest::ReadMode,
+    behind: impl FnOnce(&crate::store::Connection) -> Result<bool, StoreError>,
+) -> Result<(), OpsError> {
+    let stored = queries::fingerprint(batch.conn(), conversation_id)?;
+    if directory_fingerprint(dir).map_err(IngestError::from)? != stored || behind(batch.conn())? {
+        ingest::import_conversation(batch, dir, read)?;
+    }
+    Ok(())
 }
 
 /// Runs `op` with [`with_queued_session`] when `queued`, else with [`with_session`].
@@ -139,10 +153,7 @@ pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut
     let conv = modify::load_conversation(batch.conn(), chat_id)?;
     if !crate::store::pending::has_pending(batch.conn(), conv.id)? && conv.dir.join(layout::MAIN_TRANSCRIPT).exists() {
         // The base of the queue must be what the directory holds now: catch up first.
-        let stored = queries::fingerprint(batch.conn(), conv.id)?;
-        if directory_fingerprint(&conv.dir).map_err(IngestError::from)? != stored {
-            ingest::import_conversation(&mut batch, &conv.dir, ingest::ReadMode::CompleteLines)?;
-        }
+        catch_up(&mut batch, conv.id, &conv.dir, ingest::ReadMode::CompleteLines, |_| Ok(false))?;
     }
     let conv = modify::load_conversation(batch.conn(), chat_id)?;
     let bases = queries::entry_stats(batch.conn(), conv.id)?;
