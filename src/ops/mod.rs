@@ -322,8 +322,7 @@ impl Session<'_> {
                 let stat = self.dir.copy_file(path, &copy)?;
                 // Stored from the copy written, so that the store holds what the directory holds.
                 let file = std::fs::File::open(&copy).map_err(|source| DirError::Io { path: copy.clone(), source })?;
-                crate::store::blobs::put(self.conn(), &sha, stat.size, std::io::BufReader::new(file), &rel)?;
-                modify::set_file_entry(self.conn(), self.conv.id, &rel, stat.mode, stat.mtime_ns, &sha, stat.size)?;
+                modify::put_file(self.conn(), self.conv.id, &rel, stat.mode, stat.mtime_ns, &sha, stat.size, std::io::BufReader::new(file))?;
             }
             match message.file_hashes.iter_mut().find(|(p, _)| *p == file) {
                 Some(entry) => entry.1 = hash,
@@ -403,7 +402,7 @@ impl Session<'_> {
         let path = self.abs(rel);
         if !path.exists() {
             let stat = self.dir.append(&path, None, umask_mode(), b"")?;
-            modify::add_empty_file(self.conn(), self.conv.id, rel, stat.mode, stat.mtime_ns)?;
+            modify::set_blob_entry(self.conn(), self.conv.id, rel, stat.mode, stat.mtime_ns, b"")?;
         }
         let file = self.dir.open_for_lock(&path)?;
         file.lock().map_err(|source| DirError::Io { path: path.clone(), source })?;
