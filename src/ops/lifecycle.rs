@@ -65,10 +65,10 @@ fn import_dir(store: &Store, dir: &Path) -> Result<(), OpsError> {
 }
 
 fn validate_new(logs_root: &Path, new_id: &str) -> Result<PathBuf, OpsError> {
-    let id = ChatId::new(new_id).map_err(|e| OpsError::Invalid(format!("invalid chat id {new_id:?}: {e}")))?;
+    let id = ChatId::new(new_id).map_err(|reason| OpsError::InvalidName { what: "chat id", name: new_id.to_owned(), reason })?;
     let dir = logs_root.join(id.as_str());
     if dir.exists() {
-        return Err(OpsError::Invalid(format!("{}: a conversation with this id exists already", dir.display())));
+        return Err(OpsError::Exists { dir });
     }
     Ok(dir)
 }
@@ -123,7 +123,7 @@ pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&s
             if src.exists() {
                 let status = std::process::Command::new("cp").arg("-a").arg(&src).arg(dest.join(sub)).status().map_err(io(&src))?;
                 if !status.success() {
-                    return Err(OpsError::Invalid(format!("copying {} failed", src.display())));
+                    return Err(OpsError::CopyFailed { path: src });
                 }
             }
         }

@@ -71,7 +71,7 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     let conv = modify::load_conversation(&conn, chat_id)?;
     let dir = conv.dir;
     if !dir.join(layout::MAIN_TRANSCRIPT).exists() {
-        return Err(OpsError::Invalid(format!("{}: the conversation directory is gone (run `sessiondb import`)", dir.display())));
+        return Err(OpsError::DirectoryGone { dir });
     }
     if crate::store::pending::has_pending(&conn, conv.id)? {
         crate::sync::pending::materialise_pending(&mut conn, chat_id, false)?;
@@ -591,7 +591,7 @@ impl Session<'_> {
     /// gptme's `LogManager.branch`: creates `name` as a copy of `from` (or of the active view,
     /// as gptme copies its current log) when it does not exist. Returns whether it was created.
     pub fn branch(&mut self, name: &str, from: &str) -> Result<bool, OpsError> {
-        crate::model::ChatId::new(name).map_err(|e| OpsError::Invalid(format!("invalid branch name {name:?}: {e}")))?;
+        crate::model::ChatId::new(name).map_err(|reason| OpsError::InvalidName { what: "branch name", name: name.to_owned(), reason })?;
         if modify::find_doc(self.conn(), self.conv.id, DocumentKind::Branch, name)?.is_some() {
             return Ok(false);
         }

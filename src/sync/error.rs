@@ -5,7 +5,7 @@
 //! Invariant: every cause stays typed. A variant wrapping another error prints exactly that
 //! error (`transparent`, its source forwarded), so what a user reads is the message of the
 //! layer that failed; only [`SyncError::Invalid`] carries text, and it is a request refused,
-//! never a flattened cause. Paths are `PathBuf`s, printed with `display()`.
+//! never a flattened cause or a path. Paths are `PathBuf`s, printed with `display()`.
 
 use std::path::PathBuf;
 
@@ -13,6 +13,7 @@ use super::ingest::IngestError;
 use super::materialise::MaterialiseError;
 use crate::fs::dirtx::DirError;
 use crate::fs::gptme_lock::LockError;
+use crate::model::ChatIdError;
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -27,10 +28,25 @@ pub enum SyncError {
     Ingest(#[from] IngestError),
     #[error(transparent)]
     Materialise(#[from] MaterialiseError),
-    /// A request the conversation cannot satisfy (a name gptme would refuse, an index out of
-    /// range); the text says which.
+    /// A request the conversation cannot satisfy (an index out of range, a view that does not
+    /// exist); the text says which.
     #[error("{0}")]
     Invalid(String),
+    /// A name gptme would refuse for a conversation, branch or view (`what` says which).
+    #[error("invalid {what} {name:?}: {reason}")]
+    InvalidName {
+        what: &'static str,
+        name: String,
+        #[source]
+        reason: ChatIdError,
+    },
+    #[error("{dir}: the conversation directory is gone (run `sessiondb import`)")]
+    DirectoryGone { dir: PathBuf },
+    #[error("{dir}: a conversation with this id exists already")]
+    Exists { dir: PathBuf },
+    /// `cp -a` of a directory a fork copies exited with a failure.
+    #[error("copying {path} failed")]
+    CopyFailed { path: PathBuf },
     #[error(
         "{chat_id}: it has changes queued in the store that its directory {dir} does not hold yet ({where_}); removing it would discard them. \
              Write them out first (`sessiondb sync`, or `sessiondb export --to DIR {chat_id}` to keep a copy elsewhere), or pass --force to discard them"
