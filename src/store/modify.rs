@@ -344,12 +344,7 @@ pub fn append_event(conn: &Connection, conversation_id: i64, doc: &mut Doc, even
     };
     conn.prepare_cached("INSERT INTO events (document_id, line_no, seq, ts, type, payload_form, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?
         .execute(params![doc.id, line_no, event.seq, event.ts, event.kind, form, payload])?;
-    let nested: Vec<&Message> = match &event.payload {
-        Payload::Message(m) => vec![m],
-        Payload::Messages(ms) => ms.iter().collect(),
-        Payload::Other(_) => vec![],
-    };
-    for (position, m) in nested.into_iter().enumerate() {
+    for (position, m) in event.payload.messages().iter().enumerate() {
         let (message_id, _) = message_row(conn, conversation_id, m)?;
         conn.prepare_cached("INSERT INTO event_messages (document_id, line_no, position, message_id) VALUES (?1, ?2, ?3, ?4)")?.execute(params![
             doc.id,

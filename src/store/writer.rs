@@ -386,12 +386,7 @@ impl<'c> ConversationWriter<'c> {
                 };
                 self.tx.prepare_cached(insert)?.execute(params![document.0, line_no, event.seq, event.ts, event.kind, form, payload, raw, None::<String>])?;
                 if *canonical {
-                    let nested: Vec<&Message> = match &event.payload {
-                        Payload::Message(m) => vec![m],
-                        Payload::Messages(ms) => ms.iter().collect(),
-                        Payload::Other(_) => vec![],
-                    };
-                    for (position, (message, digest)) in nested.into_iter().zip(nested_digests).enumerate() {
+                    for (position, (message, digest)) in event.payload.messages().iter().zip(nested_digests).enumerate() {
                         let message_id = match self.stored_message(digest)? {
                             Some(id) => id,
                             None => {

@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 
 use crate::codec::bookmarks::{decode_bookmark_line, BookmarkLine};
 use crate::codec::config::{parse_chat_config, ChatConfig};
-use crate::codec::events::{decode_event_line, EventLine, Payload};
+use crate::codec::events::{decode_event_line, EventLine};
 use crate::codec::lines::LineReader;
 use crate::codec::message_line::{decode_line, encode_message, DecodedLine};
 use crate::fs::meta::mtime_seconds;
@@ -25,7 +25,7 @@ use crate::fs::nofollow::{open_regular, read_regular};
 use crate::fs::walk::{fingerprint, walk, WalkError};
 use crate::fs::watermark::{tail_digest, Watermark};
 use crate::layout::{self, classify};
-use crate::model::{ChatId, ChatIdError, Message};
+use crate::model::{ChatId, ChatIdError};
 use crate::store::{ConversationWriter, DocumentId, DocumentKind, LineDigest, LineWarning, ListingTotals, StoreError, WriteBatch, WriteStats};
 
 /// Why a conversation directory could not be imported.
@@ -482,21 +482,13 @@ pub(crate) fn line_item(kind: DocumentKind, line_no: i64, line: Vec<u8>, totals:
             let decoded = decode_event_line(&line);
             let nested = match &decoded {
                 EventLine::Event { event, canonical: true } => {
-                    nested_messages(&event.payload).map(|m| Sha256::digest(encode_message(m).as_bytes()).into()).collect()
+                    event.payload.messages().iter().map(|m| Sha256::digest(encode_message(m).as_bytes()).into()).collect()
                 }
                 _ => Vec::new(),
             };
             Item::EventLine { line_no, line, decoded, nested }
         }
         DocumentKind::Bookmarks => Item::BookmarkLine { line_no, decoded: decode_bookmark_line(&line), line },
-    }
-}
-
-fn nested_messages(payload: &Payload) -> Box<dyn Iterator<Item = &Message> + '_> {
-    match payload {
-        Payload::Message(m) => Box::new(std::iter::once(m)),
-        Payload::Messages(ms) => Box::new(ms.iter()),
-        Payload::Other(_) => Box::new(std::iter::empty()),
     }
 }
 
