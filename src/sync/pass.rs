@@ -26,7 +26,8 @@ use super::acknowledged::Displaced;
 use super::incremental::{self, Plan};
 use super::ingest::{self, format_warning, IngestError, Outcome, ReadMode};
 use super::pending::{self, Conflict};
-use super::SyncError;
+/// What a pass fails with as a whole: the one sync error (also reachable as `sync::pass::SyncError`).
+pub use super::SyncError;
 use crate::fs::gptme_lock::LockError;
 use crate::store::queries::{self, RootConversation};
 use crate::store::{modify, Store, StoreError, WriteBatch};
