@@ -4,7 +4,7 @@
 //!
 //! Invariant: every cause stays typed. A variant wrapping another error prints exactly that
 //! error (`transparent`, its source forwarded), so what a user reads is the message of the
-//! layer that failed; only [`SyncError::Invalid`] carries text, and it is a request refused,
+//! layer that failed; only [`SyncError::Invalid`] is free text, and it is a request refused,
 //! never a flattened cause or a path. Paths are `PathBuf`s, printed with `display()`.
 
 use std::path::PathBuf;
