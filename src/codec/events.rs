@@ -37,6 +37,18 @@ pub enum Payload {
     Other(Json),
 }
 
+impl Payload {
+    /// The messages the payload carries: an append's one, an edit's or checkpoint's list, or
+    /// none.
+    pub fn messages(&self) -> &[Message] {
+        match self {
+            Payload::Message(m) => std::slice::from_ref(m),
+            Payload::Messages(ms) => ms,
+            Payload::Other(_) => &[],
+        }
+    }
+}
+
 /// What a line of an event log holds. (An `Event` is much larger than the other variants; lines
 /// are decoded one at a time, so boxing it would only add an allocation per line.)
 #[derive(Debug, Clone, PartialEq)]

@@ -65,10 +65,10 @@ fn import_dir(store: &Store, dir: &Path) -> Result<(), OpsError> {
 }
 
 fn validate_new(logs_root: &Path, new_id: &str) -> Result<PathBuf, OpsError> {
-    let id = ChatId::new(new_id).map_err(|e| OpsError::Invalid(format!("invalid chat id {new_id:?}: {e}")))?;
+    let id = ChatId::new(new_id).map_err(|reason| OpsError::InvalidName { what: "chat id", name: new_id.to_owned(), reason })?;
     let dir = logs_root.join(id.as_str());
     if dir.exists() {
-        return Err(OpsError::Invalid(format!("{}: a conversation with this id exists already", dir.display())));
+        return Err(OpsError::Exists { dir });
     }
     Ok(dir)
 }
@@ -80,7 +80,7 @@ pub fn fork(store: &Store, chat_id: &str, new_id: &str) -> Result<PathBuf, OpsEr
     let source = modify::load_conversation(&conn, chat_id)?;
     let logs_root = source.dir.parent().map(Path::to_path_buf).unwrap_or_default();
     let dest = validate_new(&logs_root, new_id)?;
-    let result = materialise::export_conversation_to(&conn, chat_id, &dest).map_err(|e| OpsError::Invalid(e.to_string())).and_then(|_| import_dir(store, &dest));
+    let result = materialise::export_conversation_to(&conn, chat_id, &dest).map_err(OpsError::from).and_then(|_| import_dir(store, &dest));
     if let Err(e) = result {
         let _ = std::fs::remove_dir_all(&dest);
         return Err(e);
@@ -123,7 +123,7 @@ pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&s
             if src.exists() {
                 let status = std::process::Command::new("cp").arg("-a").arg(&src).arg(dest.join(sub)).status().map_err(io(&src))?;
                 if !status.success() {
-                    return Err(OpsError::Invalid(format!("copying {} failed", src.display())));
+                    return Err(OpsError::CopyFailed { path: src });
                 }
             }
         }
@@ -147,7 +147,7 @@ pub fn remove(store: &Store, chat_id: &str, force: bool) -> Result<(), OpsError>
     let conv = modify::load_conversation(batch.conn(), chat_id)?; // its rows as they are now
     if !force && crate::store::pending::has_pending(batch.conn(), conv.id)? {
         let where_ = if conv.dir.exists() { "not synced yet" } else { "the directory is gone: renamed or deleted" };
-        return Err(OpsError::QueuedChanges { chat_id: chat_id.to_owned(), dir: conv.dir.display().to_string(), where_ });
+        return Err(OpsError::QueuedChanges { chat_id: chat_id.to_owned(), dir: conv.dir.clone(), where_ });
     }
     modify::delete_conversation(batch.conn(), conv.id)?;
     crate::store::acknowledged::forget_conversation(batch.conn(), chat_id)?;

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use crate::codec::events::{Event, Payload, CHECKPOINT, CHECKPOINT_INTERVAL, MESSAGE_APPEND, MESSAGE_EDIT, UNDO};
 use crate::codec::json::Json;
 use crate::fs::dirtx::{DirError, DirTransaction, FileStat};
-use crate::fs::gptme_lock::{self, ConversationLock, LockError};
+use crate::fs::gptme_lock::{self, ConversationLock};
 use crate::fs::walk::directory_fingerprint;
 use crate::layout::{self, Backup, MAIN};
 use crate::model::Message;
@@ -33,24 +33,9 @@ pub use crate::codec::normalise::{normalise_for_rewrite, rewrites_unchanged};
 pub use lifecycle::{clean_candidates, fork, fork_at_turn, new_conversation, remove, slice_at_turn, CleanCandidate, NewConversation};
 pub use recover::read_event_file;
 
-#[derive(Debug, thiserror::Error)]
-pub enum OpsError {
-    #[error("{0}")]
-    Store(#[from] StoreError),
-    #[error("{0}")]
-    Lock(#[from] LockError),
-    #[error("{0}")]
-    Dir(#[from] DirError),
-    #[error("{0}")]
-    Ingest(#[from] IngestError),
-    #[error("{0}")]
-    Invalid(String),
-    #[error(
-        "{chat_id}: it has changes queued in the store that its directory {dir} does not hold yet ({where_}); removing it would discard them. \
-             Write them out first (`sessiondb sync`, or `sessiondb export --to DIR {chat_id}` to keep a copy elsewhere), or pass --force to discard them"
-    )]
-    QueuedChanges { chat_id: String, dir: String, where_: &'static str },
-}
+/// What an operation fails with: the one error of changing conversations (see
+/// [`crate::sync::error`]), shared with writing queued changes out.
+pub use crate::sync::SyncError as OpsError;
 
 /// The result of an append.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,10 +71,10 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     let conv = modify::load_conversation(&conn, chat_id)?;
     let dir = conv.dir;
     if !dir.join(layout::MAIN_TRANSCRIPT).exists() {
-        return Err(OpsError::Invalid(format!("{}: the conversation directory is gone (run `sessiondb import`)", dir.display())));
+        return Err(OpsError::DirectoryGone { dir });
     }
     if crate::store::pending::has_pending(&conn, conv.id)? {
-        crate::sync::pending::materialise_pending(&mut conn, chat_id, false).map_err(pending_error)?;
+        crate::sync::pending::materialise_pending(&mut conn, chat_id, false)?;
     }
     // The directory lock first, then the database lock: every writer takes them in this order.
     let (handle, lock) = gptme_lock::acquire_path(&dir)?;
@@ -105,13 +90,10 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
         drop(conn);
         return with_session(store, chat_id, op);
     }
-    let stored = queries::fingerprint(batch.conn(), now.id)?;
     // gptme (or a person) changed the directory: operate on what is there now. Also when the
     // store lost a message sessiondb acknowledged (a read that raced a rewrite): reading it
     // again judges the directory first, keeping such messages as a branch.
-    if directory_fingerprint(&dir).map_err(IngestError::from)? != stored || crate::store::acknowledged::any_missing_from_store(batch.conn(), chat_id)? {
-        ingest::import_conversation(&mut batch, &dir, ingest::ReadMode::Whole)?;
-    }
+    catch_up(&mut batch, now.id, &dir, ingest::ReadMode::Whole, |conn| crate::store::acknowledged::any_missing_from_store(conn, chat_id))?;
     // The store now holds what the directory holds, under the lock, and every acknowledged
     // message has been judged: no gptme can have a copy of this conversation older than the
     // appends recorded before the settling time.
@@ -130,6 +112,23 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
     dir.commit()?;
     drop(sidecars);
     Ok(out)
+}
+
+/// Reads directory `dir` into the store again (as `read` says) when it changed since the store
+/// last read or wrote it (its fingerprint moved), or when `behind` finds the store behind it
+/// anyway. The one place an operation re-reads a directory before changing it.
+fn catch_up(
+    batch: &mut WriteBatch,
+    conversation_id: i64,
+    dir: &Path,
+    read: ingest::ReadMode,
+    behind: impl FnOnce(&crate::store::Connection) -> Result<bool, StoreError>,
+) -> Result<(), OpsError> {
+    let stored = queries::fingerprint(batch.conn(), conversation_id)?;
+    if directory_fingerprint(dir).map_err(IngestError::from)? != stored || behind(batch.conn())? {
+        ingest::import_conversation(batch, dir, read)?;
+    }
+    Ok(())
 }
 
 /// Runs `op` with [`with_queued_session`] when `queued`, else with [`with_session`].
@@ -154,16 +153,13 @@ pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut
     let conv = modify::load_conversation(batch.conn(), chat_id)?;
     if !crate::store::pending::has_pending(batch.conn(), conv.id)? && conv.dir.join(layout::MAIN_TRANSCRIPT).exists() {
         // The base of the queue must be what the directory holds now: catch up first.
-        let stored = queries::fingerprint(batch.conn(), conv.id)?;
-        if directory_fingerprint(&conv.dir).map_err(IngestError::from)? != stored {
-            ingest::import_conversation(&mut batch, &conv.dir, ingest::ReadMode::CompleteLines)?;
-        }
+        catch_up(&mut batch, conv.id, &conv.dir, ingest::ReadMode::CompleteLines, |_| Ok(false))?;
     }
     let conv = modify::load_conversation(batch.conn(), chat_id)?;
     let bases = queries::entry_stats(batch.conn(), conv.id)?;
     let staging = tempfile::Builder::new().prefix("sessiondb-queue-").tempdir().map_err(|source| DirError::Io { path: std::env::temp_dir(), source })?;
     let copy = staging.path().join(&conv.chat_id);
-    crate::sync::materialise::export_conversation_to(batch.conn(), chat_id, &copy).map_err(|e| OpsError::Invalid(e.to_string()))?;
+    crate::sync::materialise::export_conversation_to(batch.conn(), chat_id, &copy)?;
     let staged = LiveConversation { dir: copy.clone(), ..conv.clone() };
     let handle = crate::fs::nofollow::Dir::open(&copy).map_err(|source| DirError::Io { path: copy.clone(), source })?;
     let missing = crate::store::acknowledged::missing_from_store(batch.conn(), chat_id)?;
@@ -180,17 +176,6 @@ pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut
     drop(sidecars);
     dir.commit()?;
     Ok(out)
-}
-
-fn pending_error(e: crate::sync::pending::PendingError) -> OpsError {
-    use crate::sync::pending::PendingError as P;
-    match e {
-        P::Store(e) => OpsError::Store(e),
-        P::Lock(e) => OpsError::Lock(e),
-        P::Dir(e) => OpsError::Dir(e),
-        P::Ingest(e) => OpsError::Ingest(e),
-        P::Io { path, source } => OpsError::Dir(DirError::Io { path, source }),
-    }
 }
 
 /// Permission bits of a file created with `open(..., "a")` under the current umask, as gptme's
@@ -337,8 +322,7 @@ impl Session<'_> {
                 let stat = self.dir.copy_file(path, &copy)?;
                 // Stored from the copy written, so that the store holds what the directory holds.
                 let file = std::fs::File::open(&copy).map_err(|source| DirError::Io { path: copy.clone(), source })?;
-                crate::store::blobs::put(self.conn(), &sha, stat.size, std::io::BufReader::new(file), &rel)?;
-                modify::set_file_entry(self.conn(), self.conv.id, &rel, stat.mode, stat.mtime_ns, &sha, stat.size)?;
+                modify::put_file(self.conn(), self.conv.id, &rel, stat.mode, stat.mtime_ns, &sha, stat.size, std::io::BufReader::new(file))?;
             }
             match message.file_hashes.iter_mut().find(|(p, _)| *p == file) {
                 Some(entry) => entry.1 = hash,
@@ -418,7 +402,7 @@ impl Session<'_> {
         let path = self.abs(rel);
         if !path.exists() {
             let stat = self.dir.append(&path, None, umask_mode(), b"")?;
-            modify::add_empty_file(self.conn(), self.conv.id, rel, stat.mode, stat.mtime_ns)?;
+            modify::set_blob_entry(self.conn(), self.conv.id, rel, stat.mode, stat.mtime_ns, b"")?;
         }
         let file = self.dir.open_for_lock(&path)?;
         file.lock().map_err(|source| DirError::Io { path: path.clone(), source })?;
@@ -625,7 +609,7 @@ impl Session<'_> {
     /// gptme's `LogManager.branch`: creates `name` as a copy of `from` (or of the active view,
     /// as gptme copies its current log) when it does not exist. Returns whether it was created.
     pub fn branch(&mut self, name: &str, from: &str) -> Result<bool, OpsError> {
-        crate::model::ChatId::new(name).map_err(|e| OpsError::Invalid(format!("invalid branch name {name:?}: {e}")))?;
+        crate::model::ChatId::new(name).map_err(|reason| OpsError::InvalidName { what: "branch name", name: name.to_owned(), reason })?;
         if modify::find_doc(self.conn(), self.conv.id, DocumentKind::Branch, name)?.is_some() {
             return Ok(false);
         }

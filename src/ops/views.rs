@@ -11,7 +11,7 @@ use crate::store::DocumentKind;
 impl Session<'_> {
     /// gptme's `create_view`: writes `views/<name>.jsonl` with the given (compacted) messages.
     pub fn create_view(&mut self, name: &str, messages: &[Message]) -> Result<(), OpsError> {
-        crate::model::ChatId::new(name).map_err(|e| OpsError::Invalid(format!("invalid view name {name:?}: {e}")))?;
+        crate::model::ChatId::new(name).map_err(|reason| OpsError::InvalidName { what: "view name", name: name.to_owned(), reason })?;
         self.ensure_dir(layout::VIEWS_DIR)?;
         let rel = layout::view_path(name);
         let mut doc = match modify::find_doc(self.conn(), self.conv.id, DocumentKind::View, name)? {

@@ -10,7 +10,8 @@
 //! [`Connection`] (or, to write, a [`WriteBatch`] and the [`Connection`] it lends) and calls the
 //! named operations of the modules below, each in the module that owns its rows: [`ConversationWriter`] for
 //! writing a whole conversation, [`modify`] for changes in place of a stored conversation, [`pending`] for the queue of store-only changes,
-//! [`acknowledged`] for acknowledged appends, [`queries`] for reads. A read that must see the
+//! [`acknowledged`] for acknowledged appends, [`queries`] for reads; the rows the writer and
+//! `modify` both write (a message, a regular file with its blob) are written by [`rows`]. A read that must see the
 //! same state as the writes after it takes the batch's connection, inside the transaction.
 
 pub mod acknowledged;

@@ -3,12 +3,14 @@
 //! Every function here runs inside the caller's write transaction and touches only rows; the
 //! caller writes the matching bytes to the conversation directory before committing. Appending
 //! a message costs the same however long the branch is: one message row (or none, when the
-//! same line is already stored), one line row, and updated counters.
+//! same line is already stored), one line row, and updated counters. A regular file is stored
+//! as import stores it ([`put_file`]: its blob and its entry row together).
 
 use rusqlite::{params, OptionalExtension};
 use sha2::{Digest, Sha256};
 
 use super::queries::{self, StoredLine};
+pub use super::rows::put_file;
 use super::rows::{self, LineDigest};
 use super::Connection;
 use super::{DocumentKind, StoreError};
@@ -112,7 +114,7 @@ pub fn loaded_doc(conn: &Connection, conversation_id: i64, branch: &str) -> Resu
 
 /// The stored bytes of `views/.current`, if the conversation has that file.
 fn view_marker(conn: &Connection, conversation_id: i64) -> Result<Option<Vec<u8>>, StoreError> {
-    entry_blob(conn, conversation_id, layout::VIEW_MARKER)?
+    rows::entry_blob(conn, conversation_id, layout::VIEW_MARKER)?
         .and_then(|sha| <[u8; 32]>::try_from(sha.as_slice()).ok())
         .map(|sha| super::blobs::read_all(conn, &sha))
         .transpose()
@@ -347,12 +349,7 @@ pub fn append_event(conn: &Connection, conversation_id: i64, doc: &mut Doc, even
     };
     conn.prepare_cached("INSERT INTO events (document_id, line_no, seq, ts, type, payload_form, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?
         .execute(params![doc.id, line_no, event.seq, event.ts, event.kind, form, payload])?;
-    let nested: Vec<&Message> = match &event.payload {
-        Payload::Message(m) => vec![m],
-        Payload::Messages(ms) => ms.iter().collect(),
-        Payload::Other(_) => vec![],
-    };
-    for (position, m) in nested.into_iter().enumerate() {
+    for (position, m) in event.payload.messages().iter().enumerate() {
         let (message_id, _) = message_row(conn, conversation_id, m)?;
         conn.prepare_cached("INSERT INTO event_messages (document_id, line_no, position, message_id) VALUES (?1, ?2, ?3, ?4)")?.execute(params![
             doc.id,
@@ -415,27 +412,6 @@ pub fn remove_unreferenced_messages(conn: &Connection, conversation_id: i64) -> 
            AND NOT EXISTS (SELECT 1 FROM document_lines dl WHERE dl.message_id = messages.id)
            AND NOT EXISTS (SELECT 1 FROM event_messages em WHERE em.message_id = messages.id)",
         [conversation_id],
-    )?;
-    Ok(())
-}
-
-/// Records entry `path` of a conversation as a file whose bytes are blob `sha256`, already
-/// stored (see [`super::blobs::put`]), replacing what the entry was.
-pub fn set_file_entry(conn: &Connection, conversation_id: i64, path: &str, mode: u32, mtime_ns: i64, sha256: &[u8; 32], size: u64) -> Result<(), StoreError> {
-    conn.execute(
-        "INSERT OR REPLACE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, ?6)",
-        params![conversation_id, path, mode, mtime_ns, &sha256[..], size as i64],
-    )?;
-    Ok(())
-}
-
-/// Records entry `path` of a conversation as an empty file (one of gptme's lock sidecars),
-/// unless it has that entry already.
-pub fn add_empty_file(conn: &Connection, conversation_id: i64, path: &str, mode: u32, mtime_ns: i64) -> Result<(), StoreError> {
-    let empty = super::blobs::put_bytes(conn, b"", "")?;
-    conn.execute(
-        "INSERT OR IGNORE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, 0)",
-        params![conversation_id, path, mode, mtime_ns, &empty[..]],
     )?;
     Ok(())
 }
@@ -506,33 +482,18 @@ pub fn set_dir_mtimes(conn: &Connection, conversation_id: i64, mtimes: &[(String
     Ok(())
 }
 
-/// Sets entry `path` of a conversation to a file holding `data` (stored by content), dropping
-/// the blob it held before when nothing else refers to it any more.
+/// Sets entry `path` of a conversation to a file holding `data` (see [`put_file`]).
 pub fn set_blob_entry(conn: &Connection, conversation_id: i64, path: &str, mode: u32, mtime_ns: i64, data: &[u8]) -> Result<(), StoreError> {
-    let old = entry_blob(conn, conversation_id, path)?;
-    let sha = super::blobs::put_bytes(conn, data, path)?;
-    conn.prepare_cached("INSERT OR REPLACE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, ?6)")?
-        .execute(params![conversation_id, path, mode, mtime_ns, &sha[..], data.len() as i64])?;
-    if let Some(old) = old.filter(|o| o[..] != sha[..]) {
-        super::blobs::remove_if_unreferenced(conn, &old)?;
-    }
-    Ok(())
+    let sha: [u8; 32] = Sha256::digest(data).into();
+    put_file(conn, conversation_id, path, mode, mtime_ns, &sha, data.len() as u64, data)
 }
 
 /// Removes entry `path` of a conversation, and its blob when nothing else refers to it.
 pub fn remove_entry(conn: &Connection, conversation_id: i64, path: &str) -> Result<(), StoreError> {
-    let old = entry_blob(conn, conversation_id, path)?;
+    let old = rows::entry_blob(conn, conversation_id, path)?;
     conn.prepare_cached("DELETE FROM entries WHERE conversation_id = ?1 AND path = ?2")?.execute(params![conversation_id, path])?;
     if let Some(old) = old {
         super::blobs::remove_if_unreferenced(conn, &old)?;
     }
     Ok(())
-}
-
-fn entry_blob(conn: &Connection, conversation_id: i64, path: &str) -> Result<Option<Vec<u8>>, StoreError> {
-    Ok(conn
-        .prepare_cached("SELECT blob_sha256 FROM entries WHERE conversation_id = ?1 AND path = ?2")?
-        .query_row(params![conversation_id, path], |r| r.get::<_, Option<Vec<u8>>>(0))
-        .optional()?
-        .flatten())
 }

@@ -1,5 +1,8 @@
-//! Inserting message rows: the one place that turns a [`Message`] into a `messages` row, used by
-//! import and by live operations alike.
+//! The rows import and live operations both write, each written in one place: a [`Message`]
+//! as a `messages` row ([`insert_message`]), and a regular file as its blob and its `entries`
+//! row together ([`put_file`]).
+
+use std::io::Read;
 
 use rusqlite::{params, OptionalExtension};
 
@@ -69,4 +72,38 @@ pub fn find_message(conn: &Connection, conversation_id: i64, digest: &LineDigest
         .prepare_cached("SELECT id FROM messages WHERE conversation_id = ?1 AND line_sha256 = ?2")?
         .query_row(params![conversation_id, &digest[..]], |r| r.get(0))
         .optional()?)
+}
+
+/// Stores regular file `path` of a conversation: its `size` bytes, read from `data` (whose
+/// SHA-256 is `sha256`), as a blob by content ([`super::blobs::put`]), and its entry row,
+/// replacing what the entry was. The blob the entry held before goes when nothing else refers
+/// to it any more.
+#[allow(clippy::too_many_arguments)]
+pub fn put_file(
+    conn: &Connection,
+    conversation_id: i64,
+    path: &str,
+    mode: u32,
+    mtime_ns: i64,
+    sha256: &[u8; 32],
+    size: u64,
+    data: impl Read,
+) -> Result<(), StoreError> {
+    let old = entry_blob(conn, conversation_id, path)?;
+    super::blobs::put(conn, sha256, size, data, path)?;
+    conn.prepare_cached("INSERT OR REPLACE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, ?6)")?
+        .execute(params![conversation_id, path, mode, mtime_ns, &sha256[..], size as i64])?;
+    if let Some(old) = old.filter(|o| o[..] != sha256[..]) {
+        super::blobs::remove_if_unreferenced(conn, &old)?;
+    }
+    Ok(())
+}
+
+/// The blob entry `path` of a conversation refers to, if any.
+pub(super) fn entry_blob(conn: &Connection, conversation_id: i64, path: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT blob_sha256 FROM entries WHERE conversation_id = ?1 AND path = ?2")?
+        .query_row(params![conversation_id, path], |r| r.get::<_, Option<Vec<u8>>>(0))
+        .optional()?
+        .flatten())
 }

@@ -5,7 +5,9 @@
 //! and the new one inserted inside it, so a failure or a crash at any point leaves the store with
 //! the old copy, complete. The writer only writes rows: reading and decoding the files is the
 //! caller's job (`sync::ingest` does it on another thread), and lines arrive one at a time, so
-//! memory is bounded by the longest line plus one 32-byte key per distinct message.
+//! memory is bounded by the longest line plus one 32-byte key per distinct message. The rows
+//! an import shares with live operations — a message, a regular file with its blob — are
+//! written by [`super::rows`], the same way for both.
 
 use crate::fs::watermark::Watermark;
 use std::collections::{HashMap, HashSet};
@@ -154,23 +156,21 @@ impl<'c> ConversationWriter<'c> {
         Ok(found)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn entry(&self, path: &str, kind: &str, mode: u32, mtime_ns: i64, blob: Option<&[u8]>, link: Option<&[u8]>, size: Option<u64>) -> Result<(), StoreError> {
+    /// The entry row of a directory, symlink or document (a regular file's is
+    /// [`rows::put_file`]'s, with its blob).
+    fn entry(&self, path: &str, kind: &str, mode: u32, mtime_ns: i64, link: Option<&[u8]>) -> Result<(), StoreError> {
         self.tx
-            .prepare_cached(
-                "INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, link_target, size)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?
-            .execute(params![self.conversation_id, path, kind, mode, mtime_ns, blob, link, size.map(|s| s as i64)])?;
+            .prepare_cached("INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns, link_target) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?
+            .execute(params![self.conversation_id, path, kind, mode, mtime_ns, link])?;
         Ok(())
     }
 
     pub fn add_dir(&mut self, path: &str, mode: u32, mtime_ns: i64) -> Result<(), StoreError> {
-        self.entry(path, "dir", mode, mtime_ns, None, None, None)
+        self.entry(path, "dir", mode, mtime_ns, None)
     }
 
     pub fn add_symlink(&mut self, path: &str, mode: u32, mtime_ns: i64, target: &[u8]) -> Result<(), StoreError> {
-        self.entry(path, "symlink", mode, mtime_ns, None, Some(target), None)
+        self.entry(path, "symlink", mode, mtime_ns, Some(target))
     }
 
     fn count_blob(&mut self, path: &str, size: u64) {
@@ -182,18 +182,16 @@ impl<'c> ConversationWriter<'c> {
 
     /// Stores a regular file's bytes as an opaque, content-addressed blob.
     pub fn add_blob(&mut self, path: &str, mode: u32, mtime_ns: i64, sha256: &[u8; 32], data: &[u8]) -> Result<(), StoreError> {
-        super::blobs::put(&self.tx, sha256, data.len() as u64, data, path)?;
-        self.count_blob(path, data.len() as u64);
-        self.entry(path, "blob", mode, mtime_ns, Some(sha256), None, Some(data.len() as u64))
+        self.add_blob_stream(path, mode, mtime_ns, sha256, data.len() as u64, data)
     }
 
     /// Stores a large file as a blob by streaming `size` bytes from `data` in chunks, so that
     /// it never has to be held in memory. `sha256` is the digest of those bytes, computed by
     /// the caller beforehand; `data` yielding other bytes is an error.
     pub fn add_blob_stream(&mut self, path: &str, mode: u32, mtime_ns: i64, sha256: &[u8; 32], size: u64, data: impl Read) -> Result<(), StoreError> {
-        super::blobs::put(&self.tx, sha256, size, data, path)?;
+        rows::put_file(&self.tx, self.conversation_id, path, mode, mtime_ns, sha256, size, data)?;
         self.count_blob(path, size);
-        self.entry(path, "blob", mode, mtime_ns, Some(sha256), None, Some(size))
+        Ok(())
     }
 
     /// Records the parsed `[chat]` fields of config.toml.
@@ -213,7 +211,7 @@ impl<'c> ConversationWriter<'c> {
 
     /// Starts a JSONL document; its lines follow through the `add_*_line` methods.
     pub fn start_document(&mut self, path: &str, kind: DocumentKind, name: &str, mode: u32, mtime_ns: i64) -> Result<DocumentId, StoreError> {
-        self.entry(path, "document", mode, mtime_ns, None, None, None)?;
+        self.entry(path, "document", mode, mtime_ns, None)?;
         self.tx
             .prepare_cached(
                 "INSERT INTO documents (conversation_id, path, kind, name, ends_with_newline, line_count)
@@ -388,12 +386,7 @@ impl<'c> ConversationWriter<'c> {
                 };
                 self.tx.prepare_cached(insert)?.execute(params![document.0, line_no, event.seq, event.ts, event.kind, form, payload, raw, None::<String>])?;
                 if *canonical {
-                    let nested: Vec<&Message> = match &event.payload {
-                        Payload::Message(m) => vec![m],
-                        Payload::Messages(ms) => ms.iter().collect(),
-                        Payload::Other(_) => vec![],
-                    };
-                    for (position, (message, digest)) in nested.into_iter().zip(nested_digests).enumerate() {
+                    for (position, (message, digest)) in event.payload.messages().iter().zip(nested_digests).enumerate() {
                         let message_id = match self.stored_message(digest)? {
                             Some(id) => id,
                             None => {

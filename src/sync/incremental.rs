@@ -9,14 +9,12 @@
 //! removed branch, view, attachment or config — needs the conversation read again whole, by
 //! the ordinary import.
 
-use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use super::ingest::{self, IngestError};
-use crate::codec::lines::LineReader;
+use super::ingest::{self, IngestError, ReadMode};
 use crate::fs::walk::{fingerprint, walk, Found, Listing};
-use crate::fs::watermark::{only_grew, tail_digest, Watermark};
+use crate::fs::watermark::{only_grew, Watermark};
 use crate::store::queries::{self, StoredEntry};
 use crate::store::{modify, DocumentKind, ListingTotals, StoreError, WriteBatch, WriteStats};
 
@@ -143,7 +141,7 @@ pub fn apply_growth(batch: &mut WriteBatch, conversation_id: i64, dir: &Path, gr
     for g in grown {
         let abs = dir.join(&g.rel);
         let io = |source| IngestError::Io { path: abs.clone(), source };
-        let mut file = crate::fs::nofollow::open_regular(&abs).map_err(io)?;
+        let file = crate::fs::nofollow::open_regular(&abs).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
         if !only_grew(&file, meta.ino(), meta.len(), &g.mark).map_err(io)? {
             return Ok(None); // dropping the writer rolls its savepoint back
@@ -151,27 +149,17 @@ pub fn apply_growth(batch: &mut WriteBatch, conversation_id: i64, dir: &Path, gr
         let is_main = g.kind == DocumentKind::Branch && g.rel == crate::layout::MAIN_TRANSCRIPT;
         let mut totals = if is_main { Some(crate::store::totals::load(writer.conn(), conversation_id).map_err(store_err)?) } else { None };
         let (doc, lines_before, first_line) = writer.existing_document(&g.rel).map_err(store_err)?;
-        file.seek(SeekFrom::Start(g.mark.size)).map_err(io)?;
-        let mut lines = LineReader::new(BufReader::with_capacity(1 << 16, (&file).take(meta.len() - g.mark.size)));
-        let mut consumed = 0u64;
-        let mut line_no = first_line;
         let mut digests = std::collections::HashSet::new();
-        let mut terminated = true;
-        while let Some(line) = lines.next_line().map_err(io)? {
-            let line = line.to_vec();
-            terminated = lines.ends_with_newline();
-            if !terminated && !ingest::is_whole_record(g.kind, &line) {
-                terminated = true; // the line is left for next time: what was read ends at a newline
-                break; // the rest of a line gptme is still writing
-            }
-            consumed += line.len() as u64 + u64::from(terminated);
-            let item = ingest::line_item(g.kind, line_no, line, totals.as_mut(), &mut digests);
-            ingest::write_line(&mut writer, doc, &g.rel, item).map_err(|e| store_at(dir, e))?;
-            line_no += 1;
-        }
-        let size = g.mark.size + consumed;
-        let mark = Watermark { size, ino: meta.ino(), tail: tail_digest(&file, size).map_err(io)? };
-        writer.end_document(doc, &g.rel, lines_before + (line_no - first_line), terminated, &mark).map_err(store_err)?;
+        // From the watermark on, whole lines only: the rest of a line gptme is still writing is
+        // left for next time.
+        let read = ingest::read_lines(&file, meta.ino(), g.mark.size, meta.len(), ReadMode::CompleteLines, g.kind, io, |i, line| {
+            let item = ingest::line_item(g.kind, first_line + i, line, totals.as_mut(), &mut digests);
+            ingest::write_line(&mut writer, doc, &g.rel, item).map_err(|e| ingest::store_at(dir, e))?;
+            Ok(true)
+        })?
+        .expect("writing never stops the read");
+        let size = read.mark.size;
+        writer.end_document(doc, &g.rel, lines_before + read.count, read.ends_with_newline, &read.mark).map_err(store_err)?;
         let mtime_ns = crate::fs::meta::mtime_ns(&meta);
         writer.touch_document(&g.rel, crate::fs::meta::mode_bits(&meta), mtime_ns).map_err(store_err)?;
         complete &= (meta.len(), meta.ino(), mtime_ns) == g.walked && size == meta.len();
@@ -182,11 +170,4 @@ pub fn apply_growth(batch: &mut WriteBatch, conversation_id: i64, dir: &Path, gr
     let fingerprint: &[u8] = if complete { fingerprint } else { &[] };
     let main = main_totals.as_ref().map(|(t, m)| (t, *m));
     writer.finish_resumed(main, fingerprint).map(Some).map_err(store_err)
-}
-
-fn store_at(dir: &Path, e: StoreError) -> IngestError {
-    match e {
-        StoreError::Io { path, source } => IngestError::Io { path: dir.join(path), source },
-        other => IngestError::Store { path: dir.to_owned(), source: other },
-    }
 }

@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 
 use crate::codec::bookmarks::{decode_bookmark_line, BookmarkLine};
 use crate::codec::config::{parse_chat_config, ChatConfig};
-use crate::codec::events::{decode_event_line, EventLine, Payload};
+use crate::codec::events::{decode_event_line, EventLine};
 use crate::codec::lines::LineReader;
 use crate::codec::message_line::{decode_line, encode_message, DecodedLine};
 use crate::fs::meta::mtime_seconds;
@@ -25,7 +25,7 @@ use crate::fs::nofollow::{open_regular, read_regular};
 use crate::fs::walk::{fingerprint, walk, WalkError};
 use crate::fs::watermark::{tail_digest, Watermark};
 use crate::layout::{self, classify};
-use crate::model::{ChatId, ChatIdError, Message};
+use crate::model::{ChatId, ChatIdError};
 use crate::store::{ConversationWriter, DocumentId, DocumentKind, LineDigest, LineWarning, ListingTotals, StoreError, WriteBatch, WriteStats};
 
 /// Why a conversation directory could not be imported.
@@ -383,8 +383,8 @@ fn resolve(path: &Path) -> String {
 }
 
 /// Reads and decodes the first `limit` bytes of one document (inode `ino`), sending one item
-/// per line. With [`ReadMode::CompleteLines`] an unterminated last line is left for later,
-/// unless it is a whole record ([`is_whole_record`]).
+/// per line (see [`read_lines`]). Returns how many bytes it took, or `None` when the consumer
+/// has gone away.
 #[allow(clippy::too_many_arguments)]
 fn send_lines(
     file: File,
@@ -396,27 +396,60 @@ fn send_lines(
     sent_digests: &mut HashSet<LineDigest>,
     send: &mut dyn FnMut(Item) -> bool,
 ) -> std::io::Result<Option<u64>> {
-    let mut lines = LineReader::new(BufReader::with_capacity(1 << 16, (&file).take(limit)));
-    let mut line_no: i64 = 0;
+    let each = |line_no, line| Ok(send(line_item(kind, line_no, line, totals.as_deref_mut(), sent_digests)));
+    let Some(done) = read_lines(&file, ino, 0, limit, read, kind, |e| e, each)? else { return Ok(None) };
+    let consumed = done.mark.size;
+    Ok(send(Item::EndDocument { line_count: done.count, ends_with_newline: done.ends_with_newline, read: done.mark }).then_some(consumed))
+}
+
+/// What [`read_lines`] took of a document.
+pub(crate) struct LinesRead {
+    /// How many lines it passed on.
+    pub count: i64,
+    /// Whether what it took ends with a newline (true when it took nothing).
+    pub ends_with_newline: bool,
+    /// Where the store's copy of the file now ends: the next read starts here.
+    pub mark: Watermark,
+}
+
+/// Reads the lines of a document of `kind` (`file`, inode `ino`) from byte `from` — 0, or a
+/// watermark, which is always the start of a line — up to byte `limit`, passing each to `each`
+/// with its index from 0. With [`ReadMode::CompleteLines`] an unterminated last line is left for
+/// later, unless it is a whole record ([`is_whole_record`]). The one reader of new lines: a whole
+/// import reads from 0, an incremental one from the watermark on. `None`: `each` said stop.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn read_lines<E>(
+    file: &File,
+    ino: u64,
+    from: u64,
+    limit: u64,
+    read: ReadMode,
+    kind: DocumentKind,
+    io: impl Fn(std::io::Error) -> E,
+    mut each: impl FnMut(i64, Vec<u8>) -> Result<bool, E>,
+) -> Result<Option<LinesRead>, E> {
+    let mut reader = file;
+    reader.seek(SeekFrom::Start(from)).map_err(&io)?;
+    let mut lines = LineReader::new(BufReader::with_capacity(1 << 16, reader.take(limit.saturating_sub(from))));
+    let mut count: i64 = 0;
     let mut consumed: u64 = 0;
-    let mut unterminated = false;
-    while let Some(line) = lines.next_line()? {
+    let mut ends_with_newline = true;
+    while let Some(line) = lines.next_line().map_err(&io)? {
         let line = line.to_vec();
         let terminated = lines.ends_with_newline();
         if !terminated && read == ReadMode::CompleteLines && !is_whole_record(kind, &line) {
-            break; // possibly a write in progress
+            break; // possibly a write in progress: left for next time
         }
         consumed += line.len() as u64 + u64::from(terminated);
-        unterminated = !terminated;
-        let item = line_item(kind, line_no, line, totals.as_deref_mut(), sent_digests);
-        if !send(item) {
+        ends_with_newline = terminated;
+        if !each(count, line)? {
             return Ok(None);
         }
-        line_no += 1;
+        count += 1;
     }
-    let ends_with_newline = !unterminated;
-    let mark = Watermark { size: consumed, ino, tail: tail_digest(&file, consumed)? };
-    Ok(send(Item::EndDocument { line_count: line_no, ends_with_newline, read: mark }).then_some(consumed))
+    let size = from + consumed;
+    let mark = Watermark { size, ino, tail: tail_digest(file, size).map_err(&io)? };
+    Ok(Some(LinesRead { count, ends_with_newline, mark }))
 }
 
 /// Whether a last line without its newline is nonetheless a whole record of a document of
@@ -449,21 +482,13 @@ pub(crate) fn line_item(kind: DocumentKind, line_no: i64, line: Vec<u8>, totals:
             let decoded = decode_event_line(&line);
             let nested = match &decoded {
                 EventLine::Event { event, canonical: true } => {
-                    nested_messages(&event.payload).map(|m| Sha256::digest(encode_message(m).as_bytes()).into()).collect()
+                    event.payload.messages().iter().map(|m| Sha256::digest(encode_message(m).as_bytes()).into()).collect()
                 }
                 _ => Vec::new(),
             };
             Item::EventLine { line_no, line, decoded, nested }
         }
         DocumentKind::Bookmarks => Item::BookmarkLine { line_no, decoded: decode_bookmark_line(&line), line },
-    }
-}
-
-fn nested_messages(payload: &Payload) -> Box<dyn Iterator<Item = &Message> + '_> {
-    match payload {
-        Payload::Message(m) => Box::new(std::iter::once(m)),
-        Payload::Messages(ms) => Box::new(ms.iter()),
-        Payload::Other(_) => Box::new(std::iter::empty()),
     }
 }
 
@@ -537,10 +562,7 @@ fn apply(batch: &mut WriteBatch, dir: &Path, first: Item, next: &mut dyn FnMut()
             Item::Failed(error) => return Err(ApplyError { error, consumed: true }),
             Item::Unchanged | Item::Begin { .. } => unreachable!("one conversation at a time"),
         }
-        .map_err(|e| match e {
-            StoreError::Io { path, source } => IngestError::Io { path: dir.join(path), source },
-            other => store_err(other),
-        })
+        .map_err(|e| store_at(dir, e))
         .map_err(failed)?;
     }
 }
@@ -679,6 +701,14 @@ pub fn import_conversation(batch: &mut WriteBatch, dir: &Path, read: ReadMode) -
             }
             other => return other,
         }
+    }
+}
+
+/// A store failure while writing conversation `dir`: one reading a file names the file.
+pub(crate) fn store_at(dir: &Path, e: StoreError) -> IngestError {
+    match e {
+        StoreError::Io { path, source } => IngestError::Io { path: dir.join(path), source },
+        other => IngestError::Store { path: dir.to_owned(), source: other },
     }
 }
 

@@ -29,6 +29,9 @@ pub enum MaterialiseError {
     InvalidChatId(String),
     #[error("stored path {0:?} is not a plain relative path")]
     UnsafePath(String),
+    /// The directory to write is not a name in a parent (`/`, `..`).
+    #[error("stored path {:?} is not a plain relative path", .0.display().to_string())]
+    UnsafeRoot(PathBuf),
     #[error("stored path {path:?} lies beneath the stored symbolic link {link:?}: sessiondb never writes beneath a link (re-import the conversation from its directory)")]
     BeneathLink { path: String, link: String },
     #[error("{0}")]
@@ -60,7 +63,7 @@ pub fn export_conversation_to(conn: &crate::store::Connection, chat_id: &str, ro
     };
     let (parent, name) = match (root.parent(), root.file_name()) {
         (Some(parent), Some(name)) => (if parent.as_os_str().is_empty() { Path::new(".") } else { parent }, name),
-        _ => return Err(MaterialiseError::UnsafePath(root.display().to_string())),
+        _ => return Err(MaterialiseError::UnsafeRoot(root.to_owned())),
     };
     std::fs::create_dir_all(parent).map_err(io_at(parent))?;
     let parent_dir = Dir::open_given(parent).map_err(io_at(parent))?;

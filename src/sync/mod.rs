@@ -1,8 +1,10 @@
 //! Moving conversations between gptme's directories and the store: [`ingest`] reads
 //! directories in, [`materialise`] writes them back out, both through the link-safe
-//! filesystem primitives of [`crate::fs`], under gptme's own process lock.
+//! filesystem primitives of [`crate::fs`], under gptme's own process lock. Everything that
+//! changes a conversation fails with the one [`SyncError`] ([`error`]).
 
 pub mod acknowledged;
+pub mod error;
 pub mod incremental;
 pub mod ingest;
 pub mod materialise;
@@ -10,3 +12,5 @@ pub mod pass;
 pub mod pending;
 pub mod status;
 pub mod watch;
+
+pub use error::SyncError;

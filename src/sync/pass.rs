@@ -5,7 +5,8 @@
 //! (committed about every 64 MB): unchanged conversations cost one `lstat` per file, grown
 //! ones are extended from their watermarks ([`super::incremental`]), and new or otherwise
 //! changed ones are read whole by the ordinary import, taking only complete lines. Directories
-//! that are gone are marked deleted in the store, never purged.
+//! that are gone are marked deleted in the store, never purged. A conversation that fails is
+//! reported ([`ConversationError`], its cause typed) and the pass goes on with the others.
 //!
 //! A pass can be killed at any moment: the store commits rows and watermarks together, so the
 //! next pass starts from the last commit and neither loses nor repeats a line.
@@ -24,7 +25,9 @@ use serde::Serialize;
 use super::acknowledged::Displaced;
 use super::incremental::{self, Plan};
 use super::ingest::{self, format_warning, IngestError, Outcome, ReadMode};
-use super::pending::{self, Conflict, PendingError};
+use super::pending::{self, Conflict};
+/// What a pass fails with as a whole: the one sync error (also reachable as `sync::pass::SyncError`).
+pub use super::SyncError;
 use crate::fs::gptme_lock::LockError;
 use crate::store::queries::{self, RootConversation};
 use crate::store::{modify, Store, StoreError, WriteBatch};
@@ -60,7 +63,7 @@ pub struct MaterialiseSummary {
     pub failed: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct SyncReport {
     pub logs_dir: String,
     pub dry_run: bool,
@@ -69,7 +72,8 @@ pub struct SyncReport {
     pub conflicts: Vec<Conflict>,
     /// Lines gptme would not load (`path:line: reason`), at most 100.
     pub warnings: Vec<String>,
-    pub errors: Vec<String>,
+    /// The conversations that failed (the pass went on with the others).
+    pub errors: Vec<ConversationError>,
     /// Conversations with queued changes whose directory is gone: kept in the store until the
     /// directory is back, or until they are exported elsewhere (see [`Stranded`]).
     pub stranded: Vec<Stranded>,
@@ -96,12 +100,25 @@ impl SyncReport {
     }
 }
 
+/// Why one conversation failed in a pass, which went on with the others. Its text is the
+/// report's `error:` line (and a string in the JSON report); the cause stays typed.
 #[derive(Debug, thiserror::Error)]
-pub enum SyncError {
-    #[error("{0}")]
-    Store(#[from] StoreError),
-    #[error("{0}")]
-    Ingest(#[from] IngestError),
+pub enum ConversationError {
+    /// Its queued changes could not be written out; they stay queued for the next pass.
+    #[error("{chat_id}: {source}")]
+    WriteOut { chat_id: String, source: SyncError },
+    /// Bringing it up to date from what the store holds (its watermarks) failed.
+    #[error(transparent)]
+    Update(IngestError),
+    /// Reading it whole failed.
+    #[error("{0}; nothing of this conversation was read")]
+    Read(#[source] IngestError),
+}
+
+impl Serialize for ConversationError {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 /// What became of one conversation's queued changes.
@@ -126,13 +143,13 @@ fn write_out(conn: &mut crate::store::Connection, chat_id: &str, dry_run: bool, 
             report.conflicts.extend(m.conflicts);
             WriteOut::Done
         }
-        Err(PendingError::Lock(LockError::Held { .. } | LockError::HeldBy { .. })) => {
+        Err(SyncError::Lock(LockError::Held { .. } | LockError::HeldBy { .. })) => {
             report.materialise.skipped_locked += 1;
             WriteOut::Locked
         }
         Err(e) => {
             report.materialise.failed += 1;
-            report.errors.push(format!("{chat_id}: {e}"));
+            report.errors.push(ConversationError::WriteOut { chat_id: chat_id.to_owned(), source: e });
             WriteOut::Failed
         }
     }
@@ -268,7 +285,7 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
             Err(e) if e.vanished() => full.push(dir.clone()), // read whole, below (with a retry)
             Err(e) => {
                 report.ingest.failed += 1;
-                report.errors.push(e.to_string());
+                report.errors.push(ConversationError::Update(e));
             }
         }
     }
@@ -305,7 +322,7 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
                 Err(e) if e.vanished() => report.ingest.changing += 1,
                 Err(e) => {
                     report.ingest.failed += 1;
-                    report.errors.push(format!("{e}; nothing of this conversation was read"));
+                    report.errors.push(ConversationError::Read(e));
                 }
             }
             Ok(())

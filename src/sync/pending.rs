@@ -25,26 +25,13 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::ingest::{self, IngestError, ReadMode};
+use super::SyncError;
 use crate::fs::dirtx::{DirError, DirTransaction};
-use crate::fs::gptme_lock::{self, LockError};
+use crate::fs::gptme_lock;
 use crate::fs::nofollow::{Dir, Kind};
 use crate::fs::walk::walk;
 use crate::layout::{self, classify};
 use crate::store::{modify, pending, queries, DocumentKind, StoreError, WriteBatch};
-
-#[derive(Debug, thiserror::Error)]
-pub enum PendingError {
-    #[error("{0}")]
-    Store(#[from] StoreError),
-    #[error("{0}")]
-    Lock(#[from] LockError),
-    #[error("{0}")]
-    Dir(#[from] DirError),
-    #[error("{0}")]
-    Ingest(#[from] IngestError),
-    #[error("{path}: {source}")]
-    Io { path: std::path::PathBuf, source: std::io::Error },
-}
 
 /// Both sides changed one file since the last sync.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -90,10 +77,10 @@ fn store_version(conn: &crate::store::Connection, entries: &HashMap<String, quer
 
 /// Writes the queued changes of conversation `chat_id` to its directory (see the module
 /// documentation), or with `dry_run` only reports what that would do. Fails with
-/// [`LockError::Held`] when a live gptme holds the conversation.
-pub fn materialise_pending(conn: &mut crate::store::Connection, chat_id: &str, dry_run: bool) -> Result<Materialised, PendingError> {
+/// [`SyncError::Lock`] when a live gptme holds the conversation.
+pub fn materialise_pending(conn: &mut crate::store::Connection, chat_id: &str, dry_run: bool) -> Result<Materialised, SyncError> {
     let dir = modify::load_conversation(conn, chat_id)?.dir;
-    let io_dir = |source| PendingError::Io { path: dir.clone(), source };
+    let io_dir = |source| DirError::Io { path: dir.clone(), source };
     let handle = Dir::open(&dir).map_err(io_dir)?;
     // The directory lock first, then the database lock, as every writer takes them.
     let _lock = if dry_run { None } else { Some(gptme_lock::acquire(&handle)?) };
@@ -110,7 +97,7 @@ pub fn materialise_pending(conn: &mut crate::store::Connection, chat_id: &str, d
     for p in pending::pending_paths(batch.conn(), conv.id)? {
         let abs = dir.join(&p.path);
         let rel = Path::new(&p.path);
-        let io = |source| PendingError::Io { path: abs.clone(), source };
+        let io = |source| DirError::Io { path: abs.clone(), source };
         let now = handle.stat(rel).map_err(io)?;
         let store = store_version(batch.conn(), &entries, &p.path)?;
         if let StoreVersion::Dir(mode) = store {
@@ -192,11 +179,11 @@ pub fn materialise_pending(conn: &mut crate::store::Connection, chat_id: &str, d
 struct TranscriptMessages(std::collections::HashSet<crate::store::LineDigest>);
 
 impl TranscriptMessages {
-    fn of_directory(dir: &Path, handle: &Dir) -> Result<Self, PendingError> {
+    fn of_directory(dir: &Path, handle: &Dir) -> Result<Self, SyncError> {
         let mut seen = std::collections::HashSet::new();
         for f in walk(dir).map_err(IngestError::from)?.entries {
             if matches!(classify(&f.rel), Some((DocumentKind::Branch, _))) && f.meta.is_file() {
-                let bytes = handle.read(Path::new(&f.rel), u64::MAX).map_err(|source| PendingError::Io { path: dir.join(&f.rel), source })?;
+                let bytes = handle.read(Path::new(&f.rel), u64::MAX).map_err(|source| DirError::Io { path: dir.join(&f.rel), source })?;
                 seen.extend(Self::messages(&bytes));
             }
         }

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use notify::{RecursiveMode, Watcher};
 
-use super::pass::{sync_pass, SyncError, SyncReport};
+use super::pass::{sync_pass, SyncReport};
+use super::SyncError;
 use crate::store::Store;
 
 /// How long a burst of notifications may go on before the pass runs.

@@ -1,0 +1,55 @@
+//! The one error of changing conversations: a sync pass ([`super::pass`]), writing queued
+//! changes out ([`super::pending`]) and every live operation (`ops`, which calls it
+//! `OpsError`) fail with [`SyncError`].
+//!
+//! Invariant: every cause stays typed. A variant wrapping another error prints exactly that
+//! error (`transparent`, its source forwarded), so what a user reads is the message of the
+//! layer that failed; only [`SyncError::Invalid`] is free text, and it is a request refused,
+//! never a flattened cause or a path. Paths are `PathBuf`s, printed with `display()`.
+
+use std::path::PathBuf;
+
+use super::ingest::IngestError;
+use super::materialise::MaterialiseError;
+use crate::fs::dirtx::DirError;
+use crate::fs::gptme_lock::LockError;
+use crate::model::ChatIdError;
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error(transparent)]
+    Dir(#[from] DirError),
+    #[error(transparent)]
+    Ingest(#[from] IngestError),
+    #[error(transparent)]
+    Materialise(#[from] MaterialiseError),
+    /// A request the conversation cannot satisfy (an index out of range, a view that does not
+    /// exist); the text says which.
+    #[error("{0}")]
+    Invalid(String),
+    /// A name gptme would refuse for a conversation, branch or view (`what` says which).
+    #[error("invalid {what} {name:?}: {reason}")]
+    InvalidName {
+        what: &'static str,
+        name: String,
+        #[source]
+        reason: ChatIdError,
+    },
+    #[error("{dir}: the conversation directory is gone (run `sessiondb import`)")]
+    DirectoryGone { dir: PathBuf },
+    #[error("{dir}: a conversation with this id exists already")]
+    Exists { dir: PathBuf },
+    /// `cp -a` of a directory a fork copies exited with a failure.
+    #[error("copying {path} failed")]
+    CopyFailed { path: PathBuf },
+    #[error(
+        "{chat_id}: it has changes queued in the store that its directory {dir} does not hold yet ({where_}); removing it would discard them. \
+             Write them out first (`sessiondb sync`, or `sessiondb export --to DIR {chat_id}` to keep a copy elsewhere), or pass --force to discard them"
+    )]
+    QueuedChanges { chat_id: String, dir: PathBuf, where_: &'static str },
+}
