@@ -11,10 +11,12 @@
 //! - [`fs`]: file primitives (link-safe handles, atomic writes, directory transactions,
 //!   gptme's lock, directory walking, watermarks, times and modes);
 //! - [`ops`]: gptme's log operations (append, edit, undo, branch, …) on store and directory;
-//! - [`render`]: Markdown and HTML documents of a conversation;
-//! - [`cli`]: the `sessiondb` command line.
+//! - [`render`]: Markdown and HTML documents of a conversation, and how stored text is shown
+//!   on a terminal ([`render::terminal`]).
+//!
+//! The `sessiondb` command line (`src/main.rs`, `src/cli/`) is part of the binary, not of this
+//! library: it parses arguments, calls the library and prints what comes back.
 
-pub mod cli;
 pub mod codec;
 pub mod fs;
 pub mod layout;

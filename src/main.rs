@@ -1,3 +1,5 @@
+mod cli;
+
 fn main() {
     // Die quietly when the reader of our output goes away (`sessiondb list | head`), as Unix
     // tools do, instead of failing on the broken pipe.
@@ -5,5 +7,5 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    std::process::exit(sessiondb::cli::run());
+    std::process::exit(cli::run());
 }

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use super::term::say;
 use super::Failure;
-use crate::store::doctor::{check_database, open_unmigrated, DatabaseReport};
-use crate::sync::status::{sync_state, SyncState};
+use sessiondb::store::doctor::{check_database, open_unmigrated, DatabaseReport};
+use sessiondb::sync::status::{sync_state, SyncState};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -39,7 +39,7 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     if !db.exists() {
         return Err(Failure(format!("{}: no database here", db.display())));
     }
-    let logs = args.logs_dir.or_else(|| crate::layout::default_logs_root().filter(|l| l.is_dir()));
+    let logs = args.logs_dir.or_else(|| sessiondb::layout::default_logs_root().filter(|l| l.is_dir()));
     // A plain connection, no migration: doctor changes nothing, and must work on a database
     // that the rest of sessiondb refuses (a newer schema) or cannot read (a damaged file).
     let checked = open_unmigrated(db).and_then(|conn| {

@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use super::term::{say, tell};
 use super::{human_bytes, Failure};
-use crate::store::{queries, Store};
-use crate::sync::materialise::export_conversation;
+use sessiondb::store::{queries, Store};
+use sessiondb::sync::materialise::export_conversation;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -35,7 +35,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             return Err(Failure(format!("--format {format} takes exactly one CHAT_ID")));
         };
         if format == "toml" {
-            return super::ops::export_toml(store, chat_id, args.branch.as_deref().unwrap_or(crate::layout::MAIN));
+            return super::ops::export_toml(store, chat_id, args.branch.as_deref().unwrap_or(sessiondb::layout::MAIN));
         }
         return document(store, chat_id, format, args.branch.as_deref(), args.output.as_deref());
     }
@@ -71,10 +71,10 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
 
 /// `export --format markdown|html`: the conversation as a document.
 fn document(store: &Store, chat_id: &str, format: &str, branch: Option<&str>, output: Option<&std::path::Path>) -> Result<i32, Failure> {
-    use crate::store::modify;
+    use sessiondb::store::modify;
     let conn = store.connection()?;
     let conv = modify::load_conversation(&conn, chat_id)?;
-    let branch = branch.unwrap_or(crate::layout::MAIN);
+    let branch = branch.unwrap_or(sessiondb::layout::MAIN);
     let doc = modify::loaded_doc(&conn, conv.id, branch)?.ok_or_else(|| Failure(format!("conversation {chat_id:?} has no branch {branch:?}")))?;
     // As gptme holds them: a message without a timestamp has its file's mtime.
     let mtime_ns = queries::entry_mtime(&conn, conv.id, &doc.path).unwrap_or(0);
@@ -84,11 +84,11 @@ fn document(store: &Store, chat_id: &str, format: &str, branch: Option<&str>, ou
     let mut failed = None;
     let mut render = |out: &mut dyn std::io::Write| {
         let written = queries::with_document_lines(&conn, doc.id, 0, |lines| {
-            let messages = lines.filter_map(|l| l.message).map(|m| crate::ops::normalise_for_rewrite(&m, mtime));
+            let messages = lines.filter_map(|l| l.message).map(|m| sessiondb::ops::normalise_for_rewrite(&m, mtime));
             if format == "html" {
-                crate::render::html(chat_id, messages, out)
+                sessiondb::render::html(chat_id, messages, out)
             } else {
-                crate::render::markdown(chat_id, messages, out)
+                sessiondb::render::markdown(chat_id, messages, out)
             }
         });
         written.unwrap_or_else(|e| {
@@ -99,14 +99,14 @@ fn document(store: &Store, chat_id: &str, format: &str, branch: Option<&str>, ou
     };
     let written = match output {
         Some(path) => {
-            let now = crate::fs::meta::now_ns();
+            let now = sessiondb::fs::meta::now_ns();
             // As any program's `open(O_CREAT)` would: a new file under the umask; a file being
             // replaced keeps its mode.
             let mode = match std::fs::symlink_metadata(path) {
-                Ok(m) if m.is_file() => crate::fs::meta::mode_bits(&m),
-                _ => crate::fs::meta::new_file_mode(),
+                Ok(m) if m.is_file() => sessiondb::fs::meta::mode_bits(&m),
+                _ => sessiondb::fs::meta::new_file_mode(),
             };
-            crate::fs::atomic::write_atomic(path, mode, now, render).map(|()| say!("Exported conversation to {}", path.display()))
+            sessiondb::fs::atomic::write_atomic(path, mode, now, render).map(|()| say!("Exported conversation to {}", path.display()))
         }
         None => {
             // On a terminal, stored control characters are shown escaped; to a pipe or a file

@@ -7,8 +7,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::term::{say, tell};
 use super::{human_bytes, Failure};
-use crate::store::{Store, StoreError, WriteBatch};
-use crate::sync::ingest::{self, format_warning, IngestError, Outcome};
+use sessiondb::store::{Store, StoreError, WriteBatch};
+use sessiondb::sync::ingest::{self, format_warning, IngestError, Outcome};
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -3,9 +3,9 @@
 use std::io::Write;
 
 use super::Failure;
-use crate::codec::timestamp::format_utc;
-use crate::store::queries::{self, ConversationSummary, ListFilter, SortBy};
-use crate::store::{Store, StoreError};
+use sessiondb::codec::timestamp::format_utc;
+use sessiondb::store::queries::{self, ConversationSummary, ListFilter, SortBy};
+use sessiondb::store::{Store, StoreError};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -124,7 +124,7 @@ enum ListError {
 
 /// The JSON array, written row by row as the store yields them; the same bytes as
 /// `serde_json::to_writer_pretty` of the whole list.
-fn write_json(out: &mut impl Write, conn: &crate::store::Connection, filter: &ListFilter) -> Result<(), ListError> {
+fn write_json(out: &mut impl Write, conn: &sessiondb::store::Connection, filter: &ListFilter) -> Result<(), ListError> {
     use serde::ser::{SerializeSeq, Serializer};
     let mut serializer = serde_json::Serializer::pretty(&mut *out);
     let mut seq = serializer.serialize_seq(None).map_err(std::io::Error::from)?;
@@ -148,7 +148,7 @@ fn cell(text: &str, width: usize) -> String {
 /// The table: fixed columns for time, count, cost and model; the name and the last message's
 /// preview take what is left of the terminal's width. Colour only on a terminal, and not with
 /// `NO_COLOR`.
-fn write_table(out: &mut impl Write, conn: &crate::store::Connection, filter: &ListFilter) -> Result<(), ListError> {
+fn write_table(out: &mut impl Write, conn: &sessiondb::store::Connection, filter: &ListFilter) -> Result<(), ListError> {
     use std::io::IsTerminal;
     let terminal = std::io::stdout().is_terminal();
     let colour = terminal && std::env::var_os("NO_COLOR").is_none();

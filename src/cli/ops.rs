@@ -5,14 +5,14 @@ use std::path::PathBuf;
 
 use super::term::say;
 use super::Failure;
-use crate::codec::json;
-use crate::codec::timestamp::format_naive;
-use crate::codec::toml_log::{messages_to_toml, toml_to_messages};
-use crate::layout::default_logs_root;
-use crate::model::resume::{next_speaker, Next};
-use crate::model::{Log, Message, Role};
-use crate::ops::{self, with_session};
-use crate::store::{modify, queries, Store, StoreError};
+use sessiondb::codec::json;
+use sessiondb::codec::timestamp::format_naive;
+use sessiondb::codec::toml_log::{messages_to_toml, toml_to_messages};
+use sessiondb::layout::default_logs_root;
+use sessiondb::model::resume::{next_speaker, Next};
+use sessiondb::model::{Log, Message, Role};
+use sessiondb::ops::{self, with_session};
+use sessiondb::store::{modify, queries, Store, StoreError};
 
 #[derive(clap::Args)]
 pub struct NewArgs {
@@ -85,7 +85,7 @@ pub fn append(store: &Store, args: AppendArgs) -> Result<i32, Failure> {
     };
     // gptme stamps messages with datetime.now(): naive local time.
     let timestamp = match args.timestamp {
-        Some(t) => crate::codec::timestamp::normalise(&t).ok_or_else(|| Failure(format!("--timestamp {t:?} is not ISO 8601")))?,
+        Some(t) => sessiondb::codec::timestamp::normalise(&t).ok_or_else(|| Failure(format!("--timestamp {t:?} is not ISO 8601")))?,
         None => format_naive(chrono::Local::now().naive_local()),
     };
     let mut message = Message::new(role, content, Some(timestamp));

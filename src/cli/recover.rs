@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use super::term::say;
 use super::Failure;
-use crate::model::Message;
-use crate::ops::{self, with_session};
-use crate::store::Store;
+use sessiondb::model::Message;
+use sessiondb::ops::{self, with_session};
+use sessiondb::store::Store;
 
 #[derive(clap::Args)]
 pub struct RecoverArgs {
@@ -28,17 +28,17 @@ pub struct RecoverArgs {
 pub fn recover(store: &Store, args: RecoverArgs) -> Result<i32, Failure> {
     let (events, current): (Option<Vec<_>>, Vec<Message>) = match &args.dir {
         Some(dir) => {
-            let path = dir.join(crate::layout::events_path(&args.branch));
+            let path = dir.join(sessiondb::layout::events_path(&args.branch));
             let events = ops::read_event_file(&path).map_err(|e| Failure(format!("{}: {e}", path.display())))?;
             // The log gptme loads (the active view, on main with one), which an edit replaces.
-            let marker = crate::fs::nofollow::read_user_file(&dir.join(crate::layout::VIEW_MARKER)).ok();
-            let loaded = crate::layout::loaded_log(&args.branch, marker.as_deref(), |v| dir.join(crate::layout::view_path(v)).is_file());
+            let marker = sessiondb::fs::nofollow::read_user_file(&dir.join(sessiondb::layout::VIEW_MARKER)).ok();
+            let loaded = sessiondb::layout::loaded_log(&args.branch, marker.as_deref(), |v| dir.join(sessiondb::layout::view_path(v)).is_file());
             let file = dir.join(loaded.path());
-            let current = match crate::fs::nofollow::read_user_file(&file) {
+            let current = match sessiondb::fs::nofollow::read_user_file(&file) {
                 Ok(bytes) => bytes
                     .split(|b| *b == b'\n')
-                    .filter_map(|l| match crate::codec::message_line::decode_line(l).content {
-                        crate::codec::message_line::LineContent::Message(m) => Some(m),
+                    .filter_map(|l| match sessiondb::codec::message_line::decode_line(l).content {
+                        sessiondb::codec::message_line::LineContent::Message(m) => Some(m),
                         _ => None,
                     })
                     .collect(),
@@ -57,8 +57,8 @@ pub fn recover(store: &Store, args: RecoverArgs) -> Result<i32, Failure> {
     let recovered = events.as_deref().and_then(ops::replay);
     let event_log = recovered.is_some();
     let recovered = recovered.unwrap_or_default();
-    let current_log = crate::model::Log::new(current.clone());
-    let recovered_log = crate::model::Log::new(recovered.clone());
+    let current_log = sessiondb::model::Log::new(current.clone());
+    let recovered_log = sessiondb::model::Log::new(recovered.clone());
     let difference = current_log.first_difference(&recovered_log);
     if args.apply {
         if !event_log {

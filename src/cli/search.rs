@@ -4,9 +4,9 @@ use std::io::{IsTerminal, Write};
 
 use super::term::{visible, visible_line};
 use super::Failure;
-use crate::codec::timestamp::format_utc;
-use crate::store::search::{highlight_terms, search, snippet, Marks, SearchQuery};
-use crate::store::Store;
+use sessiondb::codec::timestamp::format_utc;
+use sessiondb::store::search::{highlight_terms, search, snippet, Marks, SearchQuery};
+use sessiondb::store::Store;
 
 #[derive(clap::Args)]
 pub struct Args {

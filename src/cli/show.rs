@@ -5,7 +5,7 @@ use std::io::Write;
 
 use super::term::{visible, visible_line};
 use super::Failure;
-use crate::store::{queries, Store};
+use sessiondb::store::{queries, Store};
 
 #[derive(clap::Args)]
 pub struct Args {

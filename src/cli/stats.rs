@@ -2,8 +2,8 @@
 
 use super::term::say;
 use super::Failure;
-use crate::store::stats::{self, Breakdown};
-use crate::store::Store;
+use sessiondb::store::stats::{self, Breakdown};
+use sessiondb::store::Store;
 
 #[derive(clap::Args)]
 pub struct Args {

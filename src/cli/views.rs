@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use super::term::say;
 use super::Failure;
-use crate::codec::toml_log::toml_to_messages;
-use crate::ops::with_session;
-use crate::store::Store;
+use sessiondb::codec::toml_log::toml_to_messages;
+use sessiondb::ops::with_session;
+use sessiondb::store::Store;
 
 #[derive(clap::Subcommand)]
 pub enum ViewCommand {

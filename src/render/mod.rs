@@ -9,6 +9,8 @@
 //! and a Content-Security-Policy forbids every script, request and frame the page might still
 //! contain, allowing only its own inline styles and embedded images.
 
+pub mod terminal;
+
 use std::io::Write;
 use std::sync::OnceLock;
 
