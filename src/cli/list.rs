@@ -31,11 +31,33 @@ pub struct Args {
     #[arg(long, value_name = "GLOB")]
     name: Option<String>,
     /// Order by
-    #[arg(long, value_enum, default_value_t = SortBy::Modified)]
-    sort: SortBy,
+    #[arg(long, value_enum, default_value_t = Sort::Modified)]
+    sort: Sort,
     /// Smallest (or oldest) first: the listing in exactly the reverse order
     #[arg(long)]
     reverse: bool,
+}
+
+/// `--sort`: the command line's names for [`SortBy`].
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Sort {
+    Modified,
+    Created,
+    Cost,
+    Tokens,
+    Messages,
+}
+
+impl From<Sort> for SortBy {
+    fn from(sort: Sort) -> Self {
+        match sort {
+            Sort::Modified => SortBy::Modified,
+            Sort::Created => SortBy::Created,
+            Sort::Cost => SortBy::Cost,
+            Sort::Tokens => SortBy::Tokens,
+            Sort::Messages => SortBy::Messages,
+        }
+    }
 }
 
 /// `round(x, 4)` as Python computes it (correctly rounded from the exact binary value).
@@ -99,7 +121,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         since: args.since.as_deref().map(super::parse_since).transpose()?,
         until: args.until.as_deref().map(super::parse_since).transpose()?,
         name: args.name,
-        sort: args.sort,
+        sort: args.sort.into(),
         reverse: args.reverse,
     };
     let stdout = std::io::stdout();
