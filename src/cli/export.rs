@@ -22,7 +22,7 @@ pub struct Args {
     #[arg(long)]
     branch: Option<String>,
     /// With --format markdown|html: write here (atomically; a link there is replaced, not
-    /// followed) instead of standard output
+    /// followed) instead of standard output; `-` is standard output
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
     /// Conversations to export [default: all]
@@ -37,7 +37,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         if format == "toml" {
             return super::ops::export_toml(store, chat_id, args.branch.as_deref().unwrap_or(sessiondb::layout::MAIN));
         }
-        return document(store, chat_id, format, args.branch.as_deref(), args.output.as_deref());
+        return document(store, chat_id, format, args.branch.as_deref(), args.output.as_deref().filter(|p| *p != std::path::Path::new("-")));
     }
     let to = args.to.expect("required without --format");
     let started = Instant::now();
@@ -120,9 +120,6 @@ fn document(store: &Store, chat_id: &str, format: &str, branch: Option<&str>, ou
     if let Some(e) = failed {
         return Err(e.into());
     }
-    match written {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
-        Err(e) => Err(Failure(format!("{}: {e}", output.map_or("standard output".into(), |p| p.display().to_string())))),
-        Ok(()) => Ok(0),
-    }
+    // A reader that went away (`| head`) ends the process by SIGPIPE (see src/main.rs).
+    written.map(|()| 0).map_err(|e| Failure(format!("{}: {e}", output.map_or("standard output".into(), |p| p.display().to_string()))))
 }

@@ -127,12 +127,9 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let result = if args.json { write_json(&mut out, &conn, &filter) } else { write_table(&mut out, &conn, &filter) };
-    match result.and_then(|_| out.flush().map_err(ListError::from)) {
-        Ok(()) => Ok(0),
-        Err(ListError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
-        Err(ListError::Io(e)) => Err(Failure::from(e)),
-        Err(ListError::Store(e)) => Err(Failure::from(e)),
-    }
+    // A reader that went away (`| head`) ends the process by SIGPIPE (see src/main.rs).
+    result.and_then(|_| out.flush().map_err(ListError::from))?;
+    Ok(0)
 }
 
 /// What can stop a listing half-way: the store, or the output.

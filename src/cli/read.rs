@@ -148,10 +148,8 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         }
         Ok(())
     })();
-    match result {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
-        other => other.map(|_| 0).map_err(Failure::from),
-    }
+    // A reader that went away (`| head`) ends the process by SIGPIPE (see src/main.rs).
+    result.map(|_| 0).map_err(Failure::from)
 }
 
 /// A whole message for a terminal: the role coloured, code fences set off with their language.

@@ -112,8 +112,6 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         }
         Ok(())
     })();
-    match written {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
-        other => other.map(|_| 0).map_err(Failure::from),
-    }
+    // A reader that went away (`| head`) ends the process by SIGPIPE (see src/main.rs).
+    written.map(|_| 0).map_err(Failure::from)
 }
