@@ -1,8 +1,10 @@
 //! Moving conversations between gptme's directories and the store: [`ingest`] reads
-//! directories in, [`materialise`] writes them back out, both through the link-safe
-//! filesystem primitives of [`crate::fs`], under gptme's own process lock.
+//! directories in ([`import`] a whole logs root, [`pass`] both ways), [`materialise`] writes
+//! them back out, both through the link-safe filesystem primitives of [`crate::fs`], under
+//! gptme's own process lock.
 
 pub mod acknowledged;
+pub mod import;
 pub mod incremental;
 pub mod ingest;
 pub mod materialise;
