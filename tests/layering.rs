@@ -19,8 +19,8 @@ const ROOMS: &[(&str, &[&str])] = &[
     ("codec", &["model"]),
     ("render", &["model", "codec"]),
     ("store", &["model", "codec", "fs", "layout"]),
-    ("sync", &["model", "codec", "fs", "layout", "store"]),
-    ("ops", &["model", "codec", "fs", "layout", "store", "sync"]),
+    ("sync", &["model", "codec", "fs", "layout", "render", "store"]),
+    ("ops", &["model", "codec", "fs", "layout", "render", "store", "sync"]),
 ];
 
 fn src() -> PathBuf {

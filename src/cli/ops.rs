@@ -12,7 +12,7 @@ use sessiondb::layout::default_logs_root;
 use sessiondb::model::resume::{next_speaker, Next};
 use sessiondb::model::{Log, Message, Role};
 use sessiondb::ops::{self, with_session};
-use sessiondb::store::{modify, queries, Store, StoreError};
+use sessiondb::store::{queries, Store};
 
 #[derive(clap::Args)]
 pub struct NewArgs {
@@ -299,13 +299,9 @@ pub fn next(store: &Store, args: NextArgs) -> Result<i32, Failure> {
     Ok(0)
 }
 
-/// The messages of the log gptme has loaded for `branch` (see `store::modify::loaded_doc`): what
-/// `edit` replaces, `export --format toml` writes, `next` decides on and `recover` compares with.
+/// The messages of the log gptme has loaded for `branch` ([`sessiondb::sync::document::loaded_messages`]).
 pub(super) fn loaded_messages(store: &Store, chat_id: &str, branch: &str) -> Result<Vec<Message>, Failure> {
-    let conn = store.connection()?;
-    let conv = modify::load_conversation(&conn, chat_id)?;
-    let doc = modify::loaded_doc(&conn, conv.id, branch)?.ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: branch.to_owned() })?;
-    Ok(queries::with_document_lines(&conn, doc.id, 0, |lines| lines.filter_map(|l| l.message).collect())?)
+    Ok(sessiondb::sync::document::loaded_messages(&store.connection()?, chat_id, branch)?)
 }
 
 /// `export --format toml`: one branch (the loaded log, as `edit` takes it) as gptme's editable

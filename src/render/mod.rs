@@ -18,6 +18,24 @@ use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 use crate::codec::timestamp;
 use crate::model::{Message, Role};
 
+/// The readable documents a conversation can be written as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// gptme's `chats export` layout: [`markdown`].
+    Markdown,
+    /// A self-contained page: [`html`].
+    Html,
+}
+
+/// The conversation `name` as a document in `format`, written message by message as
+/// `messages` yields them.
+pub fn document(format: Format, name: &str, messages: impl Iterator<Item = Message>, out: &mut dyn Write) -> std::io::Result<()> {
+    match format {
+        Format::Markdown => markdown(name, messages, out),
+        Format::Html => html(name, messages, out),
+    }
+}
+
 /// A role as people read it, as gptme shows it: its name capitalised (`User`, `Tool`).
 pub fn role_label(role: &Role) -> String {
     match role {

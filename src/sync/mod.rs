@@ -4,6 +4,7 @@
 //! gptme's own process lock.
 
 pub mod acknowledged;
+pub mod document;
 pub mod import;
 pub mod incremental;
 pub mod ingest;
