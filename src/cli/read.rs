@@ -7,7 +7,7 @@ use super::term::{visible, visible_line};
 use super::Failure;
 use sessiondb::model::{Message, Role};
 use sessiondb::render::role_label;
-use sessiondb::store::{modify, queries, Store};
+use sessiondb::store::{queries, Store};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -115,9 +115,8 @@ fn one_line(m: &Message, width: usize) -> String {
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let conn = store.connection()?;
-    let conv = modify::load_conversation(&conn, &args.chat_id)?;
     let branch = args.branch.as_deref().unwrap_or(sessiondb::layout::MAIN);
-    let doc = modify::loaded_doc(&conn, conv.id, branch)?.ok_or_else(|| Failure(format!("conversation {:?} has no branch {branch:?}", args.chat_id)))?;
+    let (_, doc) = sessiondb::sync::document::loaded(&conn, &args.chat_id, branch)?;
     let name = queries::conversation_summary(&conn, &args.chat_id)?.name;
     // Only as many lines are read as the page needs: a long conversation costs no more memory.
     let start = args.start.map_or(0, |k| k.saturating_sub(1 + args.context));

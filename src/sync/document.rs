@@ -30,7 +30,7 @@ pub enum DocumentError {
 
 /// The document of the log gptme has loaded for `branch` of `chat_id`, and the conversation's
 /// row id.
-fn loaded(conn: &Connection, chat_id: &str, branch: &str) -> Result<(i64, Doc), StoreError> {
+pub fn loaded(conn: &Connection, chat_id: &str, branch: &str) -> Result<(i64, Doc), StoreError> {
     let conv = modify::load_conversation(conn, chat_id)?;
     let doc = modify::loaded_doc(conn, conv.id, branch)?.ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: branch.to_owned() })?;
     Ok((conv.id, doc))
