@@ -1,9 +1,16 @@
+mod cli;
+
 fn main() {
     // Die quietly when the reader of our output goes away (`sessiondb list | head`), as Unix
-    // tools do, instead of failing on the broken pipe.
+    // tools do, instead of failing on the broken pipe. This is the one broken-pipe mechanism:
+    // the commands do not look for `ErrorKind::BrokenPipe`. A signal covers every write at
+    // once — `println!`, `say!`, streamed documents, messages on standard error — where
+    // checking errors would need every print to be fallible (Rust's `println!` panics on a
+    // broken pipe); and nothing is left half-done that matters: the store's writes are SQLite
+    // transactions and the directory writes are atomic, both made to survive being killed.
     // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    std::process::exit(sessiondb::cli::run());
+    std::process::exit(cli::run());
 }

@@ -252,3 +252,36 @@ fn role_counts_follow_every_write() {
     let detail: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["stats", "r", "--json"])).stdout).unwrap();
     assert_eq!(detail["messages"]["by_role"], serde_json::json!({"system": 1, "user": 1}));
 }
+
+/// `sessiondb list | head -1` and the like: when the reader of standard output goes away, the
+/// command ends quietly (by SIGPIPE, as Unix tools do), with nothing on standard error.
+#[test]
+fn a_reader_that_goes_away_ends_the_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let line = format!(r#"{{"role": "user", "content": "needle {}"}}"#, "hay ".repeat(400));
+    conversation(&logs, "big", &vec![line.as_str(); 400]);
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let commands: &[&[&str]] = &[
+        &["list"],
+        &["list", "--json"],
+        &["read", "big", "--full", "-n", "400"],
+        &["search", "needle"],
+        &["show", "big"],
+        &["export", "--format", "markdown", "big", "-o", "-"],
+        &["export", "--format", "html", "big", "-o", "-"],
+    ];
+    for args in commands {
+        let mut child = sessiondb(&db).args(*args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        // As `head -c 10`: read a little, then go away.
+        let mut first = [0u8; 10];
+        std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert!(out.stderr.is_empty(), "{args:?} wrote to standard error: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() || out.status.signal() == Some(libc::SIGPIPE), "{args:?} ended with {}", out.status);
+    }
+}

@@ -32,7 +32,7 @@ fn import_and_check(logs: &Path, work: &Path, failed: &[&str]) -> (String, u64) 
     assert_eq!(code, i32::from(!failed.is_empty()), "{stderr}");
     for f in failed {
         // Named as people see it: a control character in the name is shown escaped.
-        let shown = sessiondb::cli::term::visible(f);
+        let shown = sessiondb::render::terminal::visible(f);
         assert!(stderr.contains(&*shown), "the failure names {shown}: {stderr}");
     }
     let out = work.join("out");

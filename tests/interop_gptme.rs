@@ -328,7 +328,7 @@ fn read_matches_gptme_chats_read() {
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         // gptme prints control characters raw; sessiondb shows them escaped (src/cli/term.rs).
-        let theirs = sessiondb::cli::term::visible(&String::from_utf8_lossy(&out.stdout)).into_owned();
+        let theirs = sessiondb::render::terminal::visible(&String::from_utf8_lossy(&out.stdout)).into_owned();
         let ours = run_ok(sessiondb(&db).args(["read", id]).args(*ours_args).env_remove("COLUMNS"));
         assert_eq!(String::from_utf8_lossy(&ours.stdout), theirs, "{id} {ours_args:?}");
     }

@@ -1,7 +1,10 @@
 //! The dependency rule between the library's rooms, checked on the source text.
 //!
 //! Each room may use only the rooms listed for it below (a room lower in the list never uses a
-//! higher one), and `rusqlite` — SQL itself — appears nowhere outside `src/store/`. Test modules
+//! higher one), and `rusqlite` — SQL itself — appears nowhere outside `src/store/`. The command
+//! line is the binary's (`src/main.rs` declares `mod cli`), not a room of the library: the
+//! library neither declares it nor uses what only the command line needs (clap, clap_complete,
+//! clap_mangen, indicatif). Test modules
 //! (everything from a file's first `#[cfg(test)]` on) are exempt: a test may build its inputs
 //! with anything.
 
@@ -16,8 +19,8 @@ const ROOMS: &[(&str, &[&str])] = &[
     ("codec", &["model"]),
     ("render", &["model", "codec"]),
     ("store", &["model", "codec", "fs", "layout"]),
-    ("sync", &["model", "codec", "fs", "layout", "store"]),
-    ("ops", &["model", "codec", "fs", "layout", "store", "sync"]),
+    ("sync", &["model", "codec", "fs", "layout", "render", "store"]),
+    ("ops", &["model", "codec", "fs", "layout", "render", "store", "sync"]),
 ];
 
 fn src() -> PathBuf {
@@ -96,7 +99,7 @@ fn every_room_of_the_library_is_in_the_table() {
     let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
     for line in lib.lines() {
         if let Some(room) = line.trim().strip_prefix("pub mod ").and_then(|r| r.strip_suffix(';')) {
-            assert!(room == "cli" || ROOMS.iter().any(|(r, _)| *r == room), "src/lib.rs declares room {room}, missing from the dependency table");
+            assert!(ROOMS.iter().any(|(r, _)| *r == room), "src/lib.rs declares room {room}, missing from the dependency table");
         }
     }
 }
@@ -121,4 +124,34 @@ fn sql_stays_in_the_store() {
         }
     }
     assert!(wrong.is_empty(), "rusqlite outside src/store/:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_command_line_is_not_part_of_the_library() {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    let declared: Vec<&str> = lib.lines().map(str::trim).filter(|l| !l.starts_with("//")).filter(|l| words(l).windows(2).any(|w| w == ["mod", "cli"])).collect();
+    assert!(declared.is_empty(), "src/lib.rs declares the command line (it is src/main.rs's `mod cli`):\n{}", declared.join("\n"));
+}
+
+/// The words of a line (identifiers and keywords, split at everything else).
+fn words(line: &str) -> Vec<&str> {
+    line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).collect()
+}
+
+#[test]
+fn the_library_does_not_use_the_command_line_crates() {
+    const CLI_ONLY: &[&str] = &["clap", "clap_complete", "clap_mangen", "indicatif"];
+    let mut files = vec![src().join("lib.rs")];
+    for (room, _) in ROOMS {
+        files.extend(files_of(room));
+    }
+    let mut wrong = Vec::new();
+    for file in files {
+        for (line_no, line) in code_lines(&file) {
+            if let Some(krate) = CLI_ONLY.iter().find(|k| words(&line).contains(k)) {
+                wrong.push(format!("{}:{line_no}: uses {krate}: {}", file.display(), line.trim()));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "crates only the command line needs, used in the library:\n{}", wrong.join("\n"));
 }

@@ -2,8 +2,8 @@
 
 use super::term::say;
 use super::Failure;
-use crate::ops::with_session;
-use crate::store::Store;
+use sessiondb::ops::with_session;
+use sessiondb::store::Store;
 
 #[derive(clap::Args)]
 pub struct CheckpointArgs {

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use super::term::say;
 use super::Failure;
-use crate::store::doctor::{check_database, open_unmigrated, DatabaseReport};
-use crate::sync::status::{sync_state, SyncState};
+use sessiondb::store::doctor::{check_database, open_unmigrated, DatabaseReport, Problem};
+use sessiondb::sync::status::{sync_state, SyncState};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -30,16 +30,11 @@ fn restore_advice(db: &Path, logs: Option<&Path>) -> String {
     )
 }
 
-/// Whether a problem means the file itself is damaged (then only a rebuild helps).
-fn is_damage(problem: &str) -> bool {
-    ["SQLite integrity", "the database cannot", "full-text"].iter().any(|p| problem.starts_with(p))
-}
-
 pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     if !db.exists() {
         return Err(Failure(format!("{}: no database here", db.display())));
     }
-    let logs = args.logs_dir.or_else(|| crate::layout::default_logs_root().filter(|l| l.is_dir()));
+    let logs = args.logs_dir.or_else(|| sessiondb::layout::default_logs_root().filter(|l| l.is_dir()));
     // A plain connection, no migration: doctor changes nothing, and must work on a database
     // that the rest of sessiondb refuses (a newer schema) or cannot read (a damaged file).
     let checked = open_unmigrated(db).and_then(|conn| {
@@ -49,7 +44,7 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     let (report, state, sync_error) = match checked {
         Ok((conn, report)) => {
             // The logs root can be compared whenever the rows can be trusted at all.
-            let readable = report.schema_version == report.supported_version && !report.problems.iter().any(|p| is_damage(p));
+            let readable = report.schema_version == report.supported_version && !report.problems.iter().any(Problem::is_damage);
             let (state, sync_error) = match (&logs, readable) {
                 (Some(l), true) => match sync_state(&conn, l) {
                     Ok(s) => (Some(s), None),
@@ -59,11 +54,11 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
             };
             (report, state, sync_error)
         }
-        Err(e) => (DatabaseReport { problems: vec![format!("the database cannot be read: {e}")], ..DatabaseReport::default() }, None, None),
+        Err(e) => (DatabaseReport { problems: vec![Problem::Unreadable(e.to_string())], ..DatabaseReport::default() }, None, None),
     };
-    let damaged = report.problems.iter().any(|p| is_damage(p));
+    let damaged = report.problems.iter().any(Problem::is_damage);
     let advice = damaged.then(|| restore_advice(db, logs.as_deref()));
-    let mut problems = report.problems.clone();
+    let mut problems: Vec<String> = report.problems.iter().map(Problem::to_string).collect();
     if let Some(e) = &sync_error {
         problems.push(format!("logs root: {e}"));
     }

@@ -5,8 +5,10 @@ use std::time::Instant;
 
 use super::term::{say, tell};
 use super::{human_bytes, Failure};
-use crate::store::{queries, Store};
-use crate::sync::materialise::export_conversation;
+use sessiondb::render::Format;
+use sessiondb::store::{queries, Store};
+use sessiondb::sync::document::{write_document, write_document_file};
+use sessiondb::sync::materialise::export_conversation;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -22,7 +24,7 @@ pub struct Args {
     #[arg(long)]
     branch: Option<String>,
     /// With --format markdown|html: write here (atomically; a link there is replaced, not
-    /// followed) instead of standard output
+    /// followed) instead of standard output; `-` is standard output
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
     /// Conversations to export [default: all]
@@ -34,10 +36,12 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         let [chat_id] = args.chat_ids.as_slice() else {
             return Err(Failure(format!("--format {format} takes exactly one CHAT_ID")));
         };
-        if format == "toml" {
-            return super::ops::export_toml(store, chat_id, args.branch.as_deref().unwrap_or(crate::layout::MAIN));
-        }
-        return document(store, chat_id, format, args.branch.as_deref(), args.output.as_deref());
+        let format = match format.as_str() {
+            "toml" => return super::ops::export_toml(store, chat_id, args.branch.as_deref().unwrap_or(sessiondb::layout::MAIN)),
+            "html" => Format::Html,
+            _ => Format::Markdown,
+        };
+        return document(store, chat_id, format, args.branch.as_deref(), args.output.as_deref().filter(|p| *p != std::path::Path::new("-")));
     }
     let to = args.to.expect("required without --format");
     let started = Instant::now();
@@ -70,59 +74,23 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
 }
 
 /// `export --format markdown|html`: the conversation as a document.
-fn document(store: &Store, chat_id: &str, format: &str, branch: Option<&str>, output: Option<&std::path::Path>) -> Result<i32, Failure> {
-    use crate::store::modify;
+fn document(store: &Store, chat_id: &str, format: Format, branch: Option<&str>, output: Option<&std::path::Path>) -> Result<i32, Failure> {
     let conn = store.connection()?;
-    let conv = modify::load_conversation(&conn, chat_id)?;
-    let branch = branch.unwrap_or(crate::layout::MAIN);
-    let doc = modify::loaded_doc(&conn, conv.id, branch)?.ok_or_else(|| Failure(format!("conversation {chat_id:?} has no branch {branch:?}")))?;
-    // As gptme holds them: a message without a timestamp has its file's mtime.
-    let mtime_ns = queries::entry_mtime(&conn, conv.id, &doc.path).unwrap_or(0);
-    let mtime = mtime_ns.div_euclid(1_000_000_000) as f64 + mtime_ns.rem_euclid(1_000_000_000) as f64 * 1e-9;
-    // Message by message from the store to the output: memory does not grow with the
-    // conversation. A failed read of the store is reported as itself, and leaves no file.
-    let mut failed = None;
-    let mut render = |out: &mut dyn std::io::Write| {
-        let written = queries::with_document_lines(&conn, doc.id, 0, |lines| {
-            let messages = lines.filter_map(|l| l.message).map(|m| crate::ops::normalise_for_rewrite(&m, mtime));
-            if format == "html" {
-                crate::render::html(chat_id, messages, out)
-            } else {
-                crate::render::markdown(chat_id, messages, out)
-            }
-        });
-        written.unwrap_or_else(|e| {
-            let reason = std::io::Error::other(e.to_string());
-            failed = Some(e);
-            Err(reason)
-        })
-    };
-    let written = match output {
+    let branch = branch.unwrap_or(sessiondb::layout::MAIN);
+    match output {
         Some(path) => {
-            let now = crate::fs::meta::now_ns();
-            // As any program's `open(O_CREAT)` would: a new file under the umask; a file being
-            // replaced keeps its mode.
-            let mode = match std::fs::symlink_metadata(path) {
-                Ok(m) if m.is_file() => crate::fs::meta::mode_bits(&m),
-                _ => crate::fs::meta::new_file_mode(),
-            };
-            crate::fs::atomic::write_atomic(path, mode, now, render).map(|()| say!("Exported conversation to {}", path.display()))
+            write_document_file(&conn, chat_id, branch, format, path)?;
+            say!("Exported conversation to {}", path.display());
         }
         None => {
             // On a terminal, stored control characters are shown escaped; to a pipe or a file
-            // the document is exact.
+            // the document is exact. A reader that went away (`| head`) ends the process by
+            // SIGPIPE (see src/main.rs).
             let out = std::io::BufWriter::new(std::io::stdout().lock());
             let mut out: Box<dyn std::io::Write> =
                 if std::io::IsTerminal::is_terminal(&std::io::stdout()) { Box::new(super::term::Visible::new(out)) } else { Box::new(out) };
-            render(&mut out).and_then(|()| std::io::Write::flush(&mut out))
+            write_document(&conn, chat_id, branch, format, &mut out)?;
         }
-    };
-    if let Some(e) = failed {
-        return Err(e.into());
     }
-    match written {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
-        Err(e) => Err(Failure(format!("{}: {e}", output.map_or("standard output".into(), |p| p.display().to_string())))),
-        Ok(()) => Ok(0),
-    }
+    Ok(0)
 }

@@ -7,8 +7,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::term::{say, tell};
 use super::{human_bytes, Failure};
-use crate::store::{Store, StoreError, WriteBatch};
-use crate::sync::ingest::{self, format_warning, IngestError, Outcome};
+use sessiondb::store::Store;
+use sessiondb::sync::import::{import_root, Progress};
+use sessiondb::sync::ingest::format_warning;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -28,85 +29,41 @@ pub struct Args {
     branch: String,
 }
 
-/// Conversations are committed in batches of about this many bytes: few enough commits that
-/// full-text indexing runs in bulk, small enough that an interrupted import loses little work.
-const BATCH_BYTES: u64 = 64 << 20;
-
-#[derive(Default)]
-struct Summary {
-    conversations: u64,
-    unchanged: u64,
-    failed: u64,
-    skipped: u64,
-    messages: u64,
-    branches: u64,
-    views: u64,
-    events: u64,
-    attachments: u64,
-    bytes: u64,
-    warnings: u64,
-}
-
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     if let (Some(file), Some(chat_id)) = (&args.toml, &args.logs_dir) {
         return super::ops::import_toml(store, file, &chat_id.to_string_lossy(), &args.branch);
     }
     let root = super::logs_root(args.logs_dir)?;
     let started = Instant::now();
-    let (dirs, others) = ingest::conversation_dirs(&root)?;
-    let mut summary = Summary { skipped: others.len() as u64, ..Summary::default() };
-    for other in &others {
-        tell!("sessiondb: skipped {}: no conversation.jsonl", other.display());
-    }
-    let progress = ProgressBar::new(dirs.len() as u64);
-    progress.set_style(ProgressStyle::with_template("{spinner} importing {pos}/{len} {wide_bar} {eta}").expect("valid template"));
-    let mut conn = store.connection()?;
-    let mut batch = WriteBatch::begin(&mut conn)?;
-    let mut batch_bytes = 0;
-    ingest::import_dirs(&mut batch, &dirs, ingest::ReadMode::Whole, false, &mut |batch, dir, outcome| {
-        match outcome {
-            Ok(Outcome::Imported(stats)) => {
-                summary.conversations += 1;
-                summary.messages += stats.messages;
-                summary.branches += stats.branches;
-                summary.views += stats.views;
-                summary.events += stats.events;
-                summary.attachments += stats.attachments;
-                summary.bytes += stats.bytes;
-                summary.warnings += stats.warnings.len() as u64 + stats.more_warnings;
-                for (path, n, kept_as) in &stats.rescued {
-                    progress.suspend(|| tell!("warning: {}", super::sync::rescued_message(&dir.display().to_string(), path, *n, kept_as)));
-                }
-                for warning in &stats.warnings {
-                    progress.suspend(|| tell!("warning: {}", format_warning(dir, warning)));
-                }
-                if stats.more_warnings > 0 {
-                    progress.suspend(|| tell!("warning: {}: {} more malformed lines", dir.display(), stats.more_warnings));
-                }
-                batch_bytes += stats.bytes;
-                if batch_bytes > BATCH_BYTES {
-                    batch.commit()?;
-                    batch_bytes = 0;
-                }
-            }
-            Ok(Outcome::Unchanged) => summary.unchanged += 1,
-            // Re-reading it would replace its queued changes (the store refuses): `sync` merges.
-            Err(IngestError::Store { source: StoreError::Queued(_), .. }) => {
-                summary.skipped += 1;
-                progress.suspend(|| tell!("sessiondb: skipped {}: it has changes queued in the store; run `sessiondb sync`", dir.display()));
-            }
-            Err(e) => {
-                summary.failed += 1;
-                progress.suspend(|| tell!("error: {}", describe(&e)));
+    let mut bar: Option<ProgressBar> = None;
+    // Messages go above the bar, once there is one.
+    let tell_above = |bar: &Option<ProgressBar>, line: String| match bar {
+        Some(bar) => bar.suspend(|| tell!("{line}")),
+        None => tell!("{line}"),
+    };
+    let summary = import_root(store, &root, &mut |event| match event {
+        Progress::NotAConversation { dir } => tell_above(&bar, format!("sessiondb: skipped {}: no conversation.jsonl", dir.display())),
+        Progress::Found { conversations } => {
+            let new = ProgressBar::new(conversations);
+            new.set_style(ProgressStyle::with_template("{spinner} importing {pos}/{len} {wide_bar} {eta}").expect("valid template"));
+            bar = Some(new);
+        }
+        Progress::Rescued { dir, path, messages, kept_as } => {
+            tell_above(&bar, format!("warning: {}", super::sync::rescued_message(&dir.display().to_string(), path, messages, kept_as)))
+        }
+        Progress::Warning { dir, warning } => tell_above(&bar, format!("warning: {}", format_warning(dir, warning))),
+        Progress::MoreWarnings { dir, count } => tell_above(&bar, format!("warning: {}: {count} more malformed lines", dir.display())),
+        Progress::Queued { dir } => tell_above(&bar, format!("sessiondb: skipped {}: it has changes queued in the store; run `sessiondb sync`", dir.display())),
+        Progress::Failed { error, .. } => tell_above(&bar, format!("error: {error}; nothing of this conversation was imported")),
+        Progress::Done { .. } => {
+            if let Some(bar) = &bar {
+                bar.inc(1);
             }
         }
-        progress.inc(1);
-        Ok(())
     })?;
-    batch.finish()?;
-    drop(conn);
-    store.flush_wal()?;
-    progress.finish_and_clear();
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
     let seconds = started.elapsed().as_secs_f64();
     if args.json {
         let json = serde_json::json!({
@@ -141,8 +98,4 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         );
     }
     Ok(if summary.failed > 0 { 1 } else { 0 })
-}
-
-fn describe(e: &IngestError) -> String {
-    format!("{e}; nothing of this conversation was imported")
 }

@@ -2,8 +2,8 @@
 
 use super::term::{say, tell};
 use super::Failure;
-use crate::ops::{self};
-use crate::store::Store;
+use sessiondb::ops::{self};
+use sessiondb::store::Store;
 
 #[derive(clap::Args)]
 pub struct ForkArgs {

@@ -3,9 +3,9 @@
 use std::io::Write;
 
 use super::Failure;
-use crate::codec::timestamp::format_utc;
-use crate::store::queries::{self, ConversationSummary, ListFilter, SortBy};
-use crate::store::{Store, StoreError};
+use sessiondb::codec::timestamp::format_utc;
+use sessiondb::store::queries::{self, ConversationSummary, ListFilter, SortBy};
+use sessiondb::store::{Store, StoreError};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -31,11 +31,33 @@ pub struct Args {
     #[arg(long, value_name = "GLOB")]
     name: Option<String>,
     /// Order by
-    #[arg(long, value_enum, default_value_t = SortBy::Modified)]
-    sort: SortBy,
+    #[arg(long, value_enum, default_value_t = Sort::Modified)]
+    sort: Sort,
     /// Smallest (or oldest) first: the listing in exactly the reverse order
     #[arg(long)]
     reverse: bool,
+}
+
+/// `--sort`: the command line's names for [`SortBy`].
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Sort {
+    Modified,
+    Created,
+    Cost,
+    Tokens,
+    Messages,
+}
+
+impl From<Sort> for SortBy {
+    fn from(sort: Sort) -> Self {
+        match sort {
+            Sort::Modified => SortBy::Modified,
+            Sort::Created => SortBy::Created,
+            Sort::Cost => SortBy::Cost,
+            Sort::Tokens => SortBy::Tokens,
+            Sort::Messages => SortBy::Messages,
+        }
+    }
 }
 
 /// `round(x, 4)` as Python computes it (correctly rounded from the exact binary value).
@@ -99,18 +121,15 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         since: args.since.as_deref().map(super::parse_since).transpose()?,
         until: args.until.as_deref().map(super::parse_since).transpose()?,
         name: args.name,
-        sort: args.sort,
+        sort: args.sort.into(),
         reverse: args.reverse,
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let result = if args.json { write_json(&mut out, &conn, &filter) } else { write_table(&mut out, &conn, &filter) };
-    match result.and_then(|_| out.flush().map_err(ListError::from)) {
-        Ok(()) => Ok(0),
-        Err(ListError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
-        Err(ListError::Io(e)) => Err(Failure::from(e)),
-        Err(ListError::Store(e)) => Err(Failure::from(e)),
-    }
+    // A reader that went away (`| head`) ends the process by SIGPIPE (see src/main.rs).
+    result.and_then(|_| out.flush().map_err(ListError::from))?;
+    Ok(0)
 }
 
 /// What can stop a listing half-way: the store, or the output.
@@ -124,7 +143,7 @@ enum ListError {
 
 /// The JSON array, written row by row as the store yields them; the same bytes as
 /// `serde_json::to_writer_pretty` of the whole list.
-fn write_json(out: &mut impl Write, conn: &crate::store::Connection, filter: &ListFilter) -> Result<(), ListError> {
+fn write_json(out: &mut impl Write, conn: &sessiondb::store::Connection, filter: &ListFilter) -> Result<(), ListError> {
     use serde::ser::{SerializeSeq, Serializer};
     let mut serializer = serde_json::Serializer::pretty(&mut *out);
     let mut seq = serializer.serialize_seq(None).map_err(std::io::Error::from)?;
@@ -148,7 +167,7 @@ fn cell(text: &str, width: usize) -> String {
 /// The table: fixed columns for time, count, cost and model; the name and the last message's
 /// preview take what is left of the terminal's width. Colour only on a terminal, and not with
 /// `NO_COLOR`.
-fn write_table(out: &mut impl Write, conn: &crate::store::Connection, filter: &ListFilter) -> Result<(), ListError> {
+fn write_table(out: &mut impl Write, conn: &sessiondb::store::Connection, filter: &ListFilter) -> Result<(), ListError> {
     use std::io::IsTerminal;
     let terminal = std::io::stdout().is_terminal();
     let colour = terminal && std::env::var_os("NO_COLOR").is_none();

@@ -15,14 +15,14 @@ mod search;
 mod show;
 mod stats;
 mod sync;
-pub mod term;
+mod term;
 mod views;
 
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::store::{default_db_path, Store};
+use sessiondb::store::{default_db_path, Store};
 
 #[derive(Parser)]
 #[command(name = "sessiondb", version, about = "gptme conversation history in SQLite, kept in step with gptme's files")]
@@ -112,10 +112,10 @@ pub(crate) fn run_op<T>(
     store: &Store,
     chat_id: &str,
     queue: QueueArg,
-    op: impl FnOnce(&mut crate::ops::Session) -> Result<T, crate::ops::OpsError>,
+    op: impl FnOnce(&mut sessiondb::ops::Session) -> Result<T, sessiondb::ops::OpsError>,
 ) -> Result<T, Failure> {
-    crate::ops::run(store, chat_id, queue.queue, op).map_err(|e| match e {
-        crate::ops::OpsError::Lock(l) => Failure(format!("{l}, or give --queue to store the change now and have `sessiondb sync` write it")),
+    sessiondb::ops::run(store, chat_id, queue.queue, op).map_err(|e| match e {
+        sessiondb::ops::OpsError::Lock(l) => Failure(format!("{l}, or give --queue to store the change now and have `sessiondb sync` write it")),
         other => Failure::from(other),
     })
 }
@@ -197,7 +197,8 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
 
 /// The logs root a command works on: the one given, else gptme's default; it must exist.
 pub(crate) fn logs_root(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
-    let root = given.or_else(crate::layout::default_logs_root).ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?;
+    let root =
+        given.or_else(sessiondb::layout::default_logs_root).ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?;
     if !root.is_dir() {
         return Err(Failure(format!("{}: not a directory", root.display())));
     }

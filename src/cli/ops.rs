@@ -5,14 +5,13 @@ use std::path::PathBuf;
 
 use super::term::say;
 use super::Failure;
-use crate::codec::json;
-use crate::codec::timestamp::format_naive;
-use crate::codec::toml_log::{messages_to_toml, toml_to_messages};
-use crate::layout::default_logs_root;
-use crate::model::resume::{next_speaker, Next};
-use crate::model::{Log, Message, Role};
-use crate::ops::{self, with_session};
-use crate::store::{modify, queries, Store, StoreError};
+use sessiondb::codec::toml_log::{messages_to_toml, toml_to_messages};
+use sessiondb::layout::default_logs_root;
+use sessiondb::model::resume::{next_speaker, Next};
+use sessiondb::model::{Log, Message};
+use sessiondb::ops::input::{self, InputError};
+use sessiondb::ops::{self, with_session};
+use sessiondb::store::{queries, Store};
 
 #[derive(clap::Args)]
 pub struct NewArgs {
@@ -70,11 +69,25 @@ pub struct AppendArgs {
     queue: super::QueueArg,
 }
 
+/// An input refused, as the command line tells it: naming the flag that gave it (`--role`,
+/// `--timestamp`, `--metadata`), or the file.
+fn flag_error(e: InputError) -> Failure {
+    match e {
+        InputError::Role(_) | InputError::Timestamp(_) | InputError::MetadataJson(_) | InputError::MetadataNotObject => Failure(format!("--{e}")),
+        other => Failure(other.to_string()),
+    }
+}
+
+/// A TOML file refused: its messages are not read, so nothing changed.
+pub(super) fn toml_error(e: InputError) -> Failure {
+    match e {
+        InputError::Toml { .. } => Failure(format!("{e}; nothing changed")),
+        other => Failure(other.to_string()),
+    }
+}
+
 pub fn append(store: &Store, args: AppendArgs) -> Result<i32, Failure> {
-    let role = match args.role.as_str() {
-        "system" | "user" | "assistant" => Role::parse(&args.role),
-        other => return Err(Failure(format!("--role must be system, user or assistant, not {other:?}"))),
-    };
+    let role = input::role(&args.role).map_err(flag_error)?;
     let content = match args.content {
         Some(c) => c,
         None => {
@@ -83,30 +96,16 @@ pub fn append(store: &Store, args: AppendArgs) -> Result<i32, Failure> {
             text
         }
     };
-    // gptme stamps messages with datetime.now(): naive local time.
-    let timestamp = match args.timestamp {
-        Some(t) => crate::codec::timestamp::normalise(&t).ok_or_else(|| Failure(format!("--timestamp {t:?} is not ISO 8601")))?,
-        None => format_naive(chrono::Local::now().naive_local()),
+    let fields = input::MessageFields {
+        timestamp: args.timestamp.as_deref(),
+        metadata: args.metadata.as_deref(),
+        files: &args.files,
+        pinned: args.pinned,
+        hide: args.hide,
+        ephemeral_ttl: args.ttl,
+        call_id: args.call_id,
     };
-    let mut message = Message::new(role, content, Some(timestamp));
-    message.pinned = args.pinned;
-    message.hide = args.hide;
-    message.ephemeral_ttl = args.ttl;
-    message.call_id = args.call_id;
-    for file in &args.files {
-        let absolute = std::path::absolute(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
-        if !absolute.is_file() {
-            return Err(Failure(format!("{}: not a file", file.display())));
-        }
-        message.files.push(absolute.to_string_lossy().into_owned());
-    }
-    if let Some(text) = &args.metadata {
-        let value = json::parse(text).map_err(|e| Failure(format!("--metadata: {e}")))?.value;
-        if !matches!(value, json::Json::Object(_)) {
-            return Err(Failure("--metadata must be a JSON object".into()));
-        }
-        message.metadata = Some(value);
-    }
+    let message = input::message(role, content, fields).map_err(flag_error)?;
     let appended = super::run_op(store, &args.chat_id, args.queue, |s| s.append(&args.branch, &message))?;
     if args.json {
         let out = serde_json::json!({
@@ -180,8 +179,8 @@ fn run_editor(path: &std::path::Path) -> Result<bool, Failure> {
 }
 
 pub fn edit(store: &Store, args: EditArgs) -> Result<i32, Failure> {
-    let text = match &args.toml {
-        Some(file) => std::fs::read_to_string(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?,
+    let messages = match &args.toml {
+        Some(file) => input::read_toml_messages(file).map_err(toml_error)?,
         None => {
             // What the edit replaces: the log gptme has loaded (the active view, when one is).
             let current = loaded_messages(store, &args.chat_id, &args.branch)?;
@@ -197,11 +196,9 @@ pub fn edit(store: &Store, args: EditArgs) -> Result<i32, Failure> {
                 say!("no changes");
                 return Ok(0);
             }
-            edited
+            toml_to_messages(&edited).map_err(|e| Failure(format!("the edited TOML: {e}; nothing changed")))?
         }
     };
-    let source = args.toml.as_ref().map_or("the edited TOML".to_owned(), |p| p.display().to_string());
-    let messages = toml_to_messages(&text).map_err(|e| Failure(format!("{source}: {e}; nothing changed")))?;
     let backup = super::run_op(store, &args.chat_id, args.queue, |s| s.edit(&args.branch, &messages))?;
     say!("edited {} ({} messages); backup branch: {backup}", args.branch, messages.len());
     Ok(0)
@@ -299,13 +296,9 @@ pub fn next(store: &Store, args: NextArgs) -> Result<i32, Failure> {
     Ok(0)
 }
 
-/// The messages of the log gptme has loaded for `branch` (see `store::modify::loaded_doc`): what
-/// `edit` replaces, `export --format toml` writes, `next` decides on and `recover` compares with.
+/// The messages of the log gptme has loaded for `branch` ([`sessiondb::sync::document::loaded_messages`]).
 pub(super) fn loaded_messages(store: &Store, chat_id: &str, branch: &str) -> Result<Vec<Message>, Failure> {
-    let conn = store.connection()?;
-    let conv = modify::load_conversation(&conn, chat_id)?;
-    let doc = modify::loaded_doc(&conn, conv.id, branch)?.ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: branch.to_owned() })?;
-    Ok(queries::with_document_lines(&conn, doc.id, 0, |lines| lines.filter_map(|l| l.message).collect())?)
+    Ok(sessiondb::sync::document::loaded_messages(&store.connection()?, chat_id, branch)?)
 }
 
 /// `export --format toml`: one branch (the loaded log, as `edit` takes it) as gptme's editable
@@ -318,8 +311,7 @@ pub fn export_toml(store: &Store, chat_id: &str, branch: &str) -> Result<i32, Fa
 
 /// `import --toml FILE CHAT_ID`: replaces a branch with the file's messages (an edit).
 pub fn import_toml(store: &Store, file: &std::path::Path, chat_id: &str, branch: &str) -> Result<i32, Failure> {
-    let text = std::fs::read_to_string(file).map_err(|e| Failure(format!("{}: {e}", file.display())))?;
-    let messages = toml_to_messages(&text).map_err(|e| Failure(format!("{}: {e}; nothing changed", file.display())))?;
+    let messages = input::read_toml_messages(file).map_err(toml_error)?;
     let backup = with_session(store, chat_id, |s| s.edit(branch, &messages))?;
     say!("replaced {branch} with {} messages from {}; backup branch: {backup}", messages.len(), file.display());
     Ok(0)

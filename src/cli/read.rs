@@ -5,9 +5,9 @@ use std::io::{IsTerminal, Write};
 
 use super::term::{visible, visible_line};
 use super::Failure;
-use crate::model::{Message, Role};
-use crate::render::role_label;
-use crate::store::{modify, queries, Store};
+use sessiondb::model::{Message, Role};
+use sessiondb::render::role_label;
+use sessiondb::store::{queries, Store};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -35,7 +35,7 @@ pub struct Args {
 /// Python's `textwrap.shorten(text, width, placeholder="...")`: whitespace collapsed, whole
 /// words kept while the placeholder still fits.
 fn shorten(text: &str, width: usize) -> String {
-    let words: Vec<&str> = crate::codec::pystr::split(text).collect();
+    let words: Vec<&str> = sessiondb::codec::pystr::split(text).collect();
     let collapsed = words.join(" ");
     if collapsed.chars().count() <= width {
         return collapsed;
@@ -115,9 +115,8 @@ fn one_line(m: &Message, width: usize) -> String {
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let conn = store.connection()?;
-    let conv = modify::load_conversation(&conn, &args.chat_id)?;
-    let branch = args.branch.as_deref().unwrap_or(crate::layout::MAIN);
-    let doc = modify::loaded_doc(&conn, conv.id, branch)?.ok_or_else(|| Failure(format!("conversation {:?} has no branch {branch:?}", args.chat_id)))?;
+    let branch = args.branch.as_deref().unwrap_or(sessiondb::layout::MAIN);
+    let (_, doc) = sessiondb::sync::document::loaded(&conn, &args.chat_id, branch)?;
     let name = queries::conversation_summary(&conn, &args.chat_id)?.name;
     // Only as many lines are read as the page needs: a long conversation costs no more memory.
     let start = args.start.map_or(0, |k| k.saturating_sub(1 + args.context));
@@ -148,10 +147,8 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         }
         Ok(())
     })();
-    match result {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
-        other => other.map(|_| 0).map_err(Failure::from),
-    }
+    // A reader that went away (`| head`) ends the process by SIGPIPE (see src/main.rs).
+    result.map(|_| 0).map_err(Failure::from)
 }
 
 /// A whole message for a terminal: the role coloured, code fences set off with their language.

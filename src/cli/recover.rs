@@ -4,9 +4,8 @@ use std::path::PathBuf;
 
 use super::term::say;
 use super::Failure;
-use crate::model::Message;
-use crate::ops::{self, with_session};
-use crate::store::Store;
+use sessiondb::ops::{self, with_session, Recovery};
+use sessiondb::store::Store;
 
 #[derive(clap::Args)]
 pub struct RecoverArgs {
@@ -26,40 +25,11 @@ pub struct RecoverArgs {
 }
 
 pub fn recover(store: &Store, args: RecoverArgs) -> Result<i32, Failure> {
-    let (events, current): (Option<Vec<_>>, Vec<Message>) = match &args.dir {
-        Some(dir) => {
-            let path = dir.join(crate::layout::events_path(&args.branch));
-            let events = ops::read_event_file(&path).map_err(|e| Failure(format!("{}: {e}", path.display())))?;
-            // The log gptme loads (the active view, on main with one), which an edit replaces.
-            let marker = crate::fs::nofollow::read_user_file(&dir.join(crate::layout::VIEW_MARKER)).ok();
-            let loaded = crate::layout::loaded_log(&args.branch, marker.as_deref(), |v| dir.join(crate::layout::view_path(v)).is_file());
-            let file = dir.join(loaded.path());
-            let current = match crate::fs::nofollow::read_user_file(&file) {
-                Ok(bytes) => bytes
-                    .split(|b| *b == b'\n')
-                    .filter_map(|l| match crate::codec::message_line::decode_line(l).content {
-                        crate::codec::message_line::LineContent::Message(m) => Some(m),
-                        _ => None,
-                    })
-                    .collect(),
-                Err(_) => Vec::new(),
-            };
-            (events, current)
-        }
-        None => {
-            let chat_id = args.chat_id.as_deref().expect("required without --dir");
-            let events = with_session(store, chat_id, |s| s.stored_events(&args.branch))?;
-            // What `--apply` replaces: the log gptme has loaded.
-            let current = super::ops::loaded_messages(store, chat_id, &args.branch)?;
-            (events, current)
-        }
+    let source = match &args.dir {
+        Some(dir) => ops::read_directory_branch(dir, &args.branch)?,
+        None => ops::read_stored_branch(store, args.chat_id.as_deref().expect("required without --dir"), &args.branch)?,
     };
-    let recovered = events.as_deref().and_then(ops::replay);
-    let event_log = recovered.is_some();
-    let recovered = recovered.unwrap_or_default();
-    let current_log = crate::model::Log::new(current.clone());
-    let recovered_log = crate::model::Log::new(recovered.clone());
-    let difference = current_log.first_difference(&recovered_log);
+    let Recovery { event_log, recovered, current, difference } = source.compare();
     if args.apply {
         if !event_log {
             return Err(Failure("no event log: nothing to recover".into()));
@@ -79,7 +49,7 @@ pub fn recover(store: &Store, args: RecoverArgs) -> Result<i32, Failure> {
             serde_json::json!({
                 "event_log": event_log,
                 "messages": recovered.len(),
-                "current": current.len(),
+                "current": current,
                 "equal": difference.is_none(),
                 "first_difference": difference,
             })
@@ -87,7 +57,7 @@ pub fn recover(store: &Store, args: RecoverArgs) -> Result<i32, Failure> {
     } else if !event_log {
         say!("no event log: nothing to recover");
     } else {
-        say!("the event log replays to {} messages; the branch has {}", recovered.len(), current.len());
+        say!("the event log replays to {} messages; the branch has {}", recovered.len(), current);
         match difference {
             None => say!("they are the same"),
             Some(at) => say!("they differ from message {} on (use --apply to replace the branch)", at + 1),

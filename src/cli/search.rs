@@ -4,9 +4,9 @@ use std::io::{IsTerminal, Write};
 
 use super::term::{visible, visible_line};
 use super::Failure;
-use crate::codec::timestamp::format_utc;
-use crate::store::search::{highlight_terms, search, snippet, Marks, SearchQuery};
-use crate::store::Store;
+use sessiondb::codec::timestamp::format_utc;
+use sessiondb::store::search::{highlight_terms, search, snippet, Marks, SearchQuery};
+use sessiondb::store::Store;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -112,8 +112,6 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         }
         Ok(())
     })();
-    match written {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
-        other => other.map(|_| 0).map_err(Failure::from),
-    }
+    // A reader that went away (`| head`) ends the process by SIGPIPE (see src/main.rs).
+    written.map(|_| 0).map_err(Failure::from)
 }

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use super::term::{visible, visible_line};
 use super::Failure;
-use crate::store::{queries, Store};
+use sessiondb::store::{queries, Store};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -45,8 +45,6 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         }
         out.flush()
     })?;
-    match result {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
-        other => other.map(|_| 0).map_err(Failure::from),
-    }
+    // A reader that went away (`| head`) ends the process by SIGPIPE (see src/main.rs).
+    result.map(|_| 0).map_err(Failure::from)
 }

@@ -2,8 +2,8 @@
 
 use super::term::say;
 use super::Failure;
-use crate::store::stats::{self, Breakdown};
-use crate::store::Store;
+use sessiondb::store::stats::{self, Breakdown};
+use sessiondb::store::Store;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -14,12 +14,32 @@ pub struct Args {
     since: Option<String>,
     /// Also break cost and tokens down by period or by model
     #[arg(long, value_enum, conflicts_with = "chat_id")]
-    by: Option<Breakdown>,
+    by: Option<By>,
     /// Include test and eval conversations
     #[arg(long)]
     all: bool,
     #[arg(long)]
     json: bool,
+}
+
+/// `--by`: the command line's names for [`Breakdown`].
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum By {
+    Day,
+    Week,
+    Month,
+    Model,
+}
+
+impl From<By> for Breakdown {
+    fn from(by: By) -> Self {
+        match by {
+            By::Day => Breakdown::Day,
+            By::Week => Breakdown::Week,
+            By::Month => Breakdown::Month,
+            By::Model => Breakdown::Model,
+        }
+    }
 }
 
 fn tokens(n: i64) -> String {
@@ -38,7 +58,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         Some(id) => stats::conversation(&conn, id)?,
         None => {
             let since = args.since.as_deref().map(|s| super::parse_since(s).map(|t| (t, s.to_owned()))).transpose()?;
-            stats::overview(&conn, since, args.all, args.by)?
+            stats::overview(&conn, since, args.all, args.by.map(Breakdown::from))?
         }
     };
     if args.json {

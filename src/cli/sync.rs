@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use super::term::{say, tell};
 use super::Failure;
-use crate::store::Store;
-use crate::sync::pass::{sync_pass, Stranded, SyncReport};
-use crate::sync::watch::{watch, WatchEvent};
+use sessiondb::store::Store;
+use sessiondb::sync::pass::{sync_pass, Stranded, SyncReport};
+use sessiondb::sync::watch::{watch, WatchEvent};
 
 #[derive(clap::Args)]
 pub struct Args {

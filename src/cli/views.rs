@@ -4,9 +4,8 @@ use std::path::PathBuf;
 
 use super::term::say;
 use super::Failure;
-use crate::codec::toml_log::toml_to_messages;
-use crate::ops::with_session;
-use crate::store::Store;
+use sessiondb::ops::with_session;
+use sessiondb::store::Store;
 
 #[derive(clap::Subcommand)]
 pub enum ViewCommand {
@@ -26,8 +25,7 @@ pub enum ViewCommand {
 pub fn view(store: &Store, command: ViewCommand) -> Result<i32, Failure> {
     match command {
         ViewCommand::Create { chat_id, name, toml } => {
-            let text = std::fs::read_to_string(&toml).map_err(|e| Failure(format!("{}: {e}", toml.display())))?;
-            let messages = toml_to_messages(&text).map_err(|e| Failure(format!("{}: {e}; nothing changed", toml.display())))?;
+            let messages = sessiondb::ops::input::read_toml_messages(&toml).map_err(super::ops::toml_error)?;
             with_session(store, &chat_id, |s| s.create_view(&name, &messages))?;
             say!("view {name}: {} messages", messages.len());
         }

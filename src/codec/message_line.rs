@@ -56,6 +56,18 @@ pub fn decode_line(line: &[u8]) -> DecodedLine {
     }
 }
 
+/// The messages of a whole message file (`conversation.jsonl`, a branch or a view), as gptme
+/// loads them: blank and malformed lines skipped.
+pub fn decode_messages(bytes: &[u8]) -> Vec<Message> {
+    bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|l| match decode_line(l).content {
+            LineContent::Message(m) => Some(m),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Builds a message from a decoded JSON value with gptme's reading rules, or says why gptme
 /// would skip it.
 pub fn message_from_json(value: Json) -> Result<Message, String> {

@@ -9,6 +9,7 @@
 //! to `events.jsonl` (plus gptme's periodic checkpoint, which snapshots the whole list).
 
 mod bookmarks;
+pub mod input;
 mod lifecycle;
 mod recover;
 mod rename;
@@ -31,7 +32,7 @@ use crate::sync::ingest::{self, IngestError};
 pub use crate::codec::events::replay;
 pub use crate::codec::normalise::{normalise_for_rewrite, rewrites_unchanged};
 pub use lifecycle::{clean_candidates, fork, fork_at_turn, new_conversation, remove, slice_at_turn, CleanCandidate, NewConversation};
-pub use recover::read_event_file;
+pub use recover::{read_directory_branch, read_event_file, read_stored_branch, Recovery, RecoverySource};
 
 /// What an operation fails with: the one error of changing conversations (see
 /// [`crate::sync::error`]), shared with writing queued changes out.

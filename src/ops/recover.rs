@@ -1,11 +1,72 @@
 //! Recovering a branch from its event log (`sessiondb recover`): reading an event log as gptme
-//! does and replaying it onto the branch as an edit.
+//! does, comparing what it replays to with the log gptme loads, and replaying it onto the
+//! branch as an edit.
+//!
+//! Invariant: the comparison is with the log gptme has loaded for the branch (the active view
+//! on main, when one is active), which is what an applied recovery replaces.
+
+use std::path::Path;
 
 use super::{OpsError, Session};
-use crate::codec::events::Event;
-use crate::model::Message;
+use crate::codec::events::{replay, Event};
+use crate::model::{Log, Message};
 use crate::store::modify;
-use crate::store::DocumentKind;
+use crate::store::{DocumentKind, Store};
+use crate::sync::ingest::IngestError;
+
+/// A branch's event log and the messages of the log gptme loads for it.
+#[derive(Debug, Clone, Default)]
+pub struct RecoverySource {
+    /// The events, `None` when the branch has no event log.
+    pub events: Option<Vec<Event>>,
+    /// The messages an applied recovery would replace.
+    pub current: Vec<Message>,
+}
+
+/// What a branch's event log replays to, against what the branch holds.
+#[derive(Debug, Clone, Default)]
+pub struct Recovery {
+    /// Whether there is an event log that replays to anything at all.
+    pub event_log: bool,
+    /// The messages the event log replays to (none without one).
+    pub recovered: Vec<Message>,
+    /// How many messages the branch holds now.
+    pub current: usize,
+    /// The index of the first message where the two differ, `None` when they are the same.
+    pub difference: Option<usize>,
+}
+
+impl RecoverySource {
+    /// The recovery these events and messages give.
+    pub fn compare(&self) -> Recovery {
+        let recovered = self.events.as_deref().and_then(replay);
+        let event_log = recovered.is_some();
+        let recovered = recovered.unwrap_or_default();
+        let difference = Log::new(self.current.clone()).first_difference(&Log::new(recovered.clone()));
+        Recovery { event_log, recovered, current: self.current.len(), difference }
+    }
+}
+
+/// Reads `branch` of a gptme directory that has not been imported: its event log and the log
+/// gptme loads for it (the active view, on main with one), both as gptme reads them. A log that
+/// cannot be read counts as empty; an event log that cannot be read is an error naming it.
+pub fn read_directory_branch(dir: &Path, branch: &str) -> Result<RecoverySource, OpsError> {
+    let path = dir.join(crate::layout::events_path(branch));
+    let events = read_event_file(&path).map_err(|source| IngestError::Io { path, source })?;
+    let marker = crate::fs::nofollow::read_user_file(&dir.join(crate::layout::VIEW_MARKER)).ok();
+    let loaded = crate::layout::loaded_log(branch, marker.as_deref(), |v| dir.join(crate::layout::view_path(v)).is_file());
+    let current =
+        crate::fs::nofollow::read_user_file(&dir.join(loaded.path())).map(|bytes| crate::codec::message_line::decode_messages(&bytes)).unwrap_or_default();
+    Ok(RecoverySource { events, current })
+}
+
+/// Reads `branch` of a stored conversation: its stored event log and the log gptme has loaded
+/// for it.
+pub fn read_stored_branch(store: &Store, chat_id: &str, branch: &str) -> Result<RecoverySource, OpsError> {
+    let events = super::with_session(store, chat_id, |s| s.stored_events(branch))?;
+    let current = crate::sync::document::loaded_messages(&store.connection()?, chat_id, branch)?;
+    Ok(RecoverySource { events, current })
+}
 
 /// Reads an event log file as gptme does (damaged lines skipped).
 pub fn read_event_file(path: &std::path::Path) -> std::io::Result<Option<Vec<Event>>> {

@@ -9,15 +9,32 @@
 //! and a Content-Security-Policy forbids every script, request and frame the page might still
 //! contain, allowing only its own inline styles and embedded images.
 
+pub mod terminal;
+
 use std::io::Write;
-use std::sync::OnceLock;
 
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
-use syntect::highlighting::ThemeSet;
-use syntect::parsing::SyntaxSet;
 
 use crate::codec::timestamp;
 use crate::model::{Message, Role};
+
+/// The readable documents a conversation can be written as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// gptme's `chats export` layout: [`markdown`].
+    Markdown,
+    /// A self-contained page: [`html`].
+    Html,
+}
+
+/// The conversation `name` as a document in `format`, written message by message as
+/// `messages` yields them.
+pub fn document(format: Format, name: &str, messages: impl Iterator<Item = Message>, out: &mut dyn Write) -> std::io::Result<()> {
+    match format {
+        Format::Markdown => markdown(name, messages, out),
+        Format::Html => html(name, messages, out),
+    }
+}
 
 /// A role as people read it, as gptme shows it: its name capitalised (`User`, `Tool`).
 pub fn role_label(role: &Role) -> String {
@@ -69,38 +86,57 @@ fn escape(text: &str) -> String {
     out
 }
 
-struct Highlighter {
-    syntaxes: SyntaxSet,
-    themes: ThemeSet,
-}
-
-fn highlighter() -> &'static Highlighter {
-    static H: OnceLock<Highlighter> = OnceLock::new();
-    H.get_or_init(|| Highlighter { syntaxes: SyntaxSet::load_defaults_newlines(), themes: ThemeSet::load_defaults() })
-}
-
-/// A highlighted `<pre>` for a code block (inline styles), or an escaped one for an unknown
-/// language.
+/// A `<div class="code">` for a code block: highlighted with inline styles when the language is
+/// known (and the `highlight` feature is on), else the code escaped in a plain `<pre>`.
 fn code_block(lang: &str, code: &str) -> String {
-    let h = highlighter();
-    // gptme's tool blocks name a tool: highlight them as the language they carry.
-    let token = match lang.split_whitespace().next().unwrap_or("") {
-        "shell" | "tmux" => "bash",
-        "ipython" | "py" => "python",
-        other => other,
-    };
-    let syntax = h.syntaxes.find_syntax_by_token(token).or_else(|| {
-        // gptme's tool blocks name a file (`save hello.py`): highlight by its extension.
-        lang.split_whitespace().nth(1).and_then(|f| f.rsplit('.').next()).and_then(|ext| h.syntaxes.find_syntax_by_extension(ext))
-    });
     let label = if lang.is_empty() { String::new() } else { format!("<div class=\"lang\">{}</div>", escape(lang)) };
-    match syntax {
-        Some(s) => {
-            let theme = &h.themes.themes["InspiredGitHub"];
-            let html = syntect::html::highlighted_html_for_string(code, &h.syntaxes, s, theme).unwrap_or_else(|_| format!("<pre>{}</pre>", escape(code)));
-            format!("<div class=\"code\">{label}{html}</div>")
-        }
+    match highlight::highlighted(lang, code) {
+        Some(html) => format!("<div class=\"code\">{label}{html}</div>"),
         None => format!("<div class=\"code\">{label}<pre>{}</pre></div>", escape(code)),
+    }
+}
+
+/// Code highlighting by syntect (the `highlight` feature).
+#[cfg(feature = "highlight")]
+mod highlight {
+    use std::sync::OnceLock;
+
+    use syntect::highlighting::ThemeSet;
+    use syntect::parsing::SyntaxSet;
+
+    struct Highlighter {
+        syntaxes: SyntaxSet,
+        themes: ThemeSet,
+    }
+
+    fn highlighter() -> &'static Highlighter {
+        static H: OnceLock<Highlighter> = OnceLock::new();
+        H.get_or_init(|| Highlighter { syntaxes: SyntaxSet::load_defaults_newlines(), themes: ThemeSet::load_defaults() })
+    }
+
+    /// A highlighted `<pre>` (inline styles), or `None` for an unknown language.
+    pub(super) fn highlighted(lang: &str, code: &str) -> Option<String> {
+        let h = highlighter();
+        // gptme's tool blocks name a tool: highlight them as the language they carry.
+        let token = match lang.split_whitespace().next().unwrap_or("") {
+            "shell" | "tmux" => "bash",
+            "ipython" | "py" => "python",
+            other => other,
+        };
+        let syntax = h.syntaxes.find_syntax_by_token(token).or_else(|| {
+            // gptme's tool blocks name a file (`save hello.py`): highlight by its extension.
+            lang.split_whitespace().nth(1).and_then(|f| f.rsplit('.').next()).and_then(|ext| h.syntaxes.find_syntax_by_extension(ext))
+        })?;
+        let theme = &h.themes.themes["InspiredGitHub"];
+        syntect::html::highlighted_html_for_string(code, &h.syntaxes, syntax, theme).ok()
+    }
+}
+
+/// Without the `highlight` feature every code block is plain.
+#[cfg(not(feature = "highlight"))]
+mod highlight {
+    pub(super) fn highlighted(_lang: &str, _code: &str) -> Option<String> {
+        None
     }
 }
 
@@ -289,7 +325,9 @@ mod tests {
         assert!(page.contains("&lt;script&gt;"));
         assert!(!page.contains("http://") && !page.contains("https://") && !page.contains("src="));
         assert!(page.contains("<title>t &lt;x&gt;</title>"));
-        assert!(page.contains("style=\""), "code is highlighted with inline styles");
+        if cfg!(feature = "highlight") {
+            assert!(page.contains("style=\""), "code is highlighted with inline styles");
+        }
     }
 
     #[test]

@@ -8,32 +8,112 @@
 
 use std::path::Path;
 
-use serde::Serialize;
-
 use super::schema::CURRENT_VERSION;
 use super::{modify, Connection, DocumentKind, StoreError};
 
 /// What the database checks found.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default)]
 pub struct DatabaseReport {
     pub schema_version: i64,
     pub supported_version: i64,
     pub conversations: i64,
     pub messages: i64,
-    /// Things that are wrong: each one line.
-    pub problems: Vec<String>,
+    /// Things that are wrong.
+    pub problems: Vec<Problem>,
+}
+
+/// One thing wrong with the database; shown (`Display`) as one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// The database cannot be opened or read at all (`detail`: why).
+    Unreadable(String),
+    /// A schema newer than this sessiondb supports: nothing else was checked.
+    NewerSchema { version: i64 },
+    /// A schema older than the current one (any other command migrates it): the checks that
+    /// need the current schema were not made.
+    OlderSchema { version: i64 },
+    /// The full-text index fails its own integrity check (`detail`: SQLite's error).
+    FullTextIndexCheck(String),
+    /// One finding of a check that lists what it finds (`detail`: what and where).
+    Found { check: Check, detail: String },
+    /// Findings of `check` beyond the ones listed one by one, counted.
+    More { check: Check, count: usize },
+}
+
+/// The checks that list what they find, one [`Problem::Found`] each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// SQLite's `PRAGMA integrity_check`.
+    Integrity,
+    ForeignKey,
+    /// Messages the full-text index has not caught up with.
+    FullTextIndex,
+    OrphanedMessage,
+    OrphanedBlob,
+    /// A blob whose stored chunks do not add up to it.
+    Blob,
+    MissingBlob,
+    Document,
+    ListingTotals,
+}
+
+impl Check {
+    /// How a finding of this check is introduced.
+    fn label(self) -> &'static str {
+        match self {
+            Check::Integrity => "SQLite integrity check",
+            Check::ForeignKey => "foreign key",
+            Check::FullTextIndex => "full-text index",
+            Check::OrphanedMessage => "orphaned message",
+            Check::OrphanedBlob => "orphaned blob",
+            Check::Blob => "blob",
+            Check::MissingBlob => "missing blob",
+            Check::Document => "document",
+            Check::ListingTotals => "listing totals",
+        }
+    }
+}
+
+impl Problem {
+    /// Whether the problem means the file itself is damaged: then only a rebuild helps, and
+    /// its rows cannot be trusted.
+    pub fn is_damage(&self) -> bool {
+        match self {
+            Problem::Unreadable(_) | Problem::FullTextIndexCheck(_) => true,
+            Problem::Found { check, .. } | Problem::More { check, .. } => matches!(check, Check::Integrity | Check::FullTextIndex),
+            Problem::NewerSchema { .. } | Problem::OlderSchema { .. } => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Problem::Unreadable(detail) => write!(f, "the database cannot be read: {detail}"),
+            Problem::NewerSchema { version } => write!(
+                f,
+                "the database uses schema version {version}, newer than this sessiondb supports ({CURRENT_VERSION}): upgrade sessiondb; nothing else was checked"
+            ),
+            Problem::OlderSchema { version } => {
+                write!(f, "schema version {version} is older than {CURRENT_VERSION}: any other sessiondb command brings it up to date")
+            }
+            Problem::FullTextIndexCheck(detail) => write!(f, "full-text index: {detail} (rebuild it with `sessiondb import` into a new database)"),
+            Problem::Found { check, detail } => write!(f, "{}: {detail}", check.label()),
+            Problem::More { check, count } => write!(f, "{}: {count} more", check.label()),
+        }
+    }
 }
 
 /// How many problems of one kind are listed one by one; the rest are counted.
 const LIST_AT_MOST: usize = 20;
 
-fn push_all(problems: &mut Vec<String>, what: &str, items: Vec<String>) {
+fn push_all(problems: &mut Vec<Problem>, check: Check, items: Vec<String>) {
     let n = items.len();
-    for item in items.into_iter().take(LIST_AT_MOST) {
-        problems.push(format!("{what}: {item}"));
+    for detail in items.into_iter().take(LIST_AT_MOST) {
+        problems.push(Problem::Found { check, detail });
     }
     if n > LIST_AT_MOST {
-        problems.push(format!("{what}: {} more", n - LIST_AT_MOST));
+        problems.push(Problem::More { check, count: n - LIST_AT_MOST });
     }
 }
 
@@ -57,35 +137,32 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
     let mut report = DatabaseReport { supported_version: CURRENT_VERSION, ..DatabaseReport::default() };
     report.schema_version = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if report.schema_version > CURRENT_VERSION {
-        report.problems.push(format!(
-            "the database uses schema version {}, newer than this sessiondb supports ({CURRENT_VERSION}): upgrade sessiondb; nothing else was checked",
-            report.schema_version
-        ));
+        report.problems.push(Problem::NewerSchema { version: report.schema_version });
         return Ok(report);
     }
     let integrity = strings(conn, "PRAGMA integrity_check")?;
     if integrity != ["ok"] {
-        push_all(&mut report.problems, "SQLite integrity check", integrity);
+        push_all(&mut report.problems, Check::Integrity, integrity);
         // Nothing else can be trusted in a damaged file.
         return Ok(report);
     }
     push_all(
         &mut report.problems,
-        "foreign key",
+        Check::ForeignKey,
         strings(conn, "SELECT \"table\" || ' row ' || coalesce(rowid, '?') || ' refers to a missing ' || parent FROM pragma_foreign_key_check")?,
     );
     if report.schema_version < CURRENT_VERSION {
-        report.problems.push(format!("schema version {} is older than {CURRENT_VERSION}: any other sessiondb command brings it up to date", report.schema_version));
+        report.problems.push(Problem::OlderSchema { version: report.schema_version });
         return Ok(report);
     }
     report.conversations = conn.query_row("SELECT count(*) FROM conversations", [], |r| r.get(0))?;
     report.messages = conn.query_row("SELECT count(*) FROM messages WHERE role IS NOT NULL", [], |r| r.get(0))?;
     if let Err(e) = conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')", []) {
-        report.problems.push(format!("full-text index: {e} (rebuild it with `sessiondb import` into a new database)"));
+        report.problems.push(Problem::FullTextIndexCheck(e.to_string()));
     }
     push_all(
         &mut report.problems,
-        "full-text index",
+        Check::FullTextIndex,
         strings(
             conn,
             "SELECT count(*) || ' messages are not indexed' FROM messages
@@ -94,7 +171,7 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
     );
     push_all(
         &mut report.problems,
-        "orphaned message",
+        Check::OrphanedMessage,
         strings(
             conn,
             "SELECT c.chat_id || ': message row ' || m.id || ' is in no branch, view or event'
@@ -105,7 +182,7 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
     );
     push_all(
         &mut report.problems,
-        "orphaned blob",
+        Check::OrphanedBlob,
         strings(
             conn,
             "SELECT hex(sha256) || ' is part of no conversation' FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM entries e WHERE e.blob_sha256 = b.sha256)",
@@ -113,7 +190,7 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
     );
     push_all(
         &mut report.problems,
-        "blob",
+        Check::Blob,
         strings(
             conn,
             "SELECT hex(b.sha256) || ': ' || coalesce(sum(length(c.data)), 0) || ' bytes stored of its ' || b.size
@@ -123,7 +200,7 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
     );
     push_all(
         &mut report.problems,
-        "missing blob",
+        Check::MissingBlob,
         strings(
             conn,
             "SELECT c.chat_id || ': ' || e.path || ' has no content' FROM entries e JOIN conversations c ON c.id = e.conversation_id
@@ -132,7 +209,7 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
     );
     push_all(
         &mut report.problems,
-        "document",
+        Check::Document,
         strings(
             conn,
             "SELECT c.chat_id || ': ' || e.path || ' has no lines record' FROM entries e JOIN conversations c ON c.id = e.conversation_id
@@ -145,7 +222,7 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
                AND d.line_count != (SELECT count(*) FROM document_lines dl WHERE dl.document_id = d.id)",
         )?,
     );
-    push_all(&mut report.problems, "listing totals", totals_disagreements(conn)?);
+    push_all(&mut report.problems, Check::ListingTotals, totals_disagreements(conn)?);
     Ok(report)
 }
 

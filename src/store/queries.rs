@@ -68,7 +68,7 @@ fn summary_from_row(r: &Row) -> rusqlite::Result<ConversationSummary> {
 }
 
 /// How to order a listing.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum SortBy {
     #[default]
     Modified,

@@ -28,7 +28,7 @@ fn utc_day(t: f64) -> String {
 }
 
 /// How to break the overview's cost and tokens down, beyond gptme's own fields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Breakdown {
     Day,
     Week,

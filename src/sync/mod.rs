@@ -1,10 +1,13 @@
 //! Moving conversations between gptme's directories and the store: [`ingest`] reads
-//! directories in, [`materialise`] writes them back out, both through the link-safe
-//! filesystem primitives of [`crate::fs`], under gptme's own process lock. Everything that
-//! changes a conversation fails with the one [`SyncError`] ([`error`]).
+//! directories in ([`import`] a whole logs root, [`pass`] both ways), [`materialise`] writes
+//! them back out, both through the link-safe filesystem primitives of [`crate::fs`], under
+//! gptme's own process lock. Everything that changes a conversation fails with the one
+//! [`SyncError`] ([`error`]).
 
 pub mod acknowledged;
+pub mod document;
 pub mod error;
+pub mod import;
 pub mod incremental;
 pub mod ingest;
 pub mod materialise;

@@ -23,6 +23,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::acknowledged::Displaced;
+use super::import::BATCH_BYTES;
 use super::incremental::{self, Plan};
 use super::ingest::{self, format_warning, IngestError, Outcome, ReadMode};
 use super::pending::{self, Conflict};
@@ -178,8 +179,6 @@ fn clear_debris(dir: &Path) -> bool {
     }
 }
 
-/// Commit ingest work about this often, as `sessiondb import` does.
-const BATCH_BYTES: u64 = 64 << 20;
 const MAX_WARNINGS: usize = 100;
 
 /// Runs one pass over `logs_root`, or only over the conversations named in `only` (watch mode

@@ -1,0 +1,126 @@
+//! `sessiondb import`: every conversation directory of a logs root read whole into the store.
+//!
+//! Invariant: an import replaces nothing the store alone holds. A conversation with changes
+//! queued in the store is skipped (re-reading it would replace them; `sessiondb sync` merges),
+//! and one that fails leaves the store's copy as it was. Conversations are committed in batches
+//! of about [`BATCH_BYTES`], so an interrupted import keeps what it committed; the write-ahead
+//! log is folded into the database at the end. What happens on the way is told to a
+//! [`Progress`] callback, and what came of it all is the [`ImportReport`]: the caller only shows
+//! them.
+
+use std::path::Path;
+use std::time::Instant;
+
+use super::ingest::{self, IngestError, Outcome, ReadMode};
+use super::pass::SyncError;
+use crate::store::{LineWarning, Store, StoreError, WriteBatch};
+
+/// Conversations are committed in batches of about this many bytes (by `import` and by the
+/// in-phase of a sync pass): few enough commits that full-text indexing runs in bulk, small
+/// enough that an interrupted import loses little work.
+pub const BATCH_BYTES: u64 = 64 << 20;
+
+/// What an import did, in total.
+#[derive(Debug, Default, Clone)]
+pub struct ImportReport {
+    /// Conversations read and stored.
+    pub conversations: u64,
+    /// Conversations that had not changed since the last import (nothing written).
+    pub unchanged: u64,
+    /// Conversations that could not be imported (each told as [`Progress::Failed`]).
+    pub failed: u64,
+    /// Subdirectories that are not conversations, and conversations with queued changes.
+    pub skipped: u64,
+    pub messages: u64,
+    pub branches: u64,
+    pub views: u64,
+    pub events: u64,
+    pub attachments: u64,
+    pub bytes: u64,
+    /// Malformed lines (kept as they are), counted beyond the ones told one by one.
+    pub warnings: u64,
+    pub seconds: f64,
+}
+
+/// What an import tells as it goes, in order.
+#[derive(Debug)]
+pub enum Progress<'a> {
+    /// A subdirectory of the logs root without `conversation.jsonl`: skipped. Told before
+    /// [`Progress::Found`].
+    NotAConversation { dir: &'a Path },
+    /// How many conversation directories will be read.
+    Found { conversations: u64 },
+    /// Messages sessiondb had appended to `path` that a rewrite dropped, kept as branch
+    /// `kept_as`.
+    Rescued { dir: &'a Path, path: &'a str, messages: u64, kept_as: &'a str },
+    /// A malformed line, kept as it is.
+    Warning { dir: &'a Path, warning: &'a LineWarning },
+    /// Malformed lines beyond the ones told as [`Progress::Warning`].
+    MoreWarnings { dir: &'a Path, count: u64 },
+    /// A conversation with changes queued in the store: skipped.
+    Queued { dir: &'a Path },
+    /// A conversation that could not be imported; nothing of it was.
+    Failed { dir: &'a Path, error: &'a IngestError },
+    /// One conversation done, whatever became of it.
+    Done { dir: &'a Path },
+}
+
+/// Imports every conversation directory of `logs_root` into `store` (see the module's
+/// invariant), telling `progress` what happens.
+pub fn import_root(store: &Store, logs_root: &Path, progress: &mut dyn FnMut(Progress<'_>)) -> Result<ImportReport, SyncError> {
+    let started = Instant::now();
+    let (dirs, others) = ingest::conversation_dirs(logs_root)?;
+    let mut report = ImportReport { skipped: others.len() as u64, ..ImportReport::default() };
+    for dir in &others {
+        progress(Progress::NotAConversation { dir });
+    }
+    progress(Progress::Found { conversations: dirs.len() as u64 });
+    let mut conn = store.connection()?;
+    let mut batch = WriteBatch::begin(&mut conn)?;
+    let mut batch_bytes = 0;
+    ingest::import_dirs(&mut batch, &dirs, ReadMode::Whole, false, &mut |batch, dir, outcome| {
+        match outcome {
+            Ok(Outcome::Imported(stats)) => {
+                report.conversations += 1;
+                report.messages += stats.messages;
+                report.branches += stats.branches;
+                report.views += stats.views;
+                report.events += stats.events;
+                report.attachments += stats.attachments;
+                report.bytes += stats.bytes;
+                report.warnings += stats.warnings.len() as u64 + stats.more_warnings;
+                for (path, messages, kept_as) in &stats.rescued {
+                    progress(Progress::Rescued { dir, path, messages: *messages, kept_as });
+                }
+                for warning in &stats.warnings {
+                    progress(Progress::Warning { dir, warning });
+                }
+                if stats.more_warnings > 0 {
+                    progress(Progress::MoreWarnings { dir, count: stats.more_warnings });
+                }
+                batch_bytes += stats.bytes;
+                if batch_bytes > BATCH_BYTES {
+                    batch.commit()?;
+                    batch_bytes = 0;
+                }
+            }
+            Ok(Outcome::Unchanged) => report.unchanged += 1,
+            // Re-reading it would replace its queued changes (the store refuses): `sync` merges.
+            Err(IngestError::Store { source: StoreError::Queued(_), .. }) => {
+                report.skipped += 1;
+                progress(Progress::Queued { dir });
+            }
+            Err(error) => {
+                report.failed += 1;
+                progress(Progress::Failed { dir, error: &error });
+            }
+        }
+        progress(Progress::Done { dir });
+        Ok(())
+    })?;
+    batch.finish()?;
+    drop(conn);
+    store.flush_wal()?;
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
