@@ -60,38 +60,45 @@ fn eight_processes_appending_lose_and_duplicate_nothing() {
             .unwrap();
         appenders.push(child);
     }
-    // Readers and a syncing process, looping until the appenders are done (or the test fails:
-    // the guard's drop stops them then too).
-    struct Stop(std::path::PathBuf);
-    impl Drop for Stop {
+    // Readers and a syncing process, looping until the appenders are done. If the test fails
+    // first, the guard's drop stops them: it kills the loops, since the stop file goes with
+    // the temporary directory (a loop that missed it would run on after the test).
+    struct Readers {
+        stop: std::path::PathBuf,
+        children: Vec<std::process::Child>,
+    }
+    impl Drop for Readers {
         fn drop(&mut self) {
-            let _ = std::fs::write(&self.0, "");
+            let _ = std::fs::write(&self.stop, "");
+            for child in &mut self.children {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
         }
     }
-    let stop = Stop(work.path().join("stop"));
+    let mut readers = Readers { stop: work.path().join("stop"), children: Vec::new() };
     let logs_arg = logs.display().to_string();
-    let mut others = Vec::new();
     for args in [vec!["list", "--json"], vec!["search", "p3"], vec!["sync", &logs_arg], vec!["stats", "--json"]] {
         let script = "db=\"$1\"; shift; while [ ! -e \"$STOP\" ]; do \"$0\" --db \"$db\" \"$@\" >/dev/null || exit 1; n=$((n+1)); done; echo $n";
         let child = Command::new("sh")
             .args(["-c", script, env!("CARGO_BIN_EXE_sessiondb")])
             .arg(&db)
             .args(&args)
-            .env("STOP", &stop.0)
+            .env("STOP", &readers.stop)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        others.push(child);
+        readers.children.push(child);
     }
     for child in appenders {
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "an appender failed: {}", String::from_utf8_lossy(&out.stderr));
     }
     let appending = started.elapsed();
-    drop(stop);
+    std::fs::write(&readers.stop, "").unwrap();
     let mut reads = 0;
-    for child in others {
+    for child in std::mem::take(&mut readers.children) {
         let out = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success() && !err.contains("locked"), "a reader or sync failed: {err}");
