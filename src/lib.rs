@@ -1,6 +1,7 @@
 //! sessiondb: gptme's conversation history in SQLite, kept in step with gptme's own files.
 //!
 //! The crate is organised by concern:
+//! - [`cause`]: an error and its causes worded as one line (every room may use it);
 //! - [`model`]: `Message`, `Log` and chat ids, with gptme's semantics;
 //! - [`codec`]: gptme's file formats, byte for byte;
 //! - [`layout`]: gptme's directory layout — every path in a conversation, what a path is, which
@@ -21,6 +22,7 @@
 //! library (the `cli` feature): it parses arguments, calls the library and prints the typed
 //! results that come back. `tests/layering.rs` checks which room may use which.
 
+pub mod cause;
 pub mod codec;
 pub mod fs;
 pub mod layout;

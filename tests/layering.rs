@@ -13,14 +13,15 @@ use std::path::{Path, PathBuf};
 /// Each room and the rooms it may use. The command line (`src/main.rs`, `src/cli/`) is the top
 /// and may use them all.
 const ROOMS: &[(&str, &[&str])] = &[
-    ("model", &[]),
-    ("layout", &["model"]),
-    ("fs", &["model", "layout"]),
-    ("codec", &["model"]),
-    ("render", &["model", "codec"]),
-    ("store", &["model", "codec", "fs", "layout"]),
-    ("sync", &["model", "codec", "fs", "layout", "render", "store"]),
-    ("ops", &["model", "codec", "fs", "layout", "render", "store", "sync"]),
+    ("cause", &[]),
+    ("model", &["cause"]),
+    ("layout", &["cause", "model"]),
+    ("fs", &["cause", "model", "layout"]),
+    ("codec", &["cause", "model"]),
+    ("render", &["cause", "model", "codec"]),
+    ("store", &["cause", "model", "codec", "fs", "layout"]),
+    ("sync", &["cause", "model", "codec", "fs", "layout", "render", "store"]),
+    ("ops", &["cause", "model", "codec", "fs", "layout", "render", "store", "sync"]),
 ];
 
 fn src() -> PathBuf {

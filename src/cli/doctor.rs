@@ -48,13 +48,13 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
             let (state, sync_error) = match (&logs, readable) {
                 (Some(l), true) => match sync_state(&conn, l) {
                     Ok(s) => (Some(s), None),
-                    Err(e) => (None, Some(e.to_string())),
+                    Err(e) => (None, Some(sessiondb::cause::chain(&e))),
                 },
                 _ => (None, None),
             };
             (report, state, sync_error)
         }
-        Err(e) => (DatabaseReport { problems: vec![Problem::Unreadable(e.to_string())], ..DatabaseReport::default() }, None, None),
+        Err(e) => (DatabaseReport { problems: vec![Problem::Unreadable(sessiondb::cause::chain(&e))], ..DatabaseReport::default() }, None, None),
     };
     let damaged = report.problems.iter().any(Problem::is_damage);
     let advice = damaged.then(|| restore_advice(db, logs.as_deref()));

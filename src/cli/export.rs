@@ -57,7 +57,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             }
             Err(e) => {
                 failed += 1;
-                tell!("error: {chat_id}: {e}");
+                tell!("error: {chat_id}: {}", sessiondb::cause::chain(&e));
             }
         }
     }

@@ -54,7 +54,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         Progress::Warning { dir, warning } => tell_above(&bar, format!("warning: {}", format_warning(dir, warning))),
         Progress::MoreWarnings { dir, count } => tell_above(&bar, format!("warning: {}: {count} more malformed lines", dir.display())),
         Progress::Queued { dir } => tell_above(&bar, format!("sessiondb: skipped {}: it has changes queued in the store; run `sessiondb sync`", dir.display())),
-        Progress::Failed { error, .. } => tell_above(&bar, format!("error: {error}; nothing of this conversation was imported")),
+        Progress::Failed { error, .. } => tell_above(&bar, format!("error: {}; nothing of this conversation was imported", sessiondb::cause::chain(error))),
         Progress::Done { .. } => {
             if let Some(bar) = &bar {
                 bar.inc(1);

@@ -83,7 +83,7 @@ pub fn clean(store: &Store, args: CleanArgs) -> Result<i32, Failure> {
                     deleted += 1;
                     freed += c.size_bytes;
                 }
-                Err(e) => tell!("warning: could not delete {}: {e}", c.chat_id),
+                Err(e) => tell!("warning: could not delete {}: {}", c.chat_id, sessiondb::cause::chain(&e)),
             }
         }
     }

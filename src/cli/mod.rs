@@ -115,7 +115,9 @@ pub(crate) fn run_op<T>(
     op: impl FnOnce(&mut sessiondb::ops::Session) -> Result<T, sessiondb::ops::OpsError>,
 ) -> Result<T, Failure> {
     sessiondb::ops::run(store, chat_id, queue.queue, op).map_err(|e| match e {
-        sessiondb::ops::OpsError::Lock(l) => Failure(format!("{l}, or give --queue to store the change now and have `sessiondb sync` write it")),
+        sessiondb::ops::OpsError::Lock(l) => {
+            Failure(format!("{}, or give --queue to store the change now and have `sessiondb sync` write it", sessiondb::cause::chain(&l)))
+        }
         other => Failure::from(other),
     })
 }
@@ -124,9 +126,10 @@ pub(crate) fn run_op<T>(
 #[derive(Debug)]
 pub struct Failure(pub String);
 
-impl<E: std::error::Error> From<E> for Failure {
+impl<E: std::error::Error + 'static> From<E> for Failure {
+    /// The error and its causes, each worded once ([`sessiondb::cause::chain`]).
     fn from(e: E) -> Self {
-        Failure(e.to_string())
+        Failure(sessiondb::cause::chain(&e))
     }
 }
 

@@ -74,15 +74,15 @@ pub struct AppendArgs {
 fn flag_error(e: InputError) -> Failure {
     match e {
         InputError::Role(_) | InputError::Timestamp(_) | InputError::MetadataJson(_) | InputError::MetadataNotObject => Failure(format!("--{e}")),
-        other => Failure(other.to_string()),
+        other => Failure::from(other),
     }
 }
 
 /// A TOML file refused: its messages are not read, so nothing changed.
 pub(super) fn toml_error(e: InputError) -> Failure {
     match e {
-        InputError::Toml { .. } => Failure(format!("{e}; nothing changed")),
-        other => Failure(other.to_string()),
+        InputError::Toml { .. } => Failure(format!("{}; nothing changed", sessiondb::cause::chain(&e))),
+        other => Failure::from(other),
     }
 }
 

@@ -94,7 +94,7 @@ fn print_summary(r: &SyncReport) {
         tell!("warning: {w}");
     }
     for e in &r.errors {
-        tell!("error: {e}");
+        tell!("error: {}", sessiondb::cause::chain(e));
     }
 }
 
@@ -157,12 +157,12 @@ fn watch_root(store: &Store, root: &std::path::Path, rescan: Duration, json: boo
                     say!("  conflict {}: {} (the store's version is kept as {})", c.chat_id, c.path, c.kept_as.as_deref().unwrap_or("-"));
                 }
                 for e in &report.errors {
-                    tell!("error: {e}");
+                    tell!("error: {}", sessiondb::cause::chain(e));
                 }
             }
         }
         WatchEvent::Degraded(why) => tell!("sessiondb: {why}"),
-        WatchEvent::Failed(e) => tell!("sessiondb: sync failed: {e}; trying again at the next change"),
+        WatchEvent::Failed(e) => tell!("sessiondb: sync failed: {}; trying again at the next change", sessiondb::cause::chain(&e)),
     })?;
     // A fresh handle, as every pass had (the first one may hold a log deleted meanwhile).
     Store::open(store.path())?.flush_wal()?;

@@ -46,7 +46,7 @@ enum Undo {
 pub enum DirError {
     #[error("{path}: changed on disk since sessiondb last read it ({found} bytes, expected {expected})")]
     Changed { path: PathBuf, expected: u64, found: u64 },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io { path: PathBuf, source: io::Error },
 }
 

@@ -27,7 +27,7 @@ pub enum LockError {
     HeldBy { dir: PathBuf, pid: u32 },
     #[error("{dir}: in use by another process (its .lock is held and names no process)")]
     Held { dir: PathBuf },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io { path: PathBuf, source: std::io::Error },
 }
 

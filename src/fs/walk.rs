@@ -21,7 +21,7 @@ use crate::layout::LOCK;
 /// Why a directory could not be listed.
 #[derive(Debug, thiserror::Error)]
 pub enum WalkError {
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: file name is not valid UTF-8")]
     NotUtf8 { path: PathBuf },

@@ -25,12 +25,12 @@ pub enum InputError {
     #[error("metadata must be a JSON object")]
     MetadataNotObject,
     /// An attached or given file that cannot be read (or made absolute).
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     File { path: PathBuf, source: std::io::Error },
     #[error("{0}: not a file")]
     NotAFile(PathBuf),
     /// A TOML file that is not a list of messages.
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Toml { path: PathBuf, source: TomlError },
 }
 

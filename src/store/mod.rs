@@ -41,15 +41,15 @@ pub use writer::{ConversationWriter, DocumentId, DocumentKind, LineDigest, LineW
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("database error: {0}")]
+    #[error("database error")]
     Sqlite(#[from] rusqlite::Error),
-    #[error("connection pool error: {0}")]
+    #[error("connection pool error")]
     Pool(#[from] r2d2::Error),
     #[error("the database uses schema version {found}, newer than this sessiondb supports ({supported}); upgrade sessiondb")]
     NewerSchema { found: i64, supported: i64 },
-    #[error("cannot create the database at {path}: {source}")]
+    #[error("cannot create the database at {path}")]
     Create { path: PathBuf, source: std::io::Error },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io { path: String, source: std::io::Error },
     #[error("the store is inconsistent: {0}; run `sessiondb import` again from the gptme directories")]
     Corrupt(String),

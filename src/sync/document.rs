@@ -21,10 +21,10 @@ use crate::store::{queries, Connection, StoreError};
 /// Why a document could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum DocumentError {
-    #[error("{0}")]
+    #[error(transparent)]
     Store(#[from] StoreError),
     /// Writing the document failed: to the file `path`, or to the writer given (`None`).
-    #[error("{}: {source}", path.as_ref().map_or("standard output".into(), |p| p.display().to_string()))]
+    #[error("{}", path.as_ref().map_or("standard output".into(), |p| p.display().to_string()))]
     Write { path: Option<PathBuf>, source: io::Error },
 }
 
@@ -73,7 +73,7 @@ pub fn write_document_file(conn: &Connection, chat_id: &str, branch: &str, forma
     let mut failed = None;
     let written = crate::fs::atomic::write_atomic(path, mode, crate::fs::meta::now_ns(), |out| {
         stream(conn, chat_id, &loaded, format, out).unwrap_or_else(|e| {
-            let reason = io::Error::other(e.to_string());
+            let reason = io::Error::other(crate::cause::chain(&e));
             failed = Some(e);
             Err(reason)
         })

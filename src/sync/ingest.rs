@@ -37,13 +37,13 @@ pub enum IngestError {
     NotUtf8 { path: PathBuf },
     #[error("{path}: symbolic link to {target:?} leads outside the conversation, where a regular file is expected")]
     SymlinkOutside { path: PathBuf, target: PathBuf },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: a directory where gptme keeps a file; the conversation was not read (the store keeps its last good copy). Move the directory away and put the file back")]
     DirectoryForFile { path: PathBuf },
     #[error("{path}: not a conversation (no conversation.jsonl)")]
     NotAConversation { path: PathBuf },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Store { path: PathBuf, source: StoreError },
 }
 

@@ -21,9 +21,9 @@ use crate::fs::nofollow::Dir;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MaterialiseError {
-    #[error("{0}")]
+    #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io { path: PathBuf, source: io::Error },
     #[error("stored chat id {0:?} is not a valid gptme chat id")]
     InvalidChatId(String),
@@ -34,7 +34,7 @@ pub enum MaterialiseError {
     UnsafeRoot(PathBuf),
     #[error("stored path {path:?} lies beneath the stored symbolic link {link:?}: sessiondb never writes beneath a link (re-import the conversation from its directory)")]
     BeneathLink { path: String, link: String },
-    #[error("{0}")]
+    #[error(transparent)]
     Locked(#[from] LockError),
 }
 

@@ -106,19 +106,20 @@ impl SyncReport {
 #[derive(Debug, thiserror::Error)]
 pub enum ConversationError {
     /// Its queued changes could not be written out; they stay queued for the next pass.
-    #[error("{chat_id}: {source}")]
+    #[error("{chat_id}")]
     WriteOut { chat_id: String, source: SyncError },
     /// Bringing it up to date from what the store holds (its watermarks) failed.
     #[error(transparent)]
     Update(IngestError),
-    /// Reading it whole failed.
-    #[error("{0}; nothing of this conversation was read")]
-    Read(#[source] IngestError),
+    /// Reading it whole failed. The cause is worded inside this one's text (it comes before
+    /// the sentence's end), so it is not also a `source`.
+    #[error("{}; nothing of this conversation was read", crate::cause::chain(.0))]
+    Read(IngestError),
 }
 
 impl Serialize for ConversationError {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+        serializer.serialize_str(&crate::cause::chain(self))
     }
 }
 
