@@ -41,8 +41,10 @@ pub use writer::{ConversationWriter, DocumentId, DocumentKind, LineDigest, LineW
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("database error")]
-    Sqlite(#[from] rusqlite::Error),
+    /// SQLite's own message is the whole story (its `source()`, the bare result code, would
+    /// only repeat it as "Error code 5: …"), so it is worded here and not returned as a cause.
+    #[error("database error: {0}")]
+    Sqlite(rusqlite::Error),
     #[error("connection pool error")]
     Pool(#[from] r2d2::Error),
     #[error("the database uses schema version {found}, newer than this sessiondb supports ({supported}); upgrade sessiondb")]
@@ -66,6 +68,12 @@ pub enum StoreError {
     /// they must be written out (or kept as conflicts) first, by `sessiondb sync`.
     #[error("conversation {0:?} has changes queued in the store that its directory does not hold yet; run `sessiondb sync` to write them out first")]
     Queued(String),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::Sqlite(e)
+    }
 }
 
 /// A connection to the database: from the pool ([`Store::connection`]) or, for `doctor`, a
@@ -217,4 +225,17 @@ pub fn default_db_path() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
     Some(data.join("sessiondb").join("sessions.db"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SQLite's message is worded once, without rusqlite's bare result code after it.
+    #[test]
+    fn a_database_error_is_worded_once() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let e = StoreError::from(conn.execute("INSERT INTO missing VALUES (1)", []).unwrap_err());
+        assert_eq!(crate::cause::chain(&e), "database error: no such table: missing");
+    }
 }
