@@ -77,6 +77,7 @@ fn eight_processes_appending_lose_and_duplicate_nothing() {
         }
     }
     let mut readers = Readers { stop: work.path().join("stop"), children: Vec::new() };
+    let mut commands = Vec::new();
     let logs_arg = logs.display().to_string();
     for args in [vec!["list", "--json"], vec!["search", "p3"], vec!["sync", &logs_arg], vec!["stats", "--json"]] {
         let script = "db=\"$1\"; shift; while [ ! -e \"$STOP\" ]; do \"$0\" --db \"$db\" \"$@\" >/dev/null || exit 1; n=$((n+1)); done; echo $n";
@@ -90,6 +91,7 @@ fn eight_processes_appending_lose_and_duplicate_nothing() {
             .spawn()
             .unwrap();
         readers.children.push(child);
+        commands.push(args.join(" "));
     }
     for child in appenders {
         let out = child.wait_with_output().unwrap();
@@ -98,10 +100,10 @@ fn eight_processes_appending_lose_and_duplicate_nothing() {
     let appending = started.elapsed();
     std::fs::write(&readers.stop, "").unwrap();
     let mut reads = 0;
-    for child in std::mem::take(&mut readers.children) {
+    for (child, command) in std::mem::take(&mut readers.children).into_iter().zip(&commands) {
         let out = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success() && !err.contains("locked"), "a reader or sync failed: {err}");
+        assert!(out.status.success() && !err.contains("locked"), "`sessiondb {command}`, looping beside the appenders, failed: {err}");
         reads += String::from_utf8_lossy(&out.stdout).trim().parse::<u64>().unwrap_or(0);
     }
 
