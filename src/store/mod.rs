@@ -144,6 +144,10 @@ pub struct Store {
 /// How long a connection waits for another process's write lock before giving up.
 const BUSY_TIMEOUT_MS: u32 = 30_000;
 
+/// How long [`Store::flush_wal`] waits to empty the write-ahead log, keeping writers out
+/// meanwhile, before it settles for copying what readers allow.
+pub const FLUSH_WAIT_MS: u64 = 250;
+
 impl Store {
     /// Opens (creating when absent, with mode 0600) the database at `path` and brings its
     /// schema up to date.
@@ -190,12 +194,24 @@ impl Store {
         &self.path
     }
 
-    /// Moves everything in the write-ahead log into the database and empties the log. Call
-    /// after a large write (an import): connections do not checkpoint on close (that would
-    /// cost every small command an fsync), and a long log must otherwise be re-read by the
-    /// next process that opens the database.
+    /// Moves what it can of the write-ahead log into the database, and empties the log when no
+    /// reader still needs it. Call after a large write (an import, a sync pass): connections do
+    /// not checkpoint on close (that would cost every small command an fsync), and a long log
+    /// must otherwise be re-read by the next process that opens the database.
+    ///
+    /// Never holds other processes up for long: emptying the log (SQLite's TRUNCATE
+    /// checkpoint) keeps every writer out until the last reader of an older snapshot is done,
+    /// so it is only waited for [`FLUSH_WAIT_MS`]; past that, the log is copied as far as
+    /// readers allow without taking any lock (PASSIVE), and SQLite empties it at a later write.
     pub fn flush_wal(&self) -> Result<(), StoreError> {
-        self.connection()?.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        let conn = self.connection()?;
+        let sql = conn.sql();
+        sql.busy_timeout(std::time::Duration::from_millis(FLUSH_WAIT_MS))?;
+        let truncated = sql.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0));
+        sql.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS as u64))?;
+        if truncated? != 0 {
+            sql.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+        }
         Ok(())
     }
 }
@@ -230,6 +246,39 @@ pub fn default_db_path() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A flush while a reader holds an old snapshot (a long `search`, a `list` piped to a pager)
+    /// neither waits for that reader nor keeps writers out meanwhile; the log is emptied by a
+    /// later flush once the reader is gone. (SQLite's TRUNCATE checkpoint alone waited the
+    /// whole busy timeout, 30 s, with every writer held off.)
+    #[test]
+    fn a_flush_never_holds_writers_behind_a_long_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let write = |n: i64| store.connection().unwrap().execute("INSERT OR REPLACE INTO store_state (key, value) VALUES ('test', ?1)", [n]).unwrap();
+        write(1);
+        let reader = store.connection().unwrap();
+        reader.execute_batch("BEGIN").unwrap();
+        let _: i64 = reader.query_row("SELECT count(*) FROM conversations", [], |r| r.get(0)).unwrap();
+        write(2); // the reader's snapshot is now an old one
+        let started = std::time::Instant::now();
+        let flushing = std::thread::scope(|scope| {
+            let flush = scope.spawn(|| store.flush_wal());
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let writer_started = std::time::Instant::now();
+            write(3);
+            let writer_waited = writer_started.elapsed();
+            flush.join().unwrap().unwrap();
+            writer_waited
+        });
+        let took = started.elapsed();
+        assert!(took < std::time::Duration::from_secs(10), "the flush waited {took:?} for a reader");
+        assert!(flushing < std::time::Duration::from_secs(10), "a writer waited {flushing:?} behind the flush");
+        reader.execute_batch("COMMIT").unwrap();
+        drop(reader);
+        store.flush_wal().unwrap();
+        assert_eq!(std::fs::metadata(dir.path().join("db-wal")).map(|m| m.len()).unwrap_or(0), 0, "emptied once no reader needs it");
+    }
 
     /// SQLite's message is worded once, without rusqlite's bare result code after it.
     #[test]
