@@ -28,6 +28,7 @@ const RELEASED: &[(&str, &str)] = &[
     ("0007_acknowledged_lines.sql", "46564e8d70604baa3c93062dc2dd760d28c4e44565f02b9c0cef411a6f61c9ed"),
     ("0008_blob_chunks_and_prefix_rewrites.sql", "b57bda3a7089ef2fa577def67b57c67ecf93d9a6a4b838076c87e19ea412c142"),
     ("0009_messages_not_rewritten_unchanged.sql", "83ddc79682432304ff76bc347a77e83a3b374503908f03170ca8088958d1b849"),
+    ("0010_shared_line_prefixes.sql", "0ef18cd10ff38c2552f550f0093229c1d10e7ef07f0c74e472468a7c433eacf1"),
 ];
 
 fn schema_dir() -> PathBuf {

@@ -216,10 +216,25 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
              WHERE e.kind = 'document' AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.conversation_id = e.conversation_id AND d.path = e.path)
              UNION ALL
              SELECT c.chat_id || ': ' || d.path || ' has ' || d.line_count || ' lines recorded but ' ||
-                    (SELECT count(*) FROM document_lines dl WHERE dl.document_id = d.id) || ' stored'
+                    (d.base_len + (SELECT count(*) FROM document_lines dl WHERE dl.document_id = d.id AND dl.line_no >= d.base_len)) || ' stored'
              FROM documents d JOIN conversations c ON c.id = d.conversation_id
              WHERE d.kind IN ('branch', 'view', 'lossless')
-               AND d.line_count != (SELECT count(*) FROM document_lines dl WHERE dl.document_id = d.id)",
+               AND d.line_count != d.base_len + (SELECT count(*) FROM document_lines dl WHERE dl.document_id = d.id AND dl.line_no >= d.base_len)
+             UNION ALL
+             SELECT c.chat_id || ': ' || d.path || ' has ' || (SELECT count(*) FROM document_lines dl WHERE dl.document_id = d.id AND dl.line_no < d.base_len)
+                    || ' rows of its own among the ' || d.base_len || ' lines it borrows'
+             FROM documents d JOIN conversations c ON c.id = d.conversation_id
+             WHERE EXISTS (SELECT 1 FROM document_lines dl WHERE dl.document_id = d.id AND dl.line_no < d.base_len)
+             UNION ALL
+             SELECT c.chat_id || ': ' || d.path || ' borrows ' || d.base_len || ' lines from ' || coalesce(b.path, 'document ' || coalesce(d.base_id, 'none')) || ', which ' ||
+                    CASE WHEN (d.base_id IS NULL) != (d.base_len = 0) THEN 'cannot be: a base and a length go together'
+                         WHEN b.id IS NULL OR b.conversation_id != d.conversation_id THEN 'is not one of its conversation''s documents'
+                         WHEN b.base_id IS NOT NULL THEN 'borrows lines itself'
+                         ELSE 'holds ' || (SELECT count(*) FROM document_lines dl WHERE dl.document_id = b.id AND dl.line_no < d.base_len) || ' of them' END
+             FROM documents d JOIN conversations c ON c.id = d.conversation_id LEFT JOIN documents b ON b.id = d.base_id
+             WHERE (d.base_id IS NULL) != (d.base_len = 0)
+                OR d.base_id IS NOT NULL AND (b.id IS NULL OR b.conversation_id != d.conversation_id OR b.base_id IS NOT NULL
+                    OR d.base_len != (SELECT count(*) FROM document_lines dl WHERE dl.document_id = b.id AND dl.line_no < d.base_len))",
         )?,
     );
     push_all(&mut report.problems, Check::ListingTotals, totals_disagreements(conn)?);

@@ -528,10 +528,7 @@ pub fn with_document_lines_back<T>(conn: &Connection, document_id: i64, before: 
 
 /// The lines whose number is `bound_op` `bound`, in line order (`order` "") or reversed (" DESC").
 fn lines_of<T>(conn: &Connection, document_id: i64, bound_op: &str, order: &str, bound: i64, f: impl FnOnce(&mut DocumentLines<'_>) -> T) -> Result<T, StoreError> {
-    let sql = format!(
-        "SELECT {MESSAGE_COLUMNS}, m.id FROM document_lines dl JOIN messages m ON m.id = dl.message_id
-         WHERE dl.document_id = ?1 AND dl.line_no {bound_op} ?2 ORDER BY dl.line_no{order}"
-    );
+    let sql = lines_sql(bound_op, order);
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut lines = DocumentLines { rows: stmt.query(params![document_id, bound])?, error: None };
     let out = f(&mut lines);
@@ -539,6 +536,19 @@ fn lines_of<T>(conn: &Connection, document_id: i64, bound_op: &str, order: &str,
         Some(e) => Err(e),
         None => Ok(out),
     }
+}
+
+/// The query of [`lines_of`]: the lines the document borrows (schema 0010), then its own, as two
+/// index ranges that SQLite merges in order: rows stream, nothing is sorted or held.
+fn lines_sql(bound_op: &str, order: &str) -> String {
+    format!(
+        "SELECT {MESSAGE_COLUMNS}, m.id, l.line_no AS n FROM documents d JOIN document_lines l ON l.document_id = d.base_id JOIN messages m ON m.id = l.message_id
+          WHERE d.id = ?1 AND l.line_no < d.base_len AND l.line_no {bound_op} ?2
+         UNION ALL
+         SELECT {MESSAGE_COLUMNS}, m.id, dl.line_no AS n FROM document_lines dl JOIN messages m ON m.id = dl.message_id
+          WHERE dl.document_id = ?1 AND dl.line_no {bound_op} ?2
+         ORDER BY n{order}"
+    )
 }
 
 /// The lines [`with_document_lines`] hands out.
@@ -589,4 +599,30 @@ pub fn branch_names(conn: &Connection, chat_id: &str) -> Result<Vec<String>, Sto
     let mut stmt = conn.prepare("SELECT name FROM documents WHERE conversation_id = ?1 AND kind = 'branch' ORDER BY name != 'main', name")?;
     let rows = stmt.query_map([conversation_id], |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reading a document streams: SQLite merges the borrowed range and the document's own
+    /// range as they come from their index, in both directions, without a sort that would
+    /// hold every line first.
+    #[test]
+    fn reading_a_document_sorts_nothing() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        super::super::fts::register_functions(&conn).unwrap();
+        super::super::schema::migrate(&mut conn).unwrap();
+        for (op, order) in [(">=", ""), ("<", " DESC")] {
+            let plan: Vec<String> = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {}", lines_sql(op, order)))
+                .unwrap()
+                .query_map(params![1, 0], |r| r.get::<_, String>(3))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert!(plan.iter().any(|s| s.contains("MERGE")), "{plan:#?}");
+            assert!(!plan.iter().any(|s| s.contains("TEMP B-TREE") || s.contains("MATERIALIZE") || s.starts_with("SCAN")), "{plan:#?}");
+        }
+    }
 }

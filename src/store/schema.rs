@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0007_acknowledged_lines.sql"),
     include_str!("../../schema/0008_blob_chunks_and_prefix_rewrites.sql"),
     include_str!("../../schema/0009_messages_not_rewritten_unchanged.sql"),
+    include_str!("../../schema/0010_shared_line_prefixes.sql"),
 ];
 
 /// The schema version this build writes.

@@ -237,6 +237,13 @@ fn run(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Vec<Conversation
     run_filtered(conn, q, fts)
 }
 
+/// The documents that hold message `m` as one of their lines, `d`, with the line, `dl`: as its
+/// own row, or borrowed from the document it shares lines with (schema 0010). Found from the
+/// message's rows (an index), whatever the documents' lengths.
+const HOLDERS: &str = "document_lines dl JOIN documents d
+      ON d.conversation_id = m.conversation_id AND (d.id = dl.document_id OR (d.base_id = dl.document_id AND dl.line_no < d.base_len))
+      WHERE dl.message_id = m.id";
+
 /// The filters of `q` as SQL over `messages m` and `conversations c`, with their arguments
 /// numbered from `?{first}`. `placed` requires the message to stand in a branch or view (the
 /// `--branch` one, if given), as [`place`] does.
@@ -267,11 +274,7 @@ fn filter_sql(q: &SearchQuery, first: usize, placed: bool) -> (Vec<String>, Vec<
     }
     if placed {
         filters.push(match &q.branch {
-            Some(b) => format!(
-                "EXISTS (SELECT 1 FROM document_lines dl JOIN documents d ON d.id = dl.document_id
-                  WHERE dl.message_id = m.id AND d.kind = 'branch' AND d.path = ?{})",
-                arg(Value::Text(crate::layout::branch_path(b)))
-            ),
+            Some(b) => format!("EXISTS (SELECT 1 FROM {HOLDERS} AND d.kind = 'branch' AND d.path = ?{})", arg(Value::Text(crate::layout::branch_path(b)))),
             None => "EXISTS (SELECT 1 FROM document_lines dl WHERE dl.message_id = m.id)".to_owned(),
         });
     }
@@ -343,15 +346,12 @@ fn place(conn: &Connection, q: &SearchQuery, candidates: &[(i64, f64)]) -> Resul
     // (`filter_sql` with `placed` asks the same as a cheaper EXISTS, once per match.)
     let placement = match &q.branch {
         Some(b) => format!(
-            "(SELECT d.path || char(0) || dl.line_no FROM document_lines dl JOIN documents d ON d.id = dl.document_id
-              WHERE dl.message_id = m.id AND d.kind = 'branch' AND d.path = ?{} ORDER BY dl.line_no LIMIT 1)",
+            "(SELECT d.path || char(0) || dl.line_no FROM {HOLDERS} AND d.kind = 'branch' AND d.path = ?{} ORDER BY dl.line_no LIMIT 1)",
             arg(Value::Text(crate::layout::branch_path(b)))
         ),
-        None => format!(
-            "(SELECT d.path || char(0) || dl.line_no FROM document_lines dl JOIN documents d ON d.id = dl.document_id
-              WHERE dl.message_id = m.id ORDER BY d.path != '{}', d.path, dl.line_no LIMIT 1)",
-            crate::layout::MAIN_TRANSCRIPT
-        ),
+        None => {
+            format!("(SELECT d.path || char(0) || dl.line_no FROM {HOLDERS} ORDER BY d.path != '{}', d.path, dl.line_no LIMIT 1)", crate::layout::MAIN_TRANSCRIPT)
+        }
     };
     let sql = format!(
         "SELECT c.chat_id, coalesce(c.name, c.chat_id), c.modified, m.role, m.content, {placement}

@@ -109,6 +109,7 @@ impl<'c> ConversationWriter<'c> {
             .query_map([chat_id], |r| r.get::<_, Vec<u8>>(0))?
             .filter_map(|d| d.map(|d| <LineDigest>::try_from(d.as_slice()).ok()).transpose())
             .collect::<Result<HashSet<_>, _>>()?;
+        tx.execute("DELETE FROM documents WHERE base_id IS NOT NULL AND conversation_id = (SELECT id FROM conversations WHERE chat_id = ?1)", [chat_id])?; // see modify::delete_borrowers
         tx.execute("DELETE FROM conversations WHERE chat_id = ?1", [chat_id])?;
         tx.execute(
             "INSERT INTO conversations (chat_id, source_dir, fingerprint, imported_at, created, modified)
@@ -257,8 +258,11 @@ impl<'c> ConversationWriter<'c> {
             Some(DocumentKind::Bookmarks) => "conv_checkpoints",
             _ => "document_lines",
         };
-        let next: i64 =
-            self.tx.prepare_cached(&format!("SELECT coalesce(max(line_no) + 1, 0) FROM {table} WHERE document_id = ?1"))?.query_row([id], |r| r.get(0))?;
+        // A document borrowing lines (schema 0010) numbers its own from `base_len` on.
+        let next: i64 = self
+            .tx
+            .prepare_cached(&format!("SELECT coalesce(max(line_no) + 1, (SELECT base_len FROM documents WHERE id = ?1)) FROM {table} WHERE document_id = ?1"))?
+            .query_row([id], |r| r.get(0))?;
         Ok((DocumentId(id), lines, next))
     }
 
