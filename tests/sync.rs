@@ -389,3 +389,80 @@ fn directory_mtimes_stay_true_through_backups_and_debris() {
     assert!(!root.logs.join(chat).join("branches/.sessiondb-tmp-killed").exists());
     assert_store_matches_directory(&root, chat);
 }
+
+/// The documents of a conversation as the store keeps them: (name, lines borrowed, own rows).
+fn line_sharing(root: &Root, chat: &str) -> Vec<(String, i64, i64)> {
+    let conn = rusqlite::Connection::open(&root.db).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT d.name, d.base_len, (SELECT count(*) FROM document_lines dl WHERE dl.document_id = d.id)
+             FROM documents d JOIN conversations c ON c.id = d.conversation_id WHERE c.chat_id = ?1 AND d.kind = 'branch' ORDER BY d.name",
+        )
+        .unwrap();
+    let rows = stmt.query_map([chat], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
+    rows.collect::<Result<_, _>>().unwrap()
+}
+
+/// An undo's backup borrows the lines it shares with its branch (schema 0010) instead of
+/// copying them; whatever then happens to the branch — more undos cutting below what the
+/// backup borrows, an append, an undo of the backup itself, an edit replacing the branch,
+/// gptme rewriting it, removing the conversation — every backup reads back exactly as its file,
+/// doctor finds nothing wrong, and gptme reads every file.
+#[test]
+fn undo_backups_share_lines_and_survive_whatever_their_branch_goes_through() {
+    let root = root_with_fixtures();
+    let chat = "2026-12-04-shared-backups";
+    let mut script = vec![serde_json::json!({"op": "new", "id": chat})];
+    for i in 0..12 {
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        script
+            .push(serde_json::json!({"op": "append", "id": chat, "role": role, "content": format!("m{i}"), "timestamp": format!("2026-12-04T10:00:{i:02}+00:00")}));
+    }
+    root.gptme(Value::Array(script));
+    root.sync();
+    let doctor_ok = |when: &str| {
+        let out = root.sessiondb().arg("doctor").arg(&root.logs).output().unwrap();
+        assert!(out.status.success(), "doctor after {when}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    };
+
+    run_ok(root.sessiondb().args(["undo", chat]));
+    assert_eq!(
+        line_sharing(&root, chat),
+        vec![("main".into(), 0, 11), ("main-undo-0".into(), 11, 1)],
+        "the backup borrows the 11 lines it shares with main and holds only the one undone"
+    );
+    run_ok(root.sessiondb().args(["undo", chat, "-n", "2"]));
+    assert_eq!(
+        line_sharing(&root, chat),
+        vec![("main".into(), 0, 9), ("main-undo-0".into(), 9, 3), ("main-undo-1".into(), 9, 2)],
+        "the lines main gave up were handed to the backup that borrowed them"
+    );
+    assert_store_matches_directory(&root, chat);
+    doctor_ok("two undos");
+
+    run_ok(root.sessiondb().args(["append", chat, "--role", "user", "--content", "after the undos"]));
+    run_ok(root.sessiondb().args(["undo", chat, "--branch", "main-undo-0", "-n", "4"]));
+    assert_store_matches_directory(&root, chat);
+    doctor_ok("an undo of a backup");
+
+    // An edit replaces main whole: every line borrowed from it is handed over first.
+    let toml = root.home.join("main.toml");
+    let out = run_ok(root.sessiondb().args(["export", "--format", "toml", chat]));
+    fs::write(&toml, &out.stdout).unwrap();
+    run_ok(root.sessiondb().args(["edit", chat, "--toml"]).arg(&toml));
+    assert!(line_sharing(&root, chat).iter().any(|(name, _, _)| name == "main-edit-0"));
+    assert_store_matches_directory(&root, chat);
+    doctor_ok("an edit");
+
+    run_ok(root.sessiondb().args(["undo", chat, "-n", "3"]));
+    root.gptme(serde_json::json!([{"op": "undo", "id": chat, "n": 1}, {"op": "append", "id": chat, "role": "user", "content": "gptme again", "timestamp": "2026-12-04T11:00:00+00:00"}]));
+    root.sync();
+    assert_store_matches_directory(&root, chat);
+    doctor_ok("gptme rewrote main");
+    let out = Command::new(gptme_python()).arg(tool("gptme_check.py")).arg("reads").arg(&root.logs).output().unwrap();
+    let check: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(check["ok"], true, "{check}");
+
+    run_ok(root.sessiondb().args(["rm", "--force", chat]));
+    doctor_ok("rm");
+}
