@@ -384,9 +384,15 @@ impl Session<'_> {
         if seq % CHECKPOINT_INTERVAL != 0 {
             return Ok((seq, None));
         }
-        let snapshot = self.messages(current)?;
-        let checkpoint = Event { seq: seq + 1, ts: now_utc_iso(), kind: CHECKPOINT.to_owned(), payload: Payload::Messages(snapshot) };
-        modify::append_event(self.batch.conn(), self.conv.id, &mut doc, &checkpoint)?;
+        // The snapshot is built from rows, not from messages held in memory, whenever gptme
+        // would write the branch back as it is (all that gptme itself writes).
+        if modify::rewrites_unchanged(self.conn(), self.conv.id, current)? {
+            modify::append_checkpoint_of(self.batch.conn(), &mut doc, seq + 1, &now_utc_iso(), current)?;
+        } else {
+            let snapshot = self.messages(current)?;
+            let checkpoint = Event { seq: seq + 1, ts: now_utc_iso(), kind: CHECKPOINT.to_owned(), payload: Payload::Messages(snapshot) };
+            modify::append_event(self.batch.conn(), self.conv.id, &mut doc, &checkpoint)?;
+        }
         modify::compact_events(self.batch.conn(), &mut doc, seq + 1)?;
         // gptme compacts through mkstemp: the rewritten log has mode 0600.
         doc.mode = 0o600;

@@ -384,6 +384,32 @@ pub fn append_event(conn: &Connection, conversation_id: i64, doc: &mut Doc, even
     Ok(line)
 }
 
+/// Appends a checkpoint event (gptme's snapshot of the whole list, every 50th event) holding
+/// the messages of `source` in order, without reading them: the event's rows refer to the
+/// message rows `source`'s lines refer to. Call only when gptme would write every message of
+/// `source` back as it is ([`rewrites_unchanged`]); otherwise the snapshot is of the messages
+/// as gptme normalises them, and [`append_event`] takes them.
+pub fn append_checkpoint_of(conn: &Connection, doc: &mut Doc, seq: i64, ts: &str, source: &Doc) -> Result<(), StoreError> {
+    let line_no: i64 = conn.prepare_cached("SELECT coalesce(max(line_no) + 1, 0) FROM events WHERE document_id = ?1")?.query_row([doc.id], |r| r.get(0))?;
+    conn.prepare_cached("INSERT INTO events (document_id, line_no, seq, ts, type, payload_form) VALUES (?1, ?2, ?3, ?4, ?5, 'messages')")?.execute(params![
+        doc.id,
+        line_no,
+        seq,
+        ts,
+        crate::codec::events::CHECKPOINT
+    ])?;
+    conn.prepare_cached(&format!(
+        "INSERT INTO event_messages (document_id, line_no, position, message_id)
+         SELECT ?2, ?3, row_number() OVER (ORDER BY r.n) - 1, r.message_id
+         FROM ({}) r JOIN messages m ON m.id = r.message_id WHERE m.role IS NOT NULL",
+        queries::RESOLVED_LINES
+    ))?
+    .execute(params![source.id, doc.id, line_no])?;
+    doc.line_count += 1;
+    conn.prepare_cached("UPDATE documents SET line_count = line_count + 1, ends_with_newline = 1 WHERE id = ?1")?.execute([doc.id])?;
+    Ok(())
+}
+
 /// gptme's compaction after a checkpoint: the log keeps only the lines that parse as JSON
 /// with a seq at or above the checkpoint's, each re-serialised by `json.dumps`; everything else
 /// (older events, damaged and blank lines) is dropped.

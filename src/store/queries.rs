@@ -437,10 +437,34 @@ fn message_from_row(r: &Row, at: usize) -> rusqlite::Result<MessageRow> {
 
 /// Calls `f` with each line of a document, in order, exactly as imported.
 pub fn for_each_line(conn: &Connection, document_id: i64, kind: DocumentKind, mut f: impl FnMut(&[u8]) -> std::io::Result<()>) -> Result<(), StoreError> {
+    let mut line = Vec::new();
+    for_each_line_in_pieces(conn, document_id, kind, |piece, ends| {
+        if ends && line.is_empty() {
+            return f(piece);
+        }
+        line.extend_from_slice(piece);
+        if ends {
+            f(&line)?;
+            line.clear();
+        }
+        Ok(())
+    })
+}
+
+/// [`for_each_line`] in pieces, for writing a document out in bounded memory: `f` gets each
+/// line whole (`ends` true) or, for an event carrying a list of messages (a checkpoint holds
+/// the whole conversation), the line's opening, each message and its close, the last with
+/// `ends` true.
+pub fn for_each_line_in_pieces(
+    conn: &Connection,
+    document_id: i64,
+    kind: DocumentKind,
+    mut f: impl FnMut(&[u8], bool) -> std::io::Result<()>,
+) -> Result<(), StoreError> {
     let io = |source| StoreError::Io { path: format!("document {document_id}"), source };
     match kind {
         DocumentKind::Branch | DocumentKind::View | DocumentKind::Lossless => {
-            with_document_lines(conn, document_id, 0, |lines| lines.map(|l| l.line).try_for_each(|line| f(&line)))?.map_err(io)?;
+            with_document_lines(conn, document_id, 0, |lines| lines.map(|l| l.line).try_for_each(|line| f(&line, true)))?.map_err(io)?;
         }
         DocumentKind::Events => {
             let mut stmt = conn.prepare("SELECT line_no, seq, ts, type, payload_form, payload, raw FROM events WHERE document_id = ?1 ORDER BY line_no")?;
@@ -450,34 +474,48 @@ pub fn for_each_line(conn: &Connection, document_id: i64, kind: DocumentKind, mu
             );
             let mut nested = conn.prepare(&sql)?;
             let mut rows = stmt.query([document_id])?;
+            let mut encoded = String::new();
             while let Some(row) = rows.next()? {
                 if let Some(raw) = row.get::<_, Option<Vec<u8>>>(6)? {
-                    f(&raw).map_err(io)?;
+                    f(&raw, true).map_err(io)?;
                     continue;
                 }
                 let line_no: i64 = row.get(0)?;
                 let form: Option<String> = row.get(4)?;
                 let corrupt = |what: &str| StoreError::Corrupt(format!("event line {} of document {document_id}: {what}", line_no + 1));
-                let payload = match form.as_deref() {
-                    Some(form @ ("message" | "messages")) => {
+                let mut event = Event { seq: row.get(1)?, ts: row.get(2)?, kind: row.get(3)?, payload: Payload::Messages(Vec::new()) };
+                match form.as_deref() {
+                    Some("message") => {
                         let mut messages = Vec::new();
                         for row in nested.query_map(params![document_id, line_no], |r| message_from_row(r, 0))? {
                             messages.push(row?.message.ok_or_else(|| corrupt("payload refers to a line that is not a message"))?);
                         }
-                        if form == "message" {
-                            if messages.len() != 1 {
-                                return Err(corrupt("an append event must carry exactly one message"));
-                            }
-                            Payload::Message(messages.remove(0))
-                        } else {
-                            Payload::Messages(messages)
+                        if messages.len() != 1 {
+                            return Err(corrupt("an append event must carry exactly one message"));
                         }
+                        event.payload = Payload::Message(messages.remove(0));
                     }
-                    Some("json") => Payload::Other(parse_stored_json(row.get(5)?).ok_or_else(|| corrupt("payload is not JSON"))?),
+                    Some("messages") => {
+                        // The line with an empty list, split where the messages go.
+                        let empty = encode_event(&event);
+                        let at = empty.rfind("[]").ok_or_else(|| corrupt("no list of messages"))? + 1;
+                        f(&empty.as_bytes()[..at], false).map_err(io)?;
+                        for (i, row) in nested.query_map(params![document_id, line_no], |r| message_from_row(r, 0))?.enumerate() {
+                            let message = row?.message.ok_or_else(|| corrupt("payload refers to a line that is not a message"))?;
+                            encoded.clear();
+                            if i > 0 {
+                                encoded.push_str(", ");
+                            }
+                            crate::codec::message_line::encode_message_into(&mut encoded, &message);
+                            f(encoded.as_bytes(), false).map_err(io)?;
+                        }
+                        f(&empty.as_bytes()[at..], true).map_err(io)?;
+                        continue;
+                    }
+                    Some("json") => event.payload = Payload::Other(parse_stored_json(row.get(5)?).ok_or_else(|| corrupt("payload is not JSON"))?),
                     _ => return Err(corrupt("neither typed nor raw")),
                 };
-                let event = Event { seq: row.get(1)?, ts: row.get(2)?, kind: row.get(3)?, payload };
-                f(encode_event(&event).as_bytes()).map_err(io)?;
+                f(encode_event(&event).as_bytes(), true).map_err(io)?;
             }
         }
         DocumentKind::Bookmarks => {
@@ -485,10 +523,10 @@ pub fn for_each_line(conn: &Connection, document_id: i64, kind: DocumentKind, mu
             let mut rows = stmt.query([document_id])?;
             while let Some(row) = rows.next()? {
                 match row.get::<_, Option<Vec<u8>>>(3)? {
-                    Some(raw) => f(&raw).map_err(io)?,
+                    Some(raw) => f(&raw, true).map_err(io)?,
                     None => {
                         let c = Bookmark { index: row.get(0)?, label: row.get(1)?, timestamp: row.get(2)? };
-                        f(encode_bookmark(&c).as_bytes()).map_err(io)?;
+                        f(encode_bookmark(&c).as_bytes(), true).map_err(io)?;
                     }
                 }
             }
@@ -550,6 +588,13 @@ fn lines_sql(bound_op: &str, order: &str) -> String {
          ORDER BY n{order}"
     )
 }
+
+/// The lines of document `?1` as `(n, message_id)` rows: those it borrows (schema 0010), then
+/// its own. For use as a subquery; [`lines_sql`] is the same, read in order.
+pub(super) const RESOLVED_LINES: &str = "SELECT l.line_no AS n, l.message_id AS message_id FROM documents d JOIN document_lines l ON l.document_id = d.base_id
+     WHERE d.id = ?1 AND l.line_no < d.base_len
+     UNION ALL
+     SELECT line_no, message_id FROM document_lines WHERE document_id = ?1";
 
 /// The lines [`with_document_lines`] hands out.
 pub struct DocumentLines<'s> {

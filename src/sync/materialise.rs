@@ -127,7 +127,8 @@ pub fn export_conversation_to(conn: &crate::store::Connection, chat_id: &str, ro
     Ok(stats)
 }
 
-/// Writes a document's lines, exactly as stored, to `out`; returns the bytes written.
+/// Writes a document's lines, exactly as stored, to `out`, as they are read (a line as long as
+/// the conversation, an event log's checkpoint, is never held whole); returns the bytes written.
 pub fn write_document(
     conn: &crate::store::Connection,
     document_id: i64,
@@ -136,15 +137,17 @@ pub fn write_document(
     out: &mut dyn std::io::Write,
 ) -> Result<u64, StoreError> {
     let mut first = true;
+    let mut line_open = false;
     let mut bytes = 0;
-    queries::for_each_line(conn, document_id, kind, |line| {
-        if !first {
+    queries::for_each_line_in_pieces(conn, document_id, kind, |piece, ends| {
+        if !first && !line_open {
             out.write_all(b"\n")?;
             bytes += 1;
         }
         first = false;
-        bytes += line.len() as u64;
-        out.write_all(line)
+        line_open = !ends;
+        bytes += piece.len() as u64;
+        out.write_all(piece)
     })?;
     if !first && ends_with_newline {
         out.write_all(b"\n").map_err(|source| StoreError::Io { path: format!("document {document_id}"), source })?;
