@@ -466,3 +466,38 @@ fn undo_backups_share_lines_and_survive_whatever_their_branch_goes_through() {
     run_ok(root.sessiondb().args(["rm", "--force", chat]));
     doctor_ok("rm");
 }
+
+/// Issue 16, item 5: a last line left unterminated (a write cut short) is not waited for
+/// forever. While it is fresh it may be a write in progress and waits (doctor calls the
+/// directory changed); once its file has not changed for `CUT_LINE_SETTLE`, sync takes it in
+/// as it is, as import does, and doctor and sync agree that the directory is in step. If the
+/// rest of the line arrives after all, the conversation is read again whole.
+#[test]
+fn a_cut_last_line_is_taken_in_once_settled_and_doctor_agrees() {
+    let root = root_with_fixtures();
+    let chat = "2026-07-01-basic-chat";
+    root.sync();
+    let events = root.logs.join(chat).join("events.jsonl");
+    let changed = || -> Vec<String> {
+        let out = root.sessiondb().arg("doctor").arg(&root.logs).arg("--json").output().unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        report["sync"]["changed"].as_array().unwrap_or_else(|| panic!("{report}")).iter().map(|c| c.as_str().unwrap().to_owned()).collect()
+    };
+    let cut = "{\"seq\": 99, \"ts\": \"2026-12-04T10:00:";
+    fs::OpenOptions::new().append(true).open(&events).unwrap().write_all(cut.as_bytes()).unwrap();
+    root.sync();
+    assert_eq!(changed(), [chat], "a fresh unterminated line may be a write in progress");
+
+    let old = filetime::FileTime::from_system_time(std::time::SystemTime::now() - std::time::Duration::from_secs(60));
+    filetime::set_file_mtime(&events, old).unwrap();
+    let report = root.sync();
+    assert_eq!(report["ingest"]["conversations"], 1, "{report}");
+    assert!(changed().is_empty(), "sync took the cut line in, and doctor agrees");
+    assert_store_matches_directory(&root, chat);
+
+    // The rest arrives after all: the line is whole, and so is the store's copy.
+    fs::OpenOptions::new().append(true).open(&events).unwrap().write_all(b"00+00:00\", \"type\": \"message_append\", \"payload\": {}}\n").unwrap();
+    root.sync();
+    assert!(changed().is_empty());
+    assert_store_matches_directory(&root, chat);
+}

@@ -63,9 +63,17 @@ pub enum ReadMode {
     /// which takes a directory as it is.
     Whole,
     /// Whole lines only: a last line without its newline may be gptme writing it right now, so
-    /// it is read once complete (`sessiondb sync`, which follows live directories).
+    /// it is read once complete (`sessiondb sync`, which follows live directories) — or once
+    /// its file has not changed for [`CUT_LINE_SETTLE`]: then it is a line cut short (a
+    /// crash mid-write) and is taken as it is, as `import` takes it.
     CompleteLines,
 }
+
+/// How long a file must stay unchanged before its unterminated last line counts as cut short
+/// rather than being written (gptme writes a line in one call, so a write in progress lasts
+/// far less). Misjudging costs nothing: when the rest of the line arrives, the stored copy no
+/// longer only grew and the conversation is read again whole.
+pub const CUT_LINE_SETTLE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What importing one conversation did.
 #[derive(Debug)]
@@ -415,7 +423,7 @@ pub(crate) struct LinesRead {
 /// Reads the lines of a document of `kind` (`file`, inode `ino`) from byte `from` — 0, or a
 /// watermark, which is always the start of a line — up to byte `limit`, passing each to `each`
 /// with its index from 0. With [`ReadMode::CompleteLines`] an unterminated last line is left for
-/// later, unless it is a whole record ([`is_whole_record`]). The one reader of new lines: a whole
+/// later, unless it is a whole record ([`is_whole_record`]) or its file has settled ([`CUT_LINE_SETTLE`]). The one reader of new lines: a whole
 /// import reads from 0, an incremental one from the watermark on. `None`: `each` said stop.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn read_lines<E>(
@@ -437,7 +445,7 @@ pub(crate) fn read_lines<E>(
     while let Some(line) = lines.next_line().map_err(&io)? {
         let line = line.to_vec();
         let terminated = lines.ends_with_newline();
-        if !terminated && read == ReadMode::CompleteLines && !is_whole_record(kind, &line) {
+        if !terminated && read == ReadMode::CompleteLines && !is_whole_record(kind, &line) && !settled(file).map_err(&io)? {
             break; // possibly a write in progress: left for next time
         }
         consumed += line.len() as u64 + u64::from(terminated);
@@ -450,6 +458,13 @@ pub(crate) fn read_lines<E>(
     let size = from + consumed;
     let mark = Watermark { size, ino, tail: tail_digest(file, size).map_err(&io)? };
     Ok(Some(LinesRead { count, ends_with_newline, mark }))
+}
+
+/// Whether `file` has not changed for [`CUT_LINE_SETTLE`] (a last line it leaves unterminated
+/// is cut short, not being written).
+fn settled(file: &File) -> std::io::Result<bool> {
+    let modified = file.metadata()?.modified()?;
+    Ok(std::time::SystemTime::now().duration_since(modified).is_ok_and(|age| age >= CUT_LINE_SETTLE))
 }
 
 /// Whether a last line without its newline is nonetheless a whole record of a document of
