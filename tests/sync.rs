@@ -501,3 +501,69 @@ fn a_cut_last_line_is_taken_in_once_settled_and_doctor_agrees() {
     assert!(changed().is_empty());
     assert_store_matches_directory(&root, chat);
 }
+
+/// Issue 16, item 4: a command that names a conversation first reads in what gptme wrote to it
+/// since the last sync: a conversation gptme created (found under gptme's logs root), and new
+/// messages of one the store has. A conversation with changes queued keeps the store's copy
+/// (its queue goes out with `sync`), and nothing is written to any directory.
+#[test]
+fn commands_that_name_a_conversation_see_what_gptme_wrote_since_the_last_sync() {
+    let root = root_with_fixtures();
+    root.sync();
+    let fresh = "2026-12-04-created-after-the-sync";
+    root.gptme(serde_json::json!([
+        {"op": "new", "id": fresh},
+        {"op": "append", "id": fresh, "role": "user", "content": "written by gptme alone", "timestamp": "2026-12-04T10:00:00+00:00"},
+        {"op": "append", "id": "2026-07-01-basic-chat", "role": "user", "content": "appended by gptme later", "timestamp": "2026-12-04T10:00:01+00:00"},
+    ]));
+    let before = common::tree::snapshot(&root.logs, &[]);
+    let out = run_ok(root.sessiondb().args(["read", fresh]));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("written by gptme alone"));
+    let out = run_ok(root.sessiondb().args(["show", "2026-07-01-basic-chat"]));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("appended by gptme later"));
+    assert_eq!(common::tree::snapshot(&root.logs, &[]), before, "catching up writes nothing to the logs");
+    let out = run_ok(root.sessiondb().args(["export", "--format", "markdown", fresh]));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("written by gptme alone"));
+    run_ok(root.sessiondb().args(["append", fresh, "--role", "assistant", "--content", "answered by sessiondb"]));
+    assert!(common::transcript_contents(&root.logs.join(fresh)).contains("answered by sessiondb"));
+    assert_store_matches_directory(&root, fresh);
+
+    // Queued in the store, then changed by gptme: `read` shows the store's copy and leaves the
+    // directory alone; `sync` keeps both versions.
+    let chat = "2026-07-01-basic-chat";
+    run_ok(root.sessiondb().args(["append", chat, "--queue", "--role", "user", "--content", "queued in the store"]));
+    root.gptme(serde_json::json!([{"op": "append", "id": chat, "role": "user", "content": "gptme meanwhile", "timestamp": "2026-12-04T10:00:02+00:00"}]));
+    let out = run_ok(root.sessiondb().args(["read", chat]));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("queued in the store") && !shown.contains("gptme meanwhile"), "{shown}");
+    assert!(!common::transcript_contents(&root.logs.join(chat)).contains("queued in the store"));
+    let report = root.sync();
+    assert_eq!(conflicts(&report).len(), 2, "{report}");
+    let in_store = store_contents(&root.store(), chat);
+    assert!(in_store.contains("queued in the store") && in_store.contains("gptme meanwhile"));
+}
+
+/// Issue 16, item 4, the other half: `list`, `search` and `stats` cannot show what gptme wrote
+/// since the last sync, and say so on stderr (how many, and that `sessiondb sync` brings them
+/// in); after the sync they say nothing.
+#[test]
+fn listings_say_how_many_conversations_the_store_is_behind_on() {
+    let root = root_with_fixtures();
+    root.sync();
+    let note = |args: &[&str]| -> String {
+        let out = run_ok(root.sessiondb().args(args));
+        String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.contains("since the last sync")).collect::<Vec<_>>().join("\n")
+    };
+    assert_eq!(note(&["list"]), "", "in step: nothing to say");
+    root.gptme(serde_json::json!([
+        {"op": "new", "id": "2026-12-04-brand-new"},
+        {"op": "append", "id": "2026-12-04-brand-new", "role": "user", "content": "hello", "timestamp": "2026-12-04T10:00:00+00:00"},
+        {"op": "append", "id": "2026-07-01-basic-chat", "role": "user", "content": "more", "timestamp": "2026-12-04T10:00:01+00:00"},
+    ]));
+    for args in [&["list"][..], &["search", "hello"], &["stats"], &["list", "--json"]] {
+        let said = note(args);
+        assert!(said.contains("1 new and 1 changed conversations") && said.contains("`sessiondb sync` brings them in"), "{args:?}: {said:?}");
+    }
+    root.sync();
+    assert_eq!(note(&["list"]), "");
+}

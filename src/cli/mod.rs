@@ -135,8 +135,10 @@ impl<E: std::error::Error + 'static> From<E> for Failure {
 
 /// Runs the command line; returns the process exit code.
 pub fn run() -> i32 {
-    let cli = Cli::parse();
-    match dispatch(cli) {
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let named = named_conversations(&matches);
+    let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    match dispatch(cli, &named) {
         Ok(code) => code,
         Err(Failure(message)) => {
             term::tell!("sessiondb: {message}");
@@ -150,7 +152,33 @@ fn open_store(db: Option<PathBuf>) -> Result<Store, Failure> {
     Ok(Store::open(&path)?)
 }
 
-fn dispatch(cli: Cli) -> Result<i32, Failure> {
+/// The conversations the command line names (a `CHAT_ID` argument, or `--chat`), whichever
+/// subcommand names them.
+fn named_conversations(matches: &clap::ArgMatches) -> Vec<String> {
+    let mut m = matches;
+    while let Some((_, sub)) = m.subcommand() {
+        m = sub;
+    }
+    ["chat_id", "chat_ids"].iter().filter_map(|id| m.try_get_many::<String>(id).ok().flatten()).flatten().cloned().collect()
+}
+
+/// Reads into the store what gptme wrote to a conversation the command names since the last
+/// sync ([`sessiondb::sync::catch_up`]). A directory that cannot be read is reported, and the
+/// command goes on with the store's copy.
+fn catch_up(store: &Store, chat_id: &str) {
+    let default_root = sessiondb::layout::default_logs_root();
+    match sessiondb::sync::catch_up::catch_up(store, chat_id, default_root.as_deref()) {
+        Ok(Some(report)) => {
+            for e in &report.errors {
+                term::tell!("sessiondb: warning: {}; using the store's copy", sessiondb::cause::chain(e));
+            }
+        }
+        Ok(None) => {}
+        Err(e) => term::tell!("sessiondb: warning: {chat_id}: could not catch up with its directory: {}; using the store's copy", sessiondb::cause::chain(&e)),
+    }
+}
+
+fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
     // These describe the program and need no database.
     match &cli.command {
         Command::Completions { shell } => {
@@ -168,33 +196,65 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         return doctor::run(&path, args);
     }
     let store = open_store(cli.db)?;
-    match cli.command {
-        Command::Import(args) => import::run(&store, args),
-        Command::Export(args) => export::run(&store, args),
-        Command::Sync(args) => sync::run(&store, args),
-        Command::List(args) => list::run(&store, args),
-        Command::Show(args) => show::run(&store, args),
-        Command::Search(args) => search::run(&store, args),
-        Command::Stats(args) => stats::run(&store, args),
-        Command::Read(args) => read::run(&store, args),
+    // What gptme changed since the last sync is seen by every command that names the
+    // conversation (`new` makes one; `import` and `sync` read directories themselves).
+    if !matches!(cli.command, Command::New(_) | Command::Import(_) | Command::Sync(_)) {
+        named.iter().for_each(|chat_id| catch_up(&store, chat_id));
+    }
+    // Commands over every conversation say how many gptme changed since the last sync (they
+    // cannot show those yet), counted beside the command, on another thread.
+    let across_all = matches!(cli.command, Command::List(_) | Command::Search(_) | Command::Stats(_)) && named.is_empty();
+    std::thread::scope(|scope| {
+        let behind = across_all.then(|| scope.spawn(|| behind(&store)));
+        let code = run_command(&store, cli.command);
+        if let Some(note) = behind.and_then(|h| h.join().ok().flatten()) {
+            term::tell!("{note}");
+        }
+        code
+    })
+}
+
+/// The note [`dispatch`] prints when the store is behind gptme's logs root.
+fn behind(store: &Store) -> Option<String> {
+    let root = sessiondb::layout::default_logs_root().filter(|r| r.is_dir())?;
+    let behind = sessiondb::sync::status::behind(&store.connection().ok()?, &root).ok()?;
+    let count = |n: u64, what: &str| (n > 0).then(|| format!("{n} {what}"));
+    let parts: Vec<String> = [count(behind.new, "new"), count(behind.changed, "changed")].into_iter().flatten().collect();
+    (!parts.is_empty()).then(|| {
+        let total = behind.new + behind.changed;
+        let (noun, verb) = if total == 1 { ("conversation", "is") } else { ("conversations", "are") };
+        format!("sessiondb: {} {noun} in {} since the last sync {verb} not included; `sessiondb sync` brings them in", parts.join(" and "), root.display())
+    })
+}
+
+fn run_command(store: &Store, command: Command) -> Result<i32, Failure> {
+    match command {
+        Command::Import(args) => import::run(store, args),
+        Command::Export(args) => export::run(store, args),
+        Command::Sync(args) => sync::run(store, args),
+        Command::List(args) => list::run(store, args),
+        Command::Show(args) => show::run(store, args),
+        Command::Search(args) => search::run(store, args),
+        Command::Stats(args) => stats::run(store, args),
+        Command::Read(args) => read::run(store, args),
         Command::Completions { .. } | Command::Man | Command::Doctor(_) => unreachable!("handled above"),
-        Command::New(args) => ops::new(&store, args),
-        Command::Append(args) => ops::append(&store, args),
-        Command::Undo(args) => ops::undo(&store, args),
-        Command::Edit(args) => ops::edit(&store, args),
-        Command::Branch(args) => ops::branch(&store, args),
-        Command::Branches(args) => ops::branches(&store, args),
-        Command::Diff(args) => ops::diff(&store, args),
-        Command::Next(args) => ops::next(&store, args),
-        Command::View(command) => views::view(&store, command),
-        Command::Fork(args) => lifecycle::fork(&store, args),
-        Command::Checkpoint(args) => bookmarks::checkpoint(&store, args),
-        Command::Checkpoints(args) => bookmarks::checkpoints(&store, args),
-        Command::Backtrack(args) => bookmarks::backtrack(&store, args),
-        Command::Rename(args) => lifecycle::rename(&store, args),
-        Command::Rm(args) => lifecycle::rm(&store, args),
-        Command::Clean(args) => lifecycle::clean(&store, args),
-        Command::Recover(args) => recover::recover(&store, args),
+        Command::New(args) => ops::new(store, args),
+        Command::Append(args) => ops::append(store, args),
+        Command::Undo(args) => ops::undo(store, args),
+        Command::Edit(args) => ops::edit(store, args),
+        Command::Branch(args) => ops::branch(store, args),
+        Command::Branches(args) => ops::branches(store, args),
+        Command::Diff(args) => ops::diff(store, args),
+        Command::Next(args) => ops::next(store, args),
+        Command::View(command) => views::view(store, command),
+        Command::Fork(args) => lifecycle::fork(store, args),
+        Command::Checkpoint(args) => bookmarks::checkpoint(store, args),
+        Command::Checkpoints(args) => bookmarks::checkpoints(store, args),
+        Command::Backtrack(args) => bookmarks::backtrack(store, args),
+        Command::Rename(args) => lifecycle::rename(store, args),
+        Command::Rm(args) => lifecycle::rm(store, args),
+        Command::Clean(args) => lifecycle::clean(store, args),
+        Command::Recover(args) => recover::recover(store, args),
     }
 }
 

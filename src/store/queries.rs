@@ -301,6 +301,26 @@ pub fn entry_stats(conn: &Connection, conversation_id: i64) -> Result<HashMap<St
         .collect::<Result<_, _>>()?)
 }
 
+/// What the store last saw of a conversation's main transcript.
+#[derive(Debug, Clone)]
+pub struct TranscriptSeen {
+    /// The conversation's directory.
+    pub dir: String,
+    pub size: Option<u64>,
+    pub mtime_ns: i64,
+}
+
+/// Every stored conversation's [`TranscriptSeen`], by chat id. One pass over an index.
+pub fn main_transcript_stats(conn: &Connection) -> Result<HashMap<String, TranscriptSeen>, StoreError> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT c.chat_id, c.source_dir, e.size, e.mtime_ns FROM conversations c JOIN entries e ON e.conversation_id = c.id AND e.path = '{}'",
+        crate::layout::MAIN_TRANSCRIPT
+    ))?;
+    let rows =
+        stmt.query_map([], |r| Ok((r.get(0)?, TranscriptSeen { dir: r.get(1)?, size: r.get::<_, Option<i64>>(2)?.map(|s| s as u64), mtime_ns: r.get(3)? })))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// The mtime of entry `path` of a conversation, in nanoseconds. Fails when it has no such entry.
 pub fn entry_mtime(conn: &Connection, conversation_id: i64, path: &str) -> Result<i64, StoreError> {
     Ok(conn.query_row("SELECT mtime_ns FROM entries WHERE conversation_id = ?1 AND path = ?2", params![conversation_id, path], |r| r.get(0))?)
@@ -329,6 +349,15 @@ pub fn stored_file(conn: &Connection, conversation_id: i64, path: &str) -> Resul
 /// The fingerprint of a conversation's directory as the store last read or wrote it.
 pub fn fingerprint(conn: &Connection, conversation_id: i64) -> Result<Vec<u8>, StoreError> {
     Ok(conn.prepare_cached("SELECT fingerprint FROM conversations WHERE id = ?1")?.query_row([conversation_id], |r| r.get(0))?)
+}
+
+/// The logs roots the stored conversations come from (the parents of their directories),
+/// each once, sorted.
+pub fn logs_roots(conn: &Connection) -> Result<Vec<std::path::PathBuf>, StoreError> {
+    let mut stmt = conn.prepare_cached("SELECT DISTINCT source_dir FROM conversations")?;
+    let dirs = stmt.query_map([], |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
+    let roots: std::collections::BTreeSet<std::path::PathBuf> = dirs.iter().filter_map(|d| std::path::Path::new(d).parent()).map(|p| p.to_path_buf()).collect();
+    Ok(roots.into_iter().collect())
 }
 
 /// Every stored conversation's fingerprint, by chat id.

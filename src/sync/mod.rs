@@ -5,6 +5,7 @@
 //! [`SyncError`] ([`error`]).
 
 pub mod acknowledged;
+pub mod catch_up;
 pub mod document;
 pub mod error;
 pub mod import;

@@ -186,6 +186,25 @@ const MAX_WARNINGS: usize = 100;
 /// passes the ones it saw change). With `dry_run`, reports what the pass would do and changes
 /// nothing, in the store or on disk.
 pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>, dry_run: bool) -> Result<SyncReport, SyncError> {
+    pass(store, logs_root, only, dry_run, Direction::Both)
+}
+
+/// A pass over conversation `chat_id` of `logs_root` that only reads the directory in: see
+/// [`super::catch_up`].
+pub(super) fn pass_in(store: &Store, logs_root: &Path, chat_id: &str) -> Result<SyncReport, SyncError> {
+    pass(store, logs_root, Some(&HashSet::from([chat_id.to_owned()])), false, Direction::In)
+}
+
+/// Which way a pass goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    /// Queued changes out, then the directories' changes in (`sync`).
+    Both,
+    /// The directories' changes in only ([`super::catch_up`]).
+    In,
+}
+
+fn pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>, dry_run: bool, direction: Direction) -> Result<SyncReport, SyncError> {
     let started = Instant::now();
     let root = std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?;
     let in_scope = |chat_id: &str| only.is_none_or(|o| o.contains(chat_id));
@@ -218,7 +237,7 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
     let stored = queries::conversations_in(&conn, &root)?;
     // What became of each queue the out phase tried (the in phase must not read those again).
     let mut tried: HashMap<String, WriteOut> = HashMap::new();
-    let mut queued: Vec<&String> = stored.iter().filter(|(c, s)| s.queued && on_disk.contains_key(*c)).map(|(c, _)| c).collect();
+    let mut queued: Vec<&String> = stored.iter().filter(|(c, s)| direction == Direction::Both && s.queued && on_disk.contains_key(*c)).map(|(c, _)| c).collect();
     queued.sort();
     for chat_id in queued {
         tried.insert(chat_id.clone(), write_out(&mut conn, chat_id, dry_run, &mut report));
@@ -248,7 +267,7 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
             match tried.get(name) {
                 Some(WriteOut::Locked) if !dry_run => report.ingest.skipped_locked += 1,
                 Some(_) => {} // failed (reported), or a dry run
-                None if !dry_run => late.push(name.clone()),
+                None if !dry_run && direction == Direction::Both => late.push(name.clone()),
                 None => {}
             }
             continue;
@@ -317,7 +336,8 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
                     }
                 }
                 Ok(Outcome::Unchanged) => {}
-                Err(IngestError::Store { source: StoreError::Queued(chat_id), .. }) => late.push(chat_id),
+                Err(IngestError::Store { source: StoreError::Queued(chat_id), .. }) if direction == Direction::Both => late.push(chat_id),
+                Err(IngestError::Store { source: StoreError::Queued(_), .. }) => {} // the store's copy stands until `sync`
                 Err(e) if e.vanished() && attempt == 0 => retry.push(dir.to_owned()),
                 Err(e) if e.vanished() => report.ingest.changing += 1,
                 Err(e) => {

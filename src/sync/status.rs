@@ -1,4 +1,6 @@
-//! How the store stands against a logs root, without changing either (`sessiondb doctor`).
+//! How the store stands against a logs root, without changing either: in full for `sessiondb
+//! doctor` ([`sync_state`]), and at a glance for the commands that list or search everything
+//! ([`behind`]).
 
 use std::path::Path;
 
@@ -76,4 +78,40 @@ pub fn sync_state(conn: &crate::store::Connection, logs_root: &Path) -> Result<S
         .collect();
     state.deleted = gone;
     Ok(state)
+}
+
+/// How many conversations of a logs root the store is behind on, at a glance.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Behind {
+    /// Conversation directories the store does not have.
+    pub new: u64,
+    /// Stored conversations whose main transcript changed since the store last read or wrote
+    /// it (by size and mtime).
+    pub changed: u64,
+}
+
+/// Counts what `sessiondb sync` would bring in from `logs_root` that `list`, `search` and
+/// `stats` cannot show yet: new conversation directories, and conversations whose main
+/// transcript (what those commands show) changed. One directory listing and one `lstat` per
+/// conversation, so that saying so costs little beside the listing itself; the full picture,
+/// every file of every conversation, is [`sync_state`]'s.
+pub fn behind(conn: &crate::store::Connection, logs_root: &Path) -> Result<Behind, IngestError> {
+    let root = std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?;
+    let stored = queries::main_transcript_stats(conn).map_err(|source| IngestError::Store { path: root.clone(), source })?;
+    let mut behind = Behind::default();
+    let entries = std::fs::read_dir(&root).map_err(|source| IngestError::Io { path: root.clone(), source })?;
+    for entry in entries.flatten() {
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
+        let dir = root.join(&name);
+        let Ok(meta) = std::fs::symlink_metadata(dir.join(crate::layout::MAIN_TRANSCRIPT)) else { continue };
+        match stored.get(&name) {
+            Some(seen) if Path::new(&seen.dir) == dir => {
+                if seen.size != Some(meta.len()) || seen.mtime_ns != crate::fs::meta::mtime_ns(&meta) {
+                    behind.changed += 1;
+                }
+            }
+            _ => behind.new += 1,
+        }
+    }
+    Ok(behind)
 }

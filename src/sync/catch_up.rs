@@ -1,0 +1,55 @@
+//! Catching the store up with one conversation before a command that names it: a conversation
+//! gptme created or changed since the last `sync` is read in first, so that `read`, `show`,
+//! `export`, `append`, `undo` and the rest see what gptme wrote, not what the last sync saw.
+//!
+//! It reads exactly as a sync pass reads ([`super::pass`]: watermarks, complete lines, a
+//! rewritten file read whole, displaced appends kept), and only in that direction: nothing is
+//! written to the directory, and a conversation with changes queued in the store keeps the
+//! store's copy until `sessiondb sync`. When the directory is as the store last saw it (the
+//! usual case), it costs one `lstat` per file and takes no write lock, so a command that only
+//! reads never waits for a writer.
+
+use std::path::Path;
+
+use super::pass::{self, SyncReport};
+use super::SyncError;
+use crate::fs::walk::directory_fingerprint;
+use crate::store::{modify, queries, Store, StoreError};
+
+/// Reads conversation `chat_id`'s directory into the store when it is new to the store or
+/// changed since the store last read or wrote it. The directory is the one the store has the
+/// conversation from; for a conversation the store does not have, `chat_id` under
+/// `default_root` (gptme's logs root), else under any logs root the store's conversations come
+/// from. `None` when there was nothing to read: no such directory, an unchanged one, or one
+/// with changes queued in the store.
+pub fn catch_up(store: &Store, chat_id: &str, default_root: Option<&Path>) -> Result<Option<SyncReport>, SyncError> {
+    if crate::model::ChatId::new(chat_id).is_err() {
+        return Ok(None); // not a name a directory of a logs root can have
+    }
+    let conn = store.connection()?;
+    let dir = match modify::load_conversation(&conn, chat_id) {
+        Ok(conv) => {
+            if queries::fingerprint(&conn, conv.id)? == fingerprint_or_empty(&conv.dir) || crate::store::pending::has_pending(&conn, conv.id)? {
+                return Ok(None);
+            }
+            conv.dir
+        }
+        Err(StoreError::NoConversation(_)) => {
+            let roots = default_root.map(Path::to_path_buf).into_iter().chain(queries::logs_roots(&conn)?);
+            match roots.map(|root| root.join(chat_id)).find(|dir| crate::layout::is_conversation_dir(dir)) {
+                Some(dir) => dir,
+                None => return Ok(None),
+            }
+        }
+        Err(e) => return Err(e.into()),
+    };
+    drop(conn);
+    let Some(root) = dir.parent().filter(|_| crate::layout::is_conversation_dir(&dir)) else { return Ok(None) };
+    Ok(Some(pass::pass_in(store, root, chat_id)?))
+}
+
+/// The directory's fingerprint, or an empty one (never stored for a directory read whole) when
+/// it cannot be taken: the pass then reads it and reports what is wrong.
+fn fingerprint_or_empty(dir: &Path) -> Vec<u8> {
+    directory_fingerprint(dir).unwrap_or_default()
+}
