@@ -370,9 +370,9 @@ fn trigram_query(needle: &str) -> String {
     terms.into_iter().step_by(step).collect::<Vec<_>>().join(" AND ")
 }
 
-/// A conversation a literal search found: its row id, how many of its messages match, and the
+/// A conversation a literal search found: its chat id, how many of its messages match, and the
 /// first of them (ids, with no rank).
-type Found = (i64, usize, Vec<(i64, f64)>);
+type Found = (String, usize, Vec<(i64, f64)>);
 
 /// The conversations holding `needle` (lowercased) in a message, newest first, every match
 /// checked against the text: candidates from the substring index when `trigrams` is not empty,
@@ -385,10 +385,11 @@ fn run_literal(conn: &Connection, q: &SearchQuery, needle: &str, trigrams: &str)
     if !trigrams.is_empty() {
         filters.push("m.id IN (SELECT rowid FROM messages_substring WHERE messages_substring MATCH ?1)".into());
     } else {
+        // Every message is a candidate (the argument is unused, but numbered as the others).
         filters.push("?1 = ''".into());
     }
     let sql = format!(
-        "SELECT m.id, c.id FROM messages m JOIN conversations c ON c.id = m.conversation_id
+        "SELECT m.id, c.chat_id FROM messages m JOIN conversations c ON c.id = m.conversation_id
          WHERE {} ORDER BY c.modified DESC, c.chat_id, m.id",
         filters.join(" AND ")
     );
@@ -398,7 +399,7 @@ fn run_literal(conn: &Connection, q: &SearchQuery, needle: &str, trigrams: &str)
     let (wanted, per) = (q.limit.max(1), q.matches.max(1));
     let mut found: Vec<Found> = Vec::new();
     while let Some(r) = rows.next()? {
-        let (id, conversation): (i64, i64) = (r.get(0)?, r.get(1)?);
+        let (id, conversation): (i64, String) = (r.get(0)?, r.get(1)?);
         let current = found.last().is_some_and(|f| f.0 == conversation);
         if !current && found.len() == wanted {
             break;
@@ -418,8 +419,8 @@ fn run_literal(conn: &Connection, q: &SearchQuery, needle: &str, trigrams: &str)
     }
     let chosen: Vec<(i64, f64)> = found.iter().flat_map(|f| f.2.iter().copied()).collect();
     let mut out = place(conn, q, &chosen)?;
-    for (c, f) in out.iter_mut().zip(&found) {
-        c.total = f.1;
+    for c in &mut out {
+        c.total = found.iter().find(|f| f.0 == c.chat_id).map_or(c.total, |f| f.1);
     }
     Ok(out)
 }
