@@ -370,17 +370,29 @@ fn trigram_query(needle: &str) -> String {
     terms.into_iter().step_by(step).collect::<Vec<_>>().join(" AND ")
 }
 
+/// Whether lowercasing leaves `c` as it is and makes it of no other character: neither a
+/// letter nor a digit nor a combining mark (`İ` lowers to `i` and U+0307). The test
+/// `caseless_characters_come_only_from_themselves` checks this against every character.
+fn is_caseless(c: char) -> bool {
+    !is_word_char(c) && !(0x0300..=0x036F).contains(&(c as u32)) && c.to_lowercase().eq([c])
+}
+
+/// The most candidates a literal search looks up and sorts by themselves (see [`run_literal`]).
+const FEW_CANDIDATES: usize = 5_000;
+
 /// A conversation a literal search found: its chat id, how many of its messages match, and the
 /// first of them (ids, with no rank).
 type Found = (String, usize, Vec<(i64, f64)>);
 
 /// The conversations holding `needle` (lowercased) in a message, newest first, every match
 /// checked against the text: candidates from the substring index when `trigrams` is not empty,
-/// else every message of every conversation that passes the filters, conversation by
-/// conversation until `limit` have matched. Each conversation found is read whole, so its
-/// count of matches is exact.
+/// else every message. Each conversation is read whole (so its count of matches is exact), in
+/// listing order, until `limit` have matched. With many candidates, conversations are read one
+/// after another from the listing index, so that nothing is sorted but one conversation's
+/// messages and a query found everywhere stops after the first few; with at most
+/// [`FEW_CANDIDATES`], the candidates alone are looked up and sorted.
 fn run_literal(conn: &Connection, q: &SearchQuery, needle: &str, trigrams: &str) -> Result<Vec<ConversationHits>, StoreError> {
-    let (mut filters, mut args) = filter_sql(q, 2, true);
+    let (mut filters, mut args) = filter_sql(q, 2, false);
     args.insert(0, Value::Text(trigrams.to_owned()));
     if !trigrams.is_empty() {
         filters.push("m.id IN (SELECT rowid FROM messages_substring WHERE messages_substring MATCH ?1)".into());
@@ -388,15 +400,28 @@ fn run_literal(conn: &Connection, q: &SearchQuery, needle: &str, trigrams: &str)
         // Every message is a candidate (the argument is unused, but numbered as the others).
         filters.push("?1 = ''".into());
     }
-    let sql = format!(
-        "SELECT m.id, c.chat_id FROM messages m JOIN conversations c ON c.id = m.conversation_id
-         WHERE {} ORDER BY c.modified DESC, c.chat_id, m.id",
-        filters.join(" AND ")
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
+    let few = !trigrams.is_empty()
+        && conn
+            .prepare_cached("SELECT count(*) FROM (SELECT rowid FROM messages_substring WHERE messages_substring MATCH ?1 LIMIT ?2)")?
+            .query_row(rusqlite::params![trigrams, FEW_CANDIDATES as i64 + 1], |r| r.get::<_, i64>(0))?
+            <= FEW_CANDIDATES as i64;
+    // CROSS JOIN keeps conversations the outer loop, read by the listing index in its order.
+    let from =
+        if few { "messages m JOIN conversations c ON c.id = m.conversation_id" } else { "conversations c CROSS JOIN messages m ON m.conversation_id = c.id" };
+    let sql = format!("SELECT m.id, c.chat_id FROM {from} WHERE {} ORDER BY c.modified DESC, c.chat_id, m.id", filters.join(" AND "));
+    // The text is read for candidates only, and kept out of the sort.
     let mut content = conn.prepare_cached("SELECT content FROM messages WHERE id = ?1")?;
+    // Whether a match stands in a branch or view (the `--branch` one): asked of matches only.
+    let (placed_filters, placed_args) = filter_sql(q, 2, true);
+    let placed_sql = format!("SELECT 1 FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?1 AND {}", placed_filters.join(" AND "));
+    let mut placed = conn.prepare_cached(&placed_sql)?;
+    let mut placed_args: Vec<Value> = std::iter::once(Value::Null).chain(placed_args).collect();
+    let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(params_from_iter(args.iter()))?;
     let (wanted, per) = (q.limit.max(1), q.matches.max(1));
+    // A needle of caseless characters is in the lowered text exactly where it is in the text.
+    let caseless = needle.chars().all(is_caseless);
+    let holds = |t: &str| if caseless { t.contains(needle) } else { super::fts::lower(t).contains(needle) };
     let mut found: Vec<Found> = Vec::new();
     while let Some(r) = rows.next()? {
         let (id, conversation): (i64, String) = (r.get(0)?, r.get(1)?);
@@ -405,7 +430,11 @@ fn run_literal(conn: &Connection, q: &SearchQuery, needle: &str, trigrams: &str)
             break;
         }
         let text: Option<String> = content.query_row([id], |r| r.get(0))?;
-        if !text.is_some_and(|t| super::fts::lower(&t).contains(needle)) {
+        if !text.is_some_and(|t| holds(&t)) {
+            continue;
+        }
+        placed_args[0] = Value::Integer(id);
+        if !placed.exists(params_from_iter(placed_args.iter()))? {
             continue;
         }
         if !current {
@@ -880,6 +909,17 @@ mod tests {
         assert_eq!(snippet("xx", &lit(""), 0, 1, &STARS), "xx", "an empty needle matches nothing");
         let text = Marks { text: &|s: &str| format!("<{s}>"), matched: &|s: &str| format!("[{s}]") };
         assert_eq!(snippet("a \u{212A} b", &lit("k"), 0, 1, &text), "   1| <a >[\u{212A}]< b>");
+    }
+
+    #[test]
+    fn caseless_characters_come_only_from_themselves() {
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            for lower in c.to_lowercase() {
+                assert!(!is_caseless(lower) || lower == c, "{c:?} lowers to {lower:?}, taken as caseless");
+            }
+        }
+        assert!("😀\"()\\€ ".chars().all(is_caseless));
+        assert!(!"xX\u{307}İ数".chars().any(is_caseless));
     }
 
     #[test]
