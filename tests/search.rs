@@ -554,3 +554,29 @@ fn the_substring_index_is_rebuilt_and_survives_killed_writers() {
     assert!(!found("the").contains(gone));
     assert_eq!(doctor(&[]).status.code(), Some(0));
 }
+
+/// Issue 15, item 1, against gptme itself: on the logs real gptme wrote, a literal query finds
+/// the conversations gptme's own test (`query.lower() in msg.content.lower()`, over every branch
+/// and view gptme loads) finds (`tools/oracle/gptme_search.py`).
+#[test]
+fn literal_search_agrees_with_gptme() {
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("db");
+    let logs = common::fixtures();
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let queries = [
+        "😀", "🎉", "🦀", "(", ")", "\"", "'", "\\", "İ", "i\u{307}", "café", "CAFÉ", "☕", "日本", "σ", "ς", "Σ", "```", "$", "ä", "Ä", "\ta", "the", " the ",
+        "e", "ab", ": ", "{\"", "->", "naïve", "NAÏVE", "ß", "SS", "\u{212A}", "k", "ﬁ", "fi", "...", "?", "!", "#", "%", "<", ">", "&", "|", "*", "_", "0", "é",
+        "e\u{301}", "\u{301}", "Ω", "ω", "ǅ", "ǆ",
+    ];
+    let out = run_ok(std::process::Command::new(common::gptme_python()).arg(common::tool("gptme_search.py")).arg(&logs).args(queries));
+    let oracle: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(oracle["unreadable"], serde_json::json!([]), "gptme loads every fixture conversation");
+    for q in queries {
+        let mut expected: Vec<&str> = oracle["found"][q].as_object().unwrap().keys().map(String::as_str).collect();
+        expected.sort();
+        let mut found = ids(&search(&db, &["-F", "--all", "-n", "1000", "--", q]));
+        found.sort();
+        assert_eq!(found, expected, "query {q:?}: sessiondb against gptme");
+    }
+}
