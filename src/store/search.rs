@@ -2,8 +2,8 @@
 //! from the substring index, answered exactly.
 //!
 //! A query is a *word query* when it is made only of what the word index can answer: letters
-//! and digits, spaces, and FTS5's syntax (`"phrases"`, `prefix*`, parentheses, AND/OR/NOT/NEAR),
-//! and FTS5 accepts it. Word queries are ranked by bm25. Every other query — anything with
+//! and digits, spaces, and FTS5's syntax (`"phrases"` of words and anything between them,
+//! `prefix*`, parentheses, AND/OR/NOT/NEAR), and FTS5 accepts it. Word queries are ranked by bm25. Every other query — anything with
 //! punctuation, symbols, emoji, `_`, a lone quote — and every query given as literal
 //! ([`SearchQuery::literal`]) is a *literal query*: it finds exactly the messages that contain it
 //! as a substring, ignoring case as gptme's search does (Python's `str.lower()` on both sides,
@@ -127,8 +127,10 @@ fn is_word_char(c: char) -> bool {
 }
 
 /// Whether `text` asks the word index something it can answer: only words, spaces, balanced
-/// `"phrases"` of words, `word*` and `"phrase"*` prefixes, balanced parentheses (the FTS5
-/// keywords are words). Any other character is something to find literally.
+/// `"phrases"` (of any text holding a word: FTS5 takes a phrase's words and ignores the rest, so
+/// `"ack 2026-07-01 0"` is the words in a row), `word*` and `"phrase"*` prefixes, balanced
+/// parentheses (the FTS5 keywords are words). Any other character outside a phrase is something
+/// to find literally.
 fn is_word_query(text: &str) -> bool {
     let (mut in_quotes, mut depth, mut prev) = (false, 0i64, ' ');
     for c in text.chars() {
@@ -146,14 +148,15 @@ fn is_word_query(text: &str) -> bool {
                 depth -= 1;
                 depth >= 0
             }
-            c => c.is_whitespace() || is_word_char(c),
+            c => in_quotes || c.is_whitespace() || is_word_char(c),
         };
         if !fine {
             return false;
         }
         prev = c;
     }
-    !in_quotes && depth == 0 && text.chars().any(is_word_char)
+    // Every phrase must hold a word: `"😀"` or `"()"` would be a phrase of nothing.
+    !in_quotes && depth == 0 && text.split('"').skip(1).step_by(2).all(|phrase| phrase.chars().any(is_word_char)) && text.chars().any(is_word_char)
 }
 
 /// One term of a word query as snippets mark it: its words (case- and accent-folded, see
@@ -853,10 +856,21 @@ mod tests {
         let phrase = |w: &[&str], prefix| Phrase { words: w.iter().map(|s| s.to_string()).collect(), prefix };
         assert_eq!(words("\"Hello World\" OR foo* NOT bar"), Highlight::Words(vec![phrase(&["hello", "world"], false), phrase(&["foo"], true)]));
         assert_eq!(words("数据 Café"), Highlight::Words(vec![phrase(&["数", "据"], false), phrase(&["cafe"], false)]));
-        for q in ["borrow", "\"borrow checker\"", "decorat*", "a OR (b AND c)", "\"ab cd\"*", "数据库", "Straße ÄÖ"] {
+        for q in [
+            "borrow",
+            "\"borrow checker\"",
+            "decorat*",
+            "a OR (b AND c)",
+            "\"ab cd\"*",
+            "数据库",
+            "Straße ÄÖ",
+            "\"a.b\"",
+            "(\"a\" OR \"b\")",
+            "\"ack 2026-07-01-x 0\"",
+        ] {
             assert!(is_word_query(q), "{q}");
         }
-        for q in ["(x", "is_locally()", "C:\\Users", "😀", "\"", "foo-bar", "e.g.", "don't", "*x", "a)", "\"a.b\"", "x * y"] {
+        for q in ["(x", "is_locally()", "C:\\Users", "😀", "\"", "foo-bar", "e.g.", "don't", "*x", "a)", "x * y", "\"😀\"", "\"()\" x", "\"a\" - \"b\""] {
             assert!(!is_word_query(q), "{q}");
         }
         assert_eq!(trigram_query("abcab"), "\"abc\" AND \"bca\" AND \"cab\"");
