@@ -581,3 +581,23 @@ fn literal_search_agrees_with_gptme() {
         assert_eq!(found, expected, "query {q:?}: sessiondb against gptme");
     }
 }
+
+/// Text holding NUL (JSON's `\u0000`) is found literally through the library (no command line
+/// can pass a NUL): trigrams with NUL are left out of the index query, the rest checked exactly.
+#[test]
+fn literal_text_with_nul_is_found() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let dir = logs.join("nul-chat");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("conversation.jsonl"), "{\"role\": \"user\", \"content\": \"x A\\u0000Bcd y\", \"timestamp\": \"2026-07-16T10:00:00\"}\n").unwrap();
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let store = sessiondb::store::Store::open(&db).unwrap();
+    let conn = store.connection().unwrap();
+    for (text, found) in [("a\0b", true), ("A\0BCD Y", true), ("\0", true), ("a\0c", false), ("x a\0bcd y!", false)] {
+        let q = sessiondb::store::search::SearchQuery { text: text.into(), limit: 10, matches: 1, literal: true, ..Default::default() };
+        let result = sessiondb::store::search::search(&conn, &q).unwrap();
+        assert_eq!(result.conversations.len(), usize::from(found), "{text:?}");
+    }
+}
