@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 use sessiondb::store::queries::{self, ListFilter};
-use sessiondb::store::search::{highlight_terms, search, snippet, Marks, SearchQuery};
+use sessiondb::store::search::{search, snippet, Marks, SearchQuery};
 use sessiondb::store::{stats, Store};
 
 /// One timed question: asks it of a store, returns the size of the answer.
@@ -79,14 +79,14 @@ fn search_with_snippets(store: &Store, word: &str, limit: usize) -> Result<usize
     let conn = store.connection().map_err(|e| e.to_string())?;
     let q = SearchQuery { text: word.to_owned(), limit, matches: 1, ..SearchQuery::default() };
     let result = search(&conn, &q).map_err(|e| e.to_string())?;
-    let terms = highlight_terms(word);
+    let terms = &result.highlight;
     let exact = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| s.to_owned() };
     let starred = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**") };
     let mut bytes = 0;
     for c in &result.conversations {
         for h in &c.hits {
-            bytes += snippet(&h.content, &terms, 1, 1, &exact).len();
-            bytes += snippet(&h.content, &terms, 1, 1, &starred).len();
+            bytes += snippet(&h.content, terms, 1, 1, &exact).len();
+            bytes += snippet(&h.content, terms, 1, 1, &starred).len();
         }
     }
     std::hint::black_box(bytes);

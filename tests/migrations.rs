@@ -29,6 +29,7 @@ const RELEASED: &[(&str, &str)] = &[
     ("0008_blob_chunks_and_prefix_rewrites.sql", "b57bda3a7089ef2fa577def67b57c67ecf93d9a6a4b838076c87e19ea412c142"),
     ("0009_messages_not_rewritten_unchanged.sql", "83ddc79682432304ff76bc347a77e83a3b374503908f03170ca8088958d1b849"),
     ("0010_shared_line_prefixes.sql", "0ef18cd10ff38c2552f550f0093229c1d10e7ef07f0c74e472468a7c433eacf1"),
+    ("0011_substring_index.sql", "8484a46b2309357eab8460d853cc94267ee2c01603f3823c99b1f6933b621433"),
 ];
 
 fn schema_dir() -> PathBuf {
@@ -343,6 +344,10 @@ fn assert_search_finds(db: &Path) {
     assert_eq!(search_ids(db, "数据库"), [("2026-01-02-timed".to_owned(), 1)], "a CJK word inside a run is found after 0003");
     assert_eq!(search_ids(db, "lifetimes"), [("2026-01-02-timed".to_owned(), 1)], "a message of a branch only is found");
     assert_eq!(search_ids(db, "zebra"), Vec::<(String, u64)>::new());
+    // 0011's substring index holds the messages stored before it (text with punctuation is
+    // found literally, through that index).
+    assert_eq!(search_ids(db, "ABOUT lifetimes."), [("2026-01-02-timed".to_owned(), 1)], "a substring, found after 0011");
+    assert_eq!(search_ids(db, "lifetimes!"), Vec::<(String, u64)>::new(), "a substring no message holds");
 }
 
 /// The role counts 0004 computes: the main branch's messages by role; the damaged line, the

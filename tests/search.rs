@@ -22,7 +22,7 @@ fn conversation(logs: &Path, id: &str, messages: &[(&str, &str)]) {
 }
 
 fn search(db: &Path, args: &[&str]) -> Vec<Value> {
-    let out = run_ok(sessiondb(db).arg("search").args(args).arg("--json"));
+    let out = run_ok(sessiondb(db).args(["search", "--json"]).args(args));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -76,7 +76,9 @@ fn phrases_prefixes_and_booleans() {
 #[test]
 fn fts_syntax_characters_are_searched_literally() {
     let (_work, db) = setup();
-    for q in ["foo-bar", "path/to:file", "(line 3)", "\"quoted\" text*", "text*\"", "error:", "a AND", "-foo"] {
+    // (`text*"` is not in the text: a query that is not word syntax is a substring, as in gptme.)
+    assert!(search(&db, &["text*\""]).is_empty());
+    for q in ["foo-bar", "path/to:file", "(line 3)", "\"quoted\" text*", "text*", "error:", "a AND", "-foo"] {
         let found = ids(&search(&db, &[q]));
         assert!(found.iter().any(|id| id == "syntax") || q == "-foo" || q == "a AND", "{q}: {found:?}");
     }
@@ -102,7 +104,31 @@ fn filters() {
     assert_eq!(ids(&search(&db, &["borrow", "--chat", "python-talk"])), ["python-talk"]);
     assert!(search(&db, &["borrow", "--since", "2100-01-01"]).is_empty());
     assert_eq!(search(&db, &["borrow", "--since", "3650d"]).len(), 2);
-    assert!(search(&db, &["borrow", "--branch", "nope"]).is_empty());
+}
+
+/// Issue 15: a filter that names nothing in the store is a usage error (exit 2) that says what
+/// was wrong and what there is, not "No results".
+#[test]
+fn filters_that_name_nothing_are_refused() {
+    let (_work, db) = setup();
+    for (args, says) in [
+        (&["borrow", "--chat", "no-such"][..], "--chat \"no-such\" names nothing in the store: no such conversation (`sessiondb list` lists them)"),
+        (&["borrow", "--role", "robot"], "--role \"robot\" names nothing in the store: no message has this role; roles are system, user and assistant"),
+        (&["borrow", "--branch", "nosuch"], "--branch \"nosuch\" names nothing in the store: no conversation has such a branch"),
+        (&["borrow", "--branch", "nosuch", "--chat", "rust-talk"], "conversation \"rust-talk\" has the branches main"),
+        (&["borrow", "--model", "gpt-99"], "--model \"gpt-99\" names nothing in the store: no message names a model"),
+    ] {
+        for json in [false, true] {
+            let out = sessiondb(&db).arg("search").args(args).args(json.then_some("--json")).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(stderr.contains(says), "{args:?}: {stderr}");
+            assert!(out.stdout.is_empty(), "{args:?}");
+        }
+    }
+    // Names that exist but hold no match are an answer: nothing found.
+    assert!(search(&db, &["decorators", "--role", "system"]).is_empty());
+    assert!(search(&db, &["decorators", "--chat", "rust-talk", "--branch", "main"]).is_empty());
 }
 
 #[test]
@@ -150,7 +176,6 @@ fn a_word_crowded_into_one_conversation_does_not_hide_the_others() {
     assert_eq!(search(&db, &["needle", "--chat", "crowded"])[0]["matches"], 300);
     assert_eq!(search(&db, &["needle", "--chat", "sparse-b"])[0]["matches"], 1);
     assert_eq!(search(&db, &["needle", "--role", "assistant", "--chat", "crowded"])[0]["matches"], 150);
-    assert!(search(&db, &["needle", "--chat", "no-such-chat"]).is_empty());
 }
 
 #[test]
@@ -177,20 +202,25 @@ fn hostile_text_and_queries_are_answered_without_panics() {
     conversation(&logs, "folding", &[("user", "İİ\u{212A} k"), ("assistant", "ΣΑΣ straße STRASSE ǅ")]);
     let db = work.path().join("db");
     run_ok(sessiondb(&db).arg("import").arg(&logs));
-    for (q, mark) in [("k", "İİ**\u{212A}** **k**"), ("straße", "**straße**"), ("σασ", "**ΣΑΣ**")] {
-        let found = search(&db, &[q]);
-        assert_eq!(ids(&found), ["folding"], "{q}");
+    // A word query marks whole words (the Kelvin sign here is a letter of the word İİK); a
+    // literal one (-F) every place the text is.
+    for (q, mark) in
+        [(&["k"][..], "İİ\u{212A} **k**"), (&["-F", "k"], "İİ**\u{212A}** **k**"), (&["straße"], "**straße**"), (&["σασ"], "**ΣΑΣ**"), (&["-F", "σας"], "**ΣΑΣ**")]
+    {
+        let found = search(&db, q);
+        assert_eq!(ids(&found), ["folding"], "{q:?}");
         let snippet = found[0]["snippets"][0]["highlighted"].as_str().unwrap();
-        assert!(snippet.contains(mark), "{q}: {snippet}");
-        let out = sessiondb(&db).args(["search", q]).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{q}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(snippet.contains(mark), "{q:?}: {snippet}");
+        let out = sessiondb(&db).arg("search").args(q).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{q:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
 
     let nested = format!("{}k{}", "(".repeat(3000), ")".repeat(3000));
     let out = sessiondb(&db).args(["search", &nested]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "searched literally: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("(searched literally)") && stdout.contains("folding"), "{stdout}");
+    // Too deep for FTS5, so a substring: one no message holds.
+    assert!(stdout.contains("No results") && stdout.contains("(searched literally)"), "{stdout}");
 
     for (query, bound) in
         [(["x*"; 20_000].join(" "), "bytes; at most 16384"), (["x*"; 9].join(" "), "9 prefixes (`*`); at most 8"), (["word"; 65].join(" "), "65 words; at most 64")]
@@ -206,5 +236,368 @@ fn hostile_text_and_queries_are_answered_without_panics() {
     for query in [["x*"; 8].join(" "), ["word"; 64].join(" "), format!("{}k{}", "(".repeat(16), ")".repeat(16))] {
         let out = sessiondb(&db).args(["search", &query]).output().unwrap();
         assert!(out.status.success(), "{query}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+/// A small seeded generator (xorshift64*), so that the generated logs are the same every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        from[self.below(from.len())]
+    }
+}
+
+/// Pieces of text of every class issue 15 names: words, code with punctuation, Windows paths,
+/// emoji (with and without modifiers), CJK, mixed-case non-ASCII whose lowercasing changes
+/// lengths, quotes, parentheses.
+const PIECES: &[&str] = &[
+    "the",
+    "about",
+    "X.",
+    "summary",
+    "Thanks!",
+    "write",
+    "a",
+    "borrow",
+    "checker",
+    "is_locally()",
+    "is_local",
+    "locally",
+    "fn main() {",
+    "}",
+    "foo(x)",
+    "(x",
+    "x)",
+    "a->b",
+    "x == y",
+    "C:\\Users\\me",
+    "c:\\users",
+    "C:\\Program Files",
+    "/usr/bin/env",
+    "path/to:file",
+    "\"quoted\"",
+    "\"",
+    "'",
+    "don't",
+    "😀",
+    "🎉",
+    "🦀",
+    "👍🏽",
+    "🦀🦀",
+    "数据库",
+    "日本語のテキスト",
+    "한국어",
+    "用",
+    "ÄÖÜ",
+    "äöü",
+    "Äpfel",
+    "İstanbul",
+    "STRASSE",
+    "straße",
+    "ΟΔΟΣ",
+    "σοφός",
+    "Kelvin \u{212A}",
+    "ﬁle",
+    "naïve",
+    "café",
+    "€5",
+    "½",
+    "\t",
+    "\n",
+    "  ",
+    "-foo",
+    "--all",
+    "*.rs",
+    "[1]",
+    "{}",
+    "a_b_c",
+    "AND",
+    "NOT",
+];
+
+/// The text of one generated message: pieces joined by a space, by nothing (so that substrings
+/// cross them) or by a newline.
+fn generated_text(rng: &mut Rng) -> String {
+    let mut text = String::new();
+    for _ in 0..1 + rng.below(12) {
+        text.push_str(rng.pick(PIECES));
+        text.push_str(rng.pick(&[" ", " ", " ", "", "\n", ", "]));
+    }
+    text
+}
+
+/// Writes `n` conversations into `logs`, each with main, some with a branch and a view
+/// sharing main's first lines; returns every conversation's distinct lines and their
+/// contents (a line several files hold is one message, as the store keeps it).
+fn generated_logs(logs: &Path, n: usize, seed: u64) -> Vec<(String, std::collections::BTreeMap<String, String>)> {
+    use sessiondb::model::{Message, Role};
+    let mut rng = Rng(seed);
+    let mut out = Vec::new();
+    for i in 0..n {
+        let id = format!("2026-01-{:02}-generated-{i:03}", 1 + i % 28);
+        let dir = logs.join(&id);
+        fs::create_dir_all(&dir).unwrap();
+        let mut lines = std::collections::BTreeMap::new();
+        let mut main = Vec::new();
+        for j in 0..3 + rng.below(15) {
+            let role = ["user", "assistant", "system"][if j == 0 { 2 } else { 1 - j % 2 }];
+            let content = generated_text(&mut rng);
+            let m = Message::new(Role::parse(role), content.clone(), Some(format!("2026-01-01T10:{:02}:{:02}", j / 60, j % 60)));
+            let line = sessiondb::codec::message_line::encode_message(&m);
+            lines.insert(line.clone(), content);
+            main.push(line);
+        }
+        let write = |rel: &str, file_lines: &[String]| {
+            let path = dir.join(rel);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, file_lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+        };
+        write("conversation.jsonl", &main);
+        for (rel, wanted) in [("branches/alt.jsonl", i % 3 == 0), ("views/compact.jsonl", i % 4 == 1)] {
+            if wanted {
+                let mut other: Vec<String> = main[..main.len() / 2].to_vec();
+                let content = generated_text(&mut rng);
+                let m = Message::new(Role::parse("assistant"), content.clone(), Some("2026-01-02T10:00:00".into()));
+                let line = sessiondb::codec::message_line::encode_message(&m);
+                lines.insert(line.clone(), content);
+                other.push(line);
+                write(rel, &other);
+            }
+        }
+        out.push((id, lines));
+    }
+    out
+}
+
+/// Issue 15, item 1: a literal query finds exactly the conversations whose messages (on any
+/// branch or view) contain it, ignoring case as gptme does (`query.lower() in
+/// content.lower()`), and counts exactly the messages that do: checked against a brute-force
+/// search over every message, for queries of every class.
+#[test]
+fn literal_search_finds_exactly_what_a_substring_search_finds() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let generated = generated_logs(&logs, 80, 0x5eed_cafe);
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+
+    let mut queries: Vec<String> = [
+        "(x",
+        "is_locally()",
+        "C:\\Users",
+        "c:\\USERS\\ME",
+        "\\",
+        "😀",
+        "🎉",
+        "🦀",
+        "🦀🦀",
+        "👍",
+        "🏽",
+        "\"",
+        "'",
+        "\"quoted",
+        "(",
+        ")",
+        "()",
+        "{}",
+        "x)",
+        "a->",
+        "数据库",
+        "据",
+        "語の",
+        "한",
+        "ÄÖ",
+        "äö",
+        "ÄPFEL",
+        "i̇stanbul",
+        "İ",
+        "STRASSE",
+        "strasse",
+        "STRAẞE",
+        "ς",
+        "σ",
+        "οδος",
+        "ΟΔΟΣ",
+        "\u{212A}",
+        "k",
+        "ﬁ",
+        "fi",
+        "naïve",
+        "€",
+        "½",
+        "\t",
+        "s, ",
+        "!\n",
+        "x ==",
+        "--",
+        "-foo",
+        "*.",
+        "[1",
+        "_b",
+        ":\\",
+        " ",
+        "e",
+        "zz",
+        "no such text at all",
+        "about x.",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    // Pieces of stored text, some with their case changed: every query of these is found.
+    let mut rng = Rng(7);
+    let contents: Vec<&String> = generated.iter().flat_map(|(_, lines)| lines.values()).collect();
+    for _ in 0..30 {
+        let text: Vec<char> = contents[rng.below(contents.len())].chars().collect();
+        if text.is_empty() {
+            continue;
+        }
+        let start = rng.below(text.len());
+        let piece: String = text[start..(start + 1 + rng.below(12)).min(text.len())].iter().collect();
+        queries.push(if rng.below(2) == 0 { piece.to_uppercase() } else { piece });
+    }
+    let mut checked = 0;
+    for q in queries.iter().filter(|q| !q.trim().is_empty()) {
+        let needle = q.to_lowercase();
+        let expected: std::collections::BTreeMap<&str, usize> = generated
+            .iter()
+            .map(|(id, lines)| (id.as_str(), lines.values().filter(|c| c.to_lowercase().contains(&needle)).count()))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        let results = search(&db, &["-F", "-n", "1000", "--", q]);
+        let found: std::collections::BTreeMap<&str, usize> = results.iter().map(|r| (r["id"].as_str().unwrap(), r["matches"].as_u64().unwrap() as usize)).collect();
+        assert_eq!(found, expected, "query {q:?}: conversations and matches found, against a brute-force substring search");
+        // Newest conversation first, and a limit keeps the first ones.
+        if results.len() > 2 {
+            assert_eq!(ids(&search(&db, &["-F", "-n", "2", "--", q])), ids(&results)[..2], "{q:?}");
+        }
+        // Without -F, a query that is not word syntax is found the same way.
+        // (A query with quotes may be a phrase of words, which is word syntax.)
+        if !q.chars().all(|c| c.is_alphanumeric() || c == ' ' || ('\u{300}'..='\u{36f}').contains(&c)) && !q.contains('"') {
+            let plain: Vec<String> = ids(&search(&db, &["-n", "1000", "--", q]));
+            assert_eq!(plain, ids(&results), "{q:?} without -F");
+        }
+        for r in &results {
+            let highlighted = r["snippets"][0]["highlighted"].as_str().unwrap();
+            assert!(highlighted.contains("**") || needle.contains('\n'), "{q:?}: a match is marked: {highlighted}");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 50, "{checked} queries");
+}
+
+/// The substring index is derived: dropped or emptied, doctor reports it, `doctor --reindex`
+/// makes it again from the messages, and literal search is exact again; killed imports leave
+/// it consistent with the rows (FTS5's own check, doctor's count, the same answers).
+#[test]
+fn the_substring_index_is_rebuilt_and_survives_killed_writers() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let generated = generated_logs(&logs, 150, 42);
+    let db = work.path().join("db");
+    let expected = |q: &str| -> Vec<String> {
+        let mut ids: Vec<String> =
+            generated.iter().filter(|(_, lines)| lines.values().any(|c| c.to_lowercase().contains(&q.to_lowercase()))).map(|(id, _)| id.clone()).collect();
+        ids.sort();
+        ids
+    };
+    let found = |q: &str| -> Vec<String> {
+        let mut ids = ids(&search(&db, &["-F", "-n", "1000", "--", q]));
+        ids.sort();
+        ids
+    };
+    let doctor = |args: &[&str]| sessiondb(&db).arg("doctor").arg(&logs).args(args).arg("--json").output().unwrap();
+
+    // Imports killed at growing delays, then one that finishes.
+    let mut delay = std::time::Duration::from_millis(5);
+    for _ in 0..8 {
+        let mut child = sessiondb(&db).arg("import").arg(&logs).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        std::thread::sleep(delay);
+        let _ = child.kill();
+        child.wait().unwrap();
+        delay = delay.mul_f64(1.6);
+        let out = doctor(&[]);
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(!report["problems"].as_array().unwrap().iter().any(|p| p.as_str().unwrap().contains("index")), "after a kill: {report}");
+    }
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    for q in ["🦀", "(x", "c:\\users", "数据库", "ÄÖ", "\""] {
+        assert_eq!(found(q), expected(q), "{q:?} after killed imports");
+    }
+    let out = doctor(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+
+    for damage in ["INSERT INTO messages_substring (messages_substring) VALUES ('delete-all')", "DROP TABLE messages_substring"] {
+        rusqlite::Connection::open(&db).unwrap().execute_batch(damage).unwrap();
+        let out = doctor(&[]);
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(out.status.code(), Some(1), "{damage}: {report}");
+        assert!(report["problems"].to_string().contains("substring index") && report["problems"].to_string().contains("--reindex"), "{damage}: {report}");
+        let out = doctor(&["--reindex"]);
+        assert_eq!(out.status.code(), Some(0), "{damage}: {}", String::from_utf8_lossy(&out.stdout));
+        for q in ["🦀", "(x", "is_locally()", "ÄÖ"] {
+            assert_eq!(found(q), expected(q), "{q:?} after {damage} and --reindex");
+        }
+    }
+    // The index follows removals too (the delete trigger was made again with it).
+    let gone = &generated[0].0;
+    run_ok(sessiondb(&db).args(["rm", gone]));
+    assert!(!found("the").contains(gone));
+    assert_eq!(doctor(&[]).status.code(), Some(0));
+}
+
+/// Issue 15, item 1, against gptme itself: on the logs real gptme wrote, a literal query finds
+/// the conversations gptme's own test (`query.lower() in msg.content.lower()`, over every branch
+/// and view gptme loads) finds (`tools/oracle/gptme_search.py`).
+#[test]
+fn literal_search_agrees_with_gptme() {
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("db");
+    let logs = common::fixtures();
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let queries = [
+        "😀", "🎉", "🦀", "(", ")", "\"", "'", "\\", "İ", "i\u{307}", "café", "CAFÉ", "☕", "日本", "σ", "ς", "Σ", "```", "$", "ä", "Ä", "\ta", "the", " the ",
+        "e", "ab", ": ", "{\"", "->", "naïve", "NAÏVE", "ß", "SS", "\u{212A}", "k", "ﬁ", "fi", "...", "?", "!", "#", "%", "<", ">", "&", "|", "*", "_", "0", "é",
+        "e\u{301}", "\u{301}", "Ω", "ω", "ǅ", "ǆ",
+    ];
+    let out = run_ok(std::process::Command::new(common::gptme_python()).arg(common::tool("gptme_search.py")).arg(&logs).args(queries));
+    let oracle: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(oracle["unreadable"], serde_json::json!([]), "gptme loads every fixture conversation");
+    for q in queries {
+        let mut expected: Vec<&str> = oracle["found"][q].as_object().unwrap().keys().map(String::as_str).collect();
+        expected.sort();
+        let mut found = ids(&search(&db, &["-F", "--all", "-n", "1000", "--", q]));
+        found.sort();
+        assert_eq!(found, expected, "query {q:?}: sessiondb against gptme");
+    }
+}
+
+/// Text holding NUL (JSON's `\u0000`) is found literally through the library (no command line
+/// can pass a NUL): trigrams with NUL are left out of the index query, the rest checked exactly.
+#[test]
+fn literal_text_with_nul_is_found() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let dir = logs.join("nul-chat");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("conversation.jsonl"), "{\"role\": \"user\", \"content\": \"x A\\u0000Bcd y\", \"timestamp\": \"2026-07-16T10:00:00\"}\n").unwrap();
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let store = sessiondb::store::Store::open(&db).unwrap();
+    let conn = store.connection().unwrap();
+    for (text, found) in [("a\0b", true), ("A\0BCD Y", true), ("\0", true), ("a\0c", false), ("x a\0bcd y!", false)] {
+        let q = sessiondb::store::search::SearchQuery { text: text.into(), limit: 10, matches: 1, literal: true, ..Default::default() };
+        let result = sessiondb::store::search::search(&conn, &q).unwrap();
+        assert_eq!(result.conversations.len(), usize::from(found), "{text:?}");
     }
 }

@@ -16,6 +16,9 @@ pub struct Args {
     /// Print the report as JSON
     #[arg(long)]
     json: bool,
+    /// First make the substring index (for literal search) again from the stored messages
+    #[arg(long)]
+    reindex: bool,
 }
 
 /// How to get a sound database back: gptme's directories hold everything except changes
@@ -33,6 +36,13 @@ fn restore_advice(db: &Path, logs: Option<&Path>) -> String {
 pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     if !db.exists() {
         return Err(Failure(format!("{}: no database here", db.display())));
+    }
+    if args.reindex {
+        let store = sessiondb::store::Store::open(db)?;
+        sessiondb::store::fts::rebuild_substring_index(&store.connection()?)?;
+        if !args.json {
+            say!("rebuilt the substring index");
+        }
     }
     let logs = args.logs_dir.or_else(|| sessiondb::layout::default_logs_root().filter(|l| l.is_dir()));
     // A plain connection, no migration: doctor changes nothing, and must work on a database
@@ -98,7 +108,7 @@ fn print_report(db: &Path, report: &DatabaseReport, problems: &[String], state: 
     say!("schema version {} (this sessiondb: {})", report.schema_version, report.supported_version);
     say!("{} conversations, {} messages", report.conversations, report.messages);
     if problems.is_empty() {
-        say!("no problems found: integrity, foreign keys, full-text index, orphaned rows, listing totals");
+        say!("no problems found: integrity, foreign keys, full-text and substring indexes, orphaned rows, listing totals");
     } else {
         say!("{} problems:", problems.len());
         for p in problems {

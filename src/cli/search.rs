@@ -5,14 +5,19 @@ use std::io::{IsTerminal, Write};
 use super::term::{visible, visible_line};
 use super::Failure;
 use sessiondb::codec::timestamp::format_utc;
-use sessiondb::store::search::{highlight_terms, search, snippet, Marks, SearchQuery};
+use sessiondb::store::search::{search, snippet, Marks, SearchQuery};
 use sessiondb::store::Store;
+use sessiondb::store::StoreError;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Words, "a phrase", prefix*, AND/OR/NOT; anything else is searched literally
+    /// Words, "a phrase", prefix*, AND/OR/NOT; anything else (punctuation, symbols, emoji) is
+    /// found literally, as a substring ignoring case
     #[arg(allow_hyphen_values = true)]
     query: String,
+    /// Find the query as a substring (ignoring case), whatever it looks like
+    #[arg(short = 'F', long)]
+    literal: bool,
     /// At most N conversations
     #[arg(short = 'n', long = "limit", default_value_t = 20)]
     limit: usize,
@@ -55,10 +60,19 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         limit: args.limit,
         matches: args.matches,
         include_test: args.all,
+        literal: args.literal,
     };
     let conn = store.connection()?;
-    let result = search(&conn, &query)?;
-    let terms = highlight_terms(&args.query);
+    let result = match search(&conn, &query) {
+        Ok(r) => r,
+        // A usage error: the filter names nothing there is (exit 2, as for a bad argument).
+        Err(e @ StoreError::NoSuchFilter { .. }) => {
+            super::term::tell!("sessiondb: {e}");
+            return Ok(2);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let terms = &result.highlight;
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     // JSON holds the stored text exactly; the listing shows it visible (see `term`), coloured
     // or starred.
@@ -86,8 +100,8 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
                             "file": h.document,
                             "index": h.line,
                             "rank": h.rank,
-                            "snippet": snippet(&h.content, &terms, args.context, args.matches, &exact),
-                            "highlighted": snippet(&h.content, &terms, args.context, args.matches, &starred),
+                            "snippet": snippet(&h.content, terms, args.context, args.matches, &exact),
+                            "highlighted": snippet(&h.content, terms, args.context, args.matches, &starred),
                         })).collect::<Vec<_>>(),
                     })
                 })
@@ -96,17 +110,17 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             return Ok(());
         }
         let query = visible_line(&args.query);
+        let how = if result.literal { " (searched literally)" } else { "" };
         if result.conversations.is_empty() {
-            writeln!(out, "No results found for query: '{query}'")?;
+            writeln!(out, "No results found for query: '{query}'{how}")?;
             return Ok(());
         }
-        let how = if result.literal { " (searched literally)" } else { "" };
         writeln!(out, "Search results for '{query}'{how} ({} conversations):", result.conversations.len())?;
         for (i, c) in result.conversations.iter().enumerate() {
             writeln!(out, "\n{}. {} ({} matches):", i + 1, visible_line(&c.name), c.total)?;
             for (j, h) in c.hits.iter().enumerate() {
                 writeln!(out, "\n  Match {} ({}, message {}, {}):", j + 1, visible_line(&h.document), h.line + 1, visible_line(&h.role))?;
-                let text = snippet(&h.content, &terms, args.context, args.matches, &shown);
+                let text = snippet(&h.content, terms, args.context, args.matches, &shown);
                 writeln!(out, "     {}", text.replace('\n', "\n     "))?;
             }
         }

@@ -34,6 +34,8 @@ pub enum Problem {
     OlderSchema { version: i64 },
     /// The full-text index fails its own integrity check (`detail`: SQLite's error).
     FullTextIndexCheck(String),
+    /// The substring index (derived, rebuilt in place) fails its own integrity check.
+    SubstringIndexCheck(String),
     /// One finding of a check that lists what it finds (`detail`: what and where).
     Found { check: Check, detail: String },
     /// Findings of `check` beyond the ones listed one by one, counted.
@@ -48,6 +50,8 @@ pub enum Check {
     ForeignKey,
     /// Messages the full-text index has not caught up with.
     FullTextIndex,
+    /// Messages the substring index has not caught up with.
+    SubstringIndex,
     OrphanedMessage,
     OrphanedBlob,
     /// A blob whose stored chunks do not add up to it.
@@ -64,6 +68,7 @@ impl Check {
             Check::Integrity => "SQLite integrity check",
             Check::ForeignKey => "foreign key",
             Check::FullTextIndex => "full-text index",
+            Check::SubstringIndex => "substring index",
             Check::OrphanedMessage => "orphaned message",
             Check::OrphanedBlob => "orphaned blob",
             Check::Blob => "blob",
@@ -81,7 +86,8 @@ impl Problem {
         match self {
             Problem::Unreadable(_) | Problem::FullTextIndexCheck(_) => true,
             Problem::Found { check, .. } | Problem::More { check, .. } => matches!(check, Check::Integrity | Check::FullTextIndex),
-            Problem::NewerSchema { .. } | Problem::OlderSchema { .. } => false,
+            // Derived from the rows and rebuilt in place (`doctor --reindex`): the rows are sound.
+            Problem::NewerSchema { .. } | Problem::OlderSchema { .. } | Problem::SubstringIndexCheck(_) => false,
         }
     }
 }
@@ -98,6 +104,10 @@ impl std::fmt::Display for Problem {
                 write!(f, "schema version {version} is older than {CURRENT_VERSION}: any other sessiondb command brings it up to date")
             }
             Problem::FullTextIndexCheck(detail) => write!(f, "full-text index: {detail} (rebuild it with `sessiondb import` into a new database)"),
+            Problem::SubstringIndexCheck(detail) => write!(f, "substring index: {detail} (rebuild it with `sessiondb doctor --reindex`)"),
+            Problem::Found { check: Check::SubstringIndex, detail } => {
+                write!(f, "{}: {detail} (rebuild it with `sessiondb doctor --reindex`)", Check::SubstringIndex.label())
+            }
             Problem::Found { check, detail } => write!(f, "{}: {detail}", check.label()),
             Problem::More { check, count } => write!(f, "{}: {count} more", check.label()),
         }
@@ -169,6 +179,25 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
              WHERE id > (SELECT value FROM store_state WHERE key = 'fts_indexed_upto') HAVING count(*) > 0",
         )?,
     );
+    // The substring index is contentless, so its own check cannot see rows gone missing: its
+    // row count (one per message, kept in its docsize table) is compared with the watermark's.
+    match conn.execute("INSERT INTO messages_substring (messages_substring) VALUES ('integrity-check')", []) {
+        Err(e) => report.problems.push(Problem::SubstringIndexCheck(e.to_string())),
+        Ok(_) => push_all(
+            &mut report.problems,
+            Check::SubstringIndex,
+            strings(
+                conn,
+                "SELECT count(*) || ' messages are not indexed' FROM messages
+                 WHERE id > (SELECT value FROM store_state WHERE key = 'substring_indexed_upto') HAVING count(*) > 0
+                 UNION ALL
+                 SELECT 'it holds ' || indexed || ' messages of the ' || stored || ' it should'
+                 FROM (SELECT (SELECT count(*) FROM messages_substring_docsize) AS indexed,
+                              (SELECT count(*) FROM messages WHERE id <= (SELECT value FROM store_state WHERE key = 'substring_indexed_upto')) AS stored)
+                 WHERE indexed != stored",
+            )?,
+        ),
+    }
     push_all(
         &mut report.problems,
         Check::OrphanedMessage,

@@ -1,23 +1,73 @@
-//! Keeping the full-text index in step with the messages table.
+//! Keeping the search indexes in step with the messages table.
 //!
-//! Invariant (see `schema/0001_init.sql`): every message with an id at or below the watermark
-//! `store_state['fts_indexed_upto']` is in `messages_fts`, and no later one is. Writers call
-//! [`index_pending`] inside their transaction, just before committing, so that at every commit
-//! the index covers every message; the watermark moves in that same transaction, so a crash
-//! can never leave rows indexed twice or not at all.
+//! Two indexes are derived from `messages.content`: `messages_fts` (words, see
+//! `schema/0001_init.sql` and `0003`) and `messages_substring` (trigrams of the lowercased text,
+//! for literal queries, see `schema/0011_substring_index.sql`). Invariant, for each with its
+//! own watermark (`store_state['fts_indexed_upto']`, `['substring_indexed_upto']`): every
+//! message with an id at or below the watermark is in the index, and no later one is. Writers
+//! call [`index_pending`] inside their transaction, just before committing, so that at every
+//! commit both indexes cover every message; each watermark moves in that same transaction, so
+//! a crash can never leave rows indexed twice or not at all. Both are derived and never the
+//! source of truth: [`rebuild_substring_index`] makes the substring index again from the rows.
 
 use super::{Connection, StoreError};
 
-/// Indexes every message row added since the watermark, in one statement (one FTS5 flush), and
-/// advances the watermark. Rows without content (blank and damaged lines) are indexed as empty
-/// documents, so the index and the table hold the same rows, as FTS5's own integrity check
-/// expects of an external-content index. Call inside a write transaction, before it commits.
+/// The derived indexes: (table, watermark key, the SQL function giving the indexed text).
+const INDEXES: [(&str, &str, &str); 2] =
+    [("messages_fts", "fts_indexed_upto", "sessiondb_fts_text"), ("messages_substring", "substring_indexed_upto", "sessiondb_lower")];
+
+/// Indexes every message row added since the watermarks, one statement (one FTS5 flush) per
+/// index, and advances the watermarks. Rows without content (blank and damaged lines) are
+/// indexed as empty documents, so each index and the table hold the same rows, as FTS5's own
+/// integrity check expects. Call inside a write transaction, before it commits. Returns the
+/// rows added to the word index.
 pub fn index_pending(conn: &Connection) -> Result<u64, StoreError> {
-    let upto: i64 = conn.prepare_cached("SELECT value FROM store_state WHERE key = 'fts_indexed_upto'")?.query_row([], |r| r.get(0))?;
-    let indexed =
-        conn.prepare_cached("INSERT INTO messages_fts (rowid, content) SELECT id, sessiondb_fts_text(content) FROM messages WHERE id > ?1")?.execute([upto])?;
-    conn.prepare_cached("UPDATE store_state SET value = (SELECT max(?1, coalesce(max(id), 0)) FROM messages) WHERE key = 'fts_indexed_upto'")?.execute([upto])?;
-    Ok(indexed as u64)
+    let mut words = None;
+    for (table, key, text) in INDEXES {
+        let upto: i64 = conn.prepare_cached(&format!("SELECT value FROM store_state WHERE key = '{key}'"))?.query_row([], |r| r.get(0))?;
+        let indexed =
+            conn.prepare_cached(&format!("INSERT INTO {table} (rowid, content) SELECT id, {text}(content) FROM messages WHERE id > ?1"))?.execute([upto])?;
+        conn.prepare_cached(&format!("UPDATE store_state SET value = (SELECT max(?1, coalesce(max(id), 0)) FROM messages) WHERE key = '{key}'"))?
+            .execute([upto])?;
+        words.get_or_insert(indexed as u64);
+    }
+    Ok(words.unwrap_or(0))
+}
+
+/// Makes the substring index again from the messages table, in one write transaction: dropped
+/// (whatever state it was in, even gone), created as `schema/0011_substring_index.sql` creates
+/// it, filled with every message, its watermark at the last one. For an index that was lost or
+/// damaged (`doctor` reports it; `doctor --reindex` calls this). A crash midway leaves the old
+/// index as it was. Call outside any transaction.
+pub fn rebuild_substring_index(conn: &Connection) -> Result<(), StoreError> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let rebuilt = (|| -> Result<(), StoreError> {
+        // Every message is in the word index at every commit, so the migration's backfill (up to
+        // the word index's watermark) covers them all; index_pending is the safety net.
+        conn.execute_batch(
+            "DROP TRIGGER IF EXISTS messages_substring_delete;
+             DROP TABLE IF EXISTS messages_substring;
+             DELETE FROM store_state WHERE key = 'substring_indexed_upto';",
+        )?;
+        conn.execute_batch(include_str!("../../schema/0011_substring_index.sql"))?;
+        index_pending(conn)?;
+        Ok(())
+    })();
+    match rebuilt {
+        Ok(()) => Ok(conn.execute_batch("COMMIT")?),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+/// `text` lowercased as Python's `str.lower()` does, which gptme's search applies to both the
+/// query and each message: full mappings (`İ` becomes `i̇`), and the whole text at once, so
+/// that a capital sigma ending a word becomes `ς`. (Rust's tables may be of a newer Unicode
+/// version than the Python's.)
+pub fn lower(text: &str) -> String {
+    text.to_lowercase()
 }
 
 /// Whether a character belongs to a script written without spaces between words (CJK
@@ -48,12 +98,13 @@ pub fn fts_text(content: &str) -> String {
     out
 }
 
-/// Registers `sessiondb_fts_text(text)` on a connection; migrations and writers use it.
+/// Registers `sessiondb_fts_text(text)` and `sessiondb_lower(text)` ([`lower`]) on a
+/// connection; migrations and writers use them.
 pub fn register_functions(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     use rusqlite::functions::FunctionFlags;
-    conn.create_scalar_function("sessiondb_fts_text", 1, FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC, |ctx| {
-        Ok(ctx.get::<Option<String>>(0)?.map(|t| fts_text(&t)))
-    })
+    let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
+    conn.create_scalar_function("sessiondb_fts_text", 1, flags, |ctx| Ok(ctx.get::<Option<String>>(0)?.map(|t| fts_text(&t))))?;
+    conn.create_scalar_function("sessiondb_lower", 1, flags, |ctx| Ok(ctx.get::<Option<String>>(0)?.map(|t| lower(&t))))
 }
 
 #[cfg(test)]

@@ -60,6 +60,10 @@ pub enum StoreError {
     /// A search query past one of the bounds that keep every search quick.
     #[error("the search query has {found} {what}; at most {limit} are allowed")]
     QueryTooLarge { what: &'static str, found: usize, limit: usize },
+    /// A search filter that names nothing in the store (`known`: what there is, or where to
+    /// look).
+    #[error("{flag} {value:?} names nothing in the store: {known}")]
+    NoSuchFilter { flag: &'static str, value: String, known: String },
     #[error("no conversation {0:?} in the store")]
     NoConversation(String),
     #[error("conversation {chat_id:?} has no branch {branch:?}")]

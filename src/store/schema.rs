@@ -20,6 +20,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0008_blob_chunks_and_prefix_rewrites.sql"),
     include_str!("../../schema/0009_messages_not_rewritten_unchanged.sql"),
     include_str!("../../schema/0010_shared_line_prefixes.sql"),
+    include_str!("../../schema/0011_substring_index.sql"),
 ];
 
 /// The schema version this build writes.

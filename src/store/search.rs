@@ -1,16 +1,28 @@
-//! Full-text search across every conversation, from the FTS5 index (never a scan of messages).
+//! Search across every conversation: word queries from the FTS5 word index, literal queries
+//! from the substring index, answered exactly.
 //!
-//! A query is first tried as FTS5 syntax (phrases, `foo*` prefixes, AND/OR/NOT, NEAR), with
-//! every CJK run made a phrase of its characters (see [`super::fts::fts_text`]). When FTS5
-//! rejects it as syntax — a plain query with `-`, `"`, `:`, `(` and the like — it is searched
-//! literally instead: each word a quoted phrase, all of them required. Results are ranked by
-//! bm25 and grouped by conversation; snippets are cut from the stored text with the matched
-//! words marked.
+//! A query is a *word query* when it is made only of what the word index can answer: letters
+//! and digits, spaces, and FTS5's syntax (`"phrases"` of words and anything between them,
+//! `prefix*`, parentheses, AND/OR/NOT/NEAR), and FTS5 accepts it. Word queries are ranked by bm25. Every other query — anything with
+//! punctuation, symbols, emoji, `_`, a lone quote — and every query given as literal
+//! ([`SearchQuery::literal`]) is a *literal query*: it finds exactly the messages that contain it
+//! as a substring, ignoring case as gptme's search does (Python's `str.lower()` on both sides,
+//! [`super::fts::lower`]). A literal query of three or more characters is looked up in the
+//! substring index (trigrams, `schema/0011_substring_index.sql`), which gives a superset of the
+//! messages holding it; shorter ones scan the messages. Either way every candidate is checked
+//! against the text itself, so the answer is exact, never more. Literal results come newest
+//! conversation first (as gptme lists them), and the scan stops at the last conversation wanted.
 //!
-//! Invariants: no query and no stored text makes a search panic; a query reaches FTS5 only
-//! within [`MAX_QUERY_BYTES`], [`MAX_QUERY_WORDS`], [`MAX_PREFIXES`] and, as syntax,
-//! [`MAX_NESTING`] (deeper parentheses are searched literally), so every search is bounded; snippets are cut only at
-//! character boundaries of the stored text, whatever case folding does to lengths.
+//! Snippets mark exactly what matched: the substring, for a literal query; whole words that
+//! match a term of the query (a phrase's words only where the whole phrase stands), for a word
+//! query — never letters inside another word.
+//!
+//! Invariants: no query and no stored text makes a search panic; a word query reaches FTS5 only
+//! within [`MAX_QUERY_BYTES`], [`MAX_QUERY_WORDS`], [`MAX_PREFIXES`] and [`MAX_NESTING`], a literal
+//! one with at most [`MAX_TRIGRAMS`] index lookups, so every search is bounded; snippets are cut
+//! only at character boundaries of the stored text, whatever case folding does to lengths.
+//! Filters that name nothing in the store are refused ([`StoreError::NoSuchFilter`]) rather than
+//! answered with nothing.
 
 use rusqlite::{params_from_iter, types::Value};
 
@@ -35,6 +47,8 @@ pub struct SearchQuery {
     /// At most this many matches per conversation.
     pub matches: usize,
     pub include_test: bool,
+    /// Search the text literally, whatever it looks like (`--literal`).
+    pub literal: bool,
 }
 
 /// One matching message.
@@ -62,11 +76,15 @@ pub struct ConversationHits {
     pub hits: Vec<Hit>,
 }
 
-/// The search, and whether the query had to be taken literally.
+/// The search, and whether the query was taken literally.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchResult {
     pub literal: bool,
+    /// The query the index was asked: FTS5 syntax for the word index, or the trigrams looked up
+    /// in the substring index (empty when the messages were scanned).
     pub fts_query: String,
+    /// What snippets of these results mark ([`snippet`]).
+    pub highlight: Highlight,
     pub conversations: Vec<ConversationHits>,
 }
 
@@ -102,29 +120,144 @@ fn cjk_phrases(query: &str) -> String {
     out
 }
 
-/// The literal form: every whitespace-separated word as a quoted phrase, all required.
-fn literal_query(text: &str) -> String {
-    text.split_whitespace()
-        .map(|word| {
-            let spaced: String = word.chars().flat_map(|c| if is_cjk(c) { vec![' ', c, ' '] } else { vec![c] }).collect();
-            format!("\"{}\"", spaced.replace('"', "\"\""))
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+/// Whether a character is part of a word as the word index splits text: letters, digits,
+/// and the combining marks written on them (each CJK character is a word of its own).
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c as u32, 0x0300..=0x036F)
 }
 
-/// The words to mark in snippets: the query's words without FTS5 syntax, case-folded.
-pub fn highlight_terms(text: &str) -> Vec<String> {
-    let cleaned: String = text.chars().map(|c| if "\"*()^:+".contains(c) { ' ' } else { c }).collect();
-    let mut terms: Vec<String> = cleaned
-        .split_whitespace()
-        .filter(|w| !matches!(*w, "AND" | "OR" | "NOT" | "NEAR"))
-        .map(|w| fold_case(w.trim_matches('-')))
-        .filter(|w| !w.is_empty())
-        .collect();
-    terms.sort_by_key(|t| std::cmp::Reverse(t.len()));
-    terms.dedup();
-    terms
+/// Whether `text` asks the word index something it can answer: only words, spaces, balanced
+/// `"phrases"` (of any text holding a word: FTS5 takes a phrase's words and ignores the rest, so
+/// `"ack 2026-07-01 0"` is the words in a row), `word*` and `"phrase"*` prefixes, balanced
+/// parentheses (the FTS5 keywords are words). Any other character outside a phrase is something
+/// to find literally.
+fn is_word_query(text: &str) -> bool {
+    let (mut in_quotes, mut depth, mut prev) = (false, 0i64, ' ');
+    for c in text.chars() {
+        let fine = match c {
+            '"' => {
+                in_quotes = !in_quotes;
+                true
+            }
+            '*' => !in_quotes && (is_word_char(prev) || prev == '"'),
+            '(' if !in_quotes => {
+                depth += 1;
+                true
+            }
+            ')' if !in_quotes => {
+                depth -= 1;
+                depth >= 0
+            }
+            c => in_quotes || c.is_whitespace() || is_word_char(c),
+        };
+        if !fine {
+            return false;
+        }
+        prev = c;
+    }
+    // Every phrase must hold a word: `"😀"` or `"()"` would be a phrase of nothing.
+    !in_quotes && depth == 0 && text.split('"').skip(1).step_by(2).all(|phrase| phrase.chars().any(is_word_char)) && text.chars().any(is_word_char)
+}
+
+/// One term of a word query as snippets mark it: its words (case- and accent-folded, see
+/// [`fold_word`]) in a row, the last one a prefix when `prefix`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phrase {
+    pub words: Vec<String>,
+    pub prefix: bool,
+}
+
+/// What a snippet marks: every occurrence of a substring (the query lowercased, see
+/// [`super::fts::lower`]), or the whole words where a phrase of a word query stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Highlight {
+    Literal(String),
+    Words(Vec<Phrase>),
+}
+
+impl Highlight {
+    /// What to mark for a literal query `text`.
+    pub fn literal(text: &str) -> Highlight {
+        Highlight::Literal(super::fts::lower(text))
+    }
+
+    /// What to mark for a word query: its barewords and phrases, without the operators and
+    /// without what NOT excludes (it is in no matching message).
+    pub fn words(query: &str) -> Highlight {
+        let mut phrases = Vec::new();
+        let mut negated = false;
+        let chars: Vec<char> = query.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            let (words, end) = if c == '"' {
+                let close = chars[i + 1..].iter().position(|&c| c == '"').map_or(chars.len(), |p| i + 1 + p);
+                let inside: String = chars[i + 1..close].iter().collect();
+                (word_spans(&inside).into_iter().map(|(s, e)| fold_word(&inside[s..e])).collect::<Vec<_>>(), close + 1)
+            } else if is_word_char(c) {
+                let mut end = i;
+                while end < chars.len() && is_word_char(chars[end]) {
+                    end += 1;
+                }
+                let run: String = chars[i..end].iter().collect();
+                if matches!(run.as_str(), "AND" | "OR" | "NOT" | "NEAR") {
+                    negated = run == "NOT";
+                    i = end;
+                    continue;
+                }
+                (word_spans(&run).into_iter().map(|(s, e)| fold_word(&run[s..e])).collect(), end)
+            } else {
+                i += 1;
+                continue;
+            };
+            let prefix = chars.get(end) == Some(&'*');
+            if !words.is_empty() && !std::mem::take(&mut negated) {
+                phrases.push(Phrase { words, prefix });
+            }
+            i = end;
+        }
+        Highlight::Words(phrases)
+    }
+}
+
+/// The words of `text` as the word index splits it (byte ranges): runs of word characters,
+/// each CJK character a word of its own.
+fn word_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut start: Option<usize> = None;
+    for (at, c) in text.char_indices() {
+        let cjk = is_cjk(c);
+        if !is_word_char(c) || cjk {
+            if let Some(s) = start.take() {
+                spans.push((s, at));
+            }
+        }
+        if cjk {
+            spans.push((at, at + c.len_utf8()));
+        } else if is_word_char(c) && start.is_none() {
+            start = Some(at);
+        }
+    }
+    if let Some(s) = start {
+        spans.push((s, text.len()));
+    }
+    spans
+}
+
+/// A word as the word index compares it: lowercased letter by letter, and the accents of Latin letters removed
+/// (as unicode61's `remove_diacritics 2` does, for the letters of Latin-1 and Latin Extended-A
+/// that decompose into an ASCII letter and marks;
+/// other letters keep theirs, so such a word may go unmarked, never a wrong one marked).
+pub fn fold_word(word: &str) -> String {
+    const FROM: &str = "àáâãäåçèéêëìíîïñòóôõöùúûüýÿāăąćĉċčďēĕėęěĝğġģĥĩīĭįĵķĺļľńņňōŏőŕŗřśŝşšţťũūŭůűųŵŷźżž";
+    const TO: &str = "aaaaaaceeeeiiiinooooouuuuyyaaaccccdeeeeegggghiiiijklllnnnooorrrssssttuuuuuuwyzzz";
+    // Each letter lowered alone and ς taken for σ, as unicode61 folds them.
+    word.chars()
+        .flat_map(char::to_lowercase)
+        .map(|c| if c == 'ς' { 'σ' } else { c })
+        .filter(|c| !matches!(*c as u32, 0x0300..=0x036F))
+        .map(|c| FROM.chars().position(|f| f == c).and_then(|i| TO.chars().nth(i)).unwrap_or(c))
+        .collect()
 }
 
 fn is_syntax_error(e: &rusqlite::Error) -> bool {
@@ -182,8 +315,13 @@ fn syntax_size(text: &str) -> (usize, usize) {
     (deepest, prefixes)
 }
 
+/// The most trigrams of a literal query looked up in the substring index; a longer query is
+/// found by some of them (a superset, checked exactly like every other).
+pub const MAX_TRIGRAMS: usize = 32;
+
 /// Runs a search. An empty query is an error, as in gptme, and so is one longer than
-/// [`MAX_QUERY_BYTES`], with more than [`MAX_QUERY_WORDS`] words or [`MAX_PREFIXES`] prefixes.
+/// [`MAX_QUERY_BYTES`], a word query with more than [`MAX_QUERY_WORDS`] words or
+/// [`MAX_PREFIXES`] prefixes, and a filter that names nothing in the store.
 pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreError> {
     if q.text.trim().is_empty() {
         return Err(StoreError::Query("the search query is empty".into()));
@@ -191,25 +329,203 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
     if q.text.len() > MAX_QUERY_BYTES {
         return Err(StoreError::QueryTooLarge { what: "bytes", found: q.text.len(), limit: MAX_QUERY_BYTES });
     }
-    let words = word_count(&q.text);
-    if words > MAX_QUERY_WORDS {
-        return Err(StoreError::QueryTooLarge { what: "words", found: words, limit: MAX_QUERY_WORDS });
-    }
-    let (depth, prefixes) = syntax_size(&q.text);
-    if prefixes > MAX_PREFIXES {
-        return Err(StoreError::QueryTooLarge { what: "prefixes (`*`)", found: prefixes, limit: MAX_PREFIXES });
-    }
-    if depth <= MAX_NESTING {
-        let fts = cjk_phrases(&q.text);
-        match run(conn, q, &fts) {
-            Ok(conversations) => return Ok(SearchResult { literal: false, fts_query: fts, conversations }),
-            Err(StoreError::Sqlite(e)) if is_syntax_error(&e) => {}
-            Err(e) => return Err(e),
+    check_filters(conn, q)?;
+    if !q.literal && is_word_query(&q.text) {
+        let words = word_count(&q.text);
+        if words > MAX_QUERY_WORDS {
+            return Err(StoreError::QueryTooLarge { what: "words", found: words, limit: MAX_QUERY_WORDS });
+        }
+        let (depth, prefixes) = syntax_size(&q.text);
+        if prefixes > MAX_PREFIXES {
+            return Err(StoreError::QueryTooLarge { what: "prefixes (`*`)", found: prefixes, limit: MAX_PREFIXES });
+        }
+        if depth <= MAX_NESTING {
+            let fts = cjk_phrases(&q.text);
+            match run(conn, q, &fts) {
+                Ok(conversations) => return Ok(SearchResult { literal: false, fts_query: fts, highlight: Highlight::words(&q.text), conversations }),
+                Err(StoreError::Sqlite(e)) if is_syntax_error(&e) => {}
+                Err(e) => return Err(e),
+            }
         }
     }
-    let literal = literal_query(&q.text);
-    let conversations = run(conn, q, &literal)?;
-    Ok(SearchResult { literal: true, fts_query: literal, conversations })
+    let highlight = Highlight::literal(&q.text);
+    let Highlight::Literal(needle) = &highlight else { unreachable!("a literal highlight") };
+    let trigrams = trigram_query(needle);
+    let conversations = run_literal(conn, q, needle, &trigrams)?;
+    Ok(SearchResult { literal: true, fts_query: trigrams, highlight, conversations })
+}
+
+/// The substring index query for `needle` (lowercased): its distinct trigrams, at most
+/// [`MAX_TRIGRAMS`], all required; empty for a needle of fewer than three characters, which
+/// the index cannot answer.
+fn trigram_query(needle: &str) -> String {
+    let chars: Vec<char> = needle.chars().collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut terms = Vec::new();
+    // A trigram with NUL is left out (FTS5 may read its query text only up to a NUL); the
+    // others still give a superset, and a needle with none left is scanned for.
+    for w in chars.windows(3).filter(|w| !w.contains(&'\0')) {
+        let t: String = w.iter().collect();
+        if seen.insert(t.clone()) {
+            terms.push(format!("\"{}\"", t.replace('"', "\"\"")));
+        }
+    }
+    // Spread over the whole needle when it has more than the lookups allowed.
+    let step = terms.len().div_ceil(MAX_TRIGRAMS).max(1);
+    terms.into_iter().step_by(step).collect::<Vec<_>>().join(" AND ")
+}
+
+/// Whether lowercasing leaves `c` as it is and makes it of no other character: neither a
+/// letter nor a digit nor a combining mark (`İ` lowers to `i` and U+0307). The test
+/// `caseless_characters_come_only_from_themselves` checks this against every character.
+fn is_caseless(c: char) -> bool {
+    !is_word_char(c) && !(0x0300..=0x036F).contains(&(c as u32)) && c.to_lowercase().eq([c])
+}
+
+/// The most candidates a literal search looks up and sorts by themselves (see [`run_literal`]).
+const FEW_CANDIDATES: usize = 5_000;
+
+/// A conversation a literal search found: its chat id, how many of its messages match, and the
+/// first of them (ids, with no rank).
+type Found = (String, usize, Vec<(i64, f64)>);
+
+/// The conversations holding `needle` (lowercased) in a message, newest first, every match
+/// checked against the text: candidates from the substring index when `trigrams` is not empty,
+/// else every message. Each conversation is read whole (so its count of matches is exact), in
+/// listing order, until `limit` have matched. With many candidates, conversations are read one
+/// after another from the listing index, so that nothing is sorted but one conversation's
+/// messages and a query found everywhere stops after the first few; with at most
+/// [`FEW_CANDIDATES`], the candidates alone are looked up and sorted.
+fn run_literal(conn: &Connection, q: &SearchQuery, needle: &str, trigrams: &str) -> Result<Vec<ConversationHits>, StoreError> {
+    let (mut filters, mut args) = filter_sql(q, 2, false);
+    args.insert(0, Value::Text(trigrams.to_owned()));
+    if !trigrams.is_empty() {
+        filters.push("m.id IN (SELECT rowid FROM messages_substring WHERE messages_substring MATCH ?1)".into());
+    } else {
+        // Every message is a candidate (the argument is unused, but numbered as the others).
+        filters.push("?1 = ''".into());
+    }
+    let few = !trigrams.is_empty()
+        && conn
+            .prepare_cached("SELECT count(*) FROM (SELECT rowid FROM messages_substring WHERE messages_substring MATCH ?1 LIMIT ?2)")?
+            .query_row(rusqlite::params![trigrams, FEW_CANDIDATES as i64 + 1], |r| r.get::<_, i64>(0))?
+            <= FEW_CANDIDATES as i64;
+    // CROSS JOIN keeps conversations the outer loop, read by the listing index in its order.
+    let from =
+        if few { "messages m JOIN conversations c ON c.id = m.conversation_id" } else { "conversations c CROSS JOIN messages m ON m.conversation_id = c.id" };
+    let sql = format!("SELECT m.id, c.chat_id FROM {from} WHERE {} ORDER BY c.modified DESC, c.chat_id, m.id", filters.join(" AND "));
+    // The text is read for candidates only, and kept out of the sort.
+    let mut content = conn.prepare_cached("SELECT content FROM messages WHERE id = ?1")?;
+    // Whether a match stands in a branch or view (the `--branch` one): asked of matches only.
+    let (placed_filters, placed_args) = filter_sql(q, 2, true);
+    let placed_sql = format!("SELECT 1 FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?1 AND {}", placed_filters.join(" AND "));
+    let mut placed = conn.prepare_cached(&placed_sql)?;
+    let mut placed_args: Vec<Value> = std::iter::once(Value::Null).chain(placed_args).collect();
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(params_from_iter(args.iter()))?;
+    let (wanted, per) = (q.limit.max(1), q.matches.max(1));
+    // A needle of caseless characters is in the lowered text exactly where it is in the text.
+    let caseless = needle.chars().all(is_caseless);
+    let holds = |t: &str| if caseless { t.contains(needle) } else { super::fts::lower(t).contains(needle) };
+    let mut found: Vec<Found> = Vec::new();
+    while let Some(r) = rows.next()? {
+        let (id, conversation): (i64, String) = (r.get(0)?, r.get(1)?);
+        let current = found.last().is_some_and(|f| f.0 == conversation);
+        if !current && found.len() == wanted {
+            break;
+        }
+        let text: Option<String> = content.query_row([id], |r| r.get(0))?;
+        if !text.is_some_and(|t| holds(&t)) {
+            continue;
+        }
+        placed_args[0] = Value::Integer(id);
+        if !placed.exists(params_from_iter(placed_args.iter()))? {
+            continue;
+        }
+        if !current {
+            found.push((conversation, 0, Vec::new()));
+        }
+        let last = found.last_mut().expect("pushed above");
+        last.1 += 1;
+        if last.2.len() < per {
+            last.2.push((id, 0.0));
+        }
+    }
+    let chosen: Vec<(i64, f64)> = found.iter().flat_map(|f| f.2.iter().copied()).collect();
+    let mut out = place(conn, q, &chosen)?;
+    for c in &mut out {
+        c.total = found.iter().find(|f| f.0 == c.chat_id).map_or(c.total, |f| f.1);
+    }
+    Ok(out)
+}
+
+/// Refuses filters that name nothing in the store: a conversation, a branch (of that
+/// conversation, with `--chat`), a role or a model no message has. Saying "no results" for
+/// them would hide a typo.
+fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<(), StoreError> {
+    let exists = |sql: &str, value: &str| -> Result<bool, StoreError> { Ok(conn.prepare_cached(sql)?.exists([value])?) };
+    let listed = |sql: &str| -> Result<String, StoreError> {
+        let mut stmt = conn.prepare_cached(sql)?;
+        let names = stmt.query_map([], |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
+        Ok(names.join(", "))
+    };
+    if let Some(chat) = &q.chat_id {
+        if !exists("SELECT 1 FROM conversations WHERE chat_id = ?1", chat)? {
+            return Err(StoreError::NoSuchFilter { flag: "--chat", value: chat.clone(), known: "no such conversation (`sessiondb list` lists them)".into() });
+        }
+    }
+    if let Some(branch) = &q.branch {
+        let path = crate::layout::branch_path(branch);
+        let (found, known) = match &q.chat_id {
+            Some(chat) => {
+                let mut stmt = conn.prepare_cached(
+                    "SELECT d.path FROM documents d JOIN conversations c ON c.id = d.conversation_id WHERE d.kind = 'branch' AND c.chat_id = ?1 ORDER BY d.path",
+                )?;
+                let paths = stmt.query_map([chat], |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
+                let names: Vec<&str> =
+                    paths
+                        .iter()
+                        .map(|p| {
+                            if p == crate::layout::MAIN_TRANSCRIPT {
+                                "main"
+                            } else {
+                                p.strip_prefix("branches/").and_then(|n| n.strip_suffix(".jsonl")).unwrap_or(p)
+                            }
+                        })
+                        .collect();
+                (paths.contains(&path), format!("conversation {chat:?} has the branches {}", names.join(", ")))
+            }
+            None => (
+                exists("SELECT 1 FROM documents WHERE kind = 'branch' AND path = ?1", &path)?,
+                "no conversation has such a branch (`sessiondb branches CHAT` lists a conversation's)".into(),
+            ),
+        };
+        if !found {
+            return Err(StoreError::NoSuchFilter { flag: "--branch", value: branch.clone(), known });
+        }
+    }
+    if let Some(role) = &q.role {
+        if !matches!(role.as_str(), "system" | "user" | "assistant") && !exists("SELECT 1 FROM messages WHERE role = ?1", role)? {
+            let stored = listed("SELECT DISTINCT role FROM messages WHERE role IS NOT NULL AND role NOT IN ('system', 'user', 'assistant') LIMIT 10")?;
+            let known = if stored.is_empty() {
+                "no message has this role; roles are system, user and assistant".to_owned()
+            } else {
+                format!("no message has this role; roles are system, user, assistant and {stored}")
+            };
+            return Err(StoreError::NoSuchFilter { flag: "--role", value: role.clone(), known });
+        }
+    }
+    if let Some(model) = &q.model {
+        if !exists("SELECT 1 FROM messages WHERE model = ?1", model)? {
+            let stored = listed("SELECT DISTINCT model FROM messages WHERE model IS NOT NULL LIMIT 10")?;
+            return Err(StoreError::NoSuchFilter {
+                flag: "--model",
+                value: model.clone(),
+                known: if stored.is_empty() { "no message names a model".into() } else { format!("no message names this model; models named include {stored}") },
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Two ways to the same answer. Without a narrowing filter (role, model, since, chat,
@@ -388,46 +704,61 @@ fn place(conn: &Connection, q: &SearchQuery, candidates: &[(i64, f64)]) -> Resul
     Ok(out)
 }
 
-/// The one case folding of terms and text: each character's own lowercase, so that a
-/// character folds the same wherever it stands.
-fn fold_char(c: char) -> std::char::ToLowercase {
-    c.to_lowercase()
-}
-
-/// `text` case-folded character by character ([`fold_char`]).
-pub fn fold_case(text: &str) -> String {
-    text.chars().flat_map(fold_char).collect()
-}
-
-/// The spans (byte ranges of `line`, on its character boundaries) where `terms` occur,
-/// ignoring case, in order and not overlapping; an earlier term wins an overlap. Matching is
-/// done on the folded line, whose every byte remembers the original character it came from:
-/// folding changes lengths (`İ` becomes three bytes, the Kelvin sign one), so offsets in the
-/// folded text are never used on the original.
-fn line_matches(line: &str, terms: &[String]) -> Vec<(usize, usize)> {
-    let mut folded = String::with_capacity(line.len());
-    let mut origin: Vec<usize> = Vec::with_capacity(line.len());
-    for (at, c) in line.char_indices() {
-        for lower in fold_char(c) {
-            folded.push(lower);
-            origin.resize(folded.len(), at);
-        }
-    }
-    let char_end = |at: usize| at + line[at..].chars().next().map_or(0, char::len_utf8);
-    let mut spans: std::collections::BTreeMap<usize, usize> = std::collections::BTreeMap::new();
-    for term in terms.iter().map(|t| fold_case(t)).filter(|t| !t.is_empty()) {
-        let mut from = 0;
-        while let Some(at) = folded[from..].find(term.as_str()) {
-            let (fs, fe) = (from + at, from + at + term.len());
-            let (s, e) = (origin[fs], char_end(origin[fe - 1]));
-            let overlaps = spans.range(..e).next_back().is_some_and(|(_, &end)| end > s);
-            if !overlaps {
-                spans.insert(s, e);
+/// Where `highlight` matches `content`: byte ranges of `content` on its character boundaries,
+/// in order, not overlapping (touching ranges joined).
+///
+/// A literal needle is found in the lowercased text ([`super::fts::lower`]), whose every byte
+/// remembers the character of `content` it came from: lowercasing changes lengths (`İ` becomes
+/// three bytes, the Kelvin sign one), so offsets in the lowered text are never used on the
+/// original; a match is widened to the whole characters it touches. A word query marks whole
+/// words ([`word_spans`]) where one of its phrases stands.
+pub fn match_spans(content: &str, highlight: &Highlight) -> Vec<(usize, usize)> {
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut add = |s: usize, e: usize| match spans.last_mut() {
+        Some(last) if s <= last.1 => last.1 = last.1.max(e),
+        _ => spans.push((s, e)),
+    };
+    match highlight {
+        Highlight::Literal(needle) if needle.is_empty() => {}
+        Highlight::Literal(needle) => {
+            let lowered = super::fts::lower(content);
+            let mut origin: Vec<usize> = Vec::with_capacity(lowered.len());
+            for (at, c) in content.char_indices() {
+                // Each character lowers alone as in the whole text, but for a final sigma (ς, as
+                // long as σ): the lengths add up the same.
+                let len: usize = c.to_lowercase().map(char::len_utf8).sum();
+                origin.resize(origin.len() + len, at);
             }
-            from = fe;
+            if origin.len() != lowered.len() {
+                return Vec::new();
+            }
+            let char_end = |at: usize| at + content[at..].chars().next().map_or(0, char::len_utf8);
+            for (at, m) in lowered.match_indices(needle.as_str()) {
+                add(origin[at], char_end(origin[at + m.len() - 1]));
+            }
+        }
+        Highlight::Words(phrases) => {
+            let words = word_spans(content);
+            let folded: Vec<String> = words.iter().map(|&(s, e)| fold_word(&content[s..e])).collect();
+            let mut marked = vec![false; words.len()];
+            for phrase in phrases.iter().filter(|p| !p.words.is_empty()) {
+                let n = phrase.words.len();
+                for start in 0..folded.len().saturating_sub(n - 1) {
+                    let fits = phrase.words.iter().enumerate().all(|(k, w)| {
+                        let word = &folded[start + k];
+                        word == w || (phrase.prefix && k == n - 1 && word.starts_with(w.as_str()))
+                    });
+                    if fits {
+                        marked[start..start + n].iter_mut().for_each(|m| *m = true);
+                    }
+                }
+            }
+            for (&(s, e), _) in words.iter().zip(&marked).filter(|(_, m)| **m) {
+                add(s, e);
+            }
         }
     }
-    spans.into_iter().collect()
+    spans
 }
 
 /// How a snippet shows text: `text` for the stored text around matches, `matched` for a match.
@@ -436,21 +767,40 @@ pub struct Marks<'a> {
     pub matched: &'a dyn Fn(&str) -> String,
 }
 
-/// A snippet of `content` around its matches of `terms` (ignoring case), gptme-style: the
+/// A snippet of `content` around what `highlight` matches ([`match_spans`]), gptme-style: the
 /// first `max_matches` matching lines with `context` lines around them, numbered, every match
-/// in them passed to `marks.matched` and the rest of the text to `marks.text`. Without a match,
-/// the first 100 characters.
-pub fn snippet(content: &str, terms: &[String], context: usize, max_matches: usize, marks: &Marks) -> String {
-    let lines: Vec<&str> = content.split('\n').collect();
+/// in them passed to `marks.matched` and the rest of the text to `marks.text` (a match across
+/// lines is marked on each). Without a match, the first 100 characters.
+pub fn snippet(content: &str, highlight: &Highlight, context: usize, max_matches: usize, marks: &Marks) -> String {
+    let spans = match_spans(content, highlight);
+    // Each line with its byte offset in `content`.
+    let mut lines: Vec<(usize, &str)> = Vec::new();
+    let mut at = 0;
+    for line in content.split('\n') {
+        lines.push((at, line));
+        at += line.len() + 1;
+    }
     let wanted = max_matches.max(1);
+    // The matching lines, with their spans clipped to the line (in line offsets). A line
+    // matches when a span starts on it or covers some of it.
     let mut matched: Vec<(usize, Vec<(usize, usize)>)> = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
+    let mut next = 0;
+    for (i, &(start, line)) in lines.iter().enumerate() {
         if matched.len() == wanted {
             break;
         }
-        let spans = line_matches(line, terms);
-        if !spans.is_empty() {
-            matched.push((i, spans));
+        let end = start + line.len();
+        while next < spans.len() && spans[next].1 <= start && spans[next].0 < start {
+            next += 1;
+        }
+        let on_line: Vec<(usize, usize)> = spans[next..]
+            .iter()
+            .take_while(|&&(s, _)| s <= end)
+            .filter(|&&(s, e)| s >= start || e > start)
+            .map(|&(s, e)| (s.max(start) - start, e.min(end) - start))
+            .collect();
+        if !on_line.is_empty() {
+            matched.push((i, on_line));
         }
     }
     if matched.is_empty() {
@@ -472,11 +822,11 @@ pub fn snippet(content: &str, terms: &[String], context: usize, max_matches: usi
         if cs > 0 {
             block.push("...".to_owned());
         }
-        for (i, line) in lines.iter().enumerate().take(ce).skip(cs) {
+        for (i, &(_, line)) in lines.iter().enumerate().take(ce).skip(cs) {
             let spans = matched.iter().find(|(li, _)| *li == i).map_or(&[][..], |(_, spans)| spans.as_slice());
             let mut marked = String::new();
             let mut prev = 0;
-            for &(s, e) in spans {
+            for &(s, e) in spans.iter().filter(|(s, e)| e > s) {
                 marked.push_str(&(marks.text)(&line[prev..s]));
                 marked.push_str(&(marks.matched)(&line[s..e]));
                 prev = e;
@@ -497,12 +847,41 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    fn words(q: &str) -> Highlight {
+        Highlight::words(q)
+    }
+
     #[test]
     fn query_forms() {
         assert_eq!(cjk_phrases("use 数据库 now"), "use  \"数 据 库\"  now");
         assert_eq!(cjk_phrases("\"数据\""), "\" 数 据 \"");
-        assert_eq!(literal_query("foo-bar \"x\" 数据"), "\"foo-bar\" \"\"\"x\"\"\" \" 数  据 \"");
-        assert_eq!(highlight_terms("\"Hello World\" OR foo*"), vec!["hello", "world", "foo"]);
+        let phrase = |w: &[&str], prefix| Phrase { words: w.iter().map(|s| s.to_string()).collect(), prefix };
+        assert_eq!(words("\"Hello World\" OR foo* NOT bar"), Highlight::Words(vec![phrase(&["hello", "world"], false), phrase(&["foo"], true)]));
+        assert_eq!(words("数据 Café"), Highlight::Words(vec![phrase(&["数", "据"], false), phrase(&["cafe"], false)]));
+        for q in [
+            "borrow",
+            "\"borrow checker\"",
+            "decorat*",
+            "a OR (b AND c)",
+            "\"ab cd\"*",
+            "数据库",
+            "Straße ÄÖ",
+            "\"a.b\"",
+            "(\"a\" OR \"b\")",
+            "\"ack 2026-07-01-x 0\"",
+        ] {
+            assert!(is_word_query(q), "{q}");
+        }
+        for q in ["(x", "is_locally()", "C:\\Users", "😀", "\"", "foo-bar", "e.g.", "don't", "*x", "a)", "x * y", "\"😀\"", "\"()\" x", "\"a\" - \"b\""] {
+            assert!(!is_word_query(q), "{q}");
+        }
+        assert_eq!(trigram_query("abcab"), "\"abc\" AND \"bca\" AND \"cab\"");
+        assert_eq!(trigram_query("a\"b"), "\"a\"\"b\"");
+        assert_eq!(trigram_query("ab"), "");
+        assert_eq!(trigram_query("a\0bcd"), "\"bcd\"");
+        assert_eq!(trigram_query("a\0b"), "");
+        let long: String = ('a'..='z').chain('A'..='Z').chain('0'..='9').collect();
+        assert!(trigram_query(&long).matches(" AND ").count() < MAX_TRIGRAMS);
     }
 
     const STARS: Marks = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**") };
@@ -510,25 +889,55 @@ mod tests {
     #[test]
     fn snippets_mark_matches_with_context() {
         let content = "line one\nthe Needle here\nline three\nline four\nneedle again";
-        let s = snippet(content, &["needle".into()], 1, 1, &STARS);
+        let s = snippet(content, &words("needle"), 1, 1, &STARS);
         assert_eq!(s, "   1| line one\n   2| the **Needle** here\n   3| line three\n...");
-        let s = snippet(content, &["needle".into()], 0, 5, &STARS);
+        let s = snippet(content, &words("needle"), 0, 5, &STARS);
         assert_eq!(s, "...\n   2| the **Needle** here\n...\n...\n   5| **needle** again");
-        let s = snippet("Code fence: here", &["fence".into(), "code".into()], 0, 1, &STARS);
+        let s = snippet("Code fence: here", &words("fence code"), 0, 1, &STARS);
         assert_eq!(s, "   1| **Code** **fence**: here");
+        let s = snippet("a\nb(x\nc", &Highlight::literal("B(X\nC"), 0, 5, &STARS);
+        assert_eq!(s, "...\n   2| **b(x**\n   3| **c**", "a match across lines is marked on each");
+    }
+
+    /// Issue 15, item 2: a word query marks whole words, where its phrases stand; a literal
+    /// query marks exactly the substring.
+    #[test]
+    fn marks_whole_words_or_exactly_the_substring() {
+        let text = "Thanks! Now write a summary, a short one";
+        assert_eq!(snippet(text, &words("\"write a summary\""), 0, 1, &STARS), "   1| Thanks! Now **write** **a** **summary**, a short one");
+        assert_eq!(snippet(text, &words("summ*"), 0, 1, &STARS), "   1| Thanks! Now write a **summary**, a short one");
+        assert_eq!(snippet("about X. (x)", &Highlight::literal("(x"), 0, 1, &STARS), "   1| about X. **(x**)");
+        assert_eq!(snippet("cd C:\\Users\\me", &Highlight::literal("C:\\users"), 0, 1, &STARS), "   1| cd **C:\\Users**\\me");
+        assert_eq!(snippet("ok 😀🎉 go", &Highlight::literal("😀"), 0, 1, &STARS), "   1| ok **😀**🎉 go");
+        assert_eq!(snippet("SQLite数据库ok", &words("数据库"), 0, 1, &STARS), "   1| SQLite**数据库**ok");
+        assert_eq!(snippet("un café crème", &words("cafe"), 0, 1, &STARS), "   1| un **café** crème");
     }
 
     #[test]
     fn folding_that_changes_lengths_marks_whole_characters() {
-        // `İ` folds to three bytes and the Kelvin sign (U+212A) to one: the line keeps its length
-        // when folded, but every offset after them moves (this panicked, exit 101).
-        assert_eq!(snippet("İİ\u{212A} k", &highlight_terms("k"), 0, 1, &STARS), "   1| İİ**\u{212A}** **k**");
-        assert_eq!(snippet("İİK k", &highlight_terms("k"), 0, 1, &STARS), "   1| İİ**K** **k**");
-        assert_eq!(snippet("İstanbul", &highlight_terms("i"), 0, 1, &STARS), "   1| **İ**stanbul");
-        assert_eq!(snippet("STRASSE straße", &highlight_terms("straße"), 0, 1, &STARS), "   1| STRASSE **straße**");
-        assert_eq!(snippet("xx", &["".into()], 0, 1, &STARS), "xx", "an empty term matches nothing");
+        // `İ` lowers to three bytes and the Kelvin sign (U+212A) to one: every offset after them
+        // moves (this panicked, exit 101).
+        let lit = Highlight::literal;
+        assert_eq!(snippet("İİ\u{212A} k", &lit("k"), 0, 1, &STARS), "   1| İİ**\u{212A}** **k**");
+        assert_eq!(snippet("İİ\u{212A} k", &words("k"), 0, 1, &STARS), "   1| İİ\u{212A} **k**", "a word, not a letter of one");
+        assert_eq!(snippet("İstanbul", &lit("i"), 0, 1, &STARS), "   1| **İ**stanbul");
+        assert_eq!(snippet("STRASSE straße", &lit("straße"), 0, 1, &STARS), "   1| STRASSE **straße**");
+        assert_eq!(snippet("ΟΔΟΣ σ", &lit("ς"), 0, 1, &STARS), "   1| ΟΔΟ**Σ** σ", "Python lowers a final sigma to ς");
+        assert_eq!(snippet("ΟΔΟΣ σ", &lit("σ"), 0, 1, &STARS), "   1| ΟΔΟΣ **σ**");
+        assert_eq!(snippet("xx", &lit(""), 0, 1, &STARS), "xx", "an empty needle matches nothing");
         let text = Marks { text: &|s: &str| format!("<{s}>"), matched: &|s: &str| format!("[{s}]") };
-        assert_eq!(snippet("a \u{212A} b", &["k".into()], 0, 1, &text), "   1| <a >[\u{212A}]< b>");
+        assert_eq!(snippet("a \u{212A} b", &lit("k"), 0, 1, &text), "   1| <a >[\u{212A}]< b>");
+    }
+
+    #[test]
+    fn caseless_characters_come_only_from_themselves() {
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            for lower in c.to_lowercase() {
+                assert!(!is_caseless(lower) || lower == c, "{c:?} lowers to {lower:?}, taken as caseless");
+            }
+        }
+        assert!("😀\"()\\€ ".chars().all(is_caseless));
+        assert!(!"xX\u{307}İ数".chars().any(is_caseless));
     }
 
     #[test]
@@ -551,17 +960,19 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
 
-        /// Any text and any terms: no panic; the marks only wrap text (removing them gives the
-        /// numbered lines back), and each marked piece folds to a text holding a term.
+        /// Any text and any query: no panic; the marks only wrap text (removing them gives the
+        /// numbered lines back). A literal query's marks cover every occurrence of it and
+        /// nothing else (their text lowered holds it, or continues it across a line); a word
+        /// query's marks are whole words.
         #[test]
-        fn snippets_never_panic_and_keep_the_text(content in any_text(), query in any_text(), raw in prop::collection::vec(any_text(), 0..4), context in 0usize..3, max in 0usize..4) {
-            let mut terms = highlight_terms(&query);
-            terms.extend(raw);
+        fn snippets_never_panic_and_keep_the_text(content in any_text(), query in any_text(), literal in any::<bool>(), context in 0usize..3, max in 0usize..4) {
+            let highlight = if literal { Highlight::literal(&query) } else { Highlight::words(&query) };
             let pieces = std::cell::RefCell::new(Vec::new());
             let marks = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| { pieces.borrow_mut().push(s.to_owned()); s.to_owned() } };
-            let out = snippet(&content, &terms, context, max, &marks);
+            let out = snippet(&content, &highlight, context, max, &marks);
             let lines: Vec<&str> = content.split('\n').collect();
-            if pieces.borrow().is_empty() {
+            if match_spans(&content, &highlight).is_empty() {
+                prop_assert!(pieces.borrow().is_empty());
                 prop_assert!(content.starts_with(out.trim_end_matches("...")), "without a match, the start: {:?}", out);
             } else {
                 for shown in out.split('\n').filter(|l| *l != "...") {
@@ -569,10 +980,23 @@ mod tests {
                     prop_assert_eq!(line, lines[number.trim().parse::<usize>().expect("a line number") - 1]);
                 }
             }
-            let folded: Vec<String> = terms.iter().map(|t| fold_case(t)).filter(|t| !t.is_empty()).collect();
-            for piece in pieces.into_inner() {
-                let f = fold_case(&piece);
-                prop_assert!(folded.iter().any(|t| f.contains(t.as_str())), "{:?} holds no term of {:?}", piece, folded);
+            for (s, e) in match_spans(&content, &highlight) {
+                prop_assert!(content.is_char_boundary(s) && content.is_char_boundary(e) && s < e);
+                match &highlight {
+                    Highlight::Literal(needle) => {
+                        // Alone, a final sigma lowers to σ.
+                        let sigma = |t: &str| t.replace('ς', "σ");
+                        prop_assert!(sigma(&crate::store::fts::lower(&content[s..e])).contains(&sigma(needle)), "{:?} does not hold {:?}", &content[s..e], needle);
+                    }
+                    Highlight::Words(_) => {
+                        let before = content[..s].chars().next_back();
+                        let after = content[e..].chars().next();
+                        let first = content[s..].chars().next().unwrap();
+                        let last = content[..e].chars().next_back().unwrap();
+                        prop_assert!(is_cjk(first) || !before.is_some_and(|c| is_word_char(c) && !is_cjk(c)), "{:?} starts inside a word", &content[s..e]);
+                        prop_assert!(is_cjk(last) || !after.is_some_and(|c| is_word_char(c) && !is_cjk(c)), "{:?} ends inside a word", &content[s..e]);
+                    }
+                }
             }
         }
     }
