@@ -285,3 +285,43 @@ fn a_reader_that_goes_away_ends_the_command_quietly() {
         assert!(out.status.success() || out.status.signal() == Some(libc::SIGPIPE), "{args:?} ended with {}", out.status);
     }
 }
+
+/// Issue 16, item 6: `doctor` shows what it is checking on a terminal (nothing of it goes to a
+/// pipe), and names a count and the first few conversations of each kind rather than hundreds
+/// of ids on one line; `--json` lists them all.
+#[test]
+fn doctor_shows_progress_on_a_terminal_and_lists_a_few_ids() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let user = r#"{"role": "user", "content": "hello", "timestamp": "2026-12-04T10:00:00"}"#;
+    let ids: Vec<String> = (0..12).map(|i| format!("conv-{i:02}")).collect();
+    for id in &ids {
+        conversation(&logs, id, &[user]);
+    }
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    for id in &ids {
+        let mut f = fs::OpenOptions::new().append(true).open(logs.join(id).join("conversation.jsonl")).unwrap();
+        std::io::Write::write_all(&mut f, format!("{user}\n").as_bytes()).unwrap();
+    }
+
+    let out = sessiondb(&db).arg("doctor").arg(&logs).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.contains("changed since the last sync")).unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        line.trim(),
+        "12 changed since the last sync (`sessiondb sync` reads them): conv-00, conv-01, conv-02, conv-03, conv-04, and 7 more (`--json` lists them all)"
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("checking"), "no progress drawn into a pipe");
+    let json: Value = serde_json::from_slice(&sessiondb(&db).arg("doctor").arg(&logs).arg("--json").output().unwrap().stdout).unwrap();
+    assert_eq!(json["sync"]["changed"].as_array().unwrap().len(), 12);
+
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("SKIPPED (terminal half): `script` (util-linux) is not installed");
+        return;
+    }
+    let command = format!("{} --db '{}' doctor '{}'", env!("CARGO_BIN_EXE_sessiondb"), db.display(), logs.display());
+    let out = Command::new("script").args(["-qec", &command, "/dev/null"]).env("TERM", "xterm").output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("checking"), "progress on a terminal: {shown:?}");
+}

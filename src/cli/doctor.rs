@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use super::term::say;
 use super::Failure;
-use sessiondb::store::doctor::{check_database, open_unmigrated, DatabaseReport, Problem};
+use indicatif::{ProgressBar, ProgressStyle};
+use sessiondb::store::doctor::{check_database_with, open_unmigrated, DatabaseReport, Problem, Step};
 use sessiondb::sync::status::{sync_state, SyncState};
 
 #[derive(clap::Args)]
@@ -47,8 +48,18 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     let logs = args.logs_dir.or_else(|| sessiondb::layout::default_logs_root().filter(|l| l.is_dir()));
     // A plain connection, no migration: doctor changes nothing, and must work on a database
     // that the rest of sessiondb refuses (a newer schema) or cannot read (a damaged file).
+    // Progress on a terminal (stderr; nothing is drawn elsewhere): the check under way, and the
+    // conversations the per-conversation checks have done.
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
+    bar.set_message("checking the database");
+    bar.enable_steady_tick(std::time::Duration::from_millis(100));
+    let mut show = |step: Step| match step.total {
+        0 => bar.set_message(format!("checking: {}", step.check.label())),
+        total => bar.set_message(format!("checking: {} ({}/{total} conversations)", step.check.label(), step.done)),
+    };
     let checked = open_unmigrated(db).and_then(|conn| {
-        let report = check_database(&conn)?;
+        let report = check_database_with(&conn, &mut show)?;
         Ok((conn, report))
     });
     let (report, state, sync_error) = match checked {
@@ -56,16 +67,20 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
             // The logs root can be compared whenever the rows can be trusted at all.
             let readable = report.schema_version == report.supported_version && !report.problems.iter().any(Problem::is_damage);
             let (state, sync_error) = match (&logs, readable) {
-                (Some(l), true) => match sync_state(&conn, l) {
-                    Ok(s) => (Some(s), None),
-                    Err(e) => (None, Some(sessiondb::cause::chain(&e))),
-                },
+                (Some(l), true) => {
+                    bar.set_message(format!("comparing with {}", l.display()));
+                    match sync_state(&conn, l) {
+                        Ok(s) => (Some(s), None),
+                        Err(e) => (None, Some(sessiondb::cause::chain(&e))),
+                    }
+                }
                 _ => (None, None),
             };
             (report, state, sync_error)
         }
         Err(e) => (DatabaseReport { problems: vec![Problem::Unreadable(sessiondb::cause::chain(&e))], ..DatabaseReport::default() }, None, None),
     };
+    bar.finish_and_clear();
     let damaged = report.problems.iter().any(Problem::is_damage);
     let advice = damaged.then(|| restore_advice(db, logs.as_deref()));
     let mut problems: Vec<String> = report.problems.iter().map(Problem::to_string).collect();
@@ -103,6 +118,9 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     Ok(i32::from(!problems.is_empty()))
 }
 
+/// How many ids a line of the human report names.
+const SHOWN: usize = 5;
+
 fn print_report(db: &Path, report: &DatabaseReport, problems: &[String], state: Option<&SyncState>, advice: Option<&str>) {
     say!("database: {}", db.display());
     say!("schema version {} (this sessiondb: {})", report.schema_version, report.supported_version);
@@ -118,9 +136,13 @@ fn print_report(db: &Path, report: &DatabaseReport, problems: &[String], state: 
     if let Some(s) = state {
         say!("against {}:", s.logs_dir);
         say!("  {} conversations in step", s.in_step);
+        // A count and the first few ids: hundreds of ids on one line help nobody (`--json`
+        // lists every one).
         let list = |what: &str, items: &[String]| {
             if !items.is_empty() {
-                say!("  {} {what}: {}", items.len(), items.join(", "));
+                let more = items.len().saturating_sub(SHOWN);
+                let tail = if more > 0 { format!(", and {more} more (`--json` lists them all)") } else { String::new() };
+                say!("  {} {what}: {}{tail}", items.len(), items[..items.len().min(SHOWN)].join(", "));
             }
         };
         list("changed since the last sync (`sessiondb sync` reads them)", &s.changed);

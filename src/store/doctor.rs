@@ -63,7 +63,7 @@ pub enum Check {
 
 impl Check {
     /// How a finding of this check is introduced.
-    fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Check::Integrity => "SQLite integrity check",
             Check::ForeignKey => "foreign key",
@@ -142,20 +142,37 @@ pub fn open_unmigrated(path: &Path) -> Result<Connection, StoreError> {
     Ok(Connection::plain(conn))
 }
 
+/// Where [`check_database_with`] is, for a progress display: the check it starts, and for the
+/// checks made conversation by conversation, how many of `total` are `done` (else both 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    pub check: Check,
+    pub done: u64,
+    pub total: u64,
+}
+
 /// Runs every database check. Fails only when the database cannot be read at all.
 pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
+    check_database_with(conn, &mut |_| {})
+}
+
+/// [`check_database`], telling `progress` each [`Step`] as it is reached.
+pub fn check_database_with(conn: &Connection, progress: &mut dyn FnMut(Step)) -> Result<DatabaseReport, StoreError> {
+    let mut starting = |check: Check| progress(Step { check, done: 0, total: 0 });
     let mut report = DatabaseReport { supported_version: CURRENT_VERSION, ..DatabaseReport::default() };
     report.schema_version = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if report.schema_version > CURRENT_VERSION {
         report.problems.push(Problem::NewerSchema { version: report.schema_version });
         return Ok(report);
     }
+    starting(Check::Integrity);
     let integrity = strings(conn, "PRAGMA integrity_check")?;
     if integrity != ["ok"] {
         push_all(&mut report.problems, Check::Integrity, integrity);
         // Nothing else can be trusted in a damaged file.
         return Ok(report);
     }
+    starting(Check::ForeignKey);
     push_all(
         &mut report.problems,
         Check::ForeignKey,
@@ -167,6 +184,7 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
     }
     report.conversations = conn.query_row("SELECT count(*) FROM conversations", [], |r| r.get(0))?;
     report.messages = conn.query_row("SELECT count(*) FROM messages WHERE role IS NOT NULL", [], |r| r.get(0))?;
+    starting(Check::FullTextIndex);
     if let Err(e) = conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')", []) {
         report.problems.push(Problem::FullTextIndexCheck(e.to_string()));
     }
@@ -181,6 +199,7 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
     );
     // The substring index is contentless, so its own check cannot see rows gone missing: its
     // row count (one per message, kept in its docsize table) is compared with the watermark's.
+    starting(Check::SubstringIndex);
     match conn.execute("INSERT INTO messages_substring (messages_substring) VALUES ('integrity-check')", []) {
         Err(e) => report.problems.push(Problem::SubstringIndexCheck(e.to_string())),
         Ok(_) => push_all(
@@ -198,6 +217,7 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
             )?,
         ),
     }
+    starting(Check::OrphanedMessage);
     push_all(
         &mut report.problems,
         Check::OrphanedMessage,
@@ -236,6 +256,7 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
              WHERE e.kind = 'blob' AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = e.blob_sha256)",
         )?,
     );
+    starting(Check::Document);
     push_all(
         &mut report.problems,
         Check::Document,
@@ -266,16 +287,18 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
                     OR d.base_len != (SELECT count(*) FROM document_lines dl WHERE dl.document_id = b.id AND dl.line_no < d.base_len))",
         )?,
     );
-    push_all(&mut report.problems, Check::ListingTotals, totals_disagreements(conn)?);
+    push_all(&mut report.problems, Check::ListingTotals, totals_disagreements(conn, progress)?);
     Ok(report)
 }
 
 /// Conversations whose stored listing totals are not what their main branch's lines add up to.
-fn totals_disagreements(conn: &Connection) -> Result<Vec<String>, StoreError> {
+fn totals_disagreements(conn: &Connection, progress: &mut dyn FnMut(Step)) -> Result<Vec<String>, StoreError> {
     let mut out = Vec::new();
     let ids: Vec<(i64, String)> =
         conn.prepare("SELECT id, chat_id FROM conversations ORDER BY chat_id")?.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
-    for (id, chat_id) in ids {
+    let total = ids.len() as u64;
+    for (done, (id, chat_id)) in ids.into_iter().enumerate() {
+        progress(Step { check: Check::ListingTotals, done: done as u64, total });
         let Some(main) = modify::find_doc(conn, id, DocumentKind::Branch, crate::layout::MAIN)? else {
             out.push(format!("{chat_id}: no main branch (conversation.jsonl)"));
             continue;
