@@ -362,3 +362,100 @@ fn markdown_export_matches_gptme() {
         assert_eq!(String::from_utf8_lossy(&ours.stdout), fs::read_to_string(&theirs).unwrap(), "{id}");
     }
 }
+
+/// gptme's `chats stats` as text (TZ=UTC), on a copy of `logs`.
+fn gptme_stats_text(logs: &Path, chat_id: Option<&str>) -> String {
+    let work = tempfile::tempdir().unwrap();
+    let copy = work.path().join("logs");
+    assert!(Command::new("cp").arg("-a").arg(logs).arg(&copy).status().unwrap().success());
+    let script = "import sys\nfrom gptme.cli.cmd_chats import _ensure_tools\nfrom gptme.tools.chats import conversation_stats\n_ensure_tools()\nconversation_stats(as_json=False, conversation_id=(sys.argv[1] or None))\n";
+    let out = Command::new(gptme_python())
+        .args(["-c", script, chat_id.unwrap_or("")])
+        .env("GPTME_LOGS_HOME", &copy)
+        .env("HOME", work.path())
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let copy = fs::canonicalize(&copy).unwrap().display().to_string();
+    let logs = fs::canonicalize(logs).unwrap().display().to_string();
+    String::from_utf8_lossy(&out.stdout).replace(&copy, &logs)
+}
+
+/// The line of `text` that starts (after indentation) with `label`, trimmed.
+fn line_of<'t>(text: &'t str, label: &str) -> Option<&'t str> {
+    text.lines().map(str::trim).find(|l| l.starts_with(label))
+}
+
+/// Issue 16, item 14: `stats` shows what gptme's `chats stats` shows — median, recent activity,
+/// agents, models (conversations, tokens, cost; `$nan` as gptme prints a NaN cost), input
+/// tokens with the share cached, total tokens and cost, the daily activity; for one
+/// conversation its duration, workspace and last message — with the same figures, and the
+/// table of models fits an 80-column terminal.
+#[test]
+fn stats_text_shows_what_gptme_shows() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    assert!(Command::new("cp").arg("-a").arg(fixtures()).arg(&logs).status().unwrap().success());
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let ours = String::from_utf8(run_ok(sessiondb(&db).args(["stats"]).env("TZ", "UTC").env("COLUMNS", "80")).stdout).unwrap();
+    let theirs = gptme_stats_text(&logs, None);
+    for label in [
+        "Total conversations:",
+        "Avg messages/conv:",
+        "Median messages/conv:",
+        "Oldest:",
+        "Newest:",
+        "Last 7 days:",
+        "Last 30 days:",
+        "interactive",
+        "Output tokens:",
+        "Total tokens:",
+    ] {
+        let (o, t) = (line_of(&ours, label), line_of(&theirs, label));
+        assert!(t.is_some(), "gptme shows {label}: {theirs}");
+        let words = |l: Option<&str>| l.map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "));
+        assert_eq!(words(o), words(t), "{label}\nours:\n{ours}\ngptme's:\n{theirs}");
+    }
+    let first_words = |l: Option<&str>| l.map(|l| l.split_whitespace().take(4).collect::<Vec<_>>().join(" "));
+    assert_eq!(first_words(line_of(&ours, "Input tokens:")), first_words(line_of(&theirs, "Input tokens:")), "input tokens and % cached");
+    let cost = |text: &str| line_of(text, "Total cost:").map(|l| l.split_whitespace().collect::<String>());
+    assert_eq!(cost(&ours), cost(&theirs));
+    // Every model row: conversations, tokens and cost as gptme counts them.
+    let model_rows = |text: &str| -> Vec<(String, String, String, String)> {
+        let section = text.split("By Model").nth(1).unwrap_or_else(|| panic!("{text}"));
+        section
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                (w[0].to_owned(), w[1].to_owned(), w[3].to_owned(), w[5].to_owned())
+            })
+            .collect()
+    };
+    let mut expected = model_rows(&theirs);
+    let mut found: Vec<_> = model_rows(&ours).into_iter().filter(|r| r.0 != "unknown").collect();
+    expected.sort();
+    found.sort();
+    assert_eq!(found, expected);
+    assert!(ours.lines().all(|l| l.chars().count() <= 80), "fits 80 columns:\n{ours}");
+    let days = |text: &str| -> Vec<String> {
+        text.lines().filter(|l| l.trim_start().starts_with("20") && l.contains("):")).map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).collect()
+    };
+    assert_eq!(days(&ours), days(&theirs), "daily activity");
+
+    let chat = "2026-07-01-basic-chat";
+    let ours = String::from_utf8(run_ok(sessiondb(&db).args(["stats", chat]).env("TZ", "UTC")).stdout).unwrap();
+    let theirs = gptme_stats_text(&logs, Some(chat));
+    for label in ["ID:", "Model:", "Messages:", "By role:", "Tool calls:", "Started:", "Ended:", "Duration:", "Workspace:", "Output tokens:", "Total tokens:"] {
+        assert_eq!(
+            line_of(&ours, label).map(|l| l.split_whitespace().collect::<Vec<_>>()),
+            line_of(&theirs, label).map(|l| l.split_whitespace().collect::<Vec<_>>()),
+            "{label}\nours:\n{ours}\ngptme's:\n{theirs}"
+        );
+    }
+    let last = |text: &str| text.split("Last Message").nth(1).map(|s| s.trim().to_owned());
+    assert_eq!(last(&ours), last(&theirs));
+}

@@ -42,6 +42,7 @@ impl From<By> for Breakdown {
     }
 }
 
+/// A token count for people: 1234 → 1.2K, 2500000 → 2.5M.
 fn tokens(n: i64) -> String {
     if n >= 1_000_000 {
         format!("{:.1}M", n as f64 / 1e6)
@@ -49,6 +50,47 @@ fn tokens(n: i64) -> String {
         format!("{:.1}K", n as f64 / 1e3)
     } else {
         n.to_string()
+    }
+}
+
+/// A cost for people, as gptme shows one: cents at a cent or more, else four decimals; a cost
+/// that is not a number (JSON null: gptme's NaN) is `nan`, as gptme prints it.
+fn cost(v: &serde_json::Value) -> String {
+    match v.as_f64() {
+        Some(c) if c.abs() >= 0.01 => format!("${c:.2}"),
+        Some(c) => format!("${c:.4}"),
+        None => "$nan".into(),
+    }
+}
+
+/// `key=count, …` of a JSON object of counts.
+fn counts(v: &serde_json::Value) -> String {
+    v.as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")).unwrap_or_default()
+}
+
+/// An RFC 3339 time as local `YYYY-MM-DD HH:MM`, as gptme shows the oldest and newest.
+fn local_minute(v: &serde_json::Value) -> String {
+    let text = v.as_str().unwrap_or("");
+    chrono::DateTime::parse_from_rfc3339(text).map(|t| t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M").to_string()).unwrap_or_else(|_| text.to_owned())
+}
+
+/// A duration as gptme words it: `3d 4h`, `2h 5m`, `4m 10s`, `12s`.
+fn duration(seconds: i64) -> String {
+    let (d, h, m, s) = (seconds / 86_400, seconds % 86_400 / 3_600, seconds % 3_600 / 60, seconds % 60);
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s}s"),
+        (0, 0, _) => format!("{m}m {s}s"),
+        (0, _, _) => format!("{h}h {m}m"),
+        _ => format!("{d}d {h}h"),
+    }
+}
+
+/// What share of the input tokens were read from the cache, as a whole percentage.
+fn cached_share(input: i64, cache_read: i64) -> i64 {
+    if input > 0 {
+        (cache_read as f64 / input as f64 * 100.0).round() as i64
+    } else {
+        0
     }
 }
 
@@ -65,66 +107,128 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         println!("{}", serde_json::to_string_pretty(&data).expect("serialisable"));
         return Ok(0);
     }
-    let n = |v: &serde_json::Value| v.as_i64().unwrap_or(0);
+    let width = super::terminal_width(std::io::IsTerminal::is_terminal(&std::io::stdout()));
     if args.chat_id.is_some() {
-        say!("Conversation Stats: {}", data["name"].as_str().unwrap_or(""));
-        say!("  ID:          {}", data["id"].as_str().unwrap_or(""));
-        say!("  Model:       {}", data["model"].as_str().unwrap_or("-"));
-        say!(
-            "  Messages:    {} ({})",
-            n(&data["messages"]["total"]),
-            data["messages"]["by_role"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")).unwrap_or_default()
-        );
-        say!("  Tool calls:  {}", n(&data["tool_calls"]["total"]));
-        say!("  Started:     {}", data["started"].as_str().unwrap_or(""));
-        say!("  Ended:       {}", data["ended"].as_str().unwrap_or(""));
-        let u = &data["usage"];
-        say!("  Tokens:      {} in / {} out ({} cache read)", tokens(n(&u["input_tokens"])), tokens(n(&u["output_tokens"])), tokens(n(&u["cache_read_tokens"])));
-        say!("  Cost:        ${:.4}", u["cost"].as_f64().unwrap_or(f64::NAN));
-        return Ok(0);
-    }
-    if n(&data["total_conversations"]) == 0 {
-        say!("No conversations found.");
-        return Ok(0);
-    }
-    say!("Conversation Statistics{}", args.since.as_ref().map(|s| format!(" (since {s})")).unwrap_or_default());
-    say!("  Conversations:  {}", n(&data["total_conversations"]));
-    say!(
-        "  Messages:       {} ({} avg, by role: {})",
-        n(&data["total_messages"]),
-        data["avg_messages_per_conversation"],
-        data["by_role"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")).unwrap_or_default()
-    );
-    say!("  Oldest/newest:  {} / {}", data["oldest"].as_str().unwrap_or(""), data["newest"].as_str().unwrap_or(""));
-    say!("  Cost:           ${:.4}", data["total_cost"].as_f64().unwrap_or(f64::NAN));
-    say!(
-        "  Tokens:         {} in / {} out / {} cache read / {} cache creation",
-        tokens(n(&data["total_input_tokens"])),
-        tokens(n(&data["total_output_tokens"])),
-        tokens(n(&data["total_cache_read_tokens"])),
-        tokens(n(&data["total_cache_creation_tokens"]))
-    );
-    say!("\nBy model:");
-    for (model, m) in data["by_model"].as_object().into_iter().flatten() {
-        say!(
-            "  {model:40} {:>5} conv  ${:>9.4}  {:>8} in  {:>8} out",
-            n(&m["conversations"]),
-            m["cost"].as_f64().unwrap_or(f64::NAN),
-            tokens(n(&m["input_tokens"])),
-            tokens(n(&m["output_tokens"]))
-        );
-    }
-    if let Some(rows) = data.get("breakdown").and_then(|b| b.as_object()) {
-        say!("\nBreakdown:");
-        for (key, m) in rows {
-            say!(
-                "  {key:40} {:>5} conv  ${:>9.4}  {:>8} in  {:>8} out",
-                n(&m["conversations"]),
-                m["cost"].as_f64().unwrap_or(f64::NAN),
-                tokens(n(&m["input_tokens"])),
-                tokens(n(&m["output_tokens"]))
-            );
-        }
+        print_conversation(&data);
+    } else {
+        print_overview(&data, args.since.as_deref(), width);
     }
     Ok(0)
+}
+
+fn n(v: &serde_json::Value) -> i64 {
+    v.as_i64().unwrap_or(0)
+}
+
+/// One conversation: what gptme's `chats stats ID` shows.
+fn print_conversation(data: &serde_json::Value) {
+    say!("Conversation Stats: {}", data["name"].as_str().unwrap_or(""));
+    say!("{}", "=".repeat(40));
+    say!("  ID:                   {}", data["id"].as_str().unwrap_or(""));
+    if let Some(agent) = data["agent_name"].as_str() {
+        say!("  Agent:                {agent}");
+    }
+    if let Some(model) = data["model"].as_str() {
+        say!("  Model:                {model}");
+    }
+    say!("  Messages:             {}", n(&data["messages"]["total"]));
+    say!("  By role:              {}", counts(&data["messages"]["by_role"]));
+    say!("  Tool calls:           {}", n(&data["tool_calls"]["total"]));
+    if data["tool_calls"]["by_tool"].as_object().is_some_and(|m| !m.is_empty()) {
+        say!("  By tool:              {}", counts(&data["tool_calls"]["by_tool"]));
+    }
+    say!("  Started:              {}", data["started"].as_str().unwrap_or("-"));
+    say!("  Ended:                {}", data["ended"].as_str().unwrap_or("-"));
+    say!("  Duration:             {}", duration(n(&data["duration_seconds"])));
+    say!("  Workspace:            {}", data["workspace"].as_str().unwrap_or("-"));
+    let u = &data["usage"];
+    if n(&u["total_tokens"]) != 0 || u["cost"].as_f64() != Some(0.0) {
+        say!("\nToken Usage & Cost");
+        say!("  Input tokens:         {:>8}  ({}% cached)", tokens(n(&u["input_tokens"])), cached_share(n(&u["input_tokens"]), n(&u["cache_read_tokens"])));
+        say!("  Output tokens:        {:>8}", tokens(n(&u["output_tokens"])));
+        say!("  Cache writes:         {:>8}", tokens(n(&u["cache_creation_tokens"])));
+        say!("  Total tokens:         {:>8}", tokens(n(&u["total_tokens"])));
+        say!("  Total cost:           {:>9}", cost(&u["cost"]));
+    }
+    if let Some(last) = data["last_message"].as_object() {
+        say!("\nLast Message");
+        say!("  {}: {}", last.get("role").and_then(|r| r.as_str()).unwrap_or(""), last.get("preview").and_then(|p| p.as_str()).unwrap_or(""));
+    }
+}
+
+/// Every conversation (or those since `since`): what gptme's `chats stats` shows, plus the
+/// role counts, cache writes and the `--by` breakdown; tables fit `width` columns.
+fn print_overview(data: &serde_json::Value, since: Option<&str>, width: usize) {
+    if n(&data["total_conversations"]) == 0 {
+        say!("No conversations found.");
+        return;
+    }
+    say!("Conversation Statistics{}", since.map(|s| format!(" (since {s})")).unwrap_or_default());
+    say!("{}", "=".repeat(40));
+    say!("  Total conversations:  {}", n(&data["total_conversations"]));
+    say!("  Total messages:       {}  ({})", n(&data["total_messages"]), counts(&data["by_role"]));
+    say!("  Avg messages/conv:    {:.1}", data["avg_messages_per_conversation"].as_f64().unwrap_or(0.0));
+    say!("  Median messages/conv: {}", data["median_messages_per_conversation"]);
+    say!("  Oldest:               {}", local_minute(&data["oldest"]));
+    say!("  Newest:               {}", local_minute(&data["newest"]));
+    if data.get("conversations_last_7d").is_some() {
+        say!("\nRecent Activity");
+        say!("  Last 7 days:   {} conversations", n(&data["conversations_last_7d"]));
+        say!("  Last 30 days:  {} conversations", n(&data["conversations_last_30d"]));
+    }
+    let total = n(&data["total_conversations"]).max(1) as f64;
+    if let Some(agents) = data["by_agent"].as_object().filter(|a| !a.is_empty()) {
+        say!("\nBy Agent");
+        for (agent, count) in agents {
+            say!("  {:20}  {:>5} ({:>5.1}%)", agent, n(count), n(count) as f64 / total * 100.0);
+        }
+    }
+    // "  MODEL  NNNNN convs  NNNNNN tok  NNNNNNNNN": the model's column takes what is left.
+    let figures = 2 + 2 + 5 + 6 + 2 + 6 + 4 + 2 + 9;
+    let model_width = width.saturating_sub(figures).clamp(12, 60);
+    let row = |label: &str, m: &serde_json::Value| {
+        let label = shorten(label, model_width);
+        let tok = n(&m["input_tokens"]).saturating_add(n(&m["output_tokens"]));
+        say!("  {label:model_width$}  {:>5} convs  {:>6} tok  {:>9}", n(&m["conversations"]), tokens(tok), cost(&m["cost"]));
+    };
+    say!("\nBy Model");
+    for (model, m) in data["by_model"].as_object().into_iter().flatten() {
+        row(model, m);
+    }
+    if let Some(rows) = data.get("breakdown").and_then(|b| b.as_object()) {
+        say!("\nBreakdown");
+        for (key, m) in rows {
+            row(key, m);
+        }
+    }
+    let (input, output) = (n(&data["total_input_tokens"]), n(&data["total_output_tokens"]));
+    say!("\nToken Usage & Cost");
+    say!("  Input tokens:   {:>8}  ({}% cached)", tokens(input), cached_share(input, n(&data["total_cache_read_tokens"])));
+    say!("  Output tokens:  {:>8}", tokens(output));
+    say!("  Cache writes:   {:>8}", tokens(n(&data["total_cache_creation_tokens"])));
+    say!("  Total tokens:   {:>8}", tokens(input.saturating_add(output)));
+    say!("  Total cost:     {:>9}", cost(&data["total_cost"]));
+    if let Some(days) = data["by_day"].as_object().filter(|d| !d.is_empty()) {
+        say!("\nDaily Activity (last {} days)", days.len());
+        let most = days.values().map(n).max().unwrap_or(0).max(1);
+        let bar_width = width.saturating_sub(24).clamp(1, 50) as i64;
+        for (day, count) in days {
+            let weekday = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").map(|d| d.format("%a").to_string()).unwrap_or_default();
+            let count = n(count);
+            // One mark a conversation, scaled down only when the busiest day would not fit.
+            let marks = if most > bar_width { (count * bar_width / most).max(i64::from(count > 0)) } else { count };
+            let bar = "#".repeat(marks as usize);
+            say!("  {day} ({weekday}): {count:>3} {bar}");
+        }
+    }
+}
+
+/// `text` cut to `width` terminal cells, with an ellipsis when cut.
+fn shorten(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
 }
