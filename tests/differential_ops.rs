@@ -111,7 +111,8 @@ fn sessiondb_step(db: &Path, logs: &Path, work: &Path, step: &Value) {
             cmd.args(["fork", id, step["new_id"].as_str().unwrap()]);
         }
         "fork_at_turn" => {
-            cmd.args(["fork", id, step["new_id"].as_str().unwrap(), "--at-turn", &step["turn"].to_string()]);
+            cmd.args(["fork", id, "--at-turn", &step["turn"].to_string(), "--name", step["new_id"].as_str().unwrap()]);
+            // as gptme-util chats fork takes it
         }
         other => panic!("unknown op {other}"),
     }

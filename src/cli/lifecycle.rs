@@ -10,12 +10,16 @@ pub struct ForkArgs {
     chat_id: String,
     /// The new conversation's id [default with --at-turn: <id>-fork-<time>]
     new_id: Option<String>,
+    /// The new conversation's id, as gptme's `chats fork --name` takes it (the same as NEW_ID)
+    #[arg(long, value_name = "NAME", conflicts_with = "new_id")]
+    name: Option<String>,
     /// Keep only the messages through the N-th user exchange (0: before the first)
     #[arg(long, value_name = "N")]
     at_turn: Option<usize>,
 }
 
-pub fn fork(store: &Store, args: ForkArgs) -> Result<i32, Failure> {
+pub fn fork(store: &Store, mut args: ForkArgs) -> Result<i32, Failure> {
+    args.new_id = args.new_id.or(args.name.take());
     match args.at_turn {
         Some(turn) => {
             let (id, kept) = ops::fork_at_turn(store, &args.chat_id, turn, args.new_id.as_deref())?;
