@@ -163,7 +163,7 @@ fn diff_rm_and_clean() {
     assert_eq!(done["deleted"], 1);
     assert!(!logs.join("empty").exists() && logs.join("one").exists());
 
-    run_ok(sessiondb(&db).args(["rm", "one"]));
+    run_ok(sessiondb(&db).args(["rm", "--yes", "one"]));
     assert!(!logs.join("one").exists());
     let list: Vec<Value> = serde_json::from_slice(&run_ok(sessiondb(&db).args(["list", "--json", "--all"])).stdout).unwrap();
     assert_eq!(list.iter().map(|c| c["id"].as_str().unwrap()).collect::<Vec<_>>(), ["keep"]);
@@ -324,4 +324,51 @@ fn doctor_shows_progress_on_a_terminal_and_lists_a_few_ids() {
     let out = Command::new("script").args(["-qec", &command, "/dev/null"]).env("TERM", "xterm").output().unwrap();
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.contains("checking"), "progress on a terminal: {shown:?}");
+}
+
+/// Issue 16, item 13: `rm` removes a conversation's rows and its directory only once the user
+/// has seen what goes: `--dry-run` shows it and removes nothing; without a terminal to ask on,
+/// it needs `--yes`; on a terminal it asks, and anything but yes keeps everything.
+#[test]
+fn rm_shows_what_goes_and_asks_first() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).args(["new", "doomed", "--logs-dir"]).arg(&logs));
+    run_ok(sessiondb(&db).args(["append", "doomed", "--role", "user", "--content", "hi"]));
+    let present = || logs.join("doomed").exists() && sessiondb(&db).args(["show", "doomed"]).output().unwrap().status.success();
+
+    let dry = run_ok(sessiondb(&db).args(["rm", "doomed", "--dry-run"]));
+    let said = String::from_utf8_lossy(&dry.stdout);
+    assert!(said.starts_with("would remove doomed: 1 message, 1 branch, and its directory "), "{said}");
+    assert!(present());
+
+    let refused = sessiondb(&db).args(["rm", "doomed"]).stdin(std::process::Stdio::null()).output().unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("give --yes"), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert!(present());
+
+    if Command::new("script").arg("--version").output().is_ok() {
+        let command = format!("{} --db '{}' rm doomed", env!("CARGO_BIN_EXE_sessiondb"), db.display());
+        let ask = |answer: &str| {
+            let mut child = Command::new("script")
+                .args(["-qec", &command, "/dev/null"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            std::io::Write::write_all(child.stdin.as_mut().unwrap(), format!("{answer}\n").as_bytes()).unwrap();
+            let out = child.wait_with_output().unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let shown = ask("n");
+        assert!(shown.contains("remove doomed: 1 message,") && shown.contains("[y/N]"), "{shown}");
+        assert!(present(), "answered no: {shown}");
+        ask("y");
+        assert!(!present(), "answered yes");
+    } else {
+        eprintln!("SKIPPED (terminal half): `script` (util-linux) is not installed");
+        run_ok(sessiondb(&db).args(["rm", "--yes", "doomed"]));
+        assert!(!present());
+    }
 }

@@ -146,7 +146,7 @@ fn the_index_follows_every_write() {
     fs::write(&toml, "[[messages]]\nrole = \"user\"\ncontent = \"\"\"\nquokkas instead\n\"\"\"\ntimestamp = \"2026-07-16T10:00:00\"\n").unwrap();
     run_ok(sessiondb(&db).args(["edit", "live", "--toml"]).arg(&toml));
     assert_eq!(ids(&search(&db, &["quokkas", "--branch", "main"])), ["live"]);
-    run_ok(sessiondb(&db).args(["rm", "live"]));
+    run_ok(sessiondb(&db).args(["rm", "--yes", "live"]));
     assert!(search(&db, &["quokkas"]).is_empty());
 }
 
@@ -551,7 +551,7 @@ fn the_substring_index_is_rebuilt_and_survives_killed_writers() {
     }
     // The index follows removals too (the delete trigger was made again with it).
     let gone = &generated[0].0;
-    run_ok(sessiondb(&db).args(["rm", gone]));
+    run_ok(sessiondb(&db).args(["rm", "--yes", gone]));
     assert!(!found("the").contains(gone));
     assert_eq!(doctor(&[]).status.code(), Some(0));
 }

@@ -225,7 +225,7 @@ fn deleted_directories_are_marked_not_purged() {
 
     fs::rename(root.logs.join(chat), &aside).unwrap();
     root.sync();
-    run_ok(root.sessiondb().args(["rm", chat]));
+    run_ok(root.sessiondb().args(["rm", "--yes", chat]));
     assert!(!root.sessiondb().args(["show", chat]).output().unwrap().status.success(), "rm purges it");
 }
 
@@ -463,7 +463,7 @@ fn undo_backups_share_lines_and_survive_whatever_their_branch_goes_through() {
     let check: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(check["ok"], true, "{check}");
 
-    run_ok(root.sessiondb().args(["rm", "--force", chat]));
+    run_ok(root.sessiondb().args(["rm", "--yes", "--force", chat]));
     doctor_ok("rm");
 }
 

@@ -243,7 +243,7 @@ fn queued_changes_of_a_renamed_directory_are_named_and_kept() {
     assert_eq!(doctor.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&doctor.stdout).contains("moved: changes queued in the store cannot be written out"));
 
-    let rm = root.output(&["rm", "moved"]);
+    let rm = root.output(&["rm", "--yes", "moved"]);
     assert!(!rm.status.success());
     let err = String::from_utf8_lossy(&rm.stderr);
     assert!(err.contains("changes queued in the store") && err.contains("--force"), "{err}");
@@ -253,7 +253,7 @@ fn queued_changes_of_a_renamed_directory_are_named_and_kept() {
     let out = tempfile::tempdir().unwrap();
     run_ok(root.sessiondb().args(["export", "--to"]).arg(out.path()).arg("moved"));
     assert!(directory_contents(&out.path().join("moved")).contains("queued before the move"));
-    run_ok(root.sessiondb().args(["rm", "--force", "moved"]));
+    run_ok(root.sessiondb().args(["rm", "--yes", "--force", "moved"]));
 }
 
 /// Issue 13, item 4: `conversation.jsonl` replaced by a directory fails the conversation (sync

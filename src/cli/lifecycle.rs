@@ -55,9 +55,49 @@ pub struct RmArgs {
     /// (they are lost)
     #[arg(long)]
     force: bool,
+    /// Remove without asking (needed when standard input is not a terminal)
+    #[arg(short = 'y', long)]
+    yes: bool,
+    /// Show what would be removed, and remove nothing
+    #[arg(long)]
+    dry_run: bool,
 }
 
+/// Removes a conversation — its rows and its directory — once the user has seen what goes:
+/// asked on a terminal, `--yes` otherwise; `--dry-run` only shows it.
 pub fn rm(store: &Store, args: RmArgs) -> Result<i32, Failure> {
+    let r = ops::removal(store, &args.chat_id)?;
+    let s = &r.summary;
+    let what = format!(
+        "{}{}: {} message{}, {} branch{}{}",
+        s.chat_id,
+        if s.name != s.chat_id { format!(" ({})", s.name) } else { String::new() },
+        s.messages,
+        if s.messages == 1 { "" } else { "s" },
+        s.branches,
+        if s.branches == 1 { "" } else { "es" },
+        match &r.dir {
+            Some(dir) => format!(", and its directory {} ({})", dir.display(), super::human_bytes(r.size_bytes)),
+            None => ", store only (its directory is gone)".into(),
+        }
+    );
+    let queued = if r.queued { "; its changes queued with --queue were never written to the directory and go with it" } else { "" };
+    if args.dry_run {
+        say!("would remove {what}{queued}");
+        return Ok(0);
+    }
+    if !args.yes {
+        if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            return Err(Failure(format!("rm would remove {what}{queued}: give --yes to remove it without a terminal to ask on (--dry-run shows what goes)")));
+        }
+        eprint!("{}", sessiondb::render::terminal::visible(&format!("remove {what}{queued}? [y/N] ")));
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer).map_err(Failure::from)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") {
+            tell!("nothing removed");
+            return Ok(1);
+        }
+    }
     ops::remove(store, &args.chat_id, args.force)?;
     say!("removed {}", args.chat_id);
     Ok(0)

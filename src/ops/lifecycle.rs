@@ -159,6 +159,29 @@ pub fn remove(store: &Store, chat_id: &str, force: bool) -> Result<(), OpsError>
     Ok(())
 }
 
+/// What [`remove`] would take away, for a confirmation or a dry run.
+#[derive(Debug, Clone)]
+pub struct Removal {
+    pub summary: queries::ConversationSummary,
+    /// The conversation's directory, when it is there (it goes too).
+    pub dir: Option<std::path::PathBuf>,
+    /// Bytes in that directory.
+    pub size_bytes: u64,
+    /// Changes queued with `--queue` that were never written to the directory.
+    pub queued: bool,
+}
+
+/// What removing `chat_id` would take away. Changes nothing.
+pub fn removal(store: &Store, chat_id: &str) -> Result<Removal, OpsError> {
+    let conn = store.connection()?;
+    let summary = queries::conversation_summary(&conn, chat_id)?;
+    let conv = modify::load_conversation(&conn, chat_id)?;
+    let queued = crate::store::pending::has_pending(&conn, conv.id)?;
+    let dir = conv.dir.is_dir().then_some(conv.dir);
+    let size_bytes = dir.as_deref().map_or(0, dir_size);
+    Ok(Removal { summary, dir, size_bytes, queued })
+}
+
 /// A conversation `clean` would remove.
 #[derive(Debug, Clone)]
 pub struct CleanCandidate {
