@@ -372,3 +372,41 @@ fn rm_shows_what_goes_and_asks_first() {
         assert!(!present());
     }
 }
+
+/// Issue 16, item 13: an edit is checked whole before it starts. A new message with a role
+/// `append` would refuse is refused (`edit --toml` and `import --toml` alike); a TOML saved
+/// back unchanged changes nothing (no backup branch); one with no messages would empty the
+/// branch, so without a terminal to ask on it needs `--allow-empty`.
+#[test]
+fn edits_are_checked_before_they_change_anything() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).args(["new", "e", "--logs-dir"]).arg(&logs));
+    run_ok(sessiondb(&db).args(["append", "e", "--role", "user", "--content", "hello"]));
+    let branches = || String::from_utf8(run_ok(sessiondb(&db).args(["branches", "e"])).stdout).unwrap();
+    let before = branches();
+    let toml = work.path().join("e.toml");
+    let shown = run_ok(sessiondb(&db).args(["export", "--format", "toml", "e"])).stdout;
+
+    fs::write(&toml, &shown).unwrap();
+    for args in [&["edit", "e", "--toml"][..], &["import", "e", "--toml"]] {
+        let out = run_ok(sessiondb(&db).args(args).arg(&toml));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "no changes\n", "{args:?}");
+    }
+    assert_eq!(branches(), before, "no backup of an unchanged edit");
+
+    fs::write(&toml, [&shown[..], b"\n[[messages]]\nrole = \"robot\"\ncontent = \"beep\"\n"].concat()).unwrap();
+    for args in [&["edit", "e", "--toml"][..], &["import", "e", "--toml"]] {
+        let out = sessiondb(&db).args(args).arg(&toml).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains("message 2: role must be system, user or assistant, not \"robot\"; nothing changed"), "{args:?}: {err}");
+    }
+
+    fs::write(&toml, "").unwrap();
+    let out = sessiondb(&db).args(["edit", "e", "--toml"]).arg(&toml).stdin(std::process::Stdio::null()).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--allow-empty"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(branches(), before, "refusals change nothing");
+    run_ok(sessiondb(&db).args(["edit", "e", "--allow-empty", "--toml"]).arg(&toml));
+    assert!(String::from_utf8_lossy(&run_ok(sessiondb(&db).args(["show", "e"])).stdout).trim().is_empty());
+}

@@ -74,10 +74,15 @@ fn sessiondb_step(db: &Path, logs: &Path, work: &Path, step: &Value) {
             cmd.args(["edit", id, "--branch", branch, "--toml"]).arg(&file);
         }
         "edit_unchanged" => {
-            // What `edit` would be shown, saved back as it is.
+            // What `edit` would be shown, saved back as it is: nothing happens (no backup), which
+            // also shows that the export is of what the edit replaces (the view, when one is
+            // active): anything else would replace it.
             let file = work.join("unchanged.toml");
             fs::write(&file, run_ok(sessiondb(db).args(["export", "--format", "toml", id, "--branch", branch])).stdout).unwrap();
             cmd.args(["edit", id, "--branch", branch, "--toml"]).arg(&file);
+            let out = run_ok(&mut cmd);
+            assert_eq!(String::from_utf8_lossy(&out.stdout), "no changes\n");
+            return;
         }
         "edit_replace" => {
             let (old, new) = (step["old"].as_str().unwrap(), step["new"].as_str().unwrap());
@@ -397,9 +402,10 @@ fn views_take_appends_with_main() {
     ]);
 }
 
-/// With a view active, gptme's `log` is the view: an edit (in an editor, or of the unchanged
-/// TOML export) shows and replaces the view, backs it up as `main-edit-<n>`, and leaves
-/// `conversation.jsonl` alone.
+/// With a view active, gptme's `log` is the view: an edit (in an editor, or of a TOML file)
+/// shows and replaces the view, backs it up as `main-edit-<n>`, and leaves
+/// `conversation.jsonl` alone; the TOML export shows the view (saved back unchanged, it
+/// changes nothing).
 #[test]
 fn edit_with_a_view_active_changes_the_view() {
     differential(&[

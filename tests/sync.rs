@@ -448,7 +448,8 @@ fn undo_backups_share_lines_and_survive_whatever_their_branch_goes_through() {
     // An edit replaces main whole: every line borrowed from it is handed over first.
     let toml = root.home.join("main.toml");
     let out = run_ok(root.sessiondb().args(["export", "--format", "toml", chat]));
-    fs::write(&toml, &out.stdout).unwrap();
+    let edited = String::from_utf8(out.stdout).unwrap().replace("after the undos", "after the undos, edited");
+    fs::write(&toml, edited).unwrap();
     run_ok(root.sessiondb().args(["edit", chat, "--toml"]).arg(&toml));
     assert!(line_sharing(&root, chat).iter().any(|(name, _, _)| name == "main-edit-0"));
     assert_store_matches_directory(&root, chat);

@@ -27,11 +27,14 @@ pub struct Args {
     /// With --toml: the branch to replace
     #[arg(long, default_value = "main")]
     branch: String,
+    /// With --toml: empty the branch without asking, when the file holds no messages
+    #[arg(long, requires = "toml")]
+    allow_empty: bool,
 }
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     if let (Some(file), Some(chat_id)) = (&args.toml, &args.logs_dir) {
-        return super::ops::import_toml(store, file, &chat_id.to_string_lossy(), &args.branch);
+        return super::ops::import_toml(store, file, &chat_id.to_string_lossy(), &args.branch, args.allow_empty);
     }
     let root = super::logs_root(args.logs_dir)?;
     let started = Instant::now();

@@ -86,17 +86,10 @@ pub fn rm(store: &Store, args: RmArgs) -> Result<i32, Failure> {
         say!("would remove {what}{queued}");
         return Ok(0);
     }
-    if !args.yes {
-        if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-            return Err(Failure(format!("rm would remove {what}{queued}: give --yes to remove it without a terminal to ask on (--dry-run shows what goes)")));
-        }
-        eprint!("{}", sessiondb::render::terminal::visible(&format!("remove {what}{queued}? [y/N] ")));
-        let mut answer = String::new();
-        std::io::stdin().read_line(&mut answer).map_err(Failure::from)?;
-        if !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") {
-            tell!("nothing removed");
-            return Ok(1);
-        }
+    let refusal = format!("rm would remove {what}{queued}: give --yes to remove it without a terminal to ask on (--dry-run shows what goes)");
+    if !args.yes && !super::confirm(&format!("remove {what}{queued}?"), &refusal)? {
+        tell!("nothing removed");
+        return Ok(1);
     }
     ops::remove(store, &args.chat_id, args.force)?;
     say!("removed {}", args.chat_id);

@@ -268,6 +268,19 @@ pub(crate) fn logs_root(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
     Ok(root)
 }
 
+/// Asks the person at the terminal `question` (a `[y/N]` question on standard error) before
+/// something that cannot be undone: true for yes. Without a terminal to ask on, fails with
+/// `refusal`, which should name the flag that says yes in advance.
+pub(crate) fn confirm(question: &str, refusal: &str) -> Result<bool, Failure> {
+    if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        return Err(Failure(refusal.to_owned()));
+    }
+    eprint!("{}", sessiondb::render::terminal::visible(&format!("{question} [y/N] ")));
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).map_err(Failure::from)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
+}
+
 /// Formats a byte count for people.
 fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];

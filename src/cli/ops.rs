@@ -158,6 +158,9 @@ pub struct EditArgs {
     /// Take the new messages from this TOML file instead of opening an editor
     #[arg(long, value_name = "FILE")]
     toml: Option<PathBuf>,
+    /// Empty the branch without asking, when the new messages are none
+    #[arg(long)]
+    allow_empty: bool,
     #[command(flatten)]
     queue: super::QueueArg,
 }
@@ -179,11 +182,11 @@ fn run_editor(path: &std::path::Path) -> Result<bool, Failure> {
 }
 
 pub fn edit(store: &Store, args: EditArgs) -> Result<i32, Failure> {
+    // What the edit replaces: the log gptme has loaded (the active view, when one is).
+    let current = loaded_messages(store, &args.chat_id, &args.branch)?;
     let messages = match &args.toml {
         Some(file) => input::read_toml_messages(file).map_err(toml_error)?,
         None => {
-            // What the edit replaces: the log gptme has loaded (the active view, when one is).
-            let current = loaded_messages(store, &args.chat_id, &args.branch)?;
             let original = messages_to_toml(&current);
             let file = tempfile::Builder::new().prefix("sessiondb-edit-").suffix(".toml").tempfile().map_err(Failure::from)?;
             std::fs::write(file.path(), &original).map_err(Failure::from)?;
@@ -199,9 +202,33 @@ pub fn edit(store: &Store, args: EditArgs) -> Result<i32, Failure> {
             toml_to_messages(&edited).map_err(|e| Failure(format!("the edited TOML: {e}; nothing changed")))?
         }
     };
+    let Some(messages) = checked_edit(&current, messages, &args.branch, args.allow_empty)? else { return Ok(0) };
     let backup = super::run_op(store, &args.chat_id, args.queue, |s| s.edit(&args.branch, &messages))?;
     say!("edited {} ({} messages); backup branch: {backup}", args.branch, messages.len());
     Ok(0)
+}
+
+/// The messages an edit of `branch` (now `current`) replaces it with, checked
+/// ([`input::edit`]); `None` when there is nothing to do: unchanged (said so), or emptying the
+/// branch declined.
+fn checked_edit(current: &[Message], edited: Vec<Message>, branch: &str, allow_empty: bool) -> Result<Option<Vec<Message>>, Failure> {
+    match input::edit(current, edited).map_err(|e| Failure(format!("{}; nothing changed", sessiondb::cause::chain(&e))))? {
+        input::Edit::Unchanged => {
+            say!("no changes");
+            Ok(None)
+        }
+        input::Edit::Replace { messages, empties } => {
+            if empties && !allow_empty {
+                let question = format!("this empties {branch} ({} messages; a backup branch keeps them). Go on?", current.len());
+                let refusal = format!("the new messages are none: that would empty {branch}; give --allow-empty to empty it");
+                if !super::confirm(&question, &refusal)? {
+                    say!("nothing changed");
+                    return Ok(None);
+                }
+            }
+            Ok(Some(messages))
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -310,8 +337,10 @@ pub fn export_toml(store: &Store, chat_id: &str, branch: &str) -> Result<i32, Fa
 }
 
 /// `import --toml FILE CHAT_ID`: replaces a branch with the file's messages (an edit).
-pub fn import_toml(store: &Store, file: &std::path::Path, chat_id: &str, branch: &str) -> Result<i32, Failure> {
+pub fn import_toml(store: &Store, file: &std::path::Path, chat_id: &str, branch: &str, allow_empty: bool) -> Result<i32, Failure> {
     let messages = input::read_toml_messages(file).map_err(toml_error)?;
+    let current = loaded_messages(store, chat_id, branch)?;
+    let Some(messages) = checked_edit(&current, messages, branch, allow_empty)? else { return Ok(0) };
     let backup = with_session(store, chat_id, |s| s.edit(branch, &messages))?;
     say!("replaced {branch} with {} messages from {}; backup branch: {backup}", messages.len(), file.display());
     Ok(0)

@@ -32,6 +32,10 @@ pub enum InputError {
     /// A TOML file that is not a list of messages.
     #[error("{path}")]
     Toml { path: PathBuf, source: TomlError },
+    /// A message of an edit with a role a person may not give (one the branch already had is
+    /// kept as it is).
+    #[error("message {number}: role must be system, user or assistant, not {role:?}")]
+    EditedRole { number: usize, role: String },
 }
 
 /// The role of a message a person adds: `system`, `user` or `assistant`.
@@ -91,4 +95,52 @@ pub fn message(role: Role, content: String, fields: MessageFields<'_>) -> Result
 pub fn read_toml_messages(path: &Path) -> Result<Vec<Message>, InputError> {
     let text = std::fs::read_to_string(path).map_err(|source| InputError::File { path: path.to_owned(), source })?;
     toml_to_messages(&text).map_err(|source| InputError::Toml { path: path.to_owned(), source })
+}
+
+/// What an edit of a branch would do, checked before it starts.
+#[derive(Debug, PartialEq)]
+pub enum Edit {
+    /// The messages are the branch's own, as the editable TOML shows them: nothing to do (and
+    /// no backup to make).
+    Unchanged,
+    /// Replace the branch with these messages; `empties` when there are none left of a branch
+    /// that had some (worth asking about first).
+    Replace { messages: Vec<Message>, empties: bool },
+}
+
+/// Checks `edited` against `current`, the branch it replaces: unchanged as TOML shows it, or
+/// a replacement whose every message has a role a person may give — `system`, `user` or
+/// `assistant`, as for `append` — unless the branch already holds that very message (a
+/// stored message with another role survives an edit that leaves it alone).
+pub fn edit(current: &[Message], edited: Vec<Message>) -> Result<Edit, InputError> {
+    use crate::codec::toml_log::messages_to_toml;
+    if messages_to_toml(&edited) == messages_to_toml(current) {
+        return Ok(Edit::Unchanged);
+    }
+    for (i, m) in edited.iter().enumerate() {
+        let known = role(m.role.as_str()).is_ok() || current.iter().any(|c| c.role == m.role && c.content == m.content);
+        if !known {
+            return Err(InputError::EditedRole { number: i + 1, role: m.role.as_str().to_owned() });
+        }
+    }
+    Ok(Edit::Replace { empties: edited.is_empty() && !current.is_empty(), messages: edited })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(role: &str, content: &str) -> Message {
+        Message::new(Role::parse(role), content, Some("2026-12-04T10:00:00".into()))
+    }
+
+    #[test]
+    fn edits_are_checked_whole() {
+        let current = vec![m("user", "hi"), m("robot", "beep")];
+        assert_eq!(edit(&current, current.clone()).unwrap(), Edit::Unchanged);
+        assert!(matches!(edit(&current, vec![m("user", "hi"), m("robot", "beep"), m("user", "more")]).unwrap(), Edit::Replace { empties: false, .. }));
+        assert!(matches!(edit(&current, vec![m("robot", "new")]), Err(InputError::EditedRole { number: 1, .. })));
+        assert!(matches!(edit(&current, Vec::new()).unwrap(), Edit::Replace { empties: true, .. }));
+        assert_eq!(edit(&[], Vec::new()).unwrap(), Edit::Unchanged);
+    }
 }

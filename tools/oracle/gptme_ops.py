@@ -11,7 +11,9 @@ list of operations, each applied with a freshly loaded LogManager (as separate g
      "pinned": bool, "hide": bool, "ttl": N, "call_id": S, "metadata": {...}, "files": [paths]}
     {"op": "undo", "id": ID, "n": N, "branch": B}
     {"op": "edit", "id": ID, "branch": B, "messages": [message objects as for append]}
-    {"op": "edit_unchanged", "id": ID, "branch": B}   (edit to the messages the log holds)
+    {"op": "edit_unchanged", "id": ID, "branch": B}   (an edit that changes nothing: nothing
+                                                    happens; sessiondb makes no backup of it,
+                                                    where LogManager.edit would)
     {"op": "edit_replace", "id": ID, "branch": B, "old": S, "new": S}
                                                     (edit: S replaced in every message's content)
     {"op": "branch", "id": ID, "name": NAME, "from": B}   (gptme writes it on the next write)
@@ -88,7 +90,7 @@ def main() -> int:
         elif op == "edit":
             manager.edit([message(m) for m in step["messages"]])
         elif op == "edit_unchanged":
-            manager.edit(list(manager.log.messages))
+            pass  # sessiondb's deliberate difference: an unchanged edit does nothing
         elif op == "edit_replace":
             manager.edit([m.replace(content=m.content.replace(step["old"], step["new"])) for m in manager.log.messages])
         elif op == "view_create":
