@@ -410,3 +410,34 @@ fn edits_are_checked_before_they_change_anything() {
     run_ok(sessiondb(&db).args(["edit", "e", "--allow-empty", "--toml"]).arg(&toml));
     assert!(String::from_utf8_lossy(&run_ok(sessiondb(&db).args(["show", "e"])).stdout).trim().is_empty());
 }
+
+/// Issue 16, item 16: completion knows the store. The shell asks sessiondb itself (clap's
+/// dynamic engine, here through fish's protocol: one `value<TAB>help` line each): chat ids
+/// complete wherever a command takes one (a conversation's name as the help, on one line),
+/// branch names wherever it takes a branch, and `search --role` offers roles, never file
+/// names. `completions bash` prints the script that asks.
+#[test]
+fn completion_offers_chat_ids_and_branches_from_the_store() {
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(fixtures()));
+    let complete = |line: &[&str]| -> Vec<String> {
+        let out = run_ok(bare().env("COMPLETE", "fish").env("SESSIONDB_DB", &db).arg("--").args(line));
+        String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
+    };
+    let ids = complete(&["sessiondb", "read", "2026-07-0"]);
+    assert!(ids.iter().any(|l| l == "2026-07-01-basic-chat"), "{ids:?}");
+    let named = ids.iter().find(|l| l.starts_with("2026-07-09-named-chat\t")).unwrap_or_else(|| panic!("{ids:?}"));
+    assert_eq!(named.matches('\t').count(), 1, "the help is one field: {named:?}");
+    for line in
+        [&["sessiondb", "export", "--format", "toml", "2026-07-0"][..], &["sessiondb", "search", "x", "--chat", "2026-07-0"], &["sessiondb", "undo", "2026-07-0"]]
+    {
+        assert!(complete(line).iter().any(|l| l == "2026-07-01-basic-chat"), "{line:?}");
+    }
+    let branches = complete(&["sessiondb", "show", "2026-07-05-branches", "--branch", ""]);
+    assert!(branches.iter().any(|l| l == "main") && branches.len() > 1, "{branches:?}");
+    let roles = complete(&["sessiondb", "search", "x", "--role", ""]);
+    assert!(roles.iter().any(|l| l.starts_with("user")) && !roles.iter().any(|l| l.contains('/')), "{roles:?}");
+    let script = String::from_utf8(run_ok(bare().args(["completions", "bash"])).stdout).unwrap();
+    assert!(script.contains("COMPLETE=\"bash\"") || script.contains("COMPLETE=bash"), "{script}");
+}

@@ -3,6 +3,7 @@
 //! or conversation, and the exit code says whether everything succeeded.
 
 mod bookmarks;
+mod complete;
 mod doctor;
 mod export;
 mod import;
@@ -55,8 +56,13 @@ enum Command {
     Stats(stats::Args),
     /// Read a conversation, as gptme's `chats read` shows it (or in full)
     Read(read::Args),
-    /// Print shell completions (bash, zsh, fish, elvish, powershell)
-    Completions { shell: clap_complete::Shell },
+    /// Print the script that sets up completion in your shell (bash, zsh, fish, elvish,
+    /// powershell): chat ids and branch names complete from the store. Same as
+    /// `COMPLETE=SHELL sessiondb`; e.g. `source <(sessiondb completions bash)` in ~/.bashrc
+    Completions {
+        /// bash, zsh, fish, elvish or powershell
+        shell: String,
+    },
     /// Print the man page (roff)
     Man,
     /// Create an empty conversation in gptme's logs root
@@ -135,6 +141,7 @@ impl<E: std::error::Error + 'static> From<E> for Failure {
 
 /// Runs the command line; returns the process exit code.
 pub fn run() -> i32 {
+    complete::answer_the_shell();
     let matches = <Cli as clap::CommandFactory>::command().get_matches();
     let named = named_conversations(&matches);
     let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
@@ -182,7 +189,7 @@ fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
     // These describe the program and need no database.
     match &cli.command {
         Command::Completions { shell } => {
-            clap_complete::generate(*shell, &mut <Cli as clap::CommandFactory>::command(), "sessiondb", &mut std::io::stdout());
+            complete::registration(shell)?;
             return Ok(0);
         }
         Command::Man => {

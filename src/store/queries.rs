@@ -667,6 +667,14 @@ pub fn branch_document(conn: &Connection, chat_id: &str, branch: &str) -> Result
         .ok_or_else(|| StoreError::NoBranch { chat_id: chat_id.to_owned(), branch: branch.to_owned() })
 }
 
+/// The names of every conversation's branches, each once, sorted (for shell completion, which
+/// does not know the conversation).
+pub fn all_branch_names(conn: &Connection) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn.prepare("SELECT DISTINCT name FROM documents WHERE kind = 'branch' ORDER BY name")?;
+    let rows = stmt.query_map([], |r| r.get(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// Branch names of a conversation, `main` first.
 pub fn branch_names(conn: &Connection, chat_id: &str) -> Result<Vec<String>, StoreError> {
     let conversation_id = conversation_id(conn, chat_id)?;
