@@ -1,0 +1,148 @@
+//! Issue 16, "the first hour": what a new user meets first, one test per item. The listing
+//! shows every chat id whole and fits the terminal in cells (CJK, emoji), at 80 and 200
+//! columns, in colour and with `NO_COLOR` (on a pseudo-terminal); the errors a first session
+//! runs into name the path, what is wrong and what to do.
+
+use crate::common;
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use common::{run_ok, sessiondb};
+use unicode_width::UnicodeWidthStr;
+
+/// A conversation `id` under `logs`: one user message and one assistant reply by `model`,
+/// with `name` as its display name when given.
+fn conversation(logs: &Path, id: &str, name: Option<&str>, model: &str, preview: &str) {
+    let dir = logs.join(id);
+    fs::create_dir_all(&dir).unwrap();
+    let user = serde_json::json!({"role": "user", "content": preview, "timestamp": "2026-07-16T10:00:00"});
+    let reply = serde_json::json!({"role": "assistant", "content": format!("reply to {preview}"), "timestamp": "2026-07-16T10:00:05",
+        "metadata": {"model": model, "usage": {"input_tokens": 10, "output_tokens": 5, "cost": 0.01}}});
+    fs::write(dir.join("conversation.jsonl"), format!("{user}\n{reply}\n")).unwrap();
+    if let Some(name) = name {
+        fs::write(dir.join("config.toml"), format!("[chat]\nname = {}\n", serde_json::to_string(name).unwrap())).unwrap();
+    }
+}
+
+/// Ids, names and models a table must cope with: a long gptme-style id with a long name, CJK,
+/// emoji, a long model name.
+const CHATS: [(&str, Option<&str>, &str, &str); 4] = [
+    (
+        "2026-07-16-swimming-blue-fish-01",
+        Some("A long display name that has to be cut at eighty columns"),
+        "anthropic/claude-sonnet-4-20250514",
+        "plan the release",
+    ),
+    ("中文对话", Some("中文名字的对话标题很长很长很长很长很长很长很长很长很长"), "openai/gpt-4o", "你好，世界！这是一个很长的预览很长的预览很长的预览很长的预览"),
+    ("emoji-chat", Some("🚀 rocket launch plans 🚀 and more rockets 🚀🚀🚀🚀🚀🚀"), "openai/gpt-4o-mini", "🎉🎉🎉 party 🎉🎉🎉 party 🎉🎉🎉 party 🎉🎉🎉 party"),
+    ("plain-id", None, "local/llama", "no display name here"),
+];
+
+fn imported() -> (tempfile::TempDir, std::path::PathBuf) {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    for (id, name, model, preview) in CHATS {
+        conversation(&logs, id, name, model, preview);
+    }
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    (work, db)
+}
+
+/// `list` on a pseudo-terminal `columns` wide; its lines without colours.
+fn list_on_terminal(db: &Path, columns: usize, colour: bool, args: &str) -> Vec<String> {
+    let bin = env!("CARGO_BIN_EXE_sessiondb");
+    let command = format!("stty cols {columns} rows 50; exec {bin} --db '{}' list {args}", db.display());
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &command, "/dev/null"]).env("TERM", "xterm").env_remove("COLUMNS");
+    if colour {
+        cmd.env_remove("NO_COLOR");
+    } else {
+        cmd.env("NO_COLOR", "1");
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "list: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap().replace("\r\n", "\n");
+    assert_eq!(text.contains("\x1b["), colour, "coloured only without NO_COLOR: {text:?}");
+    without_sgr(&text).lines().map(str::to_owned).collect()
+}
+
+/// `text` without SGR sequences (`ESC [` digits and semicolons `m`).
+fn without_sgr(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("\x1b[") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let end = after.find('m').expect("an SGR sequence ends in m");
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Where `needle` starts in `line`, in cells.
+fn cell_offset(line: &str, needle: &str) -> Option<usize> {
+    line.find(needle).map(|at| line[..at].width())
+}
+
+fn have_script() -> bool {
+    let ok = Command::new("script").arg("--version").output().is_ok();
+    if !ok {
+        eprintln!("SKIPPED: `script` (util-linux) is not installed; no pseudo-terminal to test with");
+    }
+    ok
+}
+
+/// Items 1 and 2: every chat id whole, in one column, on every width; no line wider than the
+/// terminal, in cells; MODEL widens with the terminal.
+#[test]
+fn list_shows_every_id_whole_and_fits_the_terminal_in_cells() {
+    if !have_script() {
+        return;
+    }
+    let (_work, db) = imported();
+    for columns in [80, 200] {
+        for colour in [true, false] {
+            let lines = list_on_terminal(&db, columns, colour, "");
+            let table = lines.join("\n");
+            for line in &lines {
+                assert!(line.width() <= columns, "{columns} columns, a line of {} cells: {line:?}\n{table}", line.width());
+            }
+            let header = &lines[0];
+            let id_column = cell_offset(header, "ID").expect("an ID column");
+            for (id, name, model, _) in CHATS {
+                let row = lines.iter().find(|l| l.contains(id)).unwrap_or_else(|| panic!("{id} whole at {columns} columns:\n{table}"));
+                assert_eq!(cell_offset(row, id), Some(id_column), "ids line up under ID at {columns} columns:\n{table}");
+                // The name is still shown (cut), beside the id or on the line below.
+                if let Some(name) = name {
+                    let start: String = name.chars().take(3).collect();
+                    assert!(table.contains(&start), "{name:?} shown at {columns} columns:\n{table}");
+                }
+                if columns == 200 {
+                    assert!(row.contains(model), "{model} whole at 200 columns:\n{table}");
+                }
+            }
+            assert_eq!(lines.last().unwrap(), "4 conversations");
+        }
+    }
+    // At 80 columns the long model is cut, in the cells its column has.
+    let narrow = list_on_terminal(&db, 80, false, "").join("\n");
+    assert!(!narrow.contains("anthropic/claude-sonnet-4-20250514"), "{narrow}");
+    assert!(narrow.contains("…"), "{narrow}");
+}
+
+/// Written to a pipe, nothing is cut: ids, names and models whole.
+#[test]
+fn list_to_a_pipe_cuts_nothing() {
+    let (_work, db) = imported();
+    let out = String::from_utf8(run_ok(sessiondb(&db).arg("list").env_remove("COLUMNS")).stdout).unwrap();
+    for (id, name, model, _) in CHATS {
+        assert!(out.contains(id) && out.contains(model), "{out}");
+        if let Some(name) = name {
+            assert!(out.contains(name), "{out}");
+        }
+    }
+}
