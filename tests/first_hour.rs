@@ -146,3 +146,24 @@ fn list_to_a_pipe_cuts_nothing() {
         }
     }
 }
+
+/// Item 1: `--model` matches a part of the name, ignoring case, or a glob.
+#[test]
+fn list_model_matches_as_users_type_it() {
+    let (_work, db) = imported();
+    let ids = |model: &str| -> Vec<String> {
+        let out = run_ok(sessiondb(&db).args(["list", "--json", "--model", model]));
+        let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        let mut ids: Vec<String> = rows.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(ids("gpt-4"), ["emoji-chat", "中文对话"]);
+    assert_eq!(ids("GPT-4O-MINI"), ["emoji-chat"]);
+    assert_eq!(ids("claude"), ["2026-07-16-swimming-blue-fish-01"]);
+    assert_eq!(ids("openai/*"), ["emoji-chat", "中文对话"]);
+    assert_eq!(ids("*/GPT-4?"), ["中文对话"]);
+    assert_eq!(ids("gpt-4"), ids("openai/gpt-4"));
+    assert!(ids("gpt-5").is_empty());
+    assert!(ids("gpt-4").len() == 2 && ids("llama*").is_empty(), "a glob matches the whole name");
+}

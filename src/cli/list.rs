@@ -21,7 +21,8 @@ pub struct Args {
     /// Show at most N conversations (default: all of them; gptme's `chats list` stops at 20)
     #[arg(short = 'n', long = "limit", value_name = "N")]
     limit: Option<usize>,
-    /// Only conversations whose last model is M
+    /// Only conversations whose last model contains M, ignoring case (`gpt-4` finds
+    /// `openai/gpt-4o`), or matches M as a glob when it has `*` or `?`
     #[arg(long, value_name = "M")]
     model: Option<String>,
     /// Only conversations modified since YYYY-MM-DD, or Nd / Nh ago

@@ -83,7 +83,8 @@ pub enum SortBy {
 pub struct ListFilter {
     pub include_test: bool,
     pub limit: Option<usize>,
-    /// Only conversations whose last model is this.
+    /// Only conversations whose last model matches this, ignoring case: a glob when it has `*`
+    /// or `?` (`*sonnet*`), else any part of the name (`gpt-4` finds `openai/gpt-4o`).
     pub model: Option<String>,
     /// Only conversations modified in `[since, until)` (epoch seconds).
     pub since: Option<f64>,
@@ -141,7 +142,9 @@ fn listing_sql(f: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
         filters.push(format!("NOT {}", crate::layout::test_ids_sql("chat_id")));
     }
     if let Some(m) = &f.model {
-        filters.push(format!("model = {}", arg(m.clone().into())));
+        let p = arg(m.to_lowercase().into());
+        // SQLite's lower() folds ASCII only, as model names are.
+        filters.push(if m.contains(['*', '?']) { format!("lower(model) GLOB {p}") } else { format!("instr(lower(model), {p}) > 0") });
     }
     if let Some(t) = f.since {
         filters.push(format!("modified >= {}", arg(t.into())));
