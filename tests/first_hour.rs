@@ -167,3 +167,28 @@ fn list_model_matches_as_users_type_it() {
     assert!(ids("gpt-5").is_empty());
     assert!(ids("gpt-4").len() == 2 && ids("llama*").is_empty(), "a glob matches the whole name");
 }
+
+/// Item 3: the table stops at a screenful (20) and says how to see the rest; `-n 0` lists all;
+/// `--json` lists all; `--all` still means test conversations.
+#[test]
+fn list_defaults_to_a_screenful() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    for i in 0..25 {
+        conversation(&logs, &format!("chat-{i:02}"), None, "openai/gpt-4o", "hello");
+    }
+    conversation(&logs, "test-hidden", None, "openai/gpt-4o", "hello");
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let rows = |args: &[&str]| -> (usize, String) {
+        let out = String::from_utf8(run_ok(sessiondb(&db).arg("list").args(args)).stdout).unwrap();
+        (out.lines().filter(|l| l.contains("chat-") || l.contains("test-hidden")).count(), out.lines().last().unwrap().to_owned())
+    };
+    assert_eq!(rows(&[]), (20, "20 of 25 conversations (`-n 0` lists them all)".to_owned()));
+    assert_eq!(rows(&["-n", "0"]), (25, "25 conversations".to_owned()));
+    assert_eq!(rows(&["--limit", "5"]), (5, "5 of 25 conversations (`-n 0` lists them all)".to_owned()));
+    assert_eq!(rows(&["-n", "0", "--all"]), (26, "26 conversations".to_owned()));
+    assert_eq!(rows(&["--all"]), (20, "20 of 26 conversations (`-n 0` lists them all)".to_owned()));
+    let json: Vec<serde_json::Value> = serde_json::from_slice(&run_ok(sessiondb(&db).args(["list", "--json"])).stdout).unwrap();
+    assert_eq!(json.len(), 25);
+}

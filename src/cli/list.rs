@@ -18,7 +18,8 @@ pub struct Args {
     /// Include test and eval conversations (ids starting with `tmp` or `test-`, or containing `gptme-evals-`)
     #[arg(long)]
     all: bool,
-    /// Show at most N conversations (default: all of them; gptme's `chats list` stops at 20)
+    /// Show at most N conversations; 0 for all of them [default: 20 in the table, as gptme's
+    /// `chats list`; all with --json]
     #[arg(short = 'n', long = "limit", value_name = "N")]
     limit: Option<usize>,
     /// Only conversations whose last model contains M, ignoring case (`gpt-4` finds
@@ -116,11 +117,19 @@ pub fn summary_json(c: &ConversationSummary) -> SummaryJson<'_> {
     }
 }
 
+/// The table's default length: a screenful, as gptme's `chats list`.
+const SCREENFUL: usize = 20;
+
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let conn = store.connection()?;
     let filter = ListFilter {
         include_test: args.all,
-        limit: args.limit,
+        limit: match args.limit {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None if args.json => None,
+            None => Some(SCREENFUL),
+        },
         model: args.model,
         since: args.since.as_deref().map(super::parse_since).transpose()?,
         until: args.until.as_deref().map(super::parse_since).transpose()?,
@@ -242,6 +251,11 @@ fn write_table(out: &mut impl Write, conn: &sessiondb::store::Connection, filter
             writeln!(out, "{:indent$}{}", "", text)?;
         }
     }
-    writeln!(out, "{} conversations", rows.len())?;
+    let total = if filter.limit == Some(rows.len()) { queries::count_filtered(conn, filter)? } else { rows.len() };
+    if total > rows.len() {
+        writeln!(out, "{} of {total} conversations (`-n 0` lists them all)", rows.len())?;
+    } else {
+        writeln!(out, "{total} conversations")?;
+    }
     Ok(())
 }

@@ -127,6 +127,13 @@ pub fn visit_filtered<E: From<StoreError>>(conn: &Connection, f: &ListFilter, mu
     Ok(())
 }
 
+/// How many conversations [`visit_filtered`] would list without `f.limit`.
+pub fn count_filtered(conn: &Connection, f: &ListFilter) -> Result<usize, StoreError> {
+    let (sql, args) = listing_sql(&ListFilter { limit: None, ..f.clone() });
+    let n: i64 = conn.query_row(&format!("SELECT count(*) FROM ({sql})"), rusqlite::params_from_iter(args), |r| r.get(0))?;
+    Ok(n as usize)
+}
+
 /// The listing's statement and its arguments.
 fn listing_sql(f: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
     let mut filters: Vec<String> = Vec::new();
