@@ -192,3 +192,40 @@ fn list_defaults_to_a_screenful() {
     let json: Vec<serde_json::Value> = serde_json::from_slice(&run_ok(sessiondb(&db).args(["list", "--json"])).stdout).unwrap();
     assert_eq!(json.len(), 25);
 }
+
+/// `sessiondb …` with `--db db`; its exit code and standard error, within `seconds`.
+fn fails_quickly(cmd: &mut Command, seconds: u64) -> String {
+    let started = std::time::Instant::now();
+    let out = cmd.output().unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(seconds), "{cmd:?} took {:?}", started.elapsed());
+    assert_eq!(out.status.code(), Some(1), "{cmd:?}: {}", String::from_utf8_lossy(&out.stdout));
+    String::from_utf8(out.stderr).unwrap()
+}
+
+/// Item 7: `--db` naming a directory or a file that is not a database fails at once, naming
+/// the path and what is wrong, and leaves it as it was.
+#[test]
+fn db_that_is_not_a_database_fails_at_once() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    conversation(&logs, "c", None, "m", "hi");
+    let dir = work.path().join("a-directory");
+    fs::create_dir(&dir).unwrap();
+    let text = work.path().join("notes.txt");
+    fs::write(&text, "these are my notes, not a database\n".repeat(100)).unwrap();
+    for args in [&["list"][..], &["import", logs.to_str().unwrap()], &["sync", logs.to_str().unwrap()], &["search", "hi"], &["doctor"]] {
+        let err = fails_quickly(sessiondb(&dir).args(args), 5);
+        assert_eq!(err.trim_end(), format!("sessiondb: {} is not a database: it is a directory; give the database file", dir.display()), "{args:?}");
+        if args[0] == "doctor" {
+            // doctor reports a damaged database (and how to rebuild it) instead of refusing it.
+            let out = sessiondb(&text).args(args).output().unwrap();
+            assert_eq!(out.status.code(), Some(1));
+            assert!(String::from_utf8_lossy(&out.stdout).contains("file is not a database"), "{out:?}");
+        } else {
+            let err = fails_quickly(sessiondb(&text).args(args), 5);
+            assert_eq!(err.trim_end(), format!("sessiondb: {} is not a database: it is not an SQLite database file", text.display()), "{args:?}");
+        }
+    }
+    assert_eq!(fs::read_dir(&dir).unwrap().count(), 0, "nothing written into the directory");
+    assert_eq!(fs::read_to_string(&text).unwrap(), "these are my notes, not a database\n".repeat(100));
+}

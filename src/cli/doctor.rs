@@ -31,6 +31,7 @@ fn restore_advice(db: &Path, logs: Option<&Path>) -> String {
 }
 
 pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
+    sessiondb::store::check_usable(db)?;
     if !db.exists() {
         return Err(Failure(format!("{}: no database here", db.display())));
     }
