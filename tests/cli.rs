@@ -124,7 +124,9 @@ fn show_prints_branches_as_gptme_lines() {
 fn a_newer_schema_is_refused_untouched() {
     let work = tempfile::tempdir().unwrap();
     let db = work.path().join("db");
-    run_ok(sessiondb(&db).arg("list"));
+    let logs = work.path().join("logs");
+    fs::create_dir(&logs).unwrap();
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.pragma_update(None, "user_version", 999).unwrap();
     drop(conn);

@@ -229,3 +229,44 @@ fn db_that_is_not_a_database_fails_at_once() {
     assert_eq!(fs::read_dir(&dir).unwrap().count(), 0, "nothing written into the directory");
     assert_eq!(fs::read_to_string(&text).unwrap(), "these are my notes, not a database\n".repeat(100));
 }
+
+/// Item 8: commands that only read never create a database; they say none is there and how to
+/// make one. `import` (and `sync`, `new`) create it.
+#[test]
+fn reading_commands_never_create_a_database() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    conversation(&logs, "c", None, "m", "hi");
+    let db = work.path().join("typo/sessions.db");
+    let out = work.path().join("out");
+    let reading: &[&[&str]] = &[
+        &["list"],
+        &["list", "--json"],
+        &["search", "hi"],
+        &["stats"],
+        &["show", "c"],
+        &["read", "c"],
+        &["doctor"],
+        &["export", "--to", out.to_str().unwrap()],
+        &["export", "--format", "markdown", "c"],
+        &["diff", "c", "main", "other"],
+        &["branches", "c"],
+        &["checkpoints", "c"],
+        &["next", "c"],
+        &["clean"],
+    ];
+    for args in reading {
+        let err = fails_quickly(sessiondb(&db).args(*args), 5);
+        assert_eq!(err.trim_end(), format!("sessiondb: no database at {}: `sessiondb import` creates one from gptme's logs", db.display()), "{args:?}");
+        assert!(!db.exists() && !db.parent().unwrap().exists(), "{args:?} created {}", db.display());
+    }
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    assert!(db.exists());
+    let listed = String::from_utf8(run_ok(sessiondb(&db).arg("list")).stdout).unwrap();
+    assert!(listed.contains("1 conversations"), "{listed}");
+    for (i, creating) in [&["sync", logs.to_str().unwrap()][..], &["new", "fresh", "--logs-dir", logs.to_str().unwrap()]].iter().enumerate() {
+        let db = work.path().join(format!("made-by-{i}.db"));
+        run_ok(sessiondb(&db).args(*creating));
+        assert!(db.exists(), "{creating:?} creates the database");
+    }
+}

@@ -32,8 +32,8 @@ fn restore_advice(db: &Path, logs: Option<&Path>) -> String {
 
 pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     sessiondb::store::check_usable(db)?;
-    if !db.exists() {
-        return Err(Failure(format!("{}: no database here", db.display())));
+    if std::fs::symlink_metadata(db).is_err() {
+        return Err(sessiondb::store::StoreError::NoDatabase { path: db.to_owned() }.into());
     }
     let logs = args.logs_dir.or_else(|| sessiondb::layout::default_logs_root().filter(|l| l.is_dir()));
     // A plain connection, no migration: doctor changes nothing, and must work on a database

@@ -145,9 +145,10 @@ pub fn run() -> i32 {
     }
 }
 
-fn open_store(db: Option<PathBuf>) -> Result<Store, Failure> {
+/// Opens the database; only a command that writes (`create`) makes one where there is none.
+fn open_store(db: Option<PathBuf>, create: bool) -> Result<Store, Failure> {
     let path = db.or_else(default_db_path).ok_or_else(|| Failure("cannot find a place for the database: set --db, SESSIONDB_DB or HOME".into()))?;
-    Ok(Store::open(&path)?)
+    Ok(if create { Store::open(&path)? } else { Store::open_existing(&path)? })
 }
 
 fn dispatch(cli: Cli) -> Result<i32, Failure> {
@@ -167,7 +168,10 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         let path = cli.db.or_else(default_db_path).ok_or_else(|| Failure("cannot find the database: set --db or SESSIONDB_DB".into()))?;
         return doctor::run(&path, args);
     }
-    let store = open_store(cli.db)?;
+    // Taking in gptme's logs, or starting a conversation, is how a history begins; every other
+    // command needs one already (a mistyped --db must not look like an empty history).
+    let creates = matches!(cli.command, Command::Import(_) | Command::Sync(_) | Command::New(_));
+    let store = open_store(cli.db, creates)?;
     match cli.command {
         Command::Import(args) => import::run(&store, args),
         Command::Export(args) => export::run(&store, args),

@@ -51,6 +51,10 @@ pub enum StoreError {
     NewerSchema { found: i64, supported: i64 },
     #[error("cannot create the database at {path}")]
     Create { path: PathBuf, source: std::io::Error },
+    /// Only commands that write create a database ([`Store::open`]); the others
+    /// ([`Store::open_existing`]) say where none was found and how to make one.
+    #[error("no database at {path}: `sessiondb import` creates one from gptme's logs")]
+    NoDatabase { path: PathBuf },
     /// The path is taken, by something SQLite cannot use as a database.
     #[error("{path} is not a database: {why}")]
     NotADatabase { path: PathBuf, why: String },
@@ -153,7 +157,7 @@ pub const FLUSH_WAIT_MS: u64 = 250;
 
 impl Store {
     /// Opens (creating when absent, with mode 0600) the database at `path` and brings its
-    /// schema up to date.
+    /// schema up to date. For commands that write; the others take [`Store::open_existing`].
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         check_usable(path)?;
         let created = create_private_file(path).map_err(|source| StoreError::Create { path: path.to_owned(), source })?;
@@ -189,6 +193,17 @@ impl Store {
         schema::migrate(&mut conn)?;
         drop(conn);
         Ok(Store { pool, path: path.to_owned() })
+    }
+
+    /// [`Store::open`] a database that must exist already: a path where there is none is
+    /// [`StoreError::NoDatabase`], and nothing is created (a mistyped `--db` must not look like
+    /// an empty history).
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        check_usable(path)?;
+        if std::fs::symlink_metadata(path).is_err() {
+            return Err(StoreError::NoDatabase { path: path.to_owned() });
+        }
+        Store::open(path)
     }
 
     pub fn connection(&self) -> Result<Connection, StoreError> {
