@@ -270,3 +270,43 @@ fn reading_commands_never_create_a_database() {
         assert!(db.exists(), "{creating:?} creates the database");
     }
 }
+
+/// Item 9: `import DIR` of one conversation's directory imports it; a directory with neither
+/// conversations nor a conversation.jsonl fails with the hint; a missing path is "not found".
+#[test]
+fn import_takes_one_conversation_directory() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    conversation(&logs, "one", Some("The one"), "m", "hello one");
+    conversation(&logs, "two", None, "m", "hello two");
+    let db = work.path().join("db");
+    let out = String::from_utf8(run_ok(sessiondb(&db).arg("import").arg(logs.join("one"))).stdout).unwrap();
+    assert!(out.starts_with("imported 1 conversations (0 unchanged, 0 failed)"), "{out}");
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&run_ok(sessiondb(&db).args(["list", "--json"])).stdout).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["id"], "one");
+    assert_eq!(rows[0]["name"], "The one");
+    assert_eq!(rows[0]["path"], format!("{}/one/conversation.jsonl", fs::canonicalize(&logs).unwrap().display()));
+    // `.` inside it names it too; the logs root then takes the rest, and the first is unchanged.
+    run_ok(sessiondb(&db).arg("import").arg(".").current_dir(logs.join("two")));
+    let out = String::from_utf8(run_ok(sessiondb(&db).arg("import").arg(&logs)).stdout).unwrap();
+    assert!(out.starts_with("imported 0 conversations (2 unchanged, 0 failed)"), "{out}");
+
+    // A conversation's own subdirectory, or another folder with things but no conversation.
+    fs::create_dir_all(logs.join("one/branches")).unwrap();
+    fs::write(logs.join("one/branches/alt.jsonl"), "").unwrap();
+    for wrong in [logs.join("one/branches"), work.path().to_owned()] {
+        let err = fails_quickly(sessiondb(&db).arg("import").arg(&wrong), 10);
+        assert!(err.starts_with(&format!("sessiondb: {}: no conversation here; give gptme's logs root", wrong.display())), "{err}");
+    }
+    // An empty logs root (gptme not used yet) imports nothing, successfully.
+    let empty = work.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    run_ok(sessiondb(&db).arg("import").arg(&empty));
+    let missing = work.path().join("no-such-dir");
+    let err = fails_quickly(sessiondb(&db).arg("import").arg(&missing), 5);
+    assert_eq!(err.trim_end(), format!("sessiondb: {}: not found", missing.display()));
+    let file = logs.join("one/conversation.jsonl");
+    let err = fails_quickly(sessiondb(&db).arg("import").arg(&file), 5);
+    assert!(err.starts_with(&format!("sessiondb: {}: not a directory", file.display())), "{err}");
+}

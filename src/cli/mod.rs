@@ -206,8 +206,11 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
 pub(crate) fn logs_root(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
     let root =
         given.or_else(sessiondb::layout::default_logs_root).ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?;
-    if !root.is_dir() {
-        return Err(Failure(format!("{}: not a directory", root.display())));
+    match std::fs::metadata(&root) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => return Err(Failure(format!("{}: not a directory; give gptme's logs root", root.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Failure(format!("{}: not found", root.display()))),
+        Err(e) => return Err(Failure(format!("{}: {e}", root.display()))),
     }
     Ok(root)
 }
