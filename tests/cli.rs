@@ -149,7 +149,7 @@ fn diff_rm_and_clean() {
     run_ok(sessiondb(&db).args(["branch", "keep", "alt"]));
     run_ok(sessiondb(&db).args(["append", "keep", "--branch", "alt", "--role", "user", "--content", "alt only"]));
     let diff = String::from_utf8(run_ok(sessiondb(&db).args(["diff", "keep", "main", "alt"])).stdout).unwrap();
-    assert_eq!(diff, "main and alt differ from message 3\n- user: alt only\n");
+    assert_eq!(diff, "main and alt differ from message 3\n--- main\n+++ alt\n+ user: alt only\n");
 
     // clean: a dry run lists the empty conversations; --delete removes directory and rows.
     run_ok(sessiondb(&db).args(["new", "empty", "--logs-dir"]).arg(&logs));

@@ -310,3 +310,20 @@ fn import_takes_one_conversation_directory() {
     let err = fails_quickly(sessiondb(&db).arg("import").arg(&file), 5);
     assert!(err.starts_with(&format!("sessiondb: {}: not a directory", file.display())), "{err}");
 }
+
+/// Item 10: what only the second branch has is `+`, only the first `-`, every line of it.
+#[test]
+fn diff_signs_follow_diff_and_git() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).args(["new", "d", "--logs-dir"]).arg(&logs));
+    run_ok(sessiondb(&db).args(["append", "d", "--role", "user", "--content", "shared"]));
+    run_ok(sessiondb(&db).args(["branch", "d", "alt"]));
+    run_ok(sessiondb(&db).args(["append", "d", "--role", "assistant", "--content", "main only\nsecond line"]));
+    run_ok(sessiondb(&db).args(["append", "d", "--branch", "alt", "--role", "assistant", "--content", "alt only"]));
+    let diff = String::from_utf8(run_ok(sessiondb(&db).args(["diff", "d", "main", "alt"])).stdout).unwrap();
+    assert_eq!(diff, "main and alt differ from message 2\n--- main\n+++ alt\n- assistant: main only\n- second line\n+ assistant: alt only\n");
+    let diff = String::from_utf8(run_ok(sessiondb(&db).args(["diff", "d", "alt", "main"])).stdout).unwrap();
+    assert_eq!(diff, "alt and main differ from message 2\n--- alt\n+++ main\n- assistant: alt only\n+ assistant: main only\n+ second line\n");
+}

@@ -248,8 +248,11 @@ pub fn branches(store: &Store, args: BranchesArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct DiffArgs {
+    /// The conversation
     chat_id: String,
+    /// The first branch: what only it has is shown with `-`
     a: String,
+    /// The second branch: what only it has is shown with `+`
     b: String,
 }
 
@@ -261,11 +264,14 @@ pub fn diff(store: &Store, args: DiffArgs) -> Result<i32, Failure> {
         None => say!("{} and {} are the same", args.a, args.b),
         Some(at) => {
             say!("{} and {} differ from message {}", args.a, args.b, at + 1);
-            for m in &a.messages()[at..] {
-                say!("+ {}: {}", m.role.as_str(), m.content);
-            }
-            for m in &b.messages()[at..] {
-                say!("- {}: {}", m.role.as_str(), m.content);
+            say!("--- {}\n+++ {}", args.a, args.b);
+            // As diff and git: the first side's lines with `-`, the second's with `+`, each line.
+            for (sign, log) in [('-', &a), ('+', &b)] {
+                for m in &log.messages()[at..] {
+                    for line in format!("{}: {}", m.role.as_str(), m.content).split('\n') {
+                        say!("{sign} {line}");
+                    }
+                }
             }
         }
     }
