@@ -327,3 +327,21 @@ fn diff_signs_follow_diff_and_git() {
     let diff = String::from_utf8(run_ok(sessiondb(&db).args(["diff", "d", "alt", "main"])).stdout).unwrap();
     assert_eq!(diff, "alt and main differ from message 2\n--- alt\n+++ main\n- assistant: alt only\n+ assistant: main only\n+ second line\n");
 }
+
+/// Item 12: `export --format toml -o FILE` writes FILE (and says so), as markdown and html do.
+#[test]
+fn export_toml_writes_the_output_file() {
+    let (work, db) = imported();
+    let file = work.path().join("chat.toml");
+    let out = run_ok(sessiondb(&db).args(["export", "--format", "toml", "plain-id", "-o"]).arg(&file));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("Exported conversation to {}\n", file.display()));
+    let on_stdout = run_ok(sessiondb(&db).args(["export", "--format", "toml", "plain-id"])).stdout;
+    assert_eq!(fs::read(&file).unwrap(), on_stdout);
+    assert!(String::from_utf8(on_stdout).unwrap().contains("no display name here"));
+    // `-o -` is standard output.
+    let dash = run_ok(sessiondb(&db).args(["export", "--format", "toml", "plain-id", "-o", "-"])).stdout;
+    assert_eq!(dash, fs::read(&file).unwrap());
+    // -o without --format is refused, not ignored.
+    let out = sessiondb(&db).args(["export", "--to"]).arg(work.path().join("dir")).arg("-o").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -308,10 +308,16 @@ pub(super) fn loaded_messages(store: &Store, chat_id: &str, branch: &str) -> Res
 }
 
 /// `export --format toml`: one branch (the loaded log, as `edit` takes it) as gptme's editable
-/// TOML, on standard output.
-pub fn export_toml(store: &Store, chat_id: &str, branch: &str) -> Result<i32, Failure> {
-    let messages = loaded_messages(store, chat_id, branch)?;
-    super::term::print_document(&messages_to_toml(&messages));
+/// TOML, written to `output` (atomically) or else on standard output.
+pub fn export_toml(store: &Store, chat_id: &str, branch: &str, output: Option<&std::path::Path>) -> Result<i32, Failure> {
+    let toml = messages_to_toml(&loaded_messages(store, chat_id, branch)?);
+    match output {
+        Some(path) => {
+            sessiondb::sync::document::write_file(path, |out| out.write_all(toml.as_bytes()))?;
+            say!("Exported conversation to {}", path.display());
+        }
+        None => super::term::print_document(&toml),
+    }
     Ok(0)
 }
 
