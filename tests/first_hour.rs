@@ -345,3 +345,21 @@ fn export_toml_writes_the_output_file() {
     let out = sessiondb(&db).args(["export", "--to"]).arg(work.path().join("dir")).arg("-o").arg(&file).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// Item 18: `read --full` sets a message of several lines apart from its neighbours.
+#[test]
+fn read_full_separates_multiline_messages() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).args(["new", "r", "--logs-dir"]).arg(&logs));
+    for (role, content) in [("user", "first\nof two lines"), ("assistant", "second\nalso two"), ("user", "short"), ("assistant", "short too")] {
+        run_ok(sessiondb(&db).args(["append", "r", "--role", role, "--content", content]));
+    }
+    let out = String::from_utf8(run_ok(sessiondb(&db).args(["read", "r", "--full"]).env("COLUMNS", "40").env("NO_COLOR", "1")).stdout).unwrap();
+    let rule = "─".repeat(40);
+    assert_eq!(
+        out,
+        format!("Reading conversation: r (r)\n1. User: \nfirst\nof two lines\n{rule}\n2. Assistant: \nsecond\nalso two\n{rule}\n3. User: short\n4. Assistant: short too\n")
+    );
+}
