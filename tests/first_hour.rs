@@ -363,3 +363,48 @@ fn read_full_separates_multiline_messages() {
         format!("Reading conversation: r (r)\n1. User: \nfirst\nof two lines\n{rule}\n2. Assistant: \nsecond\nalso two\n{rule}\n3. User: short\n4. Assistant: short too\n")
     );
 }
+
+/// The subcommands listed in `help` (the output of `-h`), without `help` itself.
+fn subcommands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Item 15: every argument and option of every command says what it is (`-h`, whose one-line
+/// layout shows an entry without help as the bare flag, or only its default).
+#[test]
+fn every_argument_has_help_text() {
+    let help = |path: &[String]| -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_sessiondb")).args(path).arg("-h").output().unwrap();
+        assert!(out.status.success(), "{path:?} -h");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let mut missing = Vec::new();
+    let mut commands: Vec<Vec<String>> = subcommands(&help(&[])).into_iter().map(|c| vec![c]).collect();
+    while let Some(path) = commands.pop() {
+        let text = help(&path);
+        commands.extend(subcommands(&text).into_iter().map(|c| [path.clone(), vec![c]].concat()));
+        let mut section = "";
+        for line in text.lines() {
+            if line.ends_with(':') && !line.starts_with(' ') {
+                section = line;
+                continue;
+            }
+            if !matches!(section, "Arguments:" | "Options:") || !line.starts_with("  ") {
+                continue;
+            }
+            let entry = line.trim();
+            let (flag, said) = entry.split_once("  ").map_or((entry, ""), |(f, h)| (f, h.trim()));
+            if said.is_empty() || said.starts_with('[') {
+                missing.push(format!("{} {flag}", path.join(" ")));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "without help text:\n{}", missing.join("\n"));
+}

@@ -7,6 +7,7 @@ use sessiondb::store::Store;
 
 #[derive(clap::Args)]
 pub struct ForkArgs {
+    /// The conversation to copy
     chat_id: String,
     /// The new conversation's id [default with --at-turn: <id>-fork-<time>]
     new_id: Option<String>,
@@ -32,7 +33,9 @@ pub fn fork(store: &Store, args: ForkArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct RenameArgs {
+    /// The conversation
     chat_id: String,
+    /// The new display name
     name: String,
     #[command(flatten)]
     queue: super::QueueArg,
@@ -46,6 +49,7 @@ pub fn rename(store: &Store, args: RenameArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct RmArgs {
+    /// The conversation to remove
     chat_id: String,
     /// Remove it even though changes queued with --queue were never written to its directory
     /// (they are lost)
@@ -64,11 +68,13 @@ pub struct CleanArgs {
     /// Conversations with at most this many messages count as empty
     #[arg(short = 'n', long = "max-messages", default_value_t = 1)]
     max_messages: i64,
+    /// Include test and eval conversations
     #[arg(long)]
     include_test: bool,
     /// Remove them (without this, only list them)
     #[arg(long)]
     delete: bool,
+    /// Print the conversations found (and what was deleted) as JSON
     #[arg(long)]
     json: bool,
 }

@@ -56,7 +56,10 @@ enum Command {
     /// Read a conversation, as gptme's `chats read` shows it (or in full)
     Read(read::Args),
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
-    Completions { shell: clap_complete::Shell },
+    Completions {
+        /// The shell to write them for
+        shell: clap_complete::Shell,
+    },
     /// Print the man page (roff)
     Man,
     /// Create an empty conversation in gptme's logs root

@@ -15,6 +15,7 @@ use sessiondb::store::{queries, Store};
 
 #[derive(clap::Args)]
 pub struct NewArgs {
+    /// The new conversation's id: the name of its directory
     chat_id: String,
     /// Display name (config.toml's [chat] name)
     #[arg(long)]
@@ -33,6 +34,7 @@ pub fn new(store: &Store, args: NewArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct AppendArgs {
+    /// The conversation to append to
     chat_id: String,
     /// system, user or assistant
     #[arg(long)]
@@ -43,13 +45,16 @@ pub struct AppendArgs {
     /// Read the message text from standard input
     #[arg(long)]
     stdin: bool,
+    /// Pin the message: gptme keeps it at the top of the chat and never trims it from context
     #[arg(long)]
     pinned: bool,
+    /// Hide the message from gptme's chat output (it is still sent to the model)
     #[arg(long)]
     hide: bool,
     /// Drop from the model's context after N more assistant turns
     #[arg(long, value_name = "N")]
     ttl: Option<i64>,
+    /// The id of the tool call this message answers
     #[arg(long, value_name = "ID")]
     call_id: Option<String>,
     /// Attach a file (stored by content hash in files/, as gptme stores it)
@@ -58,11 +63,13 @@ pub struct AppendArgs {
     /// Metadata as a JSON object
     #[arg(long, value_name = "JSON")]
     metadata: Option<String>,
+    /// The branch to append to
     #[arg(long, default_value = "main")]
     branch: String,
     /// The message's timestamp, ISO 8601 as gptme writes it [default: now, local time]
     #[arg(long, value_name = "TIME")]
     timestamp: Option<String>,
+    /// Print what was appended as JSON
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -124,10 +131,12 @@ pub fn append(store: &Store, args: AppendArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct UndoArgs {
+    /// The conversation
     chat_id: String,
     /// How many messages to remove
     #[arg(short = 'n', default_value_t = 1)]
     n: usize,
+    /// The branch to remove them from
     #[arg(long, default_value = "main")]
     branch: String,
     #[command(flatten)]
@@ -152,7 +161,9 @@ pub fn undo(store: &Store, args: UndoArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct EditArgs {
+    /// The conversation
     chat_id: String,
+    /// The branch to replace (main: the active view when one is active)
     #[arg(long, default_value = "main")]
     branch: String,
     /// Take the new messages from this TOML file instead of opening an editor
@@ -206,7 +217,9 @@ pub fn edit(store: &Store, args: EditArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct BranchArgs {
+    /// The conversation
     chat_id: String,
+    /// The new branch's name
     name: String,
     /// The branch to copy
     #[arg(long, default_value = "main")]
@@ -223,7 +236,9 @@ pub fn branch(store: &Store, args: BranchArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct BranchesArgs {
+    /// The conversation
     chat_id: String,
+    /// Print the branches and their message counts as JSON
     #[arg(long)]
     json: bool,
 }
@@ -280,9 +295,12 @@ pub fn diff(store: &Store, args: DiffArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct NextArgs {
+    /// The conversation
     chat_id: String,
+    /// The branch to resume (main: the active view when one is active)
     #[arg(long, default_value = "main")]
     branch: String,
+    /// Print who is next and the rule that decided as JSON
     #[arg(long)]
     json: bool,
 }

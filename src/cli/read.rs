@@ -11,6 +11,7 @@ use sessiondb::store::{queries, Store};
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// The conversation
     chat_id: String,
     /// At most N messages
     #[arg(short = 'n', long = "limit", default_value_t = 20)]

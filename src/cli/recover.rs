@@ -15,11 +15,13 @@ pub struct RecoverArgs {
     /// Recover from a gptme directory that has not been imported
     #[arg(long, value_name = "PATH", conflicts_with = "chat_id")]
     dir: Option<PathBuf>,
+    /// The branch to rebuild
     #[arg(long, default_value = "main")]
     branch: String,
     /// Replace the branch with what the event log replays to (the current list becomes a backup branch)
     #[arg(long, conflicts_with = "dir")]
     apply: bool,
+    /// Print the comparison as JSON
     #[arg(long)]
     json: bool,
 }

@@ -18,6 +18,7 @@ pub struct Args {
     /// Include test and eval conversations
     #[arg(long)]
     all: bool,
+    /// Print the figures as JSON
     #[arg(long)]
     json: bool,
 }
