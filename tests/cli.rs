@@ -161,7 +161,7 @@ fn diff_rm_and_clean() {
     assert_eq!(found, ["empty", "one"]);
     assert_eq!(dry["deleted"], 0);
     assert!(logs.join("empty").exists());
-    let done: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["clean", "--json", "-n", "0", "--delete"])).stdout).unwrap();
+    let done: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["clean", "--json", "--max-messages", "0", "--delete"])).stdout).unwrap();
     assert_eq!(done["deleted"], 1);
     assert!(!logs.join("empty").exists() && logs.join("one").exists());
 

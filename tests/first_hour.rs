@@ -408,3 +408,28 @@ fn every_argument_has_help_text() {
     }
     assert!(missing.is_empty(), "without help text:\n{}", missing.join("\n"));
 }
+
+/// Item 15: one meaning per flag. `clean` takes `--all` for test conversations, as `list`,
+/// `search` and `stats` do (`--include-test` stays as an alias), and no longer gives `-n`, a
+/// limit everywhere else, the meaning of its `--max-messages`.
+#[test]
+fn clean_flags_mean_what_they_mean_elsewhere() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let db = work.path().join("db");
+    for id in ["empty-chat", "test-empty"] {
+        run_ok(sessiondb(&db).args(["new", id, "--logs-dir"]).arg(&logs));
+    }
+    let found = |args: &[&str]| -> Vec<String> {
+        let out: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["clean", "--json"]).args(args)).stdout).unwrap();
+        let mut ids: Vec<String> = out["conversations"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap().to_owned()).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(found(&[]), ["empty-chat"]);
+    assert_eq!(found(&["--all"]), ["empty-chat", "test-empty"]);
+    assert_eq!(found(&["--include-test"]), ["empty-chat", "test-empty"]);
+    assert_eq!(found(&["--all", "--max-messages", "0"]), ["empty-chat", "test-empty"]);
+    let out = sessiondb(&db).args(["clean", "-n", "1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -66,10 +66,10 @@ pub fn rm(store: &Store, args: RmArgs) -> Result<i32, Failure> {
 #[derive(clap::Args)]
 pub struct CleanArgs {
     /// Conversations with at most this many messages count as empty
-    #[arg(short = 'n', long = "max-messages", default_value_t = 1)]
+    #[arg(long = "max-messages", value_name = "N", default_value_t = 1)]
     max_messages: i64,
-    /// Include test and eval conversations
-    #[arg(long)]
+    /// Include test and eval conversations, as --all does for list, search and stats
+    #[arg(long = "all", visible_alias = "include-test")]
     include_test: bool,
     /// Remove them (without this, only list them)
     #[arg(long)]
