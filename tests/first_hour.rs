@@ -260,6 +260,9 @@ fn reading_commands_never_create_a_database() {
         assert_eq!(err.trim_end(), format!("sessiondb: no database at {}: `sessiondb import` creates one from gptme's logs", db.display()), "{args:?}");
         assert!(!db.exists() && !db.parent().unwrap().exists(), "{args:?} created {}", db.display());
     }
+    // `recover --dir` reads a directory, not the database: it needs none and makes none.
+    run_ok(sessiondb(&db).args(["recover", "--dir"]).arg(logs.join("c")));
+    assert!(!db.parent().unwrap().exists());
     run_ok(sessiondb(&db).arg("import").arg(&logs));
     assert!(db.exists());
     let listed = String::from_utf8(run_ok(sessiondb(&db).arg("list")).stdout).unwrap();

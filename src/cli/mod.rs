@@ -171,6 +171,11 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         let path = cli.db.or_else(default_db_path).ok_or_else(|| Failure("cannot find the database: set --db or SESSIONDB_DB".into()))?;
         return doctor::run(&path, args);
     }
+    // `recover --dir` reads a directory, never the database.
+    if let Command::Recover(args) = cli.command {
+        let store = if args.reads_a_directory() { None } else { Some(open_store(cli.db, false)?) };
+        return recover::recover(store.as_ref(), args);
+    }
     // Taking in gptme's logs, or starting a conversation, is how a history begins; every other
     // command needs one already (a mistyped --db must not look like an empty history).
     let creates = matches!(cli.command, Command::Import(_) | Command::Sync(_) | Command::New(_));
@@ -184,7 +189,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Search(args) => search::run(&store, args),
         Command::Stats(args) => stats::run(&store, args),
         Command::Read(args) => read::run(&store, args),
-        Command::Completions { .. } | Command::Man | Command::Doctor(_) => unreachable!("handled above"),
+        Command::Completions { .. } | Command::Man | Command::Doctor(_) | Command::Recover(_) => unreachable!("handled above"),
         Command::New(args) => ops::new(&store, args),
         Command::Append(args) => ops::append(&store, args),
         Command::Undo(args) => ops::undo(&store, args),
@@ -201,7 +206,6 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Rename(args) => lifecycle::rename(&store, args),
         Command::Rm(args) => lifecycle::rm(&store, args),
         Command::Clean(args) => lifecycle::clean(&store, args),
-        Command::Recover(args) => recover::recover(&store, args),
     }
 }
 
