@@ -260,6 +260,11 @@ fn reading_commands_never_create_a_database() {
         assert_eq!(err.trim_end(), format!("sessiondb: no database at {}: `sessiondb import` creates one from gptme's logs", db.display()), "{args:?}");
         assert!(!db.exists() && !db.parent().unwrap().exists(), "{args:?} created {}", db.display());
     }
+    // Replacing a branch of a stored conversation needs the database it is stored in.
+    let toml = work.path().join("c.toml");
+    fs::write(&toml, "[[messages]]\nrole = \"user\"\ncontent = \"hi\"\n").unwrap();
+    let err = fails_quickly(sessiondb(&db).args(["import", "--toml"]).arg(&toml).arg("c"), 5);
+    assert!(err.starts_with("sessiondb: no database at"), "{err}");
     // `recover --dir` reads a directory, not the database: it needs none and makes none.
     run_ok(sessiondb(&db).args(["recover", "--dir"]).arg(logs.join("c")));
     assert!(!db.parent().unwrap().exists());

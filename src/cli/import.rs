@@ -29,6 +29,14 @@ pub struct Args {
     branch: String,
 }
 
+impl Args {
+    /// Whether this imports conversations (and so may create the database), rather than
+    /// replacing a branch of one already stored (`--toml`).
+    pub fn takes_in_logs(&self) -> bool {
+        self.toml.is_none()
+    }
+}
+
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     if let (Some(file), Some(chat_id)) = (&args.toml, &args.logs_dir) {
         return super::ops::import_toml(store, file, &chat_id.to_string_lossy(), &args.branch);

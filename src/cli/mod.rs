@@ -178,7 +178,11 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
     }
     // Taking in gptme's logs, or starting a conversation, is how a history begins; every other
     // command needs one already (a mistyped --db must not look like an empty history).
-    let creates = matches!(cli.command, Command::Import(_) | Command::Sync(_) | Command::New(_));
+    let creates = match &cli.command {
+        Command::Import(args) => args.takes_in_logs(),
+        Command::Sync(_) | Command::New(_) => true,
+        _ => false,
+    };
     let store = open_store(cli.db, creates)?;
     match cli.command {
         Command::Import(args) => import::run(&store, args),
