@@ -441,3 +441,24 @@ fn clean_flags_mean_what_they_mean_elsewhere() {
     let out = sessiondb(&db).args(["clean", "-n", "1"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// Item 6 (in part): doctor names a few conversations per state and counts the rest; --json
+/// lists them all.
+#[test]
+fn doctor_names_a_few_ids_and_counts_the_rest() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    conversation(&logs, "imported", None, "m", "hi");
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    for i in 0..8 {
+        conversation(&logs, &format!("new-{i}"), None, "m", "hi");
+    }
+    let out = sessiondb(&db).arg("doctor").arg(&logs).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text.lines().find(|l| l.contains("not imported yet")).unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(line, "  8 not imported yet: new-0, new-1, new-2, new-3, new-4 and 3 more (--json lists them all)");
+    let out = sessiondb(&db).args(["doctor", "--json"]).arg(&logs).output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["sync"]["not_imported"].as_array().map(Vec::len), Some(8), "{json}");
+}

@@ -94,6 +94,9 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     Ok(i32::from(!problems.is_empty()))
 }
 
+/// How many chat ids the text report names per kind of state.
+const SHOWN_IDS: usize = 5;
+
 fn print_report(db: &Path, report: &DatabaseReport, problems: &[String], state: Option<&SyncState>, advice: Option<&str>) {
     say!("database: {}", db.display());
     say!("schema version {} (this sessiondb: {})", report.schema_version, report.supported_version);
@@ -109,9 +112,13 @@ fn print_report(db: &Path, report: &DatabaseReport, problems: &[String], state: 
     if let Some(s) = state {
         say!("against {}:", s.logs_dir);
         say!("  {} conversations in step", s.in_step);
+        // A count and the first few ids: hundreds of ids on one line help nobody (--json has
+        // them all).
         let list = |what: &str, items: &[String]| {
             if !items.is_empty() {
-                say!("  {} {what}: {}", items.len(), items.join(", "));
+                let more = items.len().saturating_sub(SHOWN_IDS);
+                let more = if more > 0 { format!(" and {more} more (--json lists them all)") } else { String::new() };
+                say!("  {} {what}: {}{more}", items.len(), items[..items.len().min(SHOWN_IDS)].join(", "));
             }
         };
         list("changed since the last sync (`sessiondb sync` reads them)", &s.changed);
