@@ -462,3 +462,26 @@ fn doctor_names_a_few_ids_and_counts_the_rest() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["sync"]["not_imported"].as_array().map(Vec::len), Some(8), "{json}");
 }
+
+/// Item 13 (in part): saving an emptied file in the editor gives the edit up, as git takes
+/// an emptied commit message; it does not empty the branch.
+#[test]
+fn an_emptied_editor_file_changes_nothing() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).args(["new", "e", "--logs-dir"]).arg(&logs));
+    for (role, content) in [("user", "hello"), ("assistant", "hi there")] {
+        run_ok(sessiondb(&db).args(["append", "e", "--role", role, "--content", content]));
+    }
+    let files = || common::tree::snapshot(&logs.join("e"), &[]);
+    let before = files();
+    // Emptied, and blanked to whitespace only.
+    for emptied in ["truncate -s 0", "sed -i 's/.*/ /'"] {
+        let out = run_ok(sessiondb(&db).args(["edit", "e"]).env_remove("EDITOR").env("VISUAL", emptied));
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), "the edited file is empty; nothing changed\n", "{emptied}");
+    }
+    assert_eq!(files(), before);
+    let branches = String::from_utf8(run_ok(sessiondb(&db).args(["branches", "e"])).stdout).unwrap();
+    assert_eq!(branches, "main\t2 messages\n");
+}

@@ -207,6 +207,12 @@ pub fn edit(store: &Store, args: EditArgs) -> Result<i32, Failure> {
                 say!("no changes");
                 return Ok(0);
             }
+            // As git takes an emptied commit message: saving nothing is giving up, not asking
+            // for an empty branch (`--toml` with an empty file, or `undo`, empties one).
+            if edited.trim().is_empty() {
+                say!("the edited file is empty; nothing changed");
+                return Ok(0);
+            }
             toml_to_messages(&edited).map_err(|e| Failure(format!("the edited TOML: {e}; nothing changed")))?
         }
     };
