@@ -485,3 +485,33 @@ fn an_emptied_editor_file_changes_nothing() {
     let branches = String::from_utf8(run_ok(sessiondb(&db).args(["branches", "e"])).stdout).unwrap();
     assert_eq!(branches, "main\t2 messages\n");
 }
+
+/// Item 4 (in part): a conversation gptme started since the last sync is taken in when a
+/// command names it, with a word on standard error; one never written is still "no
+/// conversation".
+#[test]
+fn a_command_naming_a_new_conversation_takes_it_in() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    conversation(&logs, "old", None, "m", "from before");
+    let db = work.path().join("db");
+    let cmd = |args: &[&str]| {
+        let mut cmd = sessiondb(&db);
+        cmd.args(args).env("GPTME_LOGS_HOME", &logs);
+        cmd
+    };
+    run_ok(&mut cmd(&["import"]));
+    conversation(&logs, "started-since", None, "m", "brand new question");
+    let out = run_ok(&mut cmd(&["read", "started-since"]));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("brand new question"));
+    assert_eq!(String::from_utf8(out.stderr).unwrap(), format!("sessiondb: started-since is new since the last sync; took it in from {}\n", logs.display()));
+    // Taken in once: the next command says nothing more, and it is listed.
+    let out = run_ok(&mut cmd(&["show", "started-since"]));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    conversation(&logs, "another", None, "m", "hi");
+    run_ok(&mut cmd(&["append", "another", "--role", "user", "--content", "more"]));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&run_ok(&mut cmd(&["list", "--json"])).stdout).unwrap();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    let out = cmd(&["read", "never-written"]).output().unwrap();
+    assert_eq!(String::from_utf8(out.stderr).unwrap(), "sessiondb: no conversation \"never-written\" in the store\n");
+}

@@ -138,8 +138,9 @@ impl<E: std::error::Error + 'static> From<E> for Failure {
 
 /// Runs the command line; returns the process exit code.
 pub fn run() -> i32 {
-    let cli = Cli::parse();
-    match dispatch(cli) {
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    match dispatch(cli, named_conversation(&matches)) {
         Ok(code) => code,
         Err(Failure(message)) => {
             term::tell!("sessiondb: {message}");
@@ -154,7 +155,16 @@ fn open_store(db: Option<PathBuf>, create: bool) -> Result<Store, Failure> {
     Ok(if create { Store::open(&path)? } else { Store::open_existing(&path)? })
 }
 
-fn dispatch(cli: Cli) -> Result<i32, Failure> {
+/// The conversation a command names (its CHAT_ID argument), if any.
+fn named_conversation(matches: &clap::ArgMatches) -> Option<String> {
+    let (_, mut sub) = matches.subcommand()?;
+    while let Some((_, deeper)) = sub.subcommand() {
+        sub = deeper;
+    }
+    sub.try_get_one::<String>("chat_id").ok().flatten().cloned()
+}
+
+fn dispatch(cli: Cli, named: Option<String>) -> Result<i32, Failure> {
     // These describe the program and need no database.
     match &cli.command {
         Command::Completions { shell } => {
@@ -184,6 +194,12 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         _ => false,
     };
     let store = open_store(cli.db, creates)?;
+    // A conversation gptme started since the last sync is taken in first. Not for `new` (it
+    // makes the conversation) nor `rm` (removing a directory never imported must not be a
+    // side effect of a catch-up).
+    if let Some(chat_id) = named.filter(|_| !matches!(cli.command, Command::New(_) | Command::Rm(_))) {
+        sync::catch_up(&store, &chat_id)?;
+    }
     match cli.command {
         Command::Import(args) => import::run(&store, args),
         Command::Export(args) => export::run(&store, args),

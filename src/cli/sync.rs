@@ -171,3 +171,29 @@ fn watch_root(store: &Store, root: &std::path::Path, rescan: Duration, json: boo
     }
     Ok(i32::from(failures > 0))
 }
+
+/// Before a command that names a conversation: one that gptme created since the last sync
+/// (in the store under no id, but a conversation directory in gptme's logs root) is taken in
+/// first, by a sync pass over just that directory, and said so on standard error. A stored
+/// conversation costs one lookup; nothing else is read.
+pub(crate) fn catch_up(store: &Store, chat_id: &str) -> Result<(), Failure> {
+    if sessiondb::store::queries::conversation_id(&store.connection()?, chat_id).is_ok() {
+        return Ok(());
+    }
+    // An id gptme would refuse cannot name a directory of the root (nor climb out of it).
+    if sessiondb::model::ChatId::new(chat_id).is_err() {
+        return Ok(());
+    }
+    let Some(root) = sessiondb::layout::default_logs_root().filter(|r| r.is_dir()) else { return Ok(()) };
+    if !sessiondb::layout::is_conversation_dir(&root.join(chat_id)) {
+        return Ok(());
+    }
+    let report = sync_pass(store, &root, Some(&std::collections::HashSet::from([chat_id.to_owned()])), false)?;
+    for e in &report.errors {
+        tell!("error: {}", sessiondb::cause::chain(e));
+    }
+    if report.ingest.new_conversations > 0 && report.errors.is_empty() {
+        tell!("sessiondb: {chat_id} is new since the last sync; took it in from {}", root.display());
+    }
+    Ok(())
+}
