@@ -515,3 +515,38 @@ fn a_command_naming_a_new_conversation_takes_it_in() {
     let out = cmd(&["read", "never-written"]).output().unwrap();
     assert_eq!(String::from_utf8(out.stderr).unwrap(), "sessiondb: no conversation \"never-written\" in the store\n");
 }
+
+/// Item 5: doctor and sync agree on "changed". An event log that gained only part of a line
+/// (gptme writing it, or cut off) gives sync nothing to read, so doctor does not call it
+/// changed (which it did forever): it names it as ending in an unfinished line, until the line
+/// ends and sync reads it.
+#[test]
+fn doctor_and_sync_agree_on_an_unfinished_line() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    conversation(&logs, "c", None, "m", "hi");
+    let events = logs.join("c/events.jsonl");
+    fs::write(&events, "{\"seq\": 1, \"ts\": \"2026-07-16T10:00:00\", \"type\": \"message_append\", \"payload\": {}}\n").unwrap();
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let state = || -> serde_json::Value {
+        let out = sessiondb(&db).args(["doctor", "--json"]).arg(&logs).output().unwrap();
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["sync"].clone()
+    };
+    let mut file = fs::OpenOptions::new().append(true).open(&events).unwrap();
+    std::io::Write::write_all(&mut file, b"{\"seq\": 2, \"ts\": \"2026-07-16T10:0").unwrap();
+    for _ in 0..2 {
+        let s = state();
+        assert_eq!((s["changed"].clone(), s["unfinished"].clone()), (serde_json::json!([]), serde_json::json!(["c"])), "{s}");
+        let out = String::from_utf8(run_ok(sessiondb(&db).arg("sync").arg(&logs)).stdout).unwrap();
+        assert!(out.starts_with("took in 0 conversations"), "{out}");
+    }
+    let text = String::from_utf8(sessiondb(&db).arg("doctor").arg(&logs).output().unwrap().stdout).unwrap();
+    assert!(text.contains("  1 ending in an unfinished line (gptme is writing it, or it was cut off"), "{text}");
+    // gptme ends the line: now it is a change, and sync reads it.
+    std::io::Write::write_all(&mut file, b"1:00\", \"type\": \"message_append\", \"payload\": {}}\n").unwrap();
+    assert_eq!(state()["changed"], serde_json::json!(["c"]));
+    run_ok(sessiondb(&db).arg("sync").arg(&logs));
+    let s = state();
+    assert_eq!((s["in_step"].clone(), s["unfinished"].clone()), (serde_json::json!(1), serde_json::json!([])), "{s}");
+}

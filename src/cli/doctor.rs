@@ -122,6 +122,11 @@ fn print_report(db: &Path, report: &DatabaseReport, problems: &[String], state: 
             }
         };
         list("changed since the last sync (`sessiondb sync` reads them)", &s.changed);
+        list(
+            "ending in an unfinished line (gptme is writing it, or it was cut off: `sessiondb sync` reads it once it ends, \
+             `sessiondb import` keeps a cut-off line as it is)",
+            &s.unfinished,
+        );
         list("with queued changes (`sessiondb sync` writes them)", &s.queued);
         list("not imported yet", &s.not_imported);
         list("gone from the logs root (kept until `sessiondb rm`)", &s.deleted);
