@@ -550,3 +550,39 @@ fn doctor_and_sync_agree_on_an_unfinished_line() {
     let s = state();
     assert_eq!((s["in_step"].clone(), s["unfinished"].clone()), (serde_json::json!(1), serde_json::json!([])), "{s}");
 }
+
+/// Item 14 (in part): a cost that is not a number prints as gptme prints it, `$nan` (not
+/// `$NaN`), in `list` and `stats`; `stats`' rows by model fit 80 columns, in cells.
+#[test]
+fn stats_fit_the_terminal_and_spell_nan_as_gptme() {
+    if !have_script() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    for (id, name, model, preview) in CHATS {
+        conversation(&logs, id, name, model, preview);
+    }
+    let dir = logs.join("not-a-number");
+    fs::create_dir_all(&dir).unwrap();
+    let reply = r#"{"role": "assistant", "content": "x", "timestamp": "2026-07-16T10:00:05", "metadata": {"model": "openrouter/some-provider/a-model-with-a-very-long-name-indeed", "cost": NaN, "usage": {"input_tokens": 1, "output_tokens": 1}}}"#;
+    fs::write(dir.join("conversation.jsonl"), format!("{{\"role\": \"user\", \"content\": \"q\"}}\n{reply}\n")).unwrap();
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let bin = env!("CARGO_BIN_EXE_sessiondb");
+    let on_terminal = |args: &str| -> String {
+        let command = format!("stty cols 80 rows 50; exec {bin} --db '{}' {args}", db.display());
+        let out = Command::new("script").args(["-qec", &command, "/dev/null"]).env("NO_COLOR", "1").env_remove("COLUMNS").output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap().replace("\r\n", "\n")
+    };
+    for args in ["stats --by model", "stats --by month", "stats not-a-number", "list"] {
+        let text = on_terminal(args);
+        for line in text.lines() {
+            assert!(line.width() <= 80, "{args}: a line of {} cells: {line:?}\n{text}", line.width());
+        }
+        assert!(text.contains("$nan") && !text.contains("NaN"), "{args}:\n{text}");
+    }
+    let by_model = on_terminal("stats --by model");
+    assert!(by_model.contains("  openrouter/some-provider/a-…     1 conv        $nan "), "{by_model}");
+}

@@ -229,7 +229,7 @@ fn write_table(out: &mut impl Write, conn: &sessiondb::store::Connection, filter
     for c in &rows {
         let modified = format_utc(c.modified);
         let modified = modified.get(..16).unwrap_or(&modified).replace('T', " ");
-        let cost = c.total_cost.map_or("NaN".to_owned(), |cost| format!("${cost:.4}"));
+        let cost = super::dollars(c.total_cost);
         let model = term::pad(&cell(c.model.as_deref().unwrap_or("-"), layout.model), layout.model);
         let id = term::visible_line(&c.chat_id);
         let named = c.name != c.chat_id;

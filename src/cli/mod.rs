@@ -242,6 +242,16 @@ pub(crate) fn logs_root(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
     Ok(root)
 }
 
+/// A cost in dollars to four places, as gptme prints one (`f"${cost:.4f}"`): a cost that is
+/// not a number (unknown, or NaN in the logs) is `$nan`, as Python spells it.
+pub(crate) fn dollars(cost: Option<f64>) -> String {
+    match cost {
+        Some(c) if c.is_finite() => format!("${c:.4}"),
+        Some(c) if c.is_infinite() => if c > 0.0 { "$inf" } else { "$-inf" }.to_owned(),
+        _ => "$nan".to_owned(),
+    }
+}
+
 /// Formats a byte count for people.
 fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];

@@ -1,7 +1,7 @@
 //! `sessiondb stats [CHAT_ID]`: figures across conversations, or for one.
 
-use super::term::say;
-use super::Failure;
+use super::term::{self, say};
+use super::{dollars, Failure};
 use sessiondb::store::stats::{self, Breakdown};
 use sessiondb::store::Store;
 
@@ -81,7 +81,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         say!("  Ended:       {}", data["ended"].as_str().unwrap_or(""));
         let u = &data["usage"];
         say!("  Tokens:      {} in / {} out ({} cache read)", tokens(n(&u["input_tokens"])), tokens(n(&u["output_tokens"])), tokens(n(&u["cache_read_tokens"])));
-        say!("  Cost:        ${:.4}", u["cost"].as_f64().unwrap_or(f64::NAN));
+        say!("  Cost:        {}", dollars(u["cost"].as_f64()));
         return Ok(0);
     }
     if n(&data["total_conversations"]) == 0 {
@@ -97,7 +97,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         data["by_role"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")).unwrap_or_default()
     );
     say!("  Oldest/newest:  {} / {}", data["oldest"].as_str().unwrap_or(""), data["newest"].as_str().unwrap_or(""));
-    say!("  Cost:           ${:.4}", data["total_cost"].as_f64().unwrap_or(f64::NAN));
+    say!("  Cost:           {}", dollars(data["total_cost"].as_f64()));
     say!(
         "  Tokens:         {} in / {} out / {} cache read / {} cache creation",
         tokens(n(&data["total_input_tokens"])),
@@ -105,26 +105,36 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         tokens(n(&data["total_cache_read_tokens"])),
         tokens(n(&data["total_cache_creation_tokens"]))
     );
-    say!("\nBy model:");
-    for (model, m) in data["by_model"].as_object().into_iter().flatten() {
+    // A row: the key, then 49 cells of figures. The key column fits the terminal (or
+    // $COLUMNS), 12 to 40 cells, cut in cells; to a pipe or a file it is 40 and nothing is cut.
+    let key_width = {
+        use std::io::IsTerminal;
+        let terminal = std::io::stdout().is_terminal();
+        let fit = terminal || std::env::var_os("COLUMNS").is_some();
+        if fit {
+            super::terminal_width(terminal).saturating_sub(2 + 1 + 49).clamp(12, 40)
+        } else {
+            usize::MAX
+        }
+    };
+    let row = |key: &str, m: &serde_json::Value| {
+        let key = if key_width == usize::MAX { term::pad(key, 40) } else { term::pad(&term::cut(&term::visible_line(key), key_width), key_width) };
         say!(
-            "  {model:40} {:>5} conv  ${:>9.4}  {:>8} in  {:>8} out",
+            "  {key} {:>5} conv  {:>10}  {:>8} in  {:>8} out",
             n(&m["conversations"]),
-            m["cost"].as_f64().unwrap_or(f64::NAN),
+            dollars(m["cost"].as_f64()),
             tokens(n(&m["input_tokens"])),
             tokens(n(&m["output_tokens"]))
         );
+    };
+    say!("\nBy model:");
+    for (model, m) in data["by_model"].as_object().into_iter().flatten() {
+        row(model, m);
     }
     if let Some(rows) = data.get("breakdown").and_then(|b| b.as_object()) {
         say!("\nBreakdown:");
         for (key, m) in rows {
-            say!(
-                "  {key:40} {:>5} conv  ${:>9.4}  {:>8} in  {:>8} out",
-                n(&m["conversations"]),
-                m["cost"].as_f64().unwrap_or(f64::NAN),
-                tokens(n(&m["input_tokens"])),
-                tokens(n(&m["output_tokens"]))
-            );
+            row(key, m);
         }
     }
     Ok(0)
