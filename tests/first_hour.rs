@@ -586,3 +586,28 @@ fn stats_fit_the_terminal_and_spell_nan_as_gptme() {
     let by_model = on_terminal("stats --by model");
     assert!(by_model.contains("  openrouter/some-provider/a-…     1 conv        $nan "), "{by_model}");
 }
+
+/// Item 15 (in part): every `--json` answer is printed the same way, pretty (`next`, `append`,
+/// `clean` and `recover` printed one line where the rest print indented JSON).
+#[test]
+fn every_json_answer_is_pretty() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).args(["new", "j", "--logs-dir"]).arg(&logs));
+    let answers: &[&[&str]] = &[
+        &["append", "j", "--role", "user", "--content", "hi", "--json"],
+        &["next", "j", "--json"],
+        &["clean", "--json"],
+        &["recover", "j", "--json"],
+        &["branches", "j", "--json"],
+        &["checkpoints", "j", "--json"],
+        &["list", "--json"],
+        &["stats", "--json"],
+    ];
+    for args in answers {
+        let out = String::from_utf8(run_ok(sessiondb(&db).args(*args)).stdout).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"));
+        assert_eq!(out, serde_json::to_string_pretty(&value).unwrap() + "\n", "{args:?}");
+    }
+}

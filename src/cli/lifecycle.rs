@@ -96,7 +96,7 @@ pub fn clean(store: &Store, args: CleanArgs) -> Result<i32, Failure> {
     let total: u64 = found.iter().map(|c| c.size_bytes).sum();
     if args.json {
         let rows: Vec<_> = found.iter().map(|c| serde_json::json!({"id": c.chat_id, "name": c.name, "messages": c.messages, "size_bytes": c.size_bytes})).collect();
-        println!("{}", serde_json::json!({"found": found.len(), "deleted": deleted, "freed_bytes": freed, "total_bytes": total, "conversations": rows}));
+        super::print_json(&serde_json::json!({"found": found.len(), "deleted": deleted, "freed_bytes": freed, "total_bytes": total, "conversations": rows}));
     } else if found.is_empty() {
         say!("No empty conversations found.");
     } else {

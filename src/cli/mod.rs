@@ -242,6 +242,12 @@ pub(crate) fn logs_root(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
     Ok(root)
 }
 
+/// A `--json` answer: pretty-printed, as every command prints JSON (only `sync --watch --json`
+/// writes one object per line, one per pass).
+pub(crate) fn print_json(value: &serde_json::Value) {
+    println!("{}", serde_json::to_string_pretty(value).expect("serialisable"));
+}
+
 /// A cost in dollars to four places, as gptme prints one (`f"${cost:.4f}"`): a cost that is
 /// not a number (unknown, or NaN in the logs) is `$nan`, as Python spells it.
 pub(crate) fn dollars(cost: Option<f64>) -> String {

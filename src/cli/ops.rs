@@ -121,7 +121,7 @@ pub fn append(store: &Store, args: AppendArgs) -> Result<i32, Failure> {
             "seq": appended.seq,
             "checkpoint_seq": appended.checkpoint_seq,
         });
-        println!("{out}");
+        super::print_json(&out);
     } else {
         let view = appended.view.map(|v| format!(" and view {v}")).unwrap_or_default();
         say!("appended to {}{} (event {})", args.branch, view, appended.seq);
@@ -319,7 +319,7 @@ pub fn next(store: &Store, args: NextArgs) -> Result<i32, Failure> {
         Next::Assistant => "assistant",
     };
     if args.json {
-        println!("{}", serde_json::json!({"next": who, "reason": reason.name(), "explanation": reason.describe()}));
+        super::print_json(&serde_json::json!({"next": who, "reason": reason.name(), "explanation": reason.describe()}));
     } else {
         say!("{who}: {}", reason.describe());
     }

@@ -55,16 +55,13 @@ pub fn recover(store: Option<&Store>, args: RecoverArgs) -> Result<i32, Failure>
         return Ok(0);
     }
     if args.json {
-        say!(
-            "{}",
-            serde_json::json!({
-                "event_log": event_log,
-                "messages": recovered.len(),
-                "current": current,
-                "equal": difference.is_none(),
-                "first_difference": difference,
-            })
-        );
+        super::print_json(&serde_json::json!({
+            "event_log": event_log,
+            "messages": recovered.len(),
+            "current": current,
+            "equal": difference.is_none(),
+            "first_difference": difference,
+        }));
     } else if !event_log {
         say!("no event log: nothing to recover");
     } else {
