@@ -611,3 +611,45 @@ fn every_json_answer_is_pretty() {
         assert_eq!(out, serde_json::to_string_pretty(&value).unwrap() + "\n", "{args:?}");
     }
 }
+
+/// Item 17 (in part): `$XDG_CONFIG_HOME/sessiondb/config.toml` names the database and gptme's
+/// logs root; flags and environment variables win over it; a broken file is named with its line.
+#[test]
+fn a_config_file_names_the_database_and_the_logs() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("my logs");
+    conversation(&logs, "configured", None, "m", "hi");
+    let config = work.path().join("config");
+    fs::create_dir_all(config.join("sessiondb")).unwrap();
+    let db = work.path().join("home/elsewhere/sessions.db");
+    fs::create_dir_all(db.parent().unwrap()).unwrap();
+    fs::write(config.join("sessiondb/config.toml"), format!("# where things are\ndb = \"~/elsewhere/sessions.db\"\nlogs = {:?}\n", logs.display().to_string()))
+        .unwrap();
+    let bare = || {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sessiondb"));
+        for var in ["SESSIONDB_DB", "GPTME_LOGS_HOME", "XDG_DATA_HOME"] {
+            cmd.env_remove(var);
+        }
+        cmd.env("XDG_CONFIG_HOME", &config).env("HOME", work.path().join("home"));
+        cmd
+    };
+    run_ok(bare().arg("import"));
+    assert!(db.exists(), "the database where config.toml says");
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&run_ok(bare().args(["list", "--json"])).stdout).unwrap();
+    assert_eq!(rows[0]["id"], "configured");
+    // A flag, or the environment, wins.
+    let flagged = work.path().join("flag.db");
+    run_ok(bare().arg("--db").arg(&flagged).arg("import"));
+    assert!(flagged.exists());
+    let other = work.path().join("other logs");
+    conversation(&other, "from-env", None, "m", "hi");
+    let out = String::from_utf8(run_ok(bare().env("GPTME_LOGS_HOME", &other).arg("import")).stdout).unwrap();
+    assert!(out.starts_with("imported 1 conversations"), "{out}");
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&run_ok(bare().args(["list", "--json"])).stdout).unwrap();
+    assert_eq!(rows.len(), 2);
+    // A broken file stops the command, naming it and the line.
+    let file = config.join("sessiondb/config.toml");
+    fs::write(&file, "db = \"x\"\nlogs_dir = \"y\"\n").unwrap();
+    let err = fails_quickly(bare().arg("list"), 5);
+    assert!(err.starts_with(&format!("sessiondb: {}:2: unknown field `logs_dir`", file.display())), "{err}");
+}

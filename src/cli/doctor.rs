@@ -10,7 +10,7 @@ use sessiondb::sync::status::{sync_state, SyncState};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// gptme's logs root to compare the store with [default: $GPTME_LOGS_HOME, else
+    /// gptme's logs root to compare the store with [default: $GPTME_LOGS_HOME, else `logs` in config.toml, else
     /// $XDG_DATA_HOME/gptme/logs, else ~/.local/share/gptme/logs, when it exists]
     logs_dir: Option<PathBuf>,
     /// Print the report as JSON
@@ -35,7 +35,10 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     if std::fs::symlink_metadata(db).is_err() {
         return Err(sessiondb::store::StoreError::NoDatabase { path: db.to_owned() }.into());
     }
-    let logs = args.logs_dir.or_else(|| sessiondb::layout::default_logs_root().filter(|l| l.is_dir()));
+    let logs = match args.logs_dir {
+        Some(dir) => Some(dir),
+        None => super::config::default_logs_root()?.filter(|l| l.is_dir()),
+    };
     // A plain connection, no migration: doctor changes nothing, and must work on a database
     // that the rest of sessiondb refuses (a newer schema) or cannot read (a damaged file).
     let checked = open_unmigrated(db).and_then(|conn| {

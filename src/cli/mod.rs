@@ -3,6 +3,7 @@
 //! or conversation, and the exit code says whether everything succeeded.
 
 mod bookmarks;
+mod config;
 mod doctor;
 mod export;
 mod import;
@@ -22,12 +23,13 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use sessiondb::store::{default_db_path, Store};
+use sessiondb::store::Store;
 
 #[derive(Parser)]
 #[command(name = "sessiondb", version, about = "gptme conversation history in SQLite, kept in step with gptme's files")]
 pub struct Cli {
-    /// The database file [default: $XDG_DATA_HOME/sessiondb/sessions.db]
+    /// The database file [default: `db` in $XDG_CONFIG_HOME/sessiondb/config.toml, else
+    /// $XDG_DATA_HOME/sessiondb/sessions.db]
     #[arg(long, global = true, env = "SESSIONDB_DB", value_name = "PATH")]
     db: Option<PathBuf>,
 
@@ -151,7 +153,10 @@ pub fn run() -> i32 {
 
 /// Opens the database; only a command that writes (`create`) makes one where there is none.
 fn open_store(db: Option<PathBuf>, create: bool) -> Result<Store, Failure> {
-    let path = db.or_else(default_db_path).ok_or_else(|| Failure("cannot find a place for the database: set --db, SESSIONDB_DB or HOME".into()))?;
+    let path = match db {
+        Some(db) => db,
+        None => config::default_db_path()?.ok_or_else(|| Failure("cannot find a place for the database: set --db, SESSIONDB_DB or HOME".into()))?,
+    };
     Ok(if create { Store::open(&path)? } else { Store::open_existing(&path)? })
 }
 
@@ -178,7 +183,10 @@ fn dispatch(cli: Cli, named: Option<String>) -> Result<i32, Failure> {
         _ => {}
     }
     if let Command::Doctor(args) = cli.command {
-        let path = cli.db.or_else(default_db_path).ok_or_else(|| Failure("cannot find the database: set --db or SESSIONDB_DB".into()))?;
+        let path = match cli.db {
+            Some(db) => db,
+            None => config::default_db_path()?.ok_or_else(|| Failure("cannot find the database: set --db or SESSIONDB_DB".into()))?,
+        };
         return doctor::run(&path, args);
     }
     // `recover --dir` reads a directory, never the database.
@@ -231,8 +239,10 @@ fn dispatch(cli: Cli, named: Option<String>) -> Result<i32, Failure> {
 
 /// The logs root a command works on: the one given, else gptme's default; it must exist.
 pub(crate) fn logs_root(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
-    let root =
-        given.or_else(sessiondb::layout::default_logs_root).ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?;
+    let root = match given {
+        Some(given) => given,
+        None => config::default_logs_root()?.ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?,
+    };
     match std::fs::metadata(&root) {
         Ok(meta) if meta.is_dir() => {}
         Ok(_) => return Err(Failure(format!("{}: not a directory; give gptme's logs root", root.display()))),

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use super::term::say;
 use super::Failure;
 use sessiondb::codec::toml_log::{messages_to_toml, toml_to_messages};
-use sessiondb::layout::default_logs_root;
 use sessiondb::model::resume::{next_speaker, Next};
 use sessiondb::model::{Log, Message};
 use sessiondb::ops::input::{self, InputError};
@@ -26,7 +25,10 @@ pub struct NewArgs {
 }
 
 pub fn new(store: &Store, args: NewArgs) -> Result<i32, Failure> {
-    let root = args.logs_dir.or_else(default_logs_root).ok_or_else(|| Failure("cannot find gptme's logs: give --logs-dir".into()))?;
+    let root = match args.logs_dir {
+        Some(dir) => dir,
+        None => super::config::default_logs_root()?.ok_or_else(|| Failure("cannot find gptme's logs: give --logs-dir".into()))?,
+    };
     let created = ops::new_conversation(store, &root, &args.chat_id, args.name.as_deref())?;
     say!("created {} in {}", created.chat_id, created.dir.display());
     Ok(0)

@@ -13,7 +13,7 @@ use sessiondb::sync::watch::{watch, WatchEvent};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// gptme's logs root [default: $GPTME_LOGS_HOME, else $XDG_DATA_HOME/gptme/logs, else
+    /// gptme's logs root [default: $GPTME_LOGS_HOME, else `logs` in config.toml, else $XDG_DATA_HOME/gptme/logs, else
     /// ~/.local/share/gptme/logs]
     logs_dir: Option<PathBuf>,
     /// Report what would be done, and change nothing
@@ -184,7 +184,7 @@ pub(crate) fn catch_up(store: &Store, chat_id: &str) -> Result<(), Failure> {
     if sessiondb::model::ChatId::new(chat_id).is_err() {
         return Ok(());
     }
-    let Some(root) = sessiondb::layout::default_logs_root().filter(|r| r.is_dir()) else { return Ok(()) };
+    let Some(root) = super::config::default_logs_root()?.filter(|r| r.is_dir()) else { return Ok(()) };
     if !sessiondb::layout::is_conversation_dir(&root.join(chat_id)) {
         return Ok(());
     }
