@@ -653,3 +653,44 @@ fn a_config_file_names_the_database_and_the_logs() {
     let err = fails_quickly(bare().arg("list"), 5);
     assert!(err.starts_with(&format!("sessiondb: {}:2: unknown field `logs_dir`", file.display())), "{err}");
 }
+
+/// Item 13 (in part): `rm` on a terminal asks first (no answer, or anything but yes, keeps
+/// the conversation); `--dry-run` says what would go; `-y` and scripts do not ask.
+#[test]
+fn rm_asks_on_a_terminal_and_has_a_dry_run() {
+    if !have_script() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let db = work.path().join("db");
+    for id in ["keep-me", "drop-me", "script-drop"] {
+        run_ok(sessiondb(&db).args(["new", id, "--logs-dir"]).arg(&logs));
+        run_ok(sessiondb(&db).args(["append", id, "--role", "user", "--content", "hi"]));
+    }
+    let dir = fs::canonicalize(&logs).unwrap();
+    let out = String::from_utf8(run_ok(sessiondb(&db).args(["rm", "keep-me", "--dry-run"])).stdout).unwrap();
+    assert_eq!(out, format!("would remove keep-me (1 messages, 1 branches) and its directory {}/keep-me\n", dir.display()));
+    let bin = env!("CARGO_BIN_EXE_sessiondb");
+    let on_terminal = |args: &str, answer: &str| -> String {
+        use std::io::Write;
+        let command = format!("exec {bin} --db '{}' {args}", db.display());
+        let mut child =
+            Command::new("script").args(["-qec", &command, "/dev/null"]).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(answer.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        String::from_utf8(out.stdout).unwrap().replace("\r\n", "\n")
+    };
+    let asked = on_terminal("rm keep-me", "n\n");
+    assert!(asked.contains(&format!("remove keep-me (1 messages, 1 branches) and its directory {}/keep-me? [y/N] ", dir.display())), "{asked}");
+    assert!(asked.contains("kept keep-me"), "{asked}");
+    assert!(logs.join("keep-me").exists());
+    let asked = on_terminal("rm drop-me", "y\n");
+    assert!(asked.contains("removed drop-me"), "{asked}");
+    assert!(!logs.join("drop-me").exists());
+    // No terminal: no question (scripts), as with -y.
+    run_ok(sessiondb(&db).args(["rm", "script-drop"]));
+    assert!(!logs.join("script-drop").exists());
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&run_ok(sessiondb(&db).args(["list", "--json"])).stdout).unwrap();
+    assert_eq!(rows.len(), 1);
+}

@@ -55,9 +55,33 @@ pub struct RmArgs {
     /// (they are lost)
     #[arg(long)]
     force: bool,
+    /// Say what would be removed, and remove nothing
+    #[arg(long)]
+    dry_run: bool,
+    /// Do not ask first (on a terminal, rm asks)
+    #[arg(short = 'y', long)]
+    yes: bool,
 }
 
 pub fn rm(store: &Store, args: RmArgs) -> Result<i32, Failure> {
+    use std::io::{BufRead, IsTerminal, Write};
+    let c = sessiondb::store::queries::conversation_summary(&store.connection()?, &args.chat_id)?;
+    let what = format!("{} ({} messages, {} branches) and its directory {}", args.chat_id, c.messages, c.branches, c.source_dir);
+    if args.dry_run {
+        say!("would remove {what}");
+        return Ok(0);
+    }
+    // A person at a terminal is asked; a script (no terminal on standard input) is not.
+    if !args.yes && std::io::stdin().is_terminal() {
+        eprint!("{}", super::term::visible(&format!("remove {what}? [y/N] ")));
+        std::io::stderr().flush().map_err(Failure::from)?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer).map_err(Failure::from)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+            say!("kept {}", args.chat_id);
+            return Ok(0);
+        }
+    }
     ops::remove(store, &args.chat_id, args.force)?;
     say!("removed {}", args.chat_id);
     Ok(0)
