@@ -694,3 +694,35 @@ fn rm_asks_on_a_terminal_and_has_a_dry_run() {
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&run_ok(sessiondb(&db).args(["list", "--json"])).stdout).unwrap();
     assert_eq!(rows.len(), 1);
 }
+
+/// Item 16 (in part): every page `sessiondb(1)` refers to (`sessiondb-import(1)`, …) exists:
+/// `man COMMAND` prints it, `man --dir DIR` writes them all.
+#[test]
+fn every_man_page_referred_to_exists() {
+    let man = |args: &[&str]| -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_sessiondb")).arg("man").args(args).output().unwrap();
+        assert!(out.status.success(), "man {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let top = man(&[]);
+    let referred: Vec<String> = top
+        .split("sessiondb\\-")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("(1)").map(|(name, _)| name.replace("\\-", "-")))
+        .filter(|name| !name.contains(char::is_whitespace))
+        .collect();
+    assert!(referred.len() > 20 && referred.iter().any(|r| r == "import"), "{referred:?}");
+    for name in &referred {
+        let page = man(&[name]);
+        assert!(page.contains(&format!(".TH sessiondb-{name} 1")), "{name}: {}", &page[..page.len().min(200)]);
+    }
+    assert!(man(&["view", "create"]).contains(".TH sessiondb-view-create 1"));
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("man1");
+    man(&["--dir", dir.to_str().unwrap()]);
+    for name in referred.iter().map(|r| format!("sessiondb-{r}.1")).chain(["sessiondb.1".to_owned(), "sessiondb-view-create.1".to_owned()]) {
+        assert!(dir.join(&name).is_file(), "{name} written");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_sessiondb")).args(["man", "imprt"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "sessiondb: no command \"imprt\"; `sessiondb --help` lists them\n");
+}

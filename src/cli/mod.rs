@@ -62,8 +62,8 @@ enum Command {
         /// The shell to write them for
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff)
-    Man,
+    /// Print the man page (roff) of sessiondb or of one of its commands, or write them all
+    Man(ManArgs),
     /// Create an empty conversation in gptme's logs root
     New(ops::NewArgs),
     /// Append a message (attachments stored as gptme stores them)
@@ -99,6 +99,35 @@ enum Command {
     Clean(lifecycle::CleanArgs),
     /// Rebuild a branch from its event log and compare (--apply to replace it)
     Recover(recover::RecoverArgs),
+}
+
+/// `man`: which page, or all of them.
+#[derive(clap::Args)]
+pub(crate) struct ManArgs {
+    /// The command whose page to print (`import`, `view create`) [default: sessiondb's own]
+    command: Vec<String>,
+    /// Instead: write every page (sessiondb.1, sessiondb-import.1, …) into this directory
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    dir: Option<PathBuf>,
+}
+
+/// Man pages: one for sessiondb and one per command (the pages `sessiondb(1)` refers to, such
+/// as `sessiondb-import(1)`), printed or written to a directory.
+fn man(args: &ManArgs) -> Result<(), Failure> {
+    let mut cmd = <Cli as clap::CommandFactory>::command().disable_help_subcommand(true);
+    // Built, the commands carry their pages' names (sessiondb-import).
+    cmd.build();
+    if let Some(dir) = &args.dir {
+        std::fs::create_dir_all(dir).map_err(|e| Failure(format!("{}: {e}", dir.display())))?;
+        clap_mangen::generate_to(cmd, dir).map_err(|e| Failure(format!("{}: {e}", dir.display())))?;
+        term::say!("wrote the man pages of sessiondb and its commands to {}", dir.display());
+        return Ok(());
+    }
+    let mut page = cmd;
+    for name in &args.command {
+        page = page.find_subcommand(name).cloned().ok_or_else(|| Failure(format!("no command {:?}; `sessiondb --help` lists them", args.command.join(" "))))?;
+    }
+    clap_mangen::Man::new(page).render(&mut std::io::stdout()).map_err(Failure::from)
 }
 
 /// `--queue`, for the commands that change a conversation.
@@ -176,8 +205,8 @@ fn dispatch(cli: Cli, named: Option<String>) -> Result<i32, Failure> {
             clap_complete::generate(*shell, &mut <Cli as clap::CommandFactory>::command(), "sessiondb", &mut std::io::stdout());
             return Ok(0);
         }
-        Command::Man => {
-            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut std::io::stdout()).map_err(Failure::from)?;
+        Command::Man(args) => {
+            man(args)?;
             return Ok(0);
         }
         _ => {}
@@ -217,7 +246,7 @@ fn dispatch(cli: Cli, named: Option<String>) -> Result<i32, Failure> {
         Command::Search(args) => search::run(&store, args),
         Command::Stats(args) => stats::run(&store, args),
         Command::Read(args) => read::run(&store, args),
-        Command::Completions { .. } | Command::Man | Command::Doctor(_) | Command::Recover(_) => unreachable!("handled above"),
+        Command::Completions { .. } | Command::Man(_) | Command::Doctor(_) | Command::Recover(_) => unreachable!("handled above"),
         Command::New(args) => ops::new(&store, args),
         Command::Append(args) => ops::append(&store, args),
         Command::Undo(args) => ops::undo(&store, args),
