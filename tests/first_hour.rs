@@ -726,3 +726,22 @@ fn every_man_page_referred_to_exists() {
     let out = Command::new(env!("CARGO_BIN_EXE_sessiondb")).args(["man", "imprt"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stderr), "sessiondb: no command \"imprt\"; `sessiondb --help` lists them\n");
 }
+
+/// Item 6 (in part): comparing the store with the logs root tells how far it is (doctor shows
+/// it as a progress bar on a terminal): once per conversation directory, in order, to the end.
+#[test]
+fn doctor_comparison_reports_progress() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    for i in 0..7 {
+        conversation(&logs, &format!("c{i}"), None, "m", "hi");
+    }
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let store = sessiondb::store::Store::open_existing(&db).unwrap();
+    let conn = store.connection().unwrap();
+    let mut seen = Vec::new();
+    let state = sessiondb::sync::status::sync_state_with_progress(&conn, &logs, &mut |done, total| seen.push((done, total))).unwrap();
+    assert_eq!(state.in_step, 7);
+    assert_eq!(seen, (0..=7).map(|d| (d, 7)).collect::<Vec<_>>());
+}

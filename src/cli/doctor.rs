@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::term::say;
 use super::Failure;
 use sessiondb::store::doctor::{check_database, open_unmigrated, DatabaseReport, Problem};
-use sessiondb::sync::status::{sync_state, SyncState};
+use sessiondb::sync::status::{sync_state_with_progress, SyncState};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -30,6 +30,25 @@ fn restore_advice(db: &Path, logs: Option<&Path>) -> String {
     )
 }
 
+/// The store against the logs root, with a progress bar on standard error while it runs (on a
+/// terminal only: indicatif draws nothing elsewhere), as import has: thousands of
+/// conversations take seconds.
+fn compare_with_progress(conn: &sessiondb::store::Connection, logs: &Path) -> Result<SyncState, sessiondb::sync::ingest::IngestError> {
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let state = sync_state_with_progress(conn, logs, &mut |done, total| {
+        let bar = bar.get_or_insert_with(|| {
+            let bar = indicatif::ProgressBar::new(total);
+            bar.set_style(indicatif::ProgressStyle::with_template("{spinner} checking {pos}/{len} conversations {wide_bar} {eta}").expect("valid template"));
+            bar
+        });
+        bar.set_position(done);
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    state
+}
+
 pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     sessiondb::store::check_usable(db)?;
     if std::fs::symlink_metadata(db).is_err() {
@@ -50,7 +69,7 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
             // The logs root can be compared whenever the rows can be trusted at all.
             let readable = report.schema_version == report.supported_version && !report.problems.iter().any(Problem::is_damage);
             let (state, sync_error) = match (&logs, readable) {
-                (Some(l), true) => match sync_state(&conn, l) {
+                (Some(l), true) => match compare_with_progress(&conn, l) {
                     Ok(s) => (Some(s), None),
                     Err(e) => (None, Some(sessiondb::cause::chain(&e))),
                 },

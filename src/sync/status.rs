@@ -39,6 +39,12 @@ pub struct SyncState {
 
 /// Compares every conversation directory under `logs_root` with the store. Reads metadata only.
 pub fn sync_state(conn: &crate::store::Connection, logs_root: &Path) -> Result<SyncState, IngestError> {
+    sync_state_with_progress(conn, logs_root, &mut |_, _| {})
+}
+
+/// [`sync_state`], telling `progress` after each conversation directory how many are done and
+/// how many there are (thousands of directories take seconds: a caller can show how far it is).
+pub fn sync_state_with_progress(conn: &crate::store::Connection, logs_root: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<SyncState, IngestError> {
     let root = std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?;
     let mut state = SyncState { logs_dir: root.display().to_string(), ..SyncState::default() };
     let (dirs, _) = ingest::conversation_dirs(&root)?;
@@ -48,7 +54,9 @@ pub fn sync_state(conn: &crate::store::Connection, logs_root: &Path) -> Result<S
         .map(|(chat, c)| (chat, (c.id, c.fingerprint, c.queued)))
         .collect();
     let mut on_disk = std::collections::HashSet::new();
-    for dir in dirs {
+    let total = dirs.len() as u64;
+    for (done, dir) in dirs.into_iter().enumerate() {
+        progress(done as u64, total);
         let Some(name) = dir.file_name().and_then(|n| n.to_str()).map(str::to_owned) else { continue };
         on_disk.insert(name.clone());
         // `dir` is under the absolute `root`, so it is already the path fingerprints are taken of.
@@ -74,6 +82,7 @@ pub fn sync_state(conn: &crate::store::Connection, logs_root: &Path) -> Result<S
             }
         }
     }
+    progress(total, total);
     let mut gone: Vec<String> = stored.keys().filter(|c| !on_disk.contains(*c)).cloned().collect();
     gone.sort();
     state.stranded = gone
