@@ -128,10 +128,11 @@ fn list_shows_every_id_whole_and_fits_the_terminal_in_cells() {
             assert_eq!(lines.last().unwrap(), "4 conversations");
         }
     }
-    // At 80 columns the long model is cut, in the cells its column has.
+    // At 80 columns the long model is cut, in the cells its column has, from the start: its
+    // end is what tells models apart.
     let narrow = list_on_terminal(&db, 80, false, "").join("\n");
     assert!(!narrow.contains("anthropic/claude-sonnet-4-20250514"), "{narrow}");
-    assert!(narrow.contains("…"), "{narrow}");
+    assert!(narrow.contains("…-20250514 "), "{narrow}");
 }
 
 /// Written to a pipe, nothing is cut: ids, names and models whole.

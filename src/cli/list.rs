@@ -230,7 +230,8 @@ fn write_table(out: &mut impl Write, conn: &sessiondb::store::Connection, filter
         let modified = format_utc(c.modified);
         let modified = modified.get(..16).unwrap_or(&modified).replace('T', " ");
         let cost = super::dollars(c.total_cost);
-        let model = term::pad(&cell(c.model.as_deref().unwrap_or("-"), layout.model), layout.model);
+        // The end of a model's name tells it apart (the provider before it, less so).
+        let model = term::pad(&term::cut_start(&term::visible_line(c.model.as_deref().unwrap_or("-")), layout.model), layout.model);
         let id = term::visible_line(&c.chat_id);
         let named = c.name != c.chat_id;
         let mut line = format!("{}  {:>5}  {:>9}  {}  ", paint("2", &modified), c.messages, cost, paint("36", &model));

@@ -66,6 +66,33 @@ pub fn cut(text: &str, width: usize) -> String {
     out
 }
 
+/// `text` cut to at most `width` cells from the start, beginning with `…` when it was cut: for
+/// names whose end tells them apart (`anthropic/claude-sonnet-4-6` → `…claude-sonnet-4-6`).
+pub fn cut_start(text: &str, width: usize) -> String {
+    if cells(text) <= width {
+        return text.to_owned();
+    }
+    let budget = width.saturating_sub(1);
+    let mut kept: Vec<char> = Vec::new();
+    let mut used = 0;
+    for c in text.chars().rev() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w > budget {
+            break;
+        }
+        used += w;
+        kept.push(c);
+    }
+    let mut out: String = kept.into_iter().rev().collect();
+    while cells(&out) > budget {
+        out.remove(0);
+    }
+    if width > 0 {
+        out.insert(0, '…');
+    }
+    out
+}
+
 /// `text` followed by spaces up to `width` cells (nothing added when it is already wider).
 pub fn pad(text: &str, width: usize) -> String {
     let mut out = text.to_owned();
