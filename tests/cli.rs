@@ -124,7 +124,9 @@ fn show_prints_branches_as_gptme_lines() {
 fn a_newer_schema_is_refused_untouched() {
     let work = tempfile::tempdir().unwrap();
     let db = work.path().join("db");
-    run_ok(sessiondb(&db).arg("list"));
+    let logs = work.path().join("logs");
+    fs::create_dir(&logs).unwrap();
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.pragma_update(None, "user_version", 999).unwrap();
     drop(conn);
@@ -147,7 +149,7 @@ fn diff_rm_and_clean() {
     run_ok(sessiondb(&db).args(["branch", "keep", "alt"]));
     run_ok(sessiondb(&db).args(["append", "keep", "--branch", "alt", "--role", "user", "--content", "alt only"]));
     let diff = String::from_utf8(run_ok(sessiondb(&db).args(["diff", "keep", "main", "alt"])).stdout).unwrap();
-    assert_eq!(diff, "main and alt differ from message 3\n- user: alt only\n");
+    assert_eq!(diff, "main and alt differ from message 3\n--- main\n+++ alt\n+ user: alt only\n");
 
     // clean: a dry run lists the empty conversations; --delete removes directory and rows.
     run_ok(sessiondb(&db).args(["new", "empty", "--logs-dir"]).arg(&logs));
@@ -159,7 +161,7 @@ fn diff_rm_and_clean() {
     assert_eq!(found, ["empty", "one"]);
     assert_eq!(dry["deleted"], 0);
     assert!(logs.join("empty").exists());
-    let done: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["clean", "--json", "-n", "0", "--delete"])).stdout).unwrap();
+    let done: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["clean", "--json", "--max-messages", "0", "--delete"])).stdout).unwrap();
     assert_eq!(done["deleted"], 1);
     assert!(!logs.join("empty").exists() && logs.join("one").exists());
 

@@ -142,7 +142,7 @@ fn a_read_only_file_system_gets_a_plain_error() {
     // file system for the database and for an export target alike.
     let work = tempfile::tempdir().unwrap();
     let logs = fixtures_copy(work.path());
-    let out = sessiondb(std::path::Path::new("/proc/sessiondb-test.db")).arg("list").output().unwrap();
+    let out = sessiondb(std::path::Path::new("/proc/sessiondb-test.db")).arg("import").arg(&logs).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.starts_with("sessiondb: cannot create the database at /proc/sessiondb-test.db"), "{err}");
     let db = work.path().join("db.sqlite");

@@ -470,7 +470,7 @@ fn undo_backups_share_lines_and_survive_whatever_their_branch_goes_through() {
 
 /// Issue 16, item 5: a last line left unterminated (a write cut short) is not waited for
 /// forever. While it is fresh it may be a write in progress and waits (doctor calls the
-/// directory changed); once its file has not changed for `CUT_LINE_SETTLE`, sync takes it in
+/// ending in an unfinished line); once its file has not changed for `CUT_LINE_SETTLE`, sync takes it in
 /// as it is, as import does, and doctor and sync agree that the directory is in step. If the
 /// rest of the line arrives after all, the conversation is read again whole.
 #[test]
@@ -484,16 +484,22 @@ fn a_cut_last_line_is_taken_in_once_settled_and_doctor_agrees() {
         let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
         report["sync"]["changed"].as_array().unwrap_or_else(|| panic!("{report}")).iter().map(|c| c.as_str().unwrap().to_owned()).collect()
     };
+    let unfinished = || -> Vec<String> {
+        let out = root.sessiondb().arg("doctor").arg(&root.logs).arg("--json").output().unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["sync"]["unfinished"].as_array().unwrap_or_else(|| panic!("{report}")).iter().map(|c| c.as_str().unwrap().to_owned()).collect()
+    };
     let cut = "{\"seq\": 99, \"ts\": \"2026-12-04T10:00:";
     fs::OpenOptions::new().append(true).open(&events).unwrap().write_all(cut.as_bytes()).unwrap();
     root.sync();
-    assert_eq!(changed(), [chat], "a fresh unterminated line may be a write in progress");
+    assert!(changed().is_empty(), "a fresh unterminated line may be a write in progress: not a change sync would take");
+    assert_eq!(unfinished(), [chat], "doctor names it as what it is");
 
     let old = filetime::FileTime::from_system_time(std::time::SystemTime::now() - std::time::Duration::from_secs(60));
     filetime::set_file_mtime(&events, old).unwrap();
     let report = root.sync();
     assert_eq!(report["ingest"]["conversations"], 1, "{report}");
-    assert!(changed().is_empty(), "sync took the cut line in, and doctor agrees");
+    assert!(changed().is_empty() && unfinished().is_empty(), "sync took the cut line in, and doctor agrees");
     assert_store_matches_directory(&root, chat);
 
     // The rest arrives after all: the line is whole, and so is the store's copy.

@@ -129,7 +129,10 @@ fn on_a_terminal_only_our_colours_are_written() {
     let bin = env!("CARGO_BIN_EXE_sessiondb");
     for args in ["read hostile --system --full", "search needle", "list", "show hostile"] {
         let command = format!("{bin} --db '{}' {args}", db.display());
-        let out = Command::new("script").args(["-qec", &command, "/dev/null"]).env_remove("NO_COLOR").env("TERM", "xterm").output().unwrap();
+        // Wide enough for list to show the hostile name whole (at 80 columns it is cut).
+        let columns = if args == "list" { "200" } else { "80" };
+        let out =
+            Command::new("script").args(["-qec", &command, "/dev/null"]).env_remove("NO_COLOR").env("TERM", "xterm").env("COLUMNS", columns).output().unwrap();
         assert!(out.status.success(), "{args}: {}", String::from_utf8_lossy(&out.stderr));
         let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
         assert!(text.contains("\\u{1b}]52;c;cHd"), "{args}: {text}");

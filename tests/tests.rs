@@ -14,6 +14,7 @@ mod concurrency;
 mod crash_ops;
 mod db_faults;
 mod differential_ops;
+mod first_hour;
 mod fuzz_regressions;
 mod hostile;
 mod html_browser;

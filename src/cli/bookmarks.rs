@@ -7,6 +7,7 @@ use sessiondb::store::Store;
 
 #[derive(clap::Args)]
 pub struct CheckpointArgs {
+    /// The conversation to bookmark
     chat_id: String,
     /// The bookmark's label [default: cp<N>]
     label: Option<String>,
@@ -22,7 +23,9 @@ pub fn checkpoint(store: &Store, args: CheckpointArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct CheckpointsArgs {
+    /// The conversation
     chat_id: String,
+    /// Print the bookmarks as JSON
     #[arg(long)]
     json: bool,
 }
@@ -45,6 +48,7 @@ pub fn checkpoints(store: &Store, args: CheckpointsArgs) -> Result<i32, Failure>
 
 #[derive(clap::Args)]
 pub struct BacktrackArgs {
+    /// The conversation to rewind
     chat_id: String,
     /// A bookmark's label (the most recent wins) or a bare message index
     target: String,

@@ -7,11 +7,11 @@ use super::term::say;
 use super::Failure;
 use indicatif::{ProgressBar, ProgressStyle};
 use sessiondb::store::doctor::{check_database_with, open_unmigrated, DatabaseReport, Problem, Step};
-use sessiondb::sync::status::{sync_state, SyncState};
+use sessiondb::sync::status::{sync_state_with_progress, SyncState};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// gptme's logs root to compare the store with [default: $GPTME_LOGS_HOME, else
+    /// gptme's logs root to compare the store with [default: $GPTME_LOGS_HOME, else `logs` in config.toml, else
     /// $XDG_DATA_HOME/gptme/logs, else ~/.local/share/gptme/logs, when it exists]
     logs_dir: Option<PathBuf>,
     /// Print the report as JSON
@@ -34,10 +34,34 @@ fn restore_advice(db: &Path, logs: Option<&Path>) -> String {
     )
 }
 
-pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
-    if !db.exists() {
-        return Err(Failure(format!("{}: no database here", db.display())));
+/// The store against the logs root, with a progress bar on standard error while it runs (on a
+/// terminal only: indicatif draws nothing elsewhere), as import has: thousands of
+/// conversations take seconds.
+fn compare_with_progress(conn: &sessiondb::store::Connection, logs: &Path) -> Result<SyncState, sessiondb::sync::ingest::IngestError> {
+    let mut bar: Option<ProgressBar> = None;
+    let state = sync_state_with_progress(conn, logs, &mut |done, total| {
+        let bar = bar.get_or_insert_with(|| {
+            let bar = ProgressBar::new(total);
+            bar.set_style(ProgressStyle::with_template("{spinner} comparing with the logs: {pos}/{len} conversations {wide_bar} {eta}").expect("valid template"));
+            bar
+        });
+        bar.set_position(done);
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
     }
+    state
+}
+
+pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
+    sessiondb::store::check_usable(db)?;
+    if std::fs::symlink_metadata(db).is_err() {
+        return Err(sessiondb::store::StoreError::NoDatabase { path: db.to_owned() }.into());
+    }
+    let logs = match args.logs_dir {
+        Some(dir) => Some(dir),
+        None => super::config::default_logs_root()?.filter(|l| l.is_dir()),
+    };
     if args.reindex {
         let store = sessiondb::store::Store::open(db)?;
         sessiondb::store::fts::rebuild_substring_index(&store.connection()?)?;
@@ -45,7 +69,6 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
             say!("rebuilt the substring index");
         }
     }
-    let logs = args.logs_dir.or_else(|| sessiondb::layout::default_logs_root().filter(|l| l.is_dir()));
     // A plain connection, no migration: doctor changes nothing, and must work on a database
     // that the rest of sessiondb refuses (a newer schema) or cannot read (a damaged file).
     // Progress on a terminal (stderr; nothing is drawn elsewhere): the check under way, and the
@@ -68,8 +91,8 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
             let readable = report.schema_version == report.supported_version && !report.problems.iter().any(Problem::is_damage);
             let (state, sync_error) = match (&logs, readable) {
                 (Some(l), true) => {
-                    bar.set_message(format!("comparing with {}", l.display()));
-                    match sync_state(&conn, l) {
+                    bar.finish_and_clear(); // the comparison has a bar of its own
+                    match compare_with_progress(&conn, l) {
                         Ok(s) => (Some(s), None),
                         Err(e) => (None, Some(sessiondb::cause::chain(&e))),
                     }
@@ -146,6 +169,11 @@ fn print_report(db: &Path, report: &DatabaseReport, problems: &[String], state: 
             }
         };
         list("changed since the last sync (`sessiondb sync` reads them)", &s.changed);
+        list(
+            "ending in an unfinished line (gptme is writing it, or it was cut off: `sessiondb sync` reads it once it ends, \
+             `sessiondb import` keeps a cut-off line as it is)",
+            &s.unfinished,
+        );
         list("with queued changes (`sessiondb sync` writes them)", &s.queued);
         list("not imported yet", &s.not_imported);
         list("gone from the logs root (kept until `sessiondb rm`)", &s.deleted);

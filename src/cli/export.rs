@@ -23,9 +23,9 @@ pub struct Args {
     /// when one is active
     #[arg(long)]
     branch: Option<String>,
-    /// With --format markdown|html: write here (atomically; a link there is replaced, not
-    /// followed) instead of standard output; `-` is standard output
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    /// With --format: write here (atomically; a link there is replaced, not followed) instead
+    /// of standard output; `-` is standard output
+    #[arg(short = 'o', long = "output", value_name = "FILE", requires = "format")]
     output: Option<PathBuf>,
     /// Conversations to export [default: all]
     chat_ids: Vec<String>,
@@ -36,12 +36,13 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         let [chat_id] = args.chat_ids.as_slice() else {
             return Err(Failure(format!("--format {format} takes exactly one CHAT_ID")));
         };
+        let output = args.output.as_deref().filter(|p| *p != std::path::Path::new("-"));
         let format = match format.as_str() {
-            "toml" => return super::ops::export_toml(store, chat_id, args.branch.as_deref().unwrap_or(sessiondb::layout::MAIN)),
+            "toml" => return super::ops::export_toml(store, chat_id, args.branch.as_deref().unwrap_or(sessiondb::layout::MAIN), output),
             "html" => Format::Html,
             _ => Format::Markdown,
         };
-        return document(store, chat_id, format, args.branch.as_deref(), args.output.as_deref().filter(|p| *p != std::path::Path::new("-")));
+        return document(store, chat_id, format, args.branch.as_deref(), output);
     }
     let to = args.to.expect("required without --format");
     let started = Instant::now();

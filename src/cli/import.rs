@@ -13,7 +13,7 @@ use sessiondb::sync::ingest::format_warning;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// gptme's logs root [default: $GPTME_LOGS_HOME, else $XDG_DATA_HOME/gptme/logs, else
+    /// gptme's logs root [default: $GPTME_LOGS_HOME, else `logs` in config.toml, else $XDG_DATA_HOME/gptme/logs, else
     /// ~/.local/share/gptme/logs]; with --toml, the CHAT_ID whose branch is replaced
     #[arg(value_name = "LOGS_DIR | CHAT_ID")]
     logs_dir: Option<PathBuf>,
@@ -30,6 +30,14 @@ pub struct Args {
     /// With --toml: empty the branch without asking, when the file holds no messages
     #[arg(long, requires = "toml")]
     allow_empty: bool,
+}
+
+impl Args {
+    /// Whether this imports conversations (and so may create the database), rather than
+    /// replacing a branch of one already stored (`--toml`).
+    pub fn takes_in_logs(&self) -> bool {
+        self.toml.is_none()
+    }
 }
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {

@@ -7,6 +7,7 @@ use sessiondb::store::Store;
 
 #[derive(clap::Args)]
 pub struct ForkArgs {
+    /// The conversation to copy
     chat_id: String,
     /// The new conversation's id [default with --at-turn: <id>-fork-<time>]
     new_id: Option<String>,
@@ -36,7 +37,9 @@ pub fn fork(store: &Store, mut args: ForkArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct RenameArgs {
+    /// The conversation
     chat_id: String,
+    /// The new display name
     name: String,
     #[command(flatten)]
     queue: super::QueueArg,
@@ -50,6 +53,7 @@ pub fn rename(store: &Store, args: RenameArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct RmArgs {
+    /// The conversation to remove
     chat_id: String,
     /// Remove it even though changes queued with --queue were never written to its directory
     /// (they are lost)
@@ -99,13 +103,15 @@ pub fn rm(store: &Store, args: RmArgs) -> Result<i32, Failure> {
 #[derive(clap::Args)]
 pub struct CleanArgs {
     /// Conversations with at most this many messages count as empty
-    #[arg(short = 'n', long = "max-messages", default_value_t = 1)]
+    #[arg(long = "max-messages", value_name = "N", default_value_t = 1)]
     max_messages: i64,
-    #[arg(long)]
+    /// Include test and eval conversations, as --all does for list, search and stats
+    #[arg(long = "all", visible_alias = "include-test")]
     include_test: bool,
     /// Remove them (without this, only list them)
     #[arg(long)]
     delete: bool,
+    /// Print the conversations found (and what was deleted) as JSON
     #[arg(long)]
     json: bool,
 }
@@ -127,7 +133,7 @@ pub fn clean(store: &Store, args: CleanArgs) -> Result<i32, Failure> {
     let total: u64 = found.iter().map(|c| c.size_bytes).sum();
     if args.json {
         let rows: Vec<_> = found.iter().map(|c| serde_json::json!({"id": c.chat_id, "name": c.name, "messages": c.messages, "size_bytes": c.size_bytes})).collect();
-        println!("{}", serde_json::json!({"found": found.len(), "deleted": deleted, "freed_bytes": freed, "total_bytes": total, "conversations": rows}));
+        super::print_json(&serde_json::json!({"found": found.len(), "deleted": deleted, "freed_bytes": freed, "total_bytes": total, "conversations": rows}));
     } else if found.is_empty() {
         say!("No empty conversations found.");
     } else {

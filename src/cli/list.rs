@@ -1,8 +1,11 @@
 //! `sessiondb list [--json] [--all] [-n N]`.
+//!
+//! Invariant: the table shows every listed chat id whole (it is what every other command
+//! takes); names, models and previews are what gets cut, in terminal cells.
 
 use std::io::Write;
 
-use super::Failure;
+use super::{term, Failure};
 use sessiondb::codec::timestamp::format_utc;
 use sessiondb::store::queries::{self, ConversationSummary, ListFilter, SortBy};
 use sessiondb::store::{Store, StoreError};
@@ -15,10 +18,12 @@ pub struct Args {
     /// Include test and eval conversations (ids starting with `tmp` or `test-`, or containing `gptme-evals-`)
     #[arg(long)]
     all: bool,
-    /// Show at most N conversations (default: all of them; gptme's `chats list` stops at 20)
+    /// Show at most N conversations; 0 for all of them [default: 20 in the table, as gptme's
+    /// `chats list`; all with --json]
     #[arg(short = 'n', long = "limit", value_name = "N")]
     limit: Option<usize>,
-    /// Only conversations whose last model is M
+    /// Only conversations whose last model contains M, ignoring case (`gpt-4` finds
+    /// `openai/gpt-4o`), or matches M as a glob when it has `*` or `?`
     #[arg(long, value_name = "M")]
     model: Option<String>,
     /// Only conversations modified since YYYY-MM-DD, or Nd / Nh ago
@@ -112,11 +117,19 @@ pub fn summary_json(c: &ConversationSummary) -> SummaryJson<'_> {
     }
 }
 
+/// The table's default length: a screenful, as gptme's `chats list`.
+const SCREENFUL: usize = 20;
+
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let conn = store.connection()?;
     let filter = ListFilter {
         include_test: args.all,
-        limit: args.limit,
+        limit: match args.limit {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None if args.json => None,
+            None => Some(SCREENFUL),
+        },
         model: args.model,
         since: args.since.as_deref().map(super::parse_since).transpose()?,
         until: args.until.as_deref().map(super::parse_since).transpose()?,
@@ -153,45 +166,97 @@ fn write_json(out: &mut impl Write, conn: &sessiondb::store::Connection, filter:
     Ok(())
 }
 
-/// Text for one table cell: control characters (a tab in a name, say) shown escaped so that
-/// they cannot break the layout or drive the terminal; cut to `width` characters.
+/// One table cell: control characters (a tab in a name, say) shown escaped so that they
+/// cannot break the layout or drive the terminal; cut to `width` terminal cells.
 fn cell(text: &str, width: usize) -> String {
-    let clean = super::term::visible_line(text);
-    if clean.chars().count() <= width {
-        clean.into_owned()
-    } else {
-        clean.chars().take(width.saturating_sub(1)).collect::<String>() + "…"
+    term::cut(&term::visible_line(text), width)
+}
+
+/// Columns left of MODEL: time (16), messages (5), cost (9), each followed by two spaces.
+const LEFT: usize = 16 + 2 + 5 + 2 + 9 + 2;
+
+/// How the table's columns share the width.
+struct Layout {
+    model: usize,
+    id: usize,
+    /// Cells for the name on the first line (`usize::MAX`: unbounded); below [`MIN_NAME`], names
+    /// go to the second line instead.
+    name: usize,
+    /// Cells for the second line (name and last message), which starts under the id.
+    below: usize,
+}
+
+/// Fewer cells than this for a name and it goes to its own line.
+const MIN_NAME: usize = 8;
+
+impl Layout {
+    /// The chat id is never cut: its column is as wide as the widest id shown. MODEL widens with
+    /// the terminal (a third of what is right of the cost column, at least 22 cells) up to its
+    /// widest value, and gives way (down to 10 cells) to an id that needs the room; the name
+    /// takes what is left. `width` is `None` when nothing is to be cut (a pipe or a file).
+    fn new(rows: &[ConversationSummary], width: Option<usize>) -> Layout {
+        let widest = |f: &dyn Fn(&ConversationSummary) -> usize, header: &str| rows.iter().map(f).max().unwrap_or(0).max(term::cells(header));
+        let id = widest(&|c| term::cells(&term::visible_line(&c.chat_id)), "ID");
+        let model = widest(&|c| term::cells(&term::visible_line(c.model.as_deref().unwrap_or("-"))), "MODEL");
+        let Some(width) = width else {
+            return Layout { model, id, name: usize::MAX, below: usize::MAX };
+        };
+        let right = width.saturating_sub(LEFT);
+        let model = model.min((right / 3).max(22).min(right.saturating_sub(id + 2)).max(10));
+        let below = width.saturating_sub(LEFT + model + 2).max(12);
+        Layout { model, id, name: below.saturating_sub(id + 2), below }
     }
 }
 
-/// The table: fixed columns for time, count, cost and model; the name and the last message's
-/// preview take what is left of the terminal's width. Colour only on a terminal, and not with
+/// The table: time, count, cost, model, then the chat id, whole, and the display name when
+/// there is one; the last message's preview below. Colour only on a terminal, and not with
 /// `NO_COLOR`.
 fn write_table(out: &mut impl Write, conn: &sessiondb::store::Connection, filter: &ListFilter) -> Result<(), ListError> {
     use std::io::IsTerminal;
     let terminal = std::io::stdout().is_terminal();
     let colour = terminal && std::env::var_os("NO_COLOR").is_none();
-
     let paint = |code: &str, text: &str| if colour { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() };
-    const FIXED: usize = 16 + 2 + 5 + 2 + 9 + 2 + 22 + 2;
-    // Name and preview fit a terminal (or $COLUMNS); written to a pipe or a file, nothing is cut.
-    let rest = if terminal || std::env::var_os("COLUMNS").is_some() { super::terminal_width(terminal).max(60).saturating_sub(FIXED).max(12) } else { usize::MAX };
-    let header = format!("{:<16}  {:>5}  {:>9}  {:<22}  {}", "MODIFIED (UTC)", "MSGS", "COST", "MODEL", "NAME");
+
+    let rows = queries::list_filtered(conn, filter)?;
+    // Fit a terminal (or $COLUMNS); written to a pipe or a file, nothing is cut.
+    let width = (terminal || std::env::var_os("COLUMNS").is_some()).then(|| super::terminal_width(terminal).max(60));
+    let layout = Layout::new(&rows, width);
+    let names = rows.iter().any(|c| c.name != c.chat_id);
+    let indent = LEFT + layout.model + 2;
+    let mut header = format!("{:<16}  {:>5}  {:>9}  {}  ", "MODIFIED (UTC)", "MSGS", "COST", term::pad("MODEL", layout.model));
+    header += &if names && layout.name >= MIN_NAME { format!("{}  NAME", term::pad("ID", layout.id)) } else { "ID".to_owned() };
     writeln!(out, "{}", paint("1", &header))?;
-    let mut count = 0usize;
-    queries::visit_filtered(conn, filter, |c| -> Result<(), ListError> {
-        count += 1;
+    for c in &rows {
         let modified = format_utc(c.modified);
         let modified = modified.get(..16).unwrap_or(&modified).replace('T', " ");
-        let cost = c.total_cost.map_or("NaN".to_owned(), |cost| format!("${cost:.4}"));
-        let model = cell(c.model.as_deref().unwrap_or("-"), 22);
-        writeln!(out, "{}  {:>5}  {:>9}  {}  {}", paint("2", &modified), c.messages, cost, paint("36", &format!("{model:<22}")), paint("1", &cell(&c.name, rest)))?;
-        if let (Some(role), Some(preview)) = (&c.last_message_role, &c.last_message_preview) {
-            let line = format!("{}: {}", role, preview);
-            writeln!(out, "{:FIXED$}{}", "", paint("2", &cell(&line, rest)))?;
+        let cost = super::dollars(c.total_cost);
+        // The end of a model's name tells it apart (the provider before it, less so).
+        let model = term::pad(&term::cut_start(&term::visible_line(c.model.as_deref().unwrap_or("-")), layout.model), layout.model);
+        let id = term::visible_line(&c.chat_id);
+        let named = c.name != c.chat_id;
+        let mut line = format!("{}  {:>5}  {:>9}  {}  ", paint("2", &modified), c.messages, cost, paint("36", &model));
+        let mut second = Vec::new();
+        if named && layout.name >= MIN_NAME {
+            line += &format!("{}  {}", paint("1", &term::pad(&id, layout.id)), cell(&c.name, layout.name));
+        } else {
+            line += &paint("1", &id);
+            if named {
+                second.push(cell(&c.name, layout.below));
+            }
         }
-        Ok(())
-    })?;
-    writeln!(out, "{count} conversations")?;
+        writeln!(out, "{}", line.trim_end())?;
+        if let (Some(role), Some(preview)) = (&c.last_message_role, &c.last_message_preview) {
+            second.push(paint("2", &cell(&format!("{role}: {preview}"), layout.below)));
+        }
+        for text in second {
+            writeln!(out, "{:indent$}{}", "", text)?;
+        }
+    }
+    let total = if filter.limit == Some(rows.len()) { queries::count_filtered(conn, filter)? } else { rows.len() };
+    if total > rows.len() {
+        writeln!(out, "{} of {total} conversations (`-n 0` lists them all)", rows.len())?;
+    } else {
+        writeln!(out, "{total} conversations")?;
+    }
     Ok(())
 }

@@ -4,6 +4,7 @@
 
 mod bookmarks;
 mod complete;
+mod config;
 mod doctor;
 mod export;
 mod import;
@@ -23,12 +24,13 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use sessiondb::store::{default_db_path, Store};
+use sessiondb::store::Store;
 
 #[derive(Parser)]
 #[command(name = "sessiondb", version, about = "gptme conversation history in SQLite, kept in step with gptme's files")]
 pub struct Cli {
-    /// The database file [default: $XDG_DATA_HOME/sessiondb/sessions.db]
+    /// The database file [default: `db` in $XDG_CONFIG_HOME/sessiondb/config.toml, else
+    /// $XDG_DATA_HOME/sessiondb/sessions.db]
     #[arg(long, global = true, env = "SESSIONDB_DB", value_name = "PATH")]
     db: Option<PathBuf>,
 
@@ -63,8 +65,8 @@ enum Command {
         /// bash, zsh, fish, elvish or powershell
         shell: String,
     },
-    /// Print the man page (roff)
-    Man,
+    /// Print the man page (roff) of sessiondb or of one of its commands, or write them all
+    Man(ManArgs),
     /// Create an empty conversation in gptme's logs root
     New(ops::NewArgs),
     /// Append a message (attachments stored as gptme stores them)
@@ -100,6 +102,35 @@ enum Command {
     Clean(lifecycle::CleanArgs),
     /// Rebuild a branch from its event log and compare (--apply to replace it)
     Recover(recover::RecoverArgs),
+}
+
+/// `man`: which page, or all of them.
+#[derive(clap::Args)]
+pub(crate) struct ManArgs {
+    /// The command whose page to print (`import`, `view create`) [default: sessiondb's own]
+    command: Vec<String>,
+    /// Instead: write every page (sessiondb.1, sessiondb-import.1, …) into this directory
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    dir: Option<PathBuf>,
+}
+
+/// Man pages: one for sessiondb and one per command (the pages `sessiondb(1)` refers to, such
+/// as `sessiondb-import(1)`), printed or written to a directory.
+fn man(args: &ManArgs) -> Result<(), Failure> {
+    let mut cmd = <Cli as clap::CommandFactory>::command().disable_help_subcommand(true);
+    // Built, the commands carry their pages' names (sessiondb-import).
+    cmd.build();
+    if let Some(dir) = &args.dir {
+        std::fs::create_dir_all(dir).map_err(|e| Failure(format!("{}: {e}", dir.display())))?;
+        clap_mangen::generate_to(cmd, dir).map_err(|e| Failure(format!("{}: {e}", dir.display())))?;
+        term::say!("wrote the man pages of sessiondb and its commands to {}", dir.display());
+        return Ok(());
+    }
+    let mut page = cmd;
+    for name in &args.command {
+        page = page.find_subcommand(name).cloned().ok_or_else(|| Failure(format!("no command {:?}; `sessiondb --help` lists them", args.command.join(" "))))?;
+    }
+    clap_mangen::Man::new(page).render(&mut std::io::stdout()).map_err(Failure::from)
 }
 
 /// `--queue`, for the commands that change a conversation.
@@ -154,9 +185,13 @@ pub fn run() -> i32 {
     }
 }
 
-fn open_store(db: Option<PathBuf>) -> Result<Store, Failure> {
-    let path = db.or_else(default_db_path).ok_or_else(|| Failure("cannot find a place for the database: set --db, SESSIONDB_DB or HOME".into()))?;
-    Ok(Store::open(&path)?)
+/// Opens the database; only a command that writes (`create`) makes one where there is none.
+fn open_store(db: Option<PathBuf>, create: bool) -> Result<Store, Failure> {
+    let path = match db {
+        Some(db) => db,
+        None => config::default_db_path()?.ok_or_else(|| Failure("cannot find a place for the database: set --db, SESSIONDB_DB or HOME".into()))?,
+    };
+    Ok(if create { Store::open(&path)? } else { Store::open_existing(&path)? })
 }
 
 /// The conversations the command line names (a `CHAT_ID` argument, or `--chat`), whichever
@@ -173,11 +208,14 @@ fn named_conversations(matches: &clap::ArgMatches) -> Vec<String> {
 /// sync ([`sessiondb::sync::catch_up`]). A directory that cannot be read is reported, and the
 /// command goes on with the store's copy.
 fn catch_up(store: &Store, chat_id: &str) {
-    let default_root = sessiondb::layout::default_logs_root();
+    let default_root = config::default_logs_root().ok().flatten();
     match sessiondb::sync::catch_up::catch_up(store, chat_id, default_root.as_deref()) {
         Ok(Some(report)) => {
             for e in &report.errors {
                 term::tell!("sessiondb: warning: {}; using the store's copy", sessiondb::cause::chain(e));
+            }
+            if report.ingest.new_conversations > 0 && report.errors.is_empty() {
+                term::tell!("sessiondb: {chat_id} is new since the last sync; took it in from {}", report.logs_dir);
             }
         }
         Ok(None) => {}
@@ -192,20 +230,37 @@ fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
             complete::registration(shell)?;
             return Ok(0);
         }
-        Command::Man => {
-            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut std::io::stdout()).map_err(Failure::from)?;
+        Command::Man(args) => {
+            man(args)?;
             return Ok(0);
         }
         _ => {}
     }
     if let Command::Doctor(args) = cli.command {
-        let path = cli.db.or_else(default_db_path).ok_or_else(|| Failure("cannot find the database: set --db or SESSIONDB_DB".into()))?;
+        let path = match cli.db {
+            Some(db) => db,
+            None => config::default_db_path()?.ok_or_else(|| Failure("cannot find the database: set --db or SESSIONDB_DB".into()))?,
+        };
         return doctor::run(&path, args);
     }
-    let store = open_store(cli.db)?;
+    // `recover --dir` reads a directory, never the database.
+    if let Command::Recover(args) = cli.command {
+        let store = if args.reads_a_directory() { None } else { Some(open_store(cli.db, false)?) };
+        return recover::recover(store.as_ref(), args);
+    }
+    // Taking in gptme's logs, or starting a conversation, is how a history begins; every other
+    // command needs one already (a mistyped --db must not look like an empty history).
+    let creates = match &cli.command {
+        Command::Import(args) => args.takes_in_logs(),
+        Command::Sync(_) | Command::New(_) => true,
+        _ => false,
+    };
+    let store = open_store(cli.db, creates)?;
     // What gptme changed since the last sync is seen by every command that names the
-    // conversation (`new` makes one; `import` and `sync` read directories themselves).
-    if !matches!(cli.command, Command::New(_) | Command::Import(_) | Command::Sync(_)) {
+    // conversation. Not for `new` (it makes one), `import` and `sync` (they read directories
+    // themselves), nor `rm` (removing a directory never imported must not be a side effect of
+    // a catch-up).
+    if !matches!(cli.command, Command::New(_) | Command::Import(_) | Command::Sync(_) | Command::Rm(_)) {
         named.iter().for_each(|chat_id| catch_up(&store, chat_id));
     }
     // Commands over every conversation say how many gptme changed since the last sync (they
@@ -220,10 +275,9 @@ fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
         code
     })
 }
-
 /// The note [`dispatch`] prints when the store is behind gptme's logs root.
 fn behind(store: &Store) -> Option<String> {
-    let root = sessiondb::layout::default_logs_root().filter(|r| r.is_dir())?;
+    let root = config::default_logs_root().ok().flatten().filter(|r| r.is_dir())?;
     let behind = sessiondb::sync::status::behind(&store.connection().ok()?, &root).ok()?;
     let count = |n: u64, what: &str| (n > 0).then(|| format!("{n} {what}"));
     let parts: Vec<String> = [count(behind.new, "new"), count(behind.changed, "changed")].into_iter().flatten().collect();
@@ -244,7 +298,7 @@ fn run_command(store: &Store, command: Command) -> Result<i32, Failure> {
         Command::Search(args) => search::run(store, args),
         Command::Stats(args) => stats::run(store, args),
         Command::Read(args) => read::run(store, args),
-        Command::Completions { .. } | Command::Man | Command::Doctor(_) => unreachable!("handled above"),
+        Command::Completions { .. } | Command::Man(_) | Command::Doctor(_) | Command::Recover(_) => unreachable!("handled above"),
         Command::New(args) => ops::new(store, args),
         Command::Append(args) => ops::append(store, args),
         Command::Undo(args) => ops::undo(store, args),
@@ -261,16 +315,20 @@ fn run_command(store: &Store, command: Command) -> Result<i32, Failure> {
         Command::Rename(args) => lifecycle::rename(store, args),
         Command::Rm(args) => lifecycle::rm(store, args),
         Command::Clean(args) => lifecycle::clean(store, args),
-        Command::Recover(args) => recover::recover(store, args),
     }
 }
 
 /// The logs root a command works on: the one given, else gptme's default; it must exist.
 pub(crate) fn logs_root(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
-    let root =
-        given.or_else(sessiondb::layout::default_logs_root).ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?;
-    if !root.is_dir() {
-        return Err(Failure(format!("{}: not a directory", root.display())));
+    let root = match given {
+        Some(given) => given,
+        None => config::default_logs_root()?.ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?,
+    };
+    match std::fs::metadata(&root) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => return Err(Failure(format!("{}: not a directory; give gptme's logs root", root.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Failure(format!("{}: not found", root.display()))),
+        Err(e) => return Err(Failure(format!("{}: {e}", root.display()))),
     }
     Ok(root)
 }
@@ -286,6 +344,22 @@ pub(crate) fn confirm(question: &str, refusal: &str) -> Result<bool, Failure> {
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer).map_err(Failure::from)?;
     Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
+}
+
+/// A `--json` answer: pretty-printed, as every command prints JSON (only `sync --watch --json`
+/// writes one object per line, one per pass).
+pub(crate) fn print_json(value: &serde_json::Value) {
+    println!("{}", serde_json::to_string_pretty(value).expect("serialisable"));
+}
+
+/// A cost in dollars to four places, as gptme prints one (`f"${cost:.4f}"`): a cost that is
+/// not a number (unknown, or NaN in the logs) is `$nan`, as Python spells it.
+pub(crate) fn dollars(cost: Option<f64>) -> String {
+    match cost {
+        Some(c) if c.is_finite() => format!("${c:.4}"),
+        Some(c) if c.is_infinite() => if c > 0.0 { "$inf" } else { "$-inf" }.to_owned(),
+        _ => "$nan".to_owned(),
+    }
 }
 
 /// Formats a byte count for people.

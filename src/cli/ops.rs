@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use super::term::say;
 use super::Failure;
 use sessiondb::codec::toml_log::{messages_to_toml, toml_to_messages};
-use sessiondb::layout::default_logs_root;
 use sessiondb::model::resume::{next_speaker, Next};
 use sessiondb::model::{Log, Message};
 use sessiondb::ops::input::{self, InputError};
@@ -15,6 +14,7 @@ use sessiondb::store::{queries, Store};
 
 #[derive(clap::Args)]
 pub struct NewArgs {
+    /// The new conversation's id: the name of its directory
     chat_id: String,
     /// Display name (config.toml's [chat] name)
     #[arg(long)]
@@ -25,7 +25,10 @@ pub struct NewArgs {
 }
 
 pub fn new(store: &Store, args: NewArgs) -> Result<i32, Failure> {
-    let root = args.logs_dir.or_else(default_logs_root).ok_or_else(|| Failure("cannot find gptme's logs: give --logs-dir".into()))?;
+    let root = match args.logs_dir {
+        Some(dir) => dir,
+        None => super::config::default_logs_root()?.ok_or_else(|| Failure("cannot find gptme's logs: give --logs-dir".into()))?,
+    };
     let created = ops::new_conversation(store, &root, &args.chat_id, args.name.as_deref())?;
     say!("created {} in {}", created.chat_id, created.dir.display());
     Ok(0)
@@ -33,6 +36,7 @@ pub fn new(store: &Store, args: NewArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct AppendArgs {
+    /// The conversation to append to
     chat_id: String,
     /// system, user or assistant
     #[arg(long)]
@@ -43,13 +47,16 @@ pub struct AppendArgs {
     /// Read the message text from standard input
     #[arg(long)]
     stdin: bool,
+    /// Pin the message: gptme keeps it at the top of the chat and never trims it from context
     #[arg(long)]
     pinned: bool,
+    /// Hide the message from gptme's chat output (it is still sent to the model)
     #[arg(long)]
     hide: bool,
     /// Drop from the model's context after N more assistant turns
     #[arg(long, value_name = "N")]
     ttl: Option<i64>,
+    /// The id of the tool call this message answers
     #[arg(long, value_name = "ID")]
     call_id: Option<String>,
     /// Attach a file (stored by content hash in files/, as gptme stores it)
@@ -58,11 +65,13 @@ pub struct AppendArgs {
     /// Metadata as a JSON object
     #[arg(long, value_name = "JSON")]
     metadata: Option<String>,
+    /// The branch to append to
     #[arg(long, default_value = "main")]
     branch: String,
     /// The message's timestamp, ISO 8601 as gptme writes it [default: now, local time]
     #[arg(long, value_name = "TIME")]
     timestamp: Option<String>,
+    /// Print what was appended as JSON
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -114,7 +123,7 @@ pub fn append(store: &Store, args: AppendArgs) -> Result<i32, Failure> {
             "seq": appended.seq,
             "checkpoint_seq": appended.checkpoint_seq,
         });
-        println!("{out}");
+        super::print_json(&out);
     } else {
         let view = appended.view.map(|v| format!(" and view {v}")).unwrap_or_default();
         say!("appended to {}{} (event {})", args.branch, view, appended.seq);
@@ -124,10 +133,12 @@ pub fn append(store: &Store, args: AppendArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct UndoArgs {
+    /// The conversation
     chat_id: String,
     /// How many messages to remove
     #[arg(short = 'n', default_value_t = 1)]
     n: usize,
+    /// The branch to remove them from
     #[arg(long, default_value = "main")]
     branch: String,
     #[command(flatten)]
@@ -152,7 +163,9 @@ pub fn undo(store: &Store, args: UndoArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct EditArgs {
+    /// The conversation
     chat_id: String,
+    /// The branch to replace (main: the active view when one is active)
     #[arg(long, default_value = "main")]
     branch: String,
     /// Take the new messages from this TOML file instead of opening an editor
@@ -199,6 +212,12 @@ pub fn edit(store: &Store, args: EditArgs) -> Result<i32, Failure> {
                 say!("no changes");
                 return Ok(0);
             }
+            // As git takes an emptied commit message: saving nothing is giving up, not asking
+            // for an empty branch (`--toml` with an empty file, or `undo`, empties one).
+            if edited.trim().is_empty() {
+                say!("the edited file is empty; nothing changed");
+                return Ok(0);
+            }
             toml_to_messages(&edited).map_err(|e| Failure(format!("the edited TOML: {e}; nothing changed")))?
         }
     };
@@ -233,7 +252,9 @@ fn checked_edit(current: &[Message], edited: Vec<Message>, branch: &str, allow_e
 
 #[derive(clap::Args)]
 pub struct BranchArgs {
+    /// The conversation
     chat_id: String,
+    /// The new branch's name
     name: String,
     /// The branch to copy
     #[arg(long, default_value = "main")]
@@ -250,7 +271,9 @@ pub fn branch(store: &Store, args: BranchArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct BranchesArgs {
+    /// The conversation
     chat_id: String,
+    /// Print the branches and their message counts as JSON
     #[arg(long)]
     json: bool,
 }
@@ -275,8 +298,11 @@ pub fn branches(store: &Store, args: BranchesArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct DiffArgs {
+    /// The conversation
     chat_id: String,
+    /// The first branch: what only it has is shown with `-`
     a: String,
+    /// The second branch: what only it has is shown with `+`
     b: String,
 }
 
@@ -288,11 +314,14 @@ pub fn diff(store: &Store, args: DiffArgs) -> Result<i32, Failure> {
         None => say!("{} and {} are the same", args.a, args.b),
         Some(at) => {
             say!("{} and {} differ from message {}", args.a, args.b, at + 1);
-            for m in &a.messages()[at..] {
-                say!("+ {}: {}", m.role.as_str(), m.content);
-            }
-            for m in &b.messages()[at..] {
-                say!("- {}: {}", m.role.as_str(), m.content);
+            say!("--- {}\n+++ {}", args.a, args.b);
+            // As diff and git: the first side's lines with `-`, the second's with `+`, each line.
+            for (sign, log) in [('-', &a), ('+', &b)] {
+                for m in &log.messages()[at..] {
+                    for line in format!("{}: {}", m.role.as_str(), m.content).split('\n') {
+                        say!("{sign} {line}");
+                    }
+                }
             }
         }
     }
@@ -301,9 +330,12 @@ pub fn diff(store: &Store, args: DiffArgs) -> Result<i32, Failure> {
 
 #[derive(clap::Args)]
 pub struct NextArgs {
+    /// The conversation
     chat_id: String,
+    /// The branch to resume (main: the active view when one is active)
     #[arg(long, default_value = "main")]
     branch: String,
+    /// Print who is next and the rule that decided as JSON
     #[arg(long)]
     json: bool,
 }
@@ -316,7 +348,7 @@ pub fn next(store: &Store, args: NextArgs) -> Result<i32, Failure> {
         Next::Assistant => "assistant",
     };
     if args.json {
-        println!("{}", serde_json::json!({"next": who, "reason": reason.name(), "explanation": reason.describe()}));
+        super::print_json(&serde_json::json!({"next": who, "reason": reason.name(), "explanation": reason.describe()}));
     } else {
         say!("{who}: {}", reason.describe());
     }
@@ -329,10 +361,16 @@ pub(super) fn loaded_messages(store: &Store, chat_id: &str, branch: &str) -> Res
 }
 
 /// `export --format toml`: one branch (the loaded log, as `edit` takes it) as gptme's editable
-/// TOML, on standard output.
-pub fn export_toml(store: &Store, chat_id: &str, branch: &str) -> Result<i32, Failure> {
-    let messages = loaded_messages(store, chat_id, branch)?;
-    super::term::print_document(&messages_to_toml(&messages));
+/// TOML, written to `output` (atomically) or else on standard output.
+pub fn export_toml(store: &Store, chat_id: &str, branch: &str, output: Option<&std::path::Path>) -> Result<i32, Failure> {
+    let toml = messages_to_toml(&loaded_messages(store, chat_id, branch)?);
+    match output {
+        Some(path) => {
+            sessiondb::sync::document::write_file(path, |out| out.write_all(toml.as_bytes()))?;
+            say!("Exported conversation to {}", path.display());
+        }
+        None => super::term::print_document(&toml),
+    }
     Ok(0)
 }
 

@@ -11,6 +11,7 @@ use sessiondb::store::{queries, Store};
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// The conversation
     chat_id: String,
     /// At most N messages
     #[arg(short = 'n', long = "limit", default_value_t = 20)]
@@ -131,12 +132,22 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let result: std::io::Result<()> = (|| {
         writeln!(out, "Reading conversation: {} ({})", visible_line(&name), visible_line(&args.chat_id))?;
         let mut hidden = 0;
+        // With --full, a rule the width of the terminal (at most 80) sets a message of several
+        // lines apart from its neighbours, so that where one ends and the next begins is plain.
+        let rule = "─".repeat(width.clamp(20, 80));
+        let rule = if colour { format!("\x1b[2m{rule}\x1b[0m") } else { rule };
+        let mut previous_multiline = None;
         for (i, m) in messages.iter().take(args.limit).enumerate() {
             if args.full {
                 if m.hide {
                     hidden += 1;
                     continue;
                 }
+                let multiline = m.content.trim_end().contains('\n');
+                if previous_multiline.is_some_and(|p| p || multiline) {
+                    writeln!(out, "{rule}")?;
+                }
+                previous_multiline = Some(multiline);
                 writeln!(out, "{}. {}", start + i + 1, render_full(m, colour))?;
             } else {
                 writeln!(out, "{}. {}", start + i + 1, one_line(m, width))?;

@@ -15,19 +15,30 @@ pub struct RecoverArgs {
     /// Recover from a gptme directory that has not been imported
     #[arg(long, value_name = "PATH", conflicts_with = "chat_id")]
     dir: Option<PathBuf>,
+    /// The branch to rebuild
     #[arg(long, default_value = "main")]
     branch: String,
     /// Replace the branch with what the event log replays to (the current list becomes a backup branch)
     #[arg(long, conflicts_with = "dir")]
     apply: bool,
+    /// Print the comparison as JSON
     #[arg(long)]
     json: bool,
 }
 
-pub fn recover(store: &Store, args: RecoverArgs) -> Result<i32, Failure> {
+impl RecoverArgs {
+    /// With `--dir`, only a directory is read: no database is needed.
+    pub fn reads_a_directory(&self) -> bool {
+        self.dir.is_some()
+    }
+}
+
+/// `recover`; `store` is `None` only when [`RecoverArgs::reads_a_directory`].
+pub fn recover(store: Option<&Store>, args: RecoverArgs) -> Result<i32, Failure> {
+    let stored = || store.expect("a database unless --dir");
     let source = match &args.dir {
         Some(dir) => ops::read_directory_branch(dir, &args.branch)?,
-        None => ops::read_stored_branch(store, args.chat_id.as_deref().expect("required without --dir"), &args.branch)?,
+        None => ops::read_stored_branch(stored(), args.chat_id.as_deref().expect("required without --dir"), &args.branch)?,
     };
     let Recovery { event_log, recovered, current, difference } = source.compare();
     if args.apply {
@@ -36,7 +47,7 @@ pub fn recover(store: &Store, args: RecoverArgs) -> Result<i32, Failure> {
         }
         let chat_id = args.chat_id.as_deref().expect("--apply needs CHAT_ID");
         if difference.is_some() {
-            let backup = with_session(store, chat_id, |s| s.apply_recovery(&args.branch, &recovered))?;
+            let backup = with_session(stored(), chat_id, |s| s.apply_recovery(&args.branch, &recovered))?;
             say!("replaced {} with {} recovered messages; backup branch: {backup}", args.branch, recovered.len());
         } else {
             say!("{} already equals its event log; nothing changed", args.branch);
@@ -44,16 +55,13 @@ pub fn recover(store: &Store, args: RecoverArgs) -> Result<i32, Failure> {
         return Ok(0);
     }
     if args.json {
-        say!(
-            "{}",
-            serde_json::json!({
-                "event_log": event_log,
-                "messages": recovered.len(),
-                "current": current,
-                "equal": difference.is_none(),
-                "first_difference": difference,
-            })
-        );
+        super::print_json(&serde_json::json!({
+            "event_log": event_log,
+            "messages": recovered.len(),
+            "current": current,
+            "equal": difference.is_none(),
+            "first_difference": difference,
+        }));
     } else if !event_log {
         say!("no event log: nothing to recover");
     } else {

@@ -21,6 +21,7 @@ pub struct Args {
     /// At most N conversations
     #[arg(short = 'n', long = "limit", default_value_t = 20)]
     limit: usize,
+    /// Print the results as JSON
     #[arg(long)]
     json: bool,
     /// Only messages of this role

@@ -9,6 +9,7 @@ use sessiondb::store::{queries, Store};
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// The conversation
     chat_id: String,
     /// The branch to show
     #[arg(long, default_value = "main")]

@@ -1,6 +1,6 @@
 //! `sessiondb stats [CHAT_ID]`: figures across conversations, or for one.
 
-use super::term::say;
+use super::term::{self, say};
 use super::Failure;
 use sessiondb::store::stats::{self, Breakdown};
 use sessiondb::store::Store;
@@ -18,6 +18,7 @@ pub struct Args {
     /// Include test and eval conversations
     #[arg(long)]
     all: bool,
+    /// Print the figures as JSON
     #[arg(long)]
     json: bool,
 }
@@ -187,9 +188,10 @@ fn print_overview(data: &serde_json::Value, since: Option<&str>, width: usize) {
     let figures = 2 + 2 + 5 + 6 + 2 + 6 + 4 + 2 + 9;
     let model_width = width.saturating_sub(figures).clamp(12, 60);
     let row = |label: &str, m: &serde_json::Value| {
-        let label = shorten(label, model_width);
+        // Cut from the start: a model's name ends with what tells it apart.
+        let label = term::pad(&term::cut_start(&term::visible_line(label), model_width), model_width);
         let tok = n(&m["input_tokens"]).saturating_add(n(&m["output_tokens"]));
-        say!("  {label:model_width$}  {:>5} convs  {:>6} tok  {:>9}", n(&m["conversations"]), tokens(tok), cost(&m["cost"]));
+        say!("  {label}  {:>5} convs  {:>6} tok  {:>9}", n(&m["conversations"]), tokens(tok), cost(&m["cost"]));
     };
     say!("\nBy Model");
     for (model, m) in data["by_model"].as_object().into_iter().flatten() {
@@ -221,14 +223,4 @@ fn print_overview(data: &serde_json::Value, since: Option<&str>, width: usize) {
             say!("  {day} ({weekday}): {count:>3} {bar}");
         }
     }
-}
-
-/// `text` cut to `width` terminal cells, with an ellipsis when cut.
-fn shorten(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }

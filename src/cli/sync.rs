@@ -13,7 +13,7 @@ use sessiondb::sync::watch::{watch, WatchEvent};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// gptme's logs root [default: $GPTME_LOGS_HOME, else $XDG_DATA_HOME/gptme/logs, else
+    /// gptme's logs root [default: $GPTME_LOGS_HOME, else `logs` in config.toml, else $XDG_DATA_HOME/gptme/logs, else
     /// ~/.local/share/gptme/logs]
     logs_dir: Option<PathBuf>,
     /// Report what would be done, and change nothing

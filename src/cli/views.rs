@@ -11,15 +11,26 @@ use sessiondb::store::Store;
 pub enum ViewCommand {
     /// Create (or replace) a compacted view from a TOML file of messages
     Create {
+        /// The conversation
         chat_id: String,
+        /// The view's name (views/NAME.jsonl)
         name: String,
+        /// The view's messages, in gptme's editable TOML
         #[arg(long, value_name = "FILE")]
         toml: PathBuf,
     },
     /// Make a view active: appends then go to main and the view
-    Use { chat_id: String, name: String },
+    Use {
+        /// The conversation
+        chat_id: String,
+        /// The view to make active
+        name: String,
+    },
     /// Deactivate the view
-    Off { chat_id: String },
+    Off {
+        /// The conversation
+        chat_id: String,
+    },
 }
 
 pub fn view(store: &Store, command: ViewCommand) -> Result<i32, Failure> {

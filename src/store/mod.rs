@@ -51,6 +51,13 @@ pub enum StoreError {
     NewerSchema { found: i64, supported: i64 },
     #[error("cannot create the database at {path}")]
     Create { path: PathBuf, source: std::io::Error },
+    /// Only commands that write create a database ([`Store::open`]); the others
+    /// ([`Store::open_existing`]) say where none was found and how to make one.
+    #[error("no database at {path}: `sessiondb import` creates one from gptme's logs")]
+    NoDatabase { path: PathBuf },
+    /// The path is taken, by something SQLite cannot use as a database.
+    #[error("{path} is not a database: {why}")]
+    NotADatabase { path: PathBuf, why: String },
     #[error("{path}")]
     Io { path: String, source: std::io::Error },
     #[error("the store is inconsistent: {0}; run `sessiondb import` again from the gptme directories")]
@@ -154,8 +161,9 @@ pub const FLUSH_WAIT_MS: u64 = 250;
 
 impl Store {
     /// Opens (creating when absent, with mode 0600) the database at `path` and brings its
-    /// schema up to date.
+    /// schema up to date. For commands that write; the others take [`Store::open_existing`].
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        check_usable(path)?;
         let created = create_private_file(path).map_err(|source| StoreError::Create { path: path.to_owned(), source })?;
         if created {
             // 8 KiB pages suit rows of about a kilobyte (a message): 6% faster imports and an
@@ -163,6 +171,7 @@ impl Store {
             let conn = rusqlite::Connection::open(path)?;
             conn.execute_batch("PRAGMA page_size = 8192; PRAGMA journal_mode = WAL;")?;
         }
+        probe(path)?;
         // Each pooled connection is used by one thread at a time, so SQLite's own mutexes are
         // pure overhead (about 5% of an import).
         let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_CREATE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -188,6 +197,17 @@ impl Store {
         schema::migrate(&mut conn)?;
         drop(conn);
         Ok(Store { pool, path: path.to_owned() })
+    }
+
+    /// [`Store::open`] a database that must exist already: a path where there is none is
+    /// [`StoreError::NoDatabase`], and nothing is created (a mistyped `--db` must not look like
+    /// an empty history).
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        check_usable(path)?;
+        if std::fs::symlink_metadata(path).is_err() {
+            return Err(StoreError::NoDatabase { path: path.to_owned() });
+        }
+        Store::open(path)
     }
 
     pub fn connection(&self) -> Result<Connection, StoreError> {
@@ -218,6 +238,31 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// Fails at once, naming `path`, when something that cannot be a database is there: a
+/// directory (the pool would otherwise retry opening it for its whole connection timeout).
+pub fn check_usable(path: &Path) -> Result<(), StoreError> {
+    if path.is_dir() {
+        return Err(StoreError::NotADatabase { path: path.to_owned(), why: "it is a directory; give the database file".into() });
+    }
+    Ok(())
+}
+
+/// Opens `path` once, outside the pool, and reads its header, so that a file SQLite cannot
+/// use fails at once with what is wrong, instead of the pool retrying it until its timeout.
+fn probe(path: &Path) -> Result<(), StoreError> {
+    let not_a_database = |e: rusqlite::Error| {
+        let why = match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::NotADatabase) => "it is not an SQLite database file".to_owned(),
+            _ => e.to_string(),
+        };
+        StoreError::NotADatabase { path: path.to_owned(), why }
+    };
+    let conn = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(not_a_database)?;
+    conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS as u64)).map_err(not_a_database)?;
+    conn.query_row("PRAGMA schema_version", [], |_| Ok(())).map_err(not_a_database)
 }
 
 /// Creates the database file (and its parent directories) readable by the owner only; an

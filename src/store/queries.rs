@@ -83,7 +83,8 @@ pub enum SortBy {
 pub struct ListFilter {
     pub include_test: bool,
     pub limit: Option<usize>,
-    /// Only conversations whose last model is this.
+    /// Only conversations whose last model matches this, ignoring case: a glob when it has `*`
+    /// or `?` (`*sonnet*`), else any part of the name (`gpt-4` finds `openai/gpt-4o`).
     pub model: Option<String>,
     /// Only conversations modified in `[since, until)` (epoch seconds).
     pub since: Option<f64>,
@@ -126,6 +127,13 @@ pub fn visit_filtered<E: From<StoreError>>(conn: &Connection, f: &ListFilter, mu
     Ok(())
 }
 
+/// How many conversations [`visit_filtered`] would list without `f.limit`.
+pub fn count_filtered(conn: &Connection, f: &ListFilter) -> Result<usize, StoreError> {
+    let (sql, args) = listing_sql(&ListFilter { limit: None, ..f.clone() });
+    let n: i64 = conn.query_row(&format!("SELECT count(*) FROM ({sql})"), rusqlite::params_from_iter(args), |r| r.get(0))?;
+    Ok(n as usize)
+}
+
 /// The listing's statement and its arguments.
 fn listing_sql(f: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
     let mut filters: Vec<String> = Vec::new();
@@ -141,7 +149,9 @@ fn listing_sql(f: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
         filters.push(format!("NOT {}", crate::layout::test_ids_sql("chat_id")));
     }
     if let Some(m) = &f.model {
-        filters.push(format!("model = {}", arg(m.clone().into())));
+        let p = arg(m.to_lowercase().into());
+        // SQLite's lower() folds ASCII only, as model names are.
+        filters.push(if m.contains(['*', '?']) { format!("lower(model) GLOB {p}") } else { format!("instr(lower(model), {p}) > 0") });
     }
     if let Some(t) = f.since {
         filters.push(format!("modified >= {}", arg(t.into())));

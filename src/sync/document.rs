@@ -61,17 +61,12 @@ pub fn write_document(conn: &Connection, chat_id: &str, branch: &str, format: Fo
     stream(conn, chat_id, &loaded, format, out)?.and_then(|()| out.flush()).map_err(|source| DocumentError::Write { path: None, source })
 }
 
-/// Writes the loaded log of `branch` as a document in `format` to the file `path`, atomically.
-/// As any program's `open(O_CREAT)` would: a new file under the umask; a file being replaced
-/// keeps its mode.
+/// Writes the loaded log of `branch` as a document in `format` to the file `path`, atomically
+/// ([`write_file`]).
 pub fn write_document_file(conn: &Connection, chat_id: &str, branch: &str, format: Format, path: &Path) -> Result<(), DocumentError> {
     let loaded = loaded(conn, chat_id, branch)?;
-    let mode = match std::fs::symlink_metadata(path) {
-        Ok(m) if m.is_file() => crate::fs::meta::mode_bits(&m),
-        _ => crate::fs::meta::new_file_mode(),
-    };
     let mut failed = None;
-    let written = crate::fs::atomic::write_atomic(path, mode, crate::fs::meta::now_ns(), |out| {
+    let written = write_file(path, |out| {
         stream(conn, chat_id, &loaded, format, out).unwrap_or_else(|e| {
             let reason = io::Error::other(crate::cause::chain(&e));
             failed = Some(e);
@@ -81,5 +76,16 @@ pub fn write_document_file(conn: &Connection, chat_id: &str, branch: &str, forma
     if let Some(e) = failed {
         return Err(e.into());
     }
-    written.map_err(|source| DocumentError::Write { path: Some(path.to_owned()), source })
+    written
+}
+
+/// Writes a document (`write`'s output: `export --format toml`'s text, say) to the file `path`,
+/// atomically. As any program's `open(O_CREAT)` would: a new file under the umask; a file
+/// being replaced keeps its mode; a link at `path` is replaced, not followed.
+pub fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(), DocumentError> {
+    let mode = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => crate::fs::meta::mode_bits(&m),
+        _ => crate::fs::meta::new_file_mode(),
+    };
+    crate::fs::atomic::write_atomic(path, mode, crate::fs::meta::now_ns(), write).map_err(|source| DocumentError::Write { path: Some(path.to_owned()), source })
 }

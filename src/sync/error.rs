@@ -52,4 +52,11 @@ pub enum SyncError {
              Write them out first (`sessiondb sync`, or `sessiondb export --to DIR {chat_id}` to keep a copy elsewhere), or pass --force to discard them"
     )]
     QueuedChanges { chat_id: String, dir: PathBuf, where_: &'static str },
+    /// A directory given as the logs root that holds things, but no conversation: not a logs
+    /// root (a conversation's `branches/`, say, or the wrong folder).
+    #[error(
+        "{dir}: no conversation here; give gptme's logs root, the directory that holds one directory per conversation \
+         (each with a conversation.jsonl), or one conversation's directory"
+    )]
+    NotALogsRoot { dir: PathBuf },
 }

@@ -66,10 +66,24 @@ pub enum Progress<'a> {
 }
 
 /// Imports every conversation directory of `logs_root` into `store` (see the module's
-/// invariant), telling `progress` what happens.
+/// invariant), telling `progress` what happens. `logs_root` may also be one conversation's
+/// directory (it has a `conversation.jsonl`): that conversation is imported. A directory that
+/// holds something, but no conversation, is [`SyncError::NotALogsRoot`]; an empty one imports
+/// nothing (gptme has not written anything yet).
 pub fn import_root(store: &Store, logs_root: &Path, progress: &mut dyn FnMut(Progress<'_>)) -> Result<ImportReport, SyncError> {
     let started = Instant::now();
-    let (dirs, others) = ingest::conversation_dirs(logs_root)?;
+    let (dirs, others) = if crate::layout::is_conversation_dir(logs_root) {
+        // Its own name is the chat id: resolved, so that `.` or `chat/..` name it too.
+        let dir = std::fs::canonicalize(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?;
+        (vec![dir], Vec::new())
+    } else {
+        let (dirs, others) = ingest::conversation_dirs(logs_root)?;
+        let empty = std::fs::read_dir(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?.next().is_none();
+        if dirs.is_empty() && !empty {
+            return Err(SyncError::NotALogsRoot { dir: logs_root.to_owned() });
+        }
+        (dirs, others)
+    };
     let mut report = ImportReport { skipped: others.len() as u64, ..ImportReport::default() };
     for dir in &others {
         progress(Progress::NotAConversation { dir });

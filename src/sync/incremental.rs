@@ -130,6 +130,26 @@ fn compare(f: &Found, s: &StoredEntry) -> Same {
     }
 }
 
+/// Whether all that the documents in `grown` gained is part of a last line with no newline yet:
+/// bytes past the watermark, none of them a newline. [`apply_growth`] takes in whole lines
+/// only, so a pass finds nothing to read in such a directory until gptme ends the line (or, for
+/// a line cut off for good, until `sessiondb import` reads the conversation whole).
+pub fn only_unfinished_lines(dir: &Path, grown: &[Grown]) -> std::io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut gained = false;
+    for g in grown {
+        let mut file = crate::fs::nofollow::open_regular(&dir.join(&g.rel))?;
+        file.seek(SeekFrom::Start(g.mark.size))?;
+        let mut tail = Vec::new();
+        file.read_to_end(&mut tail)?;
+        if tail.contains(&b'\n') {
+            return Ok(false);
+        }
+        gained |= !tail.is_empty();
+    }
+    Ok(gained)
+}
+
 /// Extends stored conversation `conversation_id` with the lines its grown documents gained, in
 /// a savepoint of `batch`. Returns `None` (having written nothing) when a file turns out not to
 /// have only grown after all: the caller then reads the conversation whole.

@@ -18,6 +18,10 @@ pub struct SyncState {
     pub in_step: u64,
     /// Directories changed since (the next `sync` reads them).
     pub changed: Vec<String>,
+    /// Directories whose only change is a last line without its newline, in a transcript or
+    /// event log: gptme is writing it, or it was cut off. `sync` reads whole lines only, so it
+    /// has nothing to read there yet; `import` keeps a cut-off line as it is.
+    pub unfinished: Vec<String>,
     /// Conversations with changes queued in the store (the next `sync` writes them).
     pub queued: Vec<String>,
     /// Directories the store does not have yet.
@@ -37,16 +41,24 @@ pub struct SyncState {
 
 /// Compares every conversation directory under `logs_root` with the store. Reads metadata only.
 pub fn sync_state(conn: &crate::store::Connection, logs_root: &Path) -> Result<SyncState, IngestError> {
+    sync_state_with_progress(conn, logs_root, &mut |_, _| {})
+}
+
+/// [`sync_state`], telling `progress` after each conversation directory how many are done and
+/// how many there are (thousands of directories take seconds: a caller can show how far it is).
+pub fn sync_state_with_progress(conn: &crate::store::Connection, logs_root: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<SyncState, IngestError> {
     let root = std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?;
     let mut state = SyncState { logs_dir: root.display().to_string(), ..SyncState::default() };
     let (dirs, _) = ingest::conversation_dirs(&root)?;
-    let stored: std::collections::HashMap<String, (Vec<u8>, bool)> = queries::conversations_in(conn, &root)
+    let stored: std::collections::HashMap<String, (i64, Vec<u8>, bool)> = queries::conversations_in(conn, &root)
         .map_err(|source| IngestError::Store { path: root.clone(), source })?
         .into_iter()
-        .map(|(chat, c)| (chat, (c.fingerprint, c.queued)))
+        .map(|(chat, c)| (chat, (c.id, c.fingerprint, c.queued)))
         .collect();
     let mut on_disk = std::collections::HashSet::new();
-    for dir in dirs {
+    let total = dirs.len() as u64;
+    for (done, dir) in dirs.into_iter().enumerate() {
+        progress(done as u64, total);
         let Some(name) = dir.file_name().and_then(|n| n.to_str()).map(str::to_owned) else { continue };
         on_disk.insert(name.clone());
         // `dir` is under the absolute `root`, so it is already the path fingerprints are taken of.
@@ -56,12 +68,15 @@ pub fn sync_state(conn: &crate::store::Connection, logs_root: &Path) -> Result<S
         }
         match stored.get(&name) {
             None => state.not_imported.push(name),
-            Some((fingerprint, queued)) => {
+            Some((id, fingerprint, queued)) => {
                 if *queued {
                     state.queued.push(name.clone());
                 }
                 if fingerprint_of(&dir, &listing.entries) == *fingerprint {
                     state.in_step += 1;
+                } else if unfinished_only(conn, *id, &dir)? {
+                    // As `sync` sees it: nothing to read until the line ends.
+                    state.unfinished.push(name);
                 } else {
                     state.displaced.extend(super::acknowledged::check(conn, &name, &dir)?);
                     state.changed.push(name);
@@ -69,11 +84,12 @@ pub fn sync_state(conn: &crate::store::Connection, logs_root: &Path) -> Result<S
             }
         }
     }
+    progress(total, total);
     let mut gone: Vec<String> = stored.keys().filter(|c| !on_disk.contains(*c)).cloned().collect();
     gone.sort();
     state.stranded = gone
         .iter()
-        .filter(|c| stored.get(*c).is_some_and(|(_, queued)| *queued))
+        .filter(|c| stored.get(*c).is_some_and(|(_, _, queued)| *queued))
         .map(|c| super::pass::Stranded { chat_id: c.clone(), dir: root.join(c).display().to_string() })
         .collect();
     state.deleted = gone;
@@ -114,4 +130,15 @@ pub fn behind(conn: &crate::store::Connection, logs_root: &Path) -> Result<Behin
         }
     }
     Ok(behind)
+}
+
+/// Whether the only change to stored conversation `id` in `dir` is an unfinished last line
+/// (see [`super::incremental::only_unfinished_lines`]): `sync` would read nothing there.
+fn unfinished_only(conn: &crate::store::Connection, id: i64, dir: &Path) -> Result<bool, IngestError> {
+    match super::incremental::plan(conn, id, dir)?.plan {
+        super::incremental::Plan::Grow(grown) => {
+            super::incremental::only_unfinished_lines(dir, &grown).map_err(|source| IngestError::Io { path: dir.to_owned(), source })
+        }
+        _ => Ok(false),
+    }
 }
