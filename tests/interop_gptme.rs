@@ -459,3 +459,29 @@ fn stats_text_shows_what_gptme_shows() {
     let last = |text: &str| text.split("Last Message").nth(1).map(|s| s.trim().to_owned());
     assert_eq!(last(&ours), last(&theirs));
 }
+
+/// Issue 16, item 14: `list --metadata` shows each conversation as gptme's
+/// `chats list --metadata` does, line for line.
+#[test]
+fn list_metadata_matches_gptme() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    assert!(Command::new("cp").arg("-a").arg(fixtures()).arg(&logs).status().unwrap().success());
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let ours = String::from_utf8(run_ok(sessiondb(&db).args(["list", "--metadata", "-n", "18"]).env("TZ", "UTC")).stdout).unwrap();
+    let copy = work.path().join("copy");
+    assert!(Command::new("cp").arg("-a").arg(&logs).arg(&copy).status().unwrap().success());
+    let util = gptme_python().parent().unwrap().join("gptme-util");
+    let out = Command::new(util)
+        .args(["chats", "list", "--metadata", "-n", "18"])
+        .env("GPTME_LOGS_HOME", &copy)
+        .env("HOME", work.path())
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // sessiondb shows a name's control characters escaped (a tab as `\t`); gptme prints them.
+    let theirs = String::from_utf8_lossy(&out.stdout).replace('\t', "\\t");
+    assert_eq!(ours.trim_end(), theirs.trim_end());
+}

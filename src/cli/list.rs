@@ -41,6 +41,10 @@ pub struct Args {
     /// Smallest (or oldest) first: the listing in exactly the reverse order
     #[arg(long)]
     reverse: bool,
+    /// Each conversation in full, as gptme's `chats list --metadata`: id, messages, created,
+    /// modified, duration, model, tokens, cost, last message
+    #[arg(long, conflicts_with = "json")]
+    metadata: bool,
 }
 
 /// `--sort`: the command line's names for [`SortBy`].
@@ -139,7 +143,13 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let result = if args.json { write_json(&mut out, &conn, &filter) } else { write_table(&mut out, &conn, &filter) };
+    let result = if args.json {
+        write_json(&mut out, &conn, &filter)
+    } else if args.metadata {
+        write_metadata(&mut out, &conn, &filter)
+    } else {
+        write_table(&mut out, &conn, &filter)
+    };
     // A reader that went away (`| head`) ends the process by SIGPIPE (see src/main.rs).
     result.and_then(|_| out.flush().map_err(ListError::from))?;
     Ok(0)
@@ -211,6 +221,40 @@ impl Layout {
 /// The table: time, count, cost, model, then the chat id, whole, and the display name when
 /// there is one; the last message's preview below. Colour only on a terminal, and not with
 /// `NO_COLOR`.
+/// `--metadata`: a block per conversation, with what gptme's `chats list --metadata` shows.
+fn write_metadata(out: &mut impl Write, conn: &sessiondb::store::Connection, filter: &ListFilter) -> Result<(), ListError> {
+    let rows = queries::list_filtered(conn, filter)?;
+    writeln!(out, "Recent conversations (showing up to {}):", filter.limit.unwrap_or(rows.len()))?;
+    for (i, c) in rows.iter().enumerate() {
+        let line = |text: String| term::visible_line(&text).into_owned();
+        let (input, output) = (c.total_input_tokens, c.total_output_tokens);
+        writeln!(out, "\n{:>2}. {}", i + 1, line(format!("{} (id: {})", c.name, c.chat_id)))?;
+        writeln!(out, "     Messages: {}", c.messages)?;
+        writeln!(out, "     Created:  {}", format_utc(c.created).replace('T', " "))?;
+        writeln!(out, "     Modified: {}", format_utc(c.modified).replace('T', " "))?;
+        writeln!(out, "     Duration: {}", super::human_duration((c.modified - c.created).max(0.0) as i64))?;
+        // What gptme leaves out when there is nothing to say: one branch, no model, no tokens,
+        // no cost (a cost that is not a number is something to say).
+        if c.branches > 1 {
+            writeln!(out, "     ({} branches)", c.branches)?;
+        }
+        if let Some(model) = c.model.as_deref().filter(|m| !m.is_empty()) {
+            writeln!(out, "     Model:    {}", line(model.to_owned()))?;
+        }
+        let total = input.saturating_add(output);
+        if total != 0 {
+            writeln!(out, "     Tokens:   {} total ({} in / {} out)", super::human_tokens(total), super::human_tokens(input), super::human_tokens(output))?;
+        }
+        if c.total_cost != Some(0.0) {
+            writeln!(out, "     Cost:     {}", super::short_dollars(c.total_cost))?;
+        }
+        if let Some(preview) = c.last_message_preview.as_deref().filter(|p| !p.is_empty()) {
+            writeln!(out, "     Last:     {}", line(format!("{}: {preview}", c.last_message_role.as_deref().unwrap_or("last"))))?;
+        }
+    }
+    Ok(())
+}
+
 fn write_table(out: &mut impl Write, conn: &sessiondb::store::Connection, filter: &ListFilter) -> Result<(), ListError> {
     use std::io::IsTerminal;
     let terminal = std::io::stdout().is_terminal();

@@ -362,6 +362,38 @@ pub(crate) fn dollars(cost: Option<f64>) -> String {
     }
 }
 
+/// A token count for people: 1234 → 1.2K, 2500000 → 2.5M.
+pub(crate) fn human_tokens(n: i64) -> String {
+    if n >= 1_000_000 {
+        format!("{:.1}M", n as f64 / 1e6)
+    } else if n >= 1_000 {
+        format!("{:.1}K", n as f64 / 1e3)
+    } else {
+        n.to_string()
+    }
+}
+
+/// A duration as gptme words it: `3d 4h`, `2h 5m`, `4m 10s`, `12s`.
+pub(crate) fn human_duration(seconds: i64) -> String {
+    let (d, h, m, s) = (seconds / 86_400, seconds % 86_400 / 3_600, seconds % 3_600 / 60, seconds % 60);
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s}s"),
+        (0, 0, _) => format!("{m}m {s}s"),
+        (0, _, _) => format!("{h}h {m}m"),
+        _ => format!("{d}d {h}h"),
+    }
+}
+
+/// A cost as gptme's summaries show one (`stats`, `list --metadata`): cents at a cent or more,
+/// else four decimals; a cost that is not a number is `$nan`, as gptme prints it.
+pub(crate) fn short_dollars(cost: Option<f64>) -> String {
+    match cost {
+        Some(c) if c.is_finite() && c.abs() >= 0.01 => format!("${c:.2}"),
+        Some(c) if c.is_finite() => format!("${c:.4}"),
+        other => dollars(other),
+    }
+}
+
 /// Formats a byte count for people.
 fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];

@@ -1,7 +1,7 @@
 //! `sessiondb stats [CHAT_ID]`: figures across conversations, or for one.
 
 use super::term::{self, say};
-use super::Failure;
+use super::{human_duration, human_tokens, Failure};
 use sessiondb::store::stats::{self, Breakdown};
 use sessiondb::store::Store;
 
@@ -43,25 +43,9 @@ impl From<By> for Breakdown {
     }
 }
 
-/// A token count for people: 1234 → 1.2K, 2500000 → 2.5M.
-fn tokens(n: i64) -> String {
-    if n >= 1_000_000 {
-        format!("{:.1}M", n as f64 / 1e6)
-    } else if n >= 1_000 {
-        format!("{:.1}K", n as f64 / 1e3)
-    } else {
-        n.to_string()
-    }
-}
-
-/// A cost for people, as gptme shows one: cents at a cent or more, else four decimals; a cost
-/// that is not a number (JSON null: gptme's NaN) is `nan`, as gptme prints it.
+/// A cost of the JSON data, as gptme shows one ([`super::short_dollars`]).
 fn cost(v: &serde_json::Value) -> String {
-    match v.as_f64() {
-        Some(c) if c.abs() >= 0.01 => format!("${c:.2}"),
-        Some(c) => format!("${c:.4}"),
-        None => "$nan".into(),
-    }
+    super::short_dollars(v.as_f64())
 }
 
 /// `key=count, …` of a JSON object of counts.
@@ -73,17 +57,6 @@ fn counts(v: &serde_json::Value) -> String {
 fn local_minute(v: &serde_json::Value) -> String {
     let text = v.as_str().unwrap_or("");
     chrono::DateTime::parse_from_rfc3339(text).map(|t| t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M").to_string()).unwrap_or_else(|_| text.to_owned())
-}
-
-/// A duration as gptme words it: `3d 4h`, `2h 5m`, `4m 10s`, `12s`.
-fn duration(seconds: i64) -> String {
-    let (d, h, m, s) = (seconds / 86_400, seconds % 86_400 / 3_600, seconds % 3_600 / 60, seconds % 60);
-    match (d, h, m) {
-        (0, 0, 0) => format!("{s}s"),
-        (0, 0, _) => format!("{m}m {s}s"),
-        (0, _, _) => format!("{h}h {m}m"),
-        _ => format!("{d}d {h}h"),
-    }
 }
 
 /// What share of the input tokens were read from the cache, as a whole percentage.
@@ -140,15 +113,15 @@ fn print_conversation(data: &serde_json::Value) {
     }
     say!("  Started:              {}", data["started"].as_str().unwrap_or("-"));
     say!("  Ended:                {}", data["ended"].as_str().unwrap_or("-"));
-    say!("  Duration:             {}", duration(n(&data["duration_seconds"])));
+    say!("  Duration:             {}", human_duration(n(&data["duration_seconds"])));
     say!("  Workspace:            {}", data["workspace"].as_str().unwrap_or("-"));
     let u = &data["usage"];
     if n(&u["total_tokens"]) != 0 || u["cost"].as_f64() != Some(0.0) {
         say!("\nToken Usage & Cost");
-        say!("  Input tokens:         {:>8}  ({}% cached)", tokens(n(&u["input_tokens"])), cached_share(n(&u["input_tokens"]), n(&u["cache_read_tokens"])));
-        say!("  Output tokens:        {:>8}", tokens(n(&u["output_tokens"])));
-        say!("  Cache writes:         {:>8}", tokens(n(&u["cache_creation_tokens"])));
-        say!("  Total tokens:         {:>8}", tokens(n(&u["total_tokens"])));
+        say!("  Input tokens:         {:>8}  ({}% cached)", human_tokens(n(&u["input_tokens"])), cached_share(n(&u["input_tokens"]), n(&u["cache_read_tokens"])));
+        say!("  Output tokens:        {:>8}", human_tokens(n(&u["output_tokens"])));
+        say!("  Cache writes:         {:>8}", human_tokens(n(&u["cache_creation_tokens"])));
+        say!("  Total tokens:         {:>8}", human_tokens(n(&u["total_tokens"])));
         say!("  Total cost:           {:>9}", cost(&u["cost"]));
     }
     if let Some(last) = data["last_message"].as_object() {
@@ -191,7 +164,7 @@ fn print_overview(data: &serde_json::Value, since: Option<&str>, width: usize) {
         // Cut from the start: a model's name ends with what tells it apart.
         let label = term::pad(&term::cut_start(&term::visible_line(label), model_width), model_width);
         let tok = n(&m["input_tokens"]).saturating_add(n(&m["output_tokens"]));
-        say!("  {label}  {:>5} convs  {:>6} tok  {:>9}", n(&m["conversations"]), tokens(tok), cost(&m["cost"]));
+        say!("  {label}  {:>5} convs  {:>6} tok  {:>9}", n(&m["conversations"]), human_tokens(tok), cost(&m["cost"]));
     };
     say!("\nBy Model");
     for (model, m) in data["by_model"].as_object().into_iter().flatten() {
@@ -205,10 +178,10 @@ fn print_overview(data: &serde_json::Value, since: Option<&str>, width: usize) {
     }
     let (input, output) = (n(&data["total_input_tokens"]), n(&data["total_output_tokens"]));
     say!("\nToken Usage & Cost");
-    say!("  Input tokens:   {:>8}  ({}% cached)", tokens(input), cached_share(input, n(&data["total_cache_read_tokens"])));
-    say!("  Output tokens:  {:>8}", tokens(output));
-    say!("  Cache writes:   {:>8}", tokens(n(&data["total_cache_creation_tokens"])));
-    say!("  Total tokens:   {:>8}", tokens(input.saturating_add(output)));
+    say!("  Input tokens:   {:>8}  ({}% cached)", human_tokens(input), cached_share(input, n(&data["total_cache_read_tokens"])));
+    say!("  Output tokens:  {:>8}", human_tokens(output));
+    say!("  Cache writes:   {:>8}", human_tokens(n(&data["total_cache_creation_tokens"])));
+    say!("  Total tokens:   {:>8}", human_tokens(input.saturating_add(output)));
     say!("  Total cost:     {:>9}", cost(&data["total_cost"]));
     if let Some(days) = data["by_day"].as_object().filter(|d| !d.is_empty()) {
         say!("\nDaily Activity (last {} days)", days.len());
