@@ -245,23 +245,29 @@ fn export_refuses_a_conversation_a_live_gptme_holds() {
 /// gptme's `chats stats --json` output, overall or for one conversation, on a copy of `logs`,
 /// with paths into the copy rewritten to `logs`.
 fn gptme_stats(logs: &Path, chat_id: Option<&str>) -> serde_json::Value {
+    // gptme prints NaN for a NaN cost; serde_json cannot read it.
+    let text = run_gptme_stats(logs, chat_id, true).replace("NaN", "null");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// gptme's `conversation_stats` (as `chats stats` runs it, tools loaded, TZ=UTC) on a copy of
+/// `logs`, as JSON or as text; the copy's path in the output reads as `logs`.
+fn run_gptme_stats(logs: &Path, chat_id: Option<&str>, as_json: bool) -> String {
     let work = tempfile::tempdir().unwrap();
     let copy = work.path().join("logs");
     assert!(Command::new("cp").arg("-a").arg(logs).arg(&copy).status().unwrap().success());
-    let script = "import sys, io, json, contextlib\nfrom gptme.cli.cmd_chats import _ensure_tools\nfrom gptme.tools.chats import conversation_stats\n_ensure_tools()\nbuf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n    conversation_stats(as_json=True, conversation_id=(sys.argv[1] or None))\nprint(json.dumps(json.loads(buf.getvalue())))\n";
+    let script = "import sys\nfrom gptme.cli.cmd_chats import _ensure_tools\nfrom gptme.tools.chats import conversation_stats\n_ensure_tools()\nconversation_stats(as_json=sys.argv[2] == 'json', conversation_id=(sys.argv[1] or None))\n";
     let out = Command::new(gptme_python())
-        .args(["-c", script, chat_id.unwrap_or("")])
+        .args(["-c", script, chat_id.unwrap_or(""), if as_json { "json" } else { "text" }])
         .env("GPTME_LOGS_HOME", &copy)
         .env("HOME", work.path())
         .env("TZ", "UTC")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    // gptme prints NaN for a NaN cost; serde_json cannot read it.
-    let text = String::from_utf8_lossy(&out.stdout).replace("NaN", "null");
     let copy = fs::canonicalize(&copy).unwrap().display().to_string();
     let logs = fs::canonicalize(logs).unwrap().display().to_string();
-    serde_json::from_str(&text.replace(&copy, &logs)).unwrap()
+    String::from_utf8_lossy(&out.stdout).replace(&copy, &logs)
 }
 
 #[test]
@@ -363,23 +369,9 @@ fn markdown_export_matches_gptme() {
     }
 }
 
-/// gptme's `chats stats` as text (TZ=UTC), on a copy of `logs`.
+/// gptme's `chats stats` as text.
 fn gptme_stats_text(logs: &Path, chat_id: Option<&str>) -> String {
-    let work = tempfile::tempdir().unwrap();
-    let copy = work.path().join("logs");
-    assert!(Command::new("cp").arg("-a").arg(logs).arg(&copy).status().unwrap().success());
-    let script = "import sys\nfrom gptme.cli.cmd_chats import _ensure_tools\nfrom gptme.tools.chats import conversation_stats\n_ensure_tools()\nconversation_stats(as_json=False, conversation_id=(sys.argv[1] or None))\n";
-    let out = Command::new(gptme_python())
-        .args(["-c", script, chat_id.unwrap_or("")])
-        .env("GPTME_LOGS_HOME", &copy)
-        .env("HOME", work.path())
-        .env("TZ", "UTC")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let copy = fs::canonicalize(&copy).unwrap().display().to_string();
-    let logs = fs::canonicalize(logs).unwrap().display().to_string();
-    String::from_utf8_lossy(&out.stdout).replace(&copy, &logs)
+    run_gptme_stats(logs, chat_id, false)
 }
 
 /// The line of `text` that starts (after indentation) with `label`, trimmed.

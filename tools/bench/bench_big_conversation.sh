@@ -49,24 +49,7 @@ CHAT="big-conversation"
 DB="$WORK/sessions.db"
 mkdir -p "$LOGS/$CHAT/files"
 
-python3 - "$LOGS/$CHAT" "$MESSAGES" <<'PY'
-import sys
-d, n = sys.argv[1], int(sys.argv[2])
-filler = ("lorem ipsum dolor sit amet " * 40)[:900]
-with open(f"{d}/conversation.jsonl", "w") as f:
-    for i in range(n):
-        t = "2026-07-01T%02d:%02d:%02d.%06d" % ((i // 3600) % 24, (i // 60) % 60, i % 60, 1 + i % 999998)
-        if i % 2 == 0:
-            line = '{"role": "user", "content": "message %d: %s", "timestamp": "%s"}' % (i, filler, t)
-        else:
-            line = ('{"role": "assistant", "content": "reply %d: %s", "timestamp": "%s", "metadata": '
-                    '{"model": "anthropic/claude", "usage": {"input_tokens": 10, "output_tokens": 5}, "cost": 0.001}}') % (i, filler, t)
-        if i == 0:
-            first = line
-        f.write(line + "\n")
-with open(f"{d}/events.jsonl", "w") as f:
-    f.write('{"seq": 1, "ts": "2026-07-01T00:00:00.000001+00:00", "type": "message_append", "payload": {"message": %s}}\n' % first)
-PY
+python3 "$ROOT/tools/bench/make_long_conversation.py" "$LOGS/$CHAT" "$MESSAGES"
 head -c "$FILE_BYTES" /dev/urandom > "$LOGS/$CHAT/files/large-attachment.bin"
 cp "$LOGS/$CHAT/conversation.jsonl" "$WORK/conversation-before-undo.jsonl"
 printf 'conversation: %s messages, %s bytes; attachment: %s bytes\n' "$MESSAGES" \

@@ -50,25 +50,7 @@ printf '%10s %12s %18s %18s %8s\n' messages "file MiB" "sessiondb s (MiB)" "gptm
 for n in $SIZES; do
     rm -rf "$WORK/ours" "$WORK/theirs" "$WORK/db"
     mkdir -p "$WORK/ours/$CHAT" "$WORK/db"
-    "$PY" - "$WORK/ours/$CHAT" "$n" <<'PY'
-import sys
-d, n = sys.argv[1], int(sys.argv[2])
-filler = ("lorem ipsum dolor sit amet " * 40)[:900]
-with open(f"{d}/conversation.jsonl", "w") as f:
-    for i in range(n):
-        t = "2026-07-01T%02d:%02d:%02d.%06d" % ((i // 3600) % 24, (i // 60) % 60, i % 60, 1 + i % 999998)
-        if i % 2 == 0:
-            line = '{"role": "user", "content": "message %d: %s", "timestamp": "%s"}' % (i, filler, t)
-        else:
-            line = ('{"role": "assistant", "content": "reply %d: %s", "timestamp": "%s", "metadata": '
-                    '{"model": "anthropic/claude", "usage": {"input_tokens": 10, "output_tokens": 5}, "cost": 0.001}}') % (i, filler, t)
-        if i == 0:
-            first = line
-        f.write(line + "\n")
-# The next events get seq 2, 3, ...: no checkpoint (every 50th) within the rounds.
-with open(f"{d}/events.jsonl", "w") as f:
-    f.write('{"seq": 1, "ts": "2026-07-01T00:00:00.000001+00:00", "type": "message_append", "payload": {"message": %s}}\n' % first)
-PY
+    "$PY" "$ROOT/tools/bench/make_long_conversation.py" "$WORK/ours/$CHAT" "$n"
     cp -a "$WORK/ours" "$WORK/theirs"
     size_mib=$(( $(stat -c %s "$WORK/ours/$CHAT/conversation.jsonl") / 1048576 ))
     "$BIN" --db "$WORK/db/s.db" import "$WORK/ours" > /dev/null
