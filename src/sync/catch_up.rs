@@ -3,9 +3,11 @@
 //! `export`, `append`, `undo` and the rest see what gptme wrote, not what the last sync saw.
 //!
 //! It reads exactly as a sync pass reads ([`super::pass`]: watermarks, complete lines, a
-//! rewritten file read whole, displaced appends kept), and only in that direction: nothing is
-//! written to the directory, and a conversation with changes queued in the store keeps the
-//! store's copy until `sessiondb sync`. When the directory is as the store last saw it (the
+//! rewritten file read whole), and only in that direction: queued changes are not written
+//! out (a conversation with changes queued in the store keeps the store's copy until
+//! `sessiondb sync`), and debris is left alone. The one file it may create is the one a sync
+//! would: a conflict branch keeping messages sessiondb acknowledged that a gptme rewrite
+//! dropped (created new, never replacing anything). When the directory is as the store last saw it (the
 //! usual case), it costs one `lstat` per file and takes no write lock, so a command that only
 //! reads never waits for a writer.
 
