@@ -477,3 +477,24 @@ fn list_metadata_matches_gptme() {
     let theirs = String::from_utf8_lossy(&out.stdout).replace('\t', "\\t");
     assert_eq!(ours.trim_end(), theirs.trim_end());
 }
+
+/// Issue 16, item 15: search numbers a match's message as gptme's `chats search` does (from 0,
+/// the message's place in the log), in text as in `--json`'s `index`.
+#[test]
+fn search_numbers_messages_as_gptme() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    assert!(Command::new("cp").arg("-a").arg(fixtures()).arg(&logs).status().unwrap().success());
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let ours = String::from_utf8(run_ok(sessiondb(&db).args(["search", "welcome"])).stdout).unwrap();
+    let util = gptme_python().parent().unwrap().join("gptme-util");
+    let out = Command::new(util).args(["chats", "search", "welcome"]).env("GPTME_LOGS_HOME", &logs).env("HOME", work.path()).output().unwrap();
+    let theirs = String::from_utf8_lossy(&out.stdout).into_owned();
+    let numbers =
+        |text: &str| -> Vec<String> { text.lines().filter_map(|l| l.split("message ").nth(1)).map(|r| r.split(',').next().unwrap().to_owned()).collect() };
+    assert_eq!(numbers(&ours), numbers(&theirs), "ours:\n{ours}\ngptme's:\n{theirs}");
+    assert!(!numbers(&ours).is_empty());
+    let json: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["search", "welcome", "--json"])).stdout).unwrap();
+    assert_eq!(json[0]["snippets"][0]["index"].to_string(), numbers(&ours)[0]);
+}

@@ -120,7 +120,8 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         for (i, c) in result.conversations.iter().enumerate() {
             writeln!(out, "\n{}. {} ({} matches):", i + 1, visible_line(&c.name), c.total)?;
             for (j, h) in c.hits.iter().enumerate() {
-                writeln!(out, "\n  Match {} ({}, message {}, {}):", j + 1, visible_line(&h.document), h.line + 1, visible_line(&h.role))?;
+                // Messages numbered from 0, as gptme's search numbers them (and as `--json`'s `index`).
+                writeln!(out, "\n  Match {} ({}, message {}, {}):", j + 1, visible_line(&h.document), h.line, visible_line(&h.role))?;
                 let text = snippet(&h.content, terms, args.context, args.matches, &shown);
                 writeln!(out, "     {}", text.replace('\n', "\n     "))?;
             }

@@ -283,7 +283,8 @@ fn pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>, dry_run
         let outcome = incremental::plan(batch.conn(), s.id, dir).and_then(|planned| {
             // Removing files moves their directories' mtimes: plan again, so that the mtimes
             // recorded are the ones the directory has from now on.
-            let planned = if planned.debris && !dry_run && direction == Direction::Both && clear_debris(dir) { incremental::plan(batch.conn(), s.id, dir)? } else { planned };
+            let planned =
+                if planned.debris && !dry_run && direction == Direction::Both && clear_debris(dir) { incremental::plan(batch.conn(), s.id, dir)? } else { planned };
             planned.record_dir_mtimes(batch.conn(), s.id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
             Ok((planned.plan, planned.fingerprint))
         });
