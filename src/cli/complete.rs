@@ -2,8 +2,8 @@
 //! one, branch names wherever it takes a branch, through clap_complete's dynamic engine (the
 //! shell asks `sessiondb` itself at each Tab, so new conversations complete at once).
 //!
-//! Completion only reads: the database is opened only when it exists (the default path, or
-//! `SESSIONDB_DB`), and any error yields no candidates rather than noise on the terminal.
+//! Completion only reads: the database is opened only when it exists (`SESSIONDB_DB`, else
+//! the config file's or the default path), and any error yields no candidates rather than noise on the terminal.
 
 use std::ffi::OsString;
 
@@ -12,7 +12,7 @@ use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
 use clap_complete::env::Shells;
 
 use super::{Cli, Failure};
-use sessiondb::store::{default_db_path, queries, Store};
+use sessiondb::store::{queries, Store};
 
 /// Answers the shell when it asks for completions (`COMPLETE=<shell>` in the environment:
 /// prints them and exits), else returns at once.
@@ -38,7 +38,7 @@ fn with_candidates(cmd: clap::Command) -> clap::Command {
 
 /// The store, when there is one to read (completion never creates a database).
 fn store() -> Option<Store> {
-    let path = std::env::var_os("SESSIONDB_DB").filter(|p| !p.is_empty()).map(Into::into).or_else(default_db_path)?;
+    let path = std::env::var_os("SESSIONDB_DB").filter(|p| !p.is_empty()).map(Into::into).or_else(|| super::config::default_db_path().ok().flatten())?;
     path.is_file().then(|| Store::open(&path).ok()).flatten()
 }
 
