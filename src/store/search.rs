@@ -288,7 +288,8 @@ pub fn fold_word(word: &str) -> String {
         .flat_map(char::to_lowercase)
         .map(|c| if c == 'ς' { 'σ' } else { c })
         .filter(|c| !matches!(*c as u32, 0x0300..=0x036F))
-        .map(|c| FROM.chars().position(|f| f == c).and_then(|i| TO.chars().nth(i)).unwrap_or(c))
+        // (ASCII is never in FROM: a word of a long message is folded without the table.)
+        .map(|c| if c.is_ascii() { c } else { FROM.chars().position(|f| f == c).and_then(|i| TO.chars().nth(i)).unwrap_or(c) })
         .collect()
 }
 
