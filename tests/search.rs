@@ -631,6 +631,11 @@ fn literal_text_with_nul_is_found() {
 /// ([`WORD_PIECES`]) has none; emoji are literal queries, checked by
 /// `literal_search_finds_exactly_what_a_substring_search_finds`.
 fn reference_words(text: &str) -> Vec<String> {
+    written_words(text).iter().map(|w| fold_reference(w)).collect()
+}
+
+/// The words of `text` as written (before folding), by the rules of [`reference_words`].
+fn written_words(text: &str) -> Vec<String> {
     let cjk = |c: char| matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF);
     let mark = |c: char| ('\u{300}'..='\u{36f}').contains(&c);
     let mut words = Vec::new();
@@ -650,17 +655,19 @@ fn reference_words(text: &str) -> Vec<String> {
     if !word.is_empty() {
         words.push(word);
     }
+    words
+}
+
+/// A word as [`reference_words`] compares it.
+fn fold_reference(word: &str) -> String {
     const FROM: &str = "àáâãäåçèéêëìíîïñòóôõöùúûüýÿ";
     const TO: &str = "aaaaaaceeeeiiiinooooouuuuyy";
-    let fold = |w: &str| -> String {
-        w.chars()
-            .flat_map(char::to_lowercase)
-            .filter(|&c| !mark(c))
-            .map(|c| if c == 'ς' { 'σ' } else { c })
-            .map(|c| FROM.chars().position(|f| f == c).map_or(c, |i| TO.chars().nth(i).unwrap()))
-            .collect()
-    };
-    words.iter().map(|w| fold(w)).collect()
+    word.chars()
+        .flat_map(char::to_lowercase)
+        .filter(|c| !('\u{300}'..='\u{36f}').contains(c))
+        .map(|c| if c == 'ς' { 'σ' } else { c })
+        .map(|c| FROM.chars().position(|f| f == c).map_or(c, |i| TO.chars().nth(i).unwrap()))
+        .collect()
 }
 
 /// One term of a reference word query: words in a row (a phrase), the last a prefix when
@@ -747,11 +754,11 @@ const WORD_PIECES: &[&str] = &[
 ];
 
 /// The conversations (and matching messages) a reference query finds in generated logs.
-fn reference_found(generated: &[(String, std::collections::BTreeMap<String, String>)], terms: &[Term]) -> (Vec<String>, usize) {
+fn reference_found(tokenized: &[(String, Vec<Vec<String>>)], terms: &[Term]) -> (Vec<String>, usize) {
     let mut ids = Vec::new();
     let mut messages = 0;
-    for (id, lines) in generated {
-        let n = lines.values().filter(|c| terms.iter().all(|t| t.matches(&reference_words(c)))).count();
+    for (id, messages_words) in tokenized {
+        let n = messages_words.iter().filter(|words| terms.iter().all(|t| t.matches(words))).count();
         if n > 0 {
             ids.push(id.clone());
             messages += n;
@@ -759,6 +766,11 @@ fn reference_found(generated: &[(String, std::collections::BTreeMap<String, Stri
     }
     ids.sort();
     (ids, messages)
+}
+
+/// Every conversation's messages as [`reference_words`] splits them, once for all queries.
+fn tokenized(generated: &[(String, std::collections::BTreeMap<String, String>)]) -> Vec<(String, Vec<Vec<String>>)> {
+    generated.iter().map(|(id, lines)| (id.clone(), lines.values().map(|c| reference_words(c)).collect())).collect()
 }
 
 /// The word queries of [`word_search_finds_what_the_reference_tokenizer_finds`]: words chosen to
@@ -826,28 +838,7 @@ fn word_queries(generated: &[(String, std::collections::BTreeMap<String, String>
     let mut taken = 0;
     while taken < 30 {
         let content = contents[rng.below(contents.len())];
-        // The words as written: runs of word characters, CJK apart (as reference_words).
-        let written: Vec<String> = {
-            let mut out = Vec::new();
-            let mut w = String::new();
-            for c in content.chars() {
-                let cjk = matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF);
-                if (c.is_alphanumeric() || ('\u{300}'..='\u{36f}').contains(&c)) && !cjk {
-                    w.push(c);
-                    continue;
-                }
-                if !w.is_empty() {
-                    out.push(std::mem::take(&mut w));
-                }
-                if cjk {
-                    out.push(c.to_string());
-                }
-            }
-            if !w.is_empty() {
-                out.push(w);
-            }
-            out
-        };
+        let written = written_words(content);
         let n = 2 + rng.below(2);
         if written.len() < n {
             continue;
@@ -882,6 +873,7 @@ fn word_search_finds_what_the_reference_tokenizer_finds() {
     let db = work.path().join("db");
     run_ok(sessiondb(&db).arg("import").arg(&logs));
     let queries = word_queries(&generated);
+    let words = tokenized(&generated);
     assert!(queries.len() >= 50, "{} queries", queries.len());
     let mut found_some = 0;
     for terms in &queries {
@@ -890,7 +882,7 @@ fn word_search_finds_what_the_reference_tokenizer_finds() {
         assert_eq!(page["literal"], false, "{text:?} is a word query");
         let mut found = ids(page["results"].as_array().unwrap());
         found.sort();
-        let (expected, messages) = reference_found(&generated, terms);
+        let (expected, messages) = reference_found(&words, terms);
         assert_eq!(found, expected, "query {text:?}: conversations found, against the reference tokenizer");
         assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, messages, "{text:?}: matching messages");
         found_some += usize::from(!expected.is_empty());
@@ -914,10 +906,11 @@ fn totals_are_exact_and_pages_join_up() {
         let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
         rows.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
     };
+    let words = tokenized(&generated);
     let word = |w: &str| vec![Term { written: vec![w.to_owned()], prefix: false }];
     let word_cases = [("the", word("the")), ("cafe", word("cafe")), ("run*", vec![Term { written: vec!["run".into()], prefix: true }]), ("数据", word("数据"))];
     let literal_cases = ["x)", "e.g", "_b", "\"q"];
-    let mut cases: Vec<(String, (Vec<String>, usize))> = word_cases.iter().map(|(q, terms)| (q.to_string(), reference_found(&generated, terms))).collect();
+    let mut cases: Vec<(String, (Vec<String>, usize))> = word_cases.iter().map(|(q, terms)| (q.to_string(), reference_found(&words, terms))).collect();
     for q in literal_cases {
         let needle = q.to_lowercase();
         let mut ids = Vec::new();
@@ -966,4 +959,122 @@ fn totals_are_exact_and_pages_join_up() {
             }
         }
     }
+}
+
+/// Issue 15, correctness on a realistic root: logs written by
+/// `tools/bench/make_realistic_logs.py` (gptme's system prompt, tool calls and outputs, text of
+/// this machine's sources, CJK man pages, emoji), and for 70 queries of every class chosen from
+/// them — words across the range of frequencies, CJK words, phrases, prefixes, and literal
+/// fragments of the text — the conversations found and the matching messages counted equal what
+/// the reference tokenizer ([`reference_words`]) or a case-insensitive substring search
+/// (`grep -F -i`, as gptme lowercases) finds over every message.
+#[test]
+fn search_on_a_realistic_root_agrees_with_the_references() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let tool = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/bench/make_realistic_logs.py");
+    run_ok(std::process::Command::new(common::gptme_python()).arg(tool).arg(&logs).args(["--conversations", "60", "--messages", "30", "--seed", "2"]));
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    // Every conversation's distinct lines and their contents, as the store keeps them.
+    let mut generated: Vec<(String, std::collections::BTreeMap<String, String>)> = Vec::new();
+    for entry in fs::read_dir(&logs).unwrap() {
+        let dir = entry.unwrap().path();
+        let text = fs::read_to_string(dir.join("conversation.jsonl")).unwrap();
+        let lines = text.lines().map(|l| (l.to_owned(), serde_json::from_str::<Value>(l).unwrap()["content"].as_str().unwrap_or_default().to_owned())).collect();
+        generated.push((dir.file_name().unwrap().to_str().unwrap().to_owned(), lines));
+    }
+    generated.sort();
+    let contents: Vec<&String> = generated.iter().flat_map(|(_, lines)| lines.values()).collect();
+
+    // Words by the number of messages holding them: ASCII letters only (other scripts are
+    // checked through CJK words and literal queries), not FTS5's operators.
+    let mut frequency: std::collections::BTreeMap<String, (usize, String)> = std::collections::BTreeMap::new();
+    for content in &contents {
+        let mut seen = std::collections::BTreeSet::new();
+        for w in written_words(content) {
+            if w.len() >= 3 && w.chars().all(|c| c.is_ascii_alphabetic()) && !matches!(w.as_str(), "AND" | "OR" | "NOT" | "NEAR") && seen.insert(w.to_lowercase()) {
+                frequency.entry(w.to_lowercase()).or_insert((0, w.clone())).0 += 1;
+            }
+        }
+    }
+    let mut by_frequency: Vec<(usize, String)> = frequency.into_values().collect();
+    by_frequency.sort();
+    let word = |w: &str, prefix| vec![Term { written: vec![w.to_owned()], prefix }];
+    let mut word_queries: Vec<Vec<Term>> = Vec::new();
+    for k in 0..25 {
+        word_queries.push(word(&by_frequency[k * (by_frequency.len() - 1) / 24].1, false));
+    }
+    for k in 0..8 {
+        let w = &by_frequency[(k * 2 + 1) * (by_frequency.len() - 1) / 17].1;
+        word_queries.push(word(&w[..3], true));
+    }
+    let mut rng = Rng(0x00c0_ffee);
+    let (mut phrases, mut cjk, mut tries) = (0, 0, 0);
+    while (phrases < 15 || cjk < 5) && tries < 100_000 {
+        tries += 1;
+        let written = written_words(contents[rng.below(contents.len())]);
+        if written.len() < 3 {
+            continue;
+        }
+        let start = rng.below(written.len() - 2);
+        let run = &written[start..start + 2 + rng.below(2)];
+        let is_cjk = |w: &String| w.chars().count() == 1 && w.chars().all(|c| !c.is_ascii() && c.is_alphabetic() && c as u32 >= 0x3040);
+        if run.iter().all(is_cjk) && cjk < 5 {
+            word_queries.push(word(&run.concat(), false));
+            cjk += 1;
+        } else if run.iter().all(|w| w.chars().all(|c| c.is_ascii_alphanumeric()) && !matches!(w.as_str(), "AND" | "OR" | "NOT" | "NEAR")) && phrases < 15 {
+            word_queries.push(vec![Term { written: run.to_vec(), prefix: false }]);
+            phrases += 1;
+        }
+    }
+    assert!(cjk > 0, "the realistic root holds CJK text (man pages in zh_CN, ja, ko)");
+    let words = tokenized(&generated);
+    let mut checked = 0;
+    for terms in &word_queries {
+        let text = terms.iter().map(Term::query).collect::<Vec<_>>().join(" ");
+        let page = search_page(&db, &["-n", "1000", "--", &text]);
+        assert_eq!(page["literal"], false, "{text:?} is a word query");
+        let mut found = ids(page["results"].as_array().unwrap());
+        found.sort();
+        let (expected, messages) = reference_found(&words, terms);
+        assert_eq!(found, expected, "word query {text:?}: conversations found, against the reference tokenizer");
+        assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, messages, "{text:?}: matching messages");
+        checked += 1;
+    }
+    // Literal: fragments of the text holding something other than letters and digits (code,
+    // paths, punctuation, emoji), some with their case changed, and each class named by hand.
+    let mut literals: Vec<String> =
+        ["(", "::", "```", "🎉", "😀", "Ran command: `", "```shell", "Saved to `", "->", "$ ", "\"", "\\"].iter().map(|s| s.to_string()).collect();
+    while literals.len() < 30 {
+        let text: Vec<char> = contents[rng.below(contents.len())].chars().collect();
+        if text.len() < 4 {
+            continue;
+        }
+        let start = rng.below(text.len() - 3);
+        let piece: String = text[start..(start + 3 + rng.below(10)).min(text.len())].iter().collect();
+        if piece.trim().is_empty() || piece.chars().all(|c| c.is_alphanumeric() || c == ' ') {
+            continue;
+        }
+        literals.push(if rng.below(2) == 0 { piece.to_uppercase() } else { piece });
+    }
+    for q in &literals {
+        let needle = q.to_lowercase();
+        let mut expected = Vec::new();
+        let mut messages = 0;
+        for (id, lines) in &generated {
+            let n = lines.values().filter(|c| c.to_lowercase().contains(&needle)).count();
+            if n > 0 {
+                expected.push(id.clone());
+                messages += n;
+            }
+        }
+        let page = search_page(&db, &["-F", "-n", "1000", "--", q]);
+        let mut found = ids(page["results"].as_array().unwrap());
+        found.sort();
+        assert_eq!(found, expected, "literal query {q:?}: conversations found, against a substring search");
+        assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, messages, "{q:?}: matching messages");
+        checked += 1;
+    }
+    assert!(checked >= 70, "{checked} queries");
 }
