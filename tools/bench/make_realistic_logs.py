@@ -32,8 +32,10 @@ has the vocabulary of real work, so a rare word is rare and a common one common:
   time as its mtime; a third of the conversations have a config.toml with a name
   (gptme's ``ChatConfig``).
 
-Deterministic for a given (N, M, seed) on a given machine (the sources are the files
-installed here, read in sorted order). Prints a JSON summary. 1,000 x 100 is about
+Deterministic for a given (N, M, seed) and the same source files (two runs give the same
+bytes); the sources are whatever is installed here, read in sorted order, so another machine,
+or a crate newly unpacked under ~/.cargo/registry, changes the list of topics and with it the
+whole corpus. Prints a JSON summary. 1,000 x 100 is about
 130 MB and takes a few minutes. Needs a Python with gptme installed (0.35.1).
 """
 
