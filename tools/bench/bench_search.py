@@ -124,7 +124,11 @@ def run_once(cmd: list[str], env: dict | None = None) -> tuple[float, float]:
 
 def time_all(args: argparse.Namespace) -> dict:
     queries = json.loads(Path(args.queries).read_text())
-    home = Path(tempfile.mkdtemp(prefix="gptme-home-"))
+    with tempfile.TemporaryDirectory(prefix="gptme-home-") as tmp:
+        return time_with_home(args, queries, Path(tmp))
+
+
+def time_with_home(args: argparse.Namespace, queries: dict, home: Path) -> dict:
     env = dict(os.environ, GPTME_LOGS_HOME=str(Path(args.gptme_logs).resolve()), HOME=str(home), TZ="UTC")
     for var, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"), ("XDG_CACHE_HOME", ".cache"), ("XDG_STATE_HOME", ".local/state")):
         (home / sub).mkdir(parents=True, exist_ok=True)
