@@ -496,5 +496,5 @@ fn search_numbers_messages_as_gptme() {
     assert_eq!(numbers(&ours), numbers(&theirs), "ours:\n{ours}\ngptme's:\n{theirs}");
     assert!(!numbers(&ours).is_empty());
     let json: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["search", "welcome", "--json"])).stdout).unwrap();
-    assert_eq!(json[0]["snippets"][0]["index"].to_string(), numbers(&ours)[0]);
+    assert_eq!(json["results"][0]["snippets"][0]["index"].to_string(), numbers(&ours)[0]);
 }

@@ -269,8 +269,8 @@ fn first_message(conn: &Connection, conv: i64) -> (i64, Option<f64>) {
 
 fn search_ids(db: &Path, query: &str) -> Vec<(String, u64)> {
     let out = run_ok(sessiondb(db).args(["search", query, "--json"]));
-    let results: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
-    results.iter().map(|r| (r["id"].as_str().unwrap().to_owned(), r["matches"].as_u64().unwrap())).collect()
+    let page: Value = serde_json::from_slice(&out.stdout).unwrap();
+    page["results"].as_array().unwrap().iter().map(|r| (r["id"].as_str().unwrap().to_owned(), r["matches"].as_u64().unwrap())).collect()
 }
 
 /// An event line: seq, type, payload form, payload and the content of the message it carries.

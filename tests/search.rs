@@ -22,6 +22,11 @@ fn conversation(logs: &Path, id: &str, messages: &[(&str, &str)]) {
 }
 
 fn search(db: &Path, args: &[&str]) -> Vec<Value> {
+    search_page(db, args)["results"].as_array().unwrap().clone()
+}
+
+/// The whole `search --json` answer: totals, offset, sort and the page of results.
+fn search_page(db: &Path, args: &[&str]) -> Value {
     let out = run_ok(sessiondb(db).args(["search", "--json"]).args(args));
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -327,10 +332,10 @@ const PIECES: &[&str] = &[
 
 /// The text of one generated message: pieces joined by a space, by nothing (so that substrings
 /// cross them) or by a newline.
-fn generated_text(rng: &mut Rng) -> String {
+fn generated_text(rng: &mut Rng, pieces: &[&str]) -> String {
     let mut text = String::new();
     for _ in 0..1 + rng.below(12) {
-        text.push_str(rng.pick(PIECES));
+        text.push_str(rng.pick(pieces));
         text.push_str(rng.pick(&[" ", " ", " ", "", "\n", ", "]));
     }
     text
@@ -340,6 +345,11 @@ fn generated_text(rng: &mut Rng) -> String {
 /// sharing main's first lines; returns every conversation's distinct lines and their
 /// contents (a line several files hold is one message, as the store keeps it).
 fn generated_logs(logs: &Path, n: usize, seed: u64) -> Vec<(String, std::collections::BTreeMap<String, String>)> {
+    generated_logs_of(logs, n, seed, PIECES)
+}
+
+/// [`generated_logs`], the texts made of `pieces`.
+fn generated_logs_of(logs: &Path, n: usize, seed: u64, pieces: &[&str]) -> Vec<(String, std::collections::BTreeMap<String, String>)> {
     use sessiondb::model::{Message, Role};
     let mut rng = Rng(seed);
     let mut out = Vec::new();
@@ -351,7 +361,7 @@ fn generated_logs(logs: &Path, n: usize, seed: u64) -> Vec<(String, std::collect
         let mut main = Vec::new();
         for j in 0..3 + rng.below(15) {
             let role = ["user", "assistant", "system"][if j == 0 { 2 } else { 1 - j % 2 }];
-            let content = generated_text(&mut rng);
+            let content = generated_text(&mut rng, pieces);
             let m = Message::new(Role::parse(role), content.clone(), Some(format!("2026-01-01T10:{:02}:{:02}", j / 60, j % 60)));
             let line = sessiondb::codec::message_line::encode_message(&m);
             lines.insert(line.clone(), content);
@@ -366,7 +376,7 @@ fn generated_logs(logs: &Path, n: usize, seed: u64) -> Vec<(String, std::collect
         for (rel, wanted) in [("branches/alt.jsonl", i % 3 == 0), ("views/compact.jsonl", i % 4 == 1)] {
             if wanted {
                 let mut other: Vec<String> = main[..main.len() / 2].to_vec();
-                let content = generated_text(&mut rng);
+                let content = generated_text(&mut rng, pieces);
                 let m = Message::new(Role::parse("assistant"), content.clone(), Some("2026-01-02T10:00:00".into()));
                 let line = sessiondb::codec::message_line::encode_message(&m);
                 lines.insert(line.clone(), content);
@@ -600,4 +610,492 @@ fn literal_text_with_nul_is_found() {
         let result = sessiondb::store::search::search(&conn, &q).unwrap();
         assert_eq!(result.conversations.len(), usize::from(found), "{text:?}");
     }
+}
+
+/// The reference tokenizer of word queries, written from the rules of the word index
+/// (`schema/0003_fts_cjk.sql`: FTS5's `unicode61 remove_diacritics 2`, over the text
+/// `store::fts::fts_text` gives it), independently of the code that searches:
+///
+/// - A *word* is a maximal run of word characters: letters and digits (Unicode Alphabetic or
+///   Numeric) and the combining diacritical marks U+0300–U+036F. Everything else separates
+///   words: spaces, punctuation, `_`, `'`, `-`, symbols, emoji.
+/// - Each CJK character (kana, hangul syllables, CJK ideographs) is a word alone, even inside a
+///   run of letters.
+/// - Words compare folded: each character lowercased alone (so `Σ` is `σ` wherever it stands,
+///   and `ς` is `σ` too), combining marks U+0300–U+036F dropped, and the Latin letters with a
+///   diacritic that decompose into an ASCII letter replaced by it (`é` is `e`, `Ä` is `a`); `ß`
+///   stays `ß`. No stemming: `checkers` is not `checker`.
+///
+/// Characters beyond the Basic Multilingual Plane (emoji) are not modelled: SQLite's unicode61
+/// tables make some of them word characters (🦀) and others not (😀), so the word corpus
+/// ([`WORD_PIECES`]) has none; emoji are literal queries, checked by
+/// `literal_search_finds_exactly_what_a_substring_search_finds`.
+fn reference_words(text: &str) -> Vec<String> {
+    written_words(text).iter().map(|w| fold_reference(w)).collect()
+}
+
+/// The words of `text` as written (before folding), by the rules of [`reference_words`].
+fn written_words(text: &str) -> Vec<String> {
+    let cjk = |c: char| matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF);
+    let mark = |c: char| ('\u{300}'..='\u{36f}').contains(&c);
+    let mut words = Vec::new();
+    let mut word = String::new();
+    for c in text.chars() {
+        if (c.is_alphanumeric() || mark(c)) && !cjk(c) {
+            word.push(c);
+            continue;
+        }
+        if !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        if cjk(c) {
+            words.push(c.to_string());
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// A word as [`reference_words`] compares it.
+fn fold_reference(word: &str) -> String {
+    const FROM: &str = "àáâãäåçèéêëìíîïñòóôõöùúûüýÿ";
+    const TO: &str = "aaaaaaceeeeiiiinooooouuuuyy";
+    word.chars()
+        .flat_map(char::to_lowercase)
+        .filter(|c| !('\u{300}'..='\u{36f}').contains(c))
+        .map(|c| if c == 'ς' { 'σ' } else { c })
+        .map(|c| FROM.chars().position(|f| f == c).map_or(c, |i| TO.chars().nth(i).unwrap()))
+        .collect()
+}
+
+/// One term of a reference word query: words in a row (a phrase), the last a prefix when
+/// `prefix`. A query is terms that must all match one message (FTS5's implicit AND).
+#[derive(Debug, Clone)]
+struct Term {
+    /// The words as the query writes them (their case and accents as the text has them).
+    written: Vec<String>,
+    prefix: bool,
+}
+
+impl Term {
+    fn matches(&self, words: &[String]) -> bool {
+        let want: Vec<String> = self.written.iter().flat_map(|w| reference_words(w)).collect();
+        let n = want.len();
+        n > 0 && words.windows(n).any(|run| run.iter().zip(&want).enumerate().all(|(k, (w, q))| w == q || (self.prefix && k == n - 1 && w.starts_with(q.as_str()))))
+    }
+
+    /// As the query syntax writes it: a bare word, a run of CJK characters (a phrase of them),
+    /// or a quoted phrase; `*` after a prefix.
+    fn query(&self) -> String {
+        let body = if self.written.len() == 1 { self.written[0].clone() } else { format!("\"{}\"", self.written.join(" ")) };
+        format!("{body}{}", if self.prefix { "*" } else { "" })
+    }
+}
+
+/// Pieces of text that probe the word rules: case, accents (composed and combining),
+/// separators inside identifiers, digits, stems that must stay apart, CJK runs, emoji.
+const WORD_PIECES: &[&str] = &[
+    "the",
+    "The",
+    "of",
+    "a",
+    "borrow",
+    "Borrow",
+    "BORROW",
+    "checker",
+    "checkers",
+    "checking",
+    "run",
+    "running",
+    "runs",
+    "café",
+    "cafe",
+    "CAFÉ",
+    "cafe\u{301}s",
+    "naïve",
+    "naive",
+    "Äpfel",
+    "apfel",
+    "résumé",
+    "resume",
+    "Straße",
+    "strasse",
+    "a_b_c",
+    "don't",
+    "foo-bar",
+    "x86_64",
+    "is_locally()",
+    "path/to:file",
+    "e.g.",
+    "3.14",
+    "2026",
+    "v2",
+    "utf8",
+    "数据库",
+    "数据",
+    "用数据库存储",
+    "日本語のテキスト",
+    "한국어",
+    "SQLite数据库ok",
+    "ΟΔΟΣ",
+    "οδος",
+    "rust",
+    "x y",
+    "½",
+    "error:",
+    "Error",
+    "errors",
+    "summary",
+    "write",
+    "(x)",
+    "\"quoted\"",
+];
+
+/// The conversations (and matching messages) a reference query finds in generated logs.
+fn reference_found(tokenized: &[(String, Vec<Vec<String>>)], terms: &[Term]) -> (Vec<String>, usize) {
+    let mut ids = Vec::new();
+    let mut messages = 0;
+    for (id, messages_words) in tokenized {
+        let n = messages_words.iter().filter(|words| terms.iter().all(|t| t.matches(words))).count();
+        if n > 0 {
+            ids.push(id.clone());
+            messages += n;
+        }
+    }
+    ids.sort();
+    (ids, messages)
+}
+
+/// Every conversation's messages as [`reference_words`] splits them, once for all queries.
+fn tokenized(generated: &[(String, std::collections::BTreeMap<String, String>)]) -> Vec<(String, Vec<Vec<String>>)> {
+    generated.iter().map(|(id, lines)| (id.clone(), lines.values().map(|c| reference_words(c)).collect())).collect()
+}
+
+/// The word queries of [`word_search_finds_what_the_reference_tokenizer_finds`]: words chosen to
+/// probe the rules, then words, phrases and prefixes taken from the generated text.
+fn word_queries(generated: &[(String, std::collections::BTreeMap<String, String>)]) -> Vec<Vec<Term>> {
+    let word = |w: &str| Term { written: vec![w.to_owned()], prefix: false };
+    let mut queries: Vec<Vec<Term>> = [
+        "checker",
+        "checkers",
+        "run",
+        "cafe",
+        "CAFÉ",
+        "café",
+        "cafes",
+        "naive",
+        "apfel",
+        "ÄPFEL",
+        "resume",
+        "straße",
+        "strasse",
+        "b",
+        "don",
+        "t",
+        "x86",
+        "64",
+        "locally",
+        "is",
+        "14",
+        "2026",
+        "v2",
+        "utf8",
+        "数据",
+        "据库",
+        "数据库存",
+        "한국",
+        "テキスト",
+        "sqlite",
+        "ok",
+        "οδοσ",
+        "ΟΔΟΣ",
+        "rust",
+        "x",
+        "y",
+        "½",
+        "error",
+        "errors",
+        "quoted",
+        "file",
+        "of",
+    ]
+    .iter()
+    .map(|w| vec![word(w)])
+    .collect();
+    queries.push(vec![Term { written: vec!["borrow".into(), "checker".into()], prefix: false }]);
+    queries.push(vec![Term { written: vec!["foo".into(), "bar".into()], prefix: false }]);
+    queries.push(vec![Term { written: vec!["e".into(), "g".into()], prefix: false }]);
+    queries.push(vec![word("borrow"), word("summary")]);
+    for p in ["check", "run", "caf", "err", "ru", "sum", "utf"] {
+        queries.push(vec![Term { written: vec![p.into()], prefix: true }]);
+    }
+    queries.push(vec![Term { written: vec!["the".into(), "borr".into()], prefix: true }]);
+    // Phrases of two and three words, and prefixes, standing somewhere in the text.
+    let mut rng = Rng(0x0123_4567);
+    let contents: Vec<&String> = generated.iter().flat_map(|(_, lines)| lines.values()).collect();
+    let mut taken = 0;
+    while taken < 30 {
+        let content = contents[rng.below(contents.len())];
+        let written = written_words(content);
+        let n = 2 + rng.below(2);
+        if written.len() < n {
+            continue;
+        }
+        let start = rng.below(written.len() - n + 1);
+        let mut phrase: Vec<String> = written[start..start + n].to_vec();
+        // FTS5's operators are not words of a phrase here.
+        if phrase.iter().any(|w| matches!(w.as_str(), "AND" | "OR" | "NOT" | "NEAR")) {
+            continue;
+        }
+        let prefix = rng.below(3) == 0;
+        if prefix {
+            let last: String = phrase[n - 1].chars().take(2).collect();
+            phrase[n - 1] = last;
+        }
+        queries.push(vec![Term { written: phrase, prefix }]);
+        taken += 1;
+    }
+    queries
+}
+
+/// Issue 15, correctness: on generated text (main, branches and views), every word, phrase and
+/// prefix query finds exactly the conversations, and counts exactly the messages, that the
+/// reference tokenizer ([`reference_words`]) finds over the contents of every message. It fails
+/// if the word index's rules change (stemming, accents kept, `_` made a word character, CJK not
+/// split, ...).
+#[test]
+fn word_search_finds_what_the_reference_tokenizer_finds() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let generated = generated_logs_of(&logs, 120, 0xface_b00c, WORD_PIECES);
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let queries = word_queries(&generated);
+    let words = tokenized(&generated);
+    assert!(queries.len() >= 50, "{} queries", queries.len());
+    let mut found_some = 0;
+    for terms in &queries {
+        let text = terms.iter().map(Term::query).collect::<Vec<_>>().join(" ");
+        let page = search_page(&db, &["-n", "1000", "--", &text]);
+        assert_eq!(page["literal"], false, "{text:?} is a word query");
+        let mut found = ids(page["results"].as_array().unwrap());
+        found.sort();
+        let (expected, messages) = reference_found(&words, terms);
+        assert_eq!(found, expected, "query {text:?}: conversations found, against the reference tokenizer");
+        assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, messages, "{text:?}: matching messages");
+        found_some += usize::from(!expected.is_empty());
+    }
+    assert!(found_some >= 40, "most queries find something: {found_some} of {}", queries.len());
+}
+
+/// Issue 15, item 4: `--json` counts every match (messages and conversations, exactly, as a
+/// brute-force count does), whatever the page; pages taken with `--offset` join up into the
+/// whole ordered result without gap or overlap, for both orders and both kinds of query;
+/// `--sort newest` orders conversations as `list` does, by their last modification.
+#[test]
+fn totals_are_exact_and_pages_join_up() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let generated = generated_logs_of(&logs, 90, 0x7a9e_5eed, WORD_PIECES);
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let listed: Vec<String> = {
+        let out = run_ok(sessiondb(&db).args(["list", "--json"]));
+        let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        rows.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
+    };
+    let words = tokenized(&generated);
+    let word = |w: &str| vec![Term { written: vec![w.to_owned()], prefix: false }];
+    let word_cases = [("the", word("the")), ("cafe", word("cafe")), ("run*", vec![Term { written: vec!["run".into()], prefix: true }]), ("数据", word("数据"))];
+    let literal_cases = ["x)", "e.g", "_b", "\"q"];
+    let mut cases: Vec<(String, (Vec<String>, usize))> = word_cases.iter().map(|(q, terms)| (q.to_string(), reference_found(&words, terms))).collect();
+    for q in literal_cases {
+        let needle = q.to_lowercase();
+        let mut ids = Vec::new();
+        let mut messages = 0;
+        for (id, lines) in &generated {
+            let n = lines.values().filter(|c| c.to_lowercase().contains(&needle)).count();
+            if n > 0 {
+                ids.push(id.clone());
+                messages += n;
+            }
+        }
+        ids.sort();
+        cases.push((q.to_owned(), (ids, messages)));
+    }
+    for (q, (expected, messages)) in &cases {
+        assert!(expected.len() > 10, "{q:?} is found in enough conversations to page: {}", expected.len());
+        for sort in ["relevance", "newest"] {
+            let whole = search_page(&db, &["-n", "1000", "--sort", sort, "--", q]);
+            assert_eq!(whole["literal"], word_cases.iter().all(|(w, _)| w != q), "{q:?}");
+            let all = ids(whole["results"].as_array().unwrap());
+            let mut sorted = all.clone();
+            sorted.sort();
+            assert_eq!(&sorted, expected, "{q:?} --sort {sort}: every conversation");
+            for page_size in [6, 31] {
+                let mut joined = Vec::new();
+                let mut offset = 0;
+                loop {
+                    let (n, at) = (page_size.to_string(), offset.to_string());
+                    let page = search_page(&db, &["-n", &n, "--offset", &at, "--sort", sort, "--", q]);
+                    assert_eq!(page["total"]["conversations"].as_u64().unwrap() as usize, expected.len(), "{q:?} --offset {offset}: total conversations");
+                    assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, *messages, "{q:?} --offset {offset}: total messages");
+                    assert_eq!(page["offset"], offset);
+                    let got = ids(page["results"].as_array().unwrap());
+                    if got.is_empty() {
+                        break;
+                    }
+                    assert!(got.len() <= page_size);
+                    joined.extend(got);
+                    offset += page_size;
+                }
+                assert_eq!(joined, all, "{q:?} --sort {sort}: pages of {page_size} join up into the whole result");
+            }
+            if sort == "newest" {
+                let in_listing: Vec<String> = listed.iter().filter(|id| expected.contains(id)).cloned().collect();
+                assert_eq!(all, in_listing, "{q:?}: --sort newest is the listing's order (last modification, newest first)");
+            }
+        }
+    }
+}
+
+/// Issue 15, correctness on a realistic root: logs written by
+/// `tools/bench/make_realistic_logs.py` (gptme's system prompt, tool calls and outputs, text of
+/// this machine's sources, CJK man pages, emoji), and for 70 queries of every class chosen from
+/// them — words across the range of frequencies, CJK words, phrases, prefixes, and literal
+/// fragments of the text — the conversations found and the matching messages counted equal what
+/// the reference tokenizer ([`reference_words`]) or a case-insensitive substring search
+/// (`grep -F -i`, as gptme lowercases) finds over every message.
+#[test]
+fn search_on_a_realistic_root_agrees_with_the_references() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let tool = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/bench/make_realistic_logs.py");
+    // Every conversation's distinct lines and their contents, as the store keeps them. The
+    // topics are this machine's sources, so which seed brings a CJK man page depends on what is
+    // installed: the first of a few seeds whose root holds CJK text is taken.
+    let mut generated: Vec<(String, std::collections::BTreeMap<String, String>)> = Vec::new();
+    for seed in 2..12 {
+        let _ = fs::remove_dir_all(&logs);
+        run_ok(std::process::Command::new(common::gptme_python()).arg(&tool).arg(&logs).args([
+            "--conversations",
+            "60",
+            "--messages",
+            "30",
+            "--seed",
+            &seed.to_string(),
+        ]));
+        generated.clear();
+        for entry in fs::read_dir(&logs).unwrap() {
+            let dir = entry.unwrap().path();
+            let text = fs::read_to_string(dir.join("conversation.jsonl")).unwrap();
+            let lines =
+                text.lines().map(|l| (l.to_owned(), serde_json::from_str::<Value>(l).unwrap()["content"].as_str().unwrap_or_default().to_owned())).collect();
+            generated.push((dir.file_name().unwrap().to_str().unwrap().to_owned(), lines));
+        }
+        if generated
+            .iter()
+            .flat_map(|(_, lines)| lines.values())
+            .any(|c| c.chars().any(|c| ('\u{3040}'..='\u{9fff}').contains(&c) || ('\u{ac00}'..='\u{d7af}').contains(&c)))
+        {
+            break;
+        }
+    }
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    generated.sort();
+    let contents: Vec<&String> = generated.iter().flat_map(|(_, lines)| lines.values()).collect();
+
+    // Words by the number of messages holding them: ASCII letters only (other scripts are
+    // checked through CJK words and literal queries), not FTS5's operators.
+    let mut frequency: std::collections::BTreeMap<String, (usize, String)> = std::collections::BTreeMap::new();
+    for content in &contents {
+        let mut seen = std::collections::BTreeSet::new();
+        for w in written_words(content) {
+            if w.len() >= 3 && w.chars().all(|c| c.is_ascii_alphabetic()) && !matches!(w.as_str(), "AND" | "OR" | "NOT" | "NEAR") && seen.insert(w.to_lowercase()) {
+                frequency.entry(w.to_lowercase()).or_insert((0, w.clone())).0 += 1;
+            }
+        }
+    }
+    let mut by_frequency: Vec<(usize, String)> = frequency.into_values().collect();
+    by_frequency.sort();
+    let word = |w: &str, prefix| vec![Term { written: vec![w.to_owned()], prefix }];
+    let mut word_queries: Vec<Vec<Term>> = Vec::new();
+    for k in 0..25 {
+        word_queries.push(word(&by_frequency[k * (by_frequency.len() - 1) / 24].1, false));
+    }
+    for k in 0..8 {
+        let w = &by_frequency[(k * 2 + 1) * (by_frequency.len() - 1) / 17].1;
+        word_queries.push(word(&w[..3], true));
+    }
+    let mut rng = Rng(0x00c0_ffee);
+    let (mut phrases, mut cjk, mut tries) = (0, 0, 0);
+    while (phrases < 15 || cjk < 5) && tries < 100_000 {
+        tries += 1;
+        let written = written_words(contents[rng.below(contents.len())]);
+        if written.len() < 3 {
+            continue;
+        }
+        let start = rng.below(written.len() - 2);
+        let run = &written[start..start + 2 + rng.below(2)];
+        let is_cjk = |w: &String| w.chars().count() == 1 && w.chars().all(|c| !c.is_ascii() && c.is_alphabetic() && c as u32 >= 0x3040);
+        if run.iter().all(is_cjk) && cjk < 5 {
+            word_queries.push(word(&run.concat(), false));
+            cjk += 1;
+        } else if run.iter().all(|w| w.chars().all(|c| c.is_ascii_alphanumeric()) && !matches!(w.as_str(), "AND" | "OR" | "NOT" | "NEAR")) && phrases < 15 {
+            word_queries.push(vec![Term { written: run.to_vec(), prefix: false }]);
+            phrases += 1;
+        }
+    }
+    assert!(cjk > 0, "the realistic root holds CJK text (man pages in zh_CN, ja, ko)");
+    let words = tokenized(&generated);
+    let mut checked = 0;
+    for terms in &word_queries {
+        let text = terms.iter().map(Term::query).collect::<Vec<_>>().join(" ");
+        let page = search_page(&db, &["-n", "1000", "--", &text]);
+        assert_eq!(page["literal"], false, "{text:?} is a word query");
+        let mut found = ids(page["results"].as_array().unwrap());
+        found.sort();
+        let (expected, messages) = reference_found(&words, terms);
+        assert_eq!(found, expected, "word query {text:?}: conversations found, against the reference tokenizer");
+        assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, messages, "{text:?}: matching messages");
+        checked += 1;
+    }
+    // Literal: fragments of the text holding something other than letters and digits (code,
+    // paths, punctuation, emoji), some with their case changed, and each class named by hand.
+    let mut literals: Vec<String> =
+        ["(", "::", "```", "🎉", "😀", "Ran command: `", "```shell", "Saved to `", "->", "$ ", "\"", "\\"].iter().map(|s| s.to_string()).collect();
+    while literals.len() < 30 {
+        let text: Vec<char> = contents[rng.below(contents.len())].chars().collect();
+        if text.len() < 4 {
+            continue;
+        }
+        let start = rng.below(text.len() - 3);
+        let piece: String = text[start..(start + 3 + rng.below(10)).min(text.len())].iter().collect();
+        if piece.trim().is_empty() || piece.chars().all(|c| c.is_alphanumeric() || c == ' ') {
+            continue;
+        }
+        literals.push(if rng.below(2) == 0 { piece.to_uppercase() } else { piece });
+    }
+    for q in &literals {
+        let needle = q.to_lowercase();
+        let mut expected = Vec::new();
+        let mut messages = 0;
+        for (id, lines) in &generated {
+            let n = lines.values().filter(|c| c.to_lowercase().contains(&needle)).count();
+            if n > 0 {
+                expected.push(id.clone());
+                messages += n;
+            }
+        }
+        let page = search_page(&db, &["-F", "-n", "1000", "--", q]);
+        let mut found = ids(page["results"].as_array().unwrap());
+        found.sort();
+        assert_eq!(found, expected, "literal query {q:?}: conversations found, against a substring search");
+        assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, messages, "{q:?}: matching messages");
+        checked += 1;
+    }
+    assert!(checked >= 70, "{checked} queries");
 }

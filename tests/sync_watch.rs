@@ -15,7 +15,7 @@ fn searchable(db: &std::path::Path, word: &str, within: Duration) -> Duration {
     loop {
         let out = run_ok(sessiondb(db).args(["search", word, "--json"]));
         let hits: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        if !hits.as_array().unwrap().is_empty() {
+        if !hits["results"].as_array().unwrap().is_empty() {
             return started.elapsed();
         }
         assert!(started.elapsed() < within, "{word:?} not searchable after {within:?}");

@@ -104,6 +104,7 @@ fn stored_control_sequences_are_shown_escaped() {
     let shown = run_ok(sessiondb(&db).args(["show", "hostile", "--json"])).stdout;
     assert_eq!(String::from_utf8(shown).unwrap(), fs::read_to_string(logs.join("hostile/conversation.jsonl")).unwrap());
     let found: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["search", "needle", "--json"])).stdout).unwrap();
+    let found = &found["results"];
     assert_eq!(found[0]["name"], format!("name {H}"));
     assert!(found[0]["snippets"][0]["snippet"].as_str().unwrap().contains(H), "{found}");
     let stats: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["stats", "--by", "model", "--json"])).stdout).unwrap();

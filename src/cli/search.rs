@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use super::term::{visible, visible_line};
 use super::Failure;
 use sessiondb::codec::timestamp::format_utc;
-use sessiondb::store::search::{search, snippet, Marks, SearchQuery};
+use sessiondb::store::search::{search, snippet, Marks, SearchQuery, Sort};
 use sessiondb::store::Store;
 use sessiondb::store::StoreError;
 
@@ -21,7 +21,17 @@ pub struct Args {
     /// At most N conversations
     #[arg(short = 'n', long = "limit", default_value_t = 20)]
     limit: usize,
-    /// Print the results as JSON
+    /// Leave out the first N conversations of the ordered result (the next page: N = the
+    /// offset plus the limit of the page before)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    offset: usize,
+    /// relevance: a word query by the bm25 score of each conversation's best match; a literal
+    /// query has no score: its relevance order is newest first. newest: by the conversation's
+    /// last modification, as `list` orders
+    #[arg(long, value_enum, default_value_t = SortArg::Relevance)]
+    sort: SortArg,
+    /// JSON: {"total": {"messages", "conversations"} (every match, exact), "offset", "sort",
+    /// "literal", "results": [the page]}
     #[arg(long)]
     json: bool,
     /// Only messages of this role
@@ -50,6 +60,12 @@ pub struct Args {
     all: bool,
 }
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SortArg {
+    Relevance,
+    Newest,
+}
+
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let query = SearchQuery {
         text: args.query.clone(),
@@ -62,6 +78,12 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         matches: args.matches,
         include_test: args.all,
         literal: args.literal,
+        offset: args.offset,
+        sort: match args.sort {
+            SortArg::Relevance => Sort::Relevance,
+            SortArg::Newest => Sort::Newest,
+        },
+        totals: args.json,
     };
     let conn = store.connection()?;
     let result = match search(&conn, &query) {
@@ -107,7 +129,15 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
                     })
                 })
                 .collect();
-            writeln!(out, "{}", serde_json::to_string_pretty(&rows).expect("serialisable"))?;
+            let totals = result.totals.expect("asked for with --json");
+            let page = serde_json::json!({
+                "total": { "messages": totals.messages, "conversations": totals.conversations },
+                "offset": args.offset,
+                "sort": match args.sort { SortArg::Relevance => "relevance", SortArg::Newest => "newest" },
+                "literal": result.literal,
+                "results": rows,
+            });
+            writeln!(out, "{}", serde_json::to_string_pretty(&page).expect("serialisable"))?;
             return Ok(());
         }
         let query = visible_line(&args.query);
@@ -118,7 +148,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         }
         writeln!(out, "Search results for '{query}'{how} ({} conversations):", result.conversations.len())?;
         for (i, c) in result.conversations.iter().enumerate() {
-            writeln!(out, "\n{}. {} ({} matches):", i + 1, visible_line(&c.name), c.total)?;
+            writeln!(out, "\n{}. {} ({} matches):", args.offset + i + 1, visible_line(&c.name), c.total)?;
             for (j, h) in c.hits.iter().enumerate() {
                 // Messages numbered from 0, as gptme's search numbers them (and as `--json`'s `index`).
                 writeln!(out, "\n  Match {} ({}, message {}, {}):", j + 1, visible_line(&h.document), h.line, visible_line(&h.role))?;

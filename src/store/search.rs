@@ -13,6 +13,9 @@
 //! against the text itself, so the answer is exact, never more. Literal results come newest
 //! conversation first (as gptme lists them), and the scan stops at the last conversation wanted.
 //!
+//! Results are pages of one ordered list ([`Sort`]: relevance or newest; every order total), so
+//! that `offset` pages join up without gap or overlap; [`Totals`] count every match past the page.
+//!
 //! Snippets mark exactly what matched: the substring, for a literal query; whole words that
 //! match a term of the query (a phrase's words only where the whole phrase stands), for a word
 //! query — never letters inside another word.
@@ -49,6 +52,32 @@ pub struct SearchQuery {
     pub include_test: bool,
     /// Search the text literally, whatever it looks like (`--literal`).
     pub literal: bool,
+    /// Leave out this many conversations of the ordered result first (paging).
+    pub offset: usize,
+    /// The order of conversations.
+    pub sort: Sort,
+    /// Count every match ([`SearchResult::totals`]), which reads every match of the query.
+    pub totals: bool,
+}
+
+/// The order of the conversations of a search; every order is total (ties broken by chat id or
+/// message id), so that pages taken with [`SearchQuery::offset`] join up with no gap or overlap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Sort {
+    /// A word query: by the bm25 score of the conversation's best match (then that match's id).
+    /// A literal query has no score: its relevance order is [`Sort::Newest`].
+    #[default]
+    Relevance,
+    /// By the conversation's last modification, newest first (then chat id), as `list` orders.
+    Newest,
+}
+
+/// Every match of a search, past any page: messages that match (standing in a branch or view,
+/// passing the filters) and the conversations holding them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Totals {
+    pub messages: usize,
+    pub conversations: usize,
 }
 
 /// One matching message.
@@ -85,7 +114,10 @@ pub struct SearchResult {
     pub fts_query: String,
     /// What snippets of these results mark ([`snippet`]).
     pub highlight: Highlight,
+    /// The page asked for: conversations `offset..offset + limit` of the ordered result.
     pub conversations: Vec<ConversationHits>,
+    /// Every match, when [`SearchQuery::totals`] asked for them.
+    pub totals: Option<Totals>,
 }
 
 /// Makes CJK runs phrases: outside quotes `数据库` becomes `"数 据 库"`, inside a quoted
@@ -256,7 +288,8 @@ pub fn fold_word(word: &str) -> String {
         .flat_map(char::to_lowercase)
         .map(|c| if c == 'ς' { 'σ' } else { c })
         .filter(|c| !matches!(*c as u32, 0x0300..=0x036F))
-        .map(|c| FROM.chars().position(|f| f == c).and_then(|i| TO.chars().nth(i)).unwrap_or(c))
+        // (ASCII is never in FROM: a word of a long message is folded without the table.)
+        .map(|c| if c.is_ascii() { c } else { FROM.chars().position(|f| f == c).and_then(|i| TO.chars().nth(i)).unwrap_or(c) })
         .collect()
 }
 
@@ -342,7 +375,9 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
         if depth <= MAX_NESTING {
             let fts = cjk_phrases(&q.text);
             match run(conn, q, &fts) {
-                Ok(conversations) => return Ok(SearchResult { literal: false, fts_query: fts, highlight: Highlight::words(&q.text), conversations }),
+                Ok((conversations, totals)) => {
+                    return Ok(SearchResult { literal: false, fts_query: fts, highlight: Highlight::words(&q.text), conversations, totals });
+                }
                 Err(StoreError::Sqlite(e)) if is_syntax_error(&e) => {}
                 Err(e) => return Err(e),
             }
@@ -351,8 +386,8 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
     let highlight = Highlight::literal(&q.text);
     let Highlight::Literal(needle) = &highlight else { unreachable!("a literal highlight") };
     let trigrams = trigram_query(needle);
-    let conversations = run_literal(conn, q, needle, &trigrams)?;
-    Ok(SearchResult { literal: true, fts_query: trigrams, highlight, conversations })
+    let (conversations, totals) = run_literal(conn, q, needle, &trigrams)?;
+    Ok(SearchResult { literal: true, fts_query: trigrams, highlight, conversations, totals })
 }
 
 /// The substring index query for `needle` (lowercased): its distinct trigrams, at most
@@ -389,14 +424,15 @@ const FEW_CANDIDATES: usize = 5_000;
 /// first of them (ids, with no rank).
 type Found = (String, usize, Vec<(i64, f64)>);
 
-/// The conversations holding `needle` (lowercased) in a message, newest first, every match
-/// checked against the text: candidates from the substring index when `trigrams` is not empty,
-/// else every message. Each conversation is read whole (so its count of matches is exact), in
-/// listing order, until `limit` have matched. With many candidates, conversations are read one
+/// The conversations holding `needle` (lowercased) in a message, newest first (the relevance
+/// order of a literal query too), every match checked against the text: candidates from the
+/// substring index when `trigrams` is not empty, else every message. Each conversation is read
+/// whole (so its count of matches is exact), in listing order, until `offset + limit` have
+/// matched — or to the end, counting, when totals are asked for. With many candidates, conversations are read one
 /// after another from the listing index, so that nothing is sorted but one conversation's
 /// messages and a query found everywhere stops after the first few; with at most
 /// [`FEW_CANDIDATES`], the candidates alone are looked up and sorted.
-fn run_literal(conn: &Connection, q: &SearchQuery, needle: &str, trigrams: &str) -> Result<Vec<ConversationHits>, StoreError> {
+fn run_literal(conn: &Connection, q: &SearchQuery, needle: &str, trigrams: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
     let (mut filters, mut args) = filter_sql(q, 2, false);
     args.insert(0, Value::Text(trigrams.to_owned()));
     if !trigrams.is_empty() {
@@ -423,15 +459,18 @@ fn run_literal(conn: &Connection, q: &SearchQuery, needle: &str, trigrams: &str)
     let mut placed_args: Vec<Value> = std::iter::once(Value::Null).chain(placed_args).collect();
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(params_from_iter(args.iter()))?;
-    let (wanted, per) = (q.limit.max(1), q.matches.max(1));
+    let (wanted, per) = (q.offset + q.limit.max(1), q.matches.max(1));
     // A needle of caseless characters is in the lowered text exactly where it is in the text.
     let caseless = needle.chars().all(is_caseless);
     let holds = |t: &str| if caseless { t.contains(needle) } else { super::fts::lower(t).contains(needle) };
     let mut found: Vec<Found> = Vec::new();
+    // Past the last conversation wanted, matches are only counted: (messages, conversations, the last one's chat id).
+    let mut beyond: (usize, usize, Option<String>) = (0, 0, None);
     while let Some(r) = rows.next()? {
         let (id, conversation): (i64, String) = (r.get(0)?, r.get(1)?);
         let current = found.last().is_some_and(|f| f.0 == conversation);
-        if !current && found.len() == wanted {
+        let past = !current && found.len() == wanted;
+        if past && !q.totals {
             break;
         }
         let text: Option<String> = content.query_row([id], |r| r.get(0))?;
@@ -440,6 +479,14 @@ fn run_literal(conn: &Connection, q: &SearchQuery, needle: &str, trigrams: &str)
         }
         placed_args[0] = Value::Integer(id);
         if !placed.exists(params_from_iter(placed_args.iter()))? {
+            continue;
+        }
+        if past {
+            beyond.0 += 1;
+            if beyond.2.as_ref() != Some(&conversation) {
+                beyond.1 += 1;
+                beyond.2 = Some(conversation);
+            }
             continue;
         }
         if !current {
@@ -451,12 +498,13 @@ fn run_literal(conn: &Connection, q: &SearchQuery, needle: &str, trigrams: &str)
             last.2.push((id, 0.0));
         }
     }
-    let chosen: Vec<(i64, f64)> = found.iter().flat_map(|f| f.2.iter().copied()).collect();
+    let totals = q.totals.then(|| Totals { messages: found.iter().map(|f| f.1).sum::<usize>() + beyond.0, conversations: found.len() + beyond.1 });
+    let chosen: Vec<(i64, f64)> = found.iter().skip(q.offset).flat_map(|f| f.2.iter().copied()).collect();
     let mut out = place(conn, q, &chosen)?;
     for c in &mut out {
         c.total = found.iter().find(|f| f.0 == c.chat_id).map_or(c.total, |f| f.1);
     }
-    Ok(out)
+    Ok((out, totals))
 }
 
 /// Refuses filters that name nothing in the store: a conversation, a branch (of that
@@ -533,24 +581,54 @@ fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<(), StoreError> {
 /// ranked (FTS5 keeps only those, however many match) and only they are looked up. When they
 /// yield too few conversations, or a filter would have most of them rejected, the filters go
 /// into the ranking query instead and one pass ranks exactly the qualifying matches: growing
-/// a window and ranking again took seconds for a common word in one conversation.
-fn run(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Vec<ConversationHits>, StoreError> {
-    let wanted = q.limit.max(1);
+/// a window and ranking again took seconds for a common word in one conversation. Both order
+/// matches by (score, message id), so the first conversations of a window are the first of
+/// the whole ranking and pages join up. [`Sort::Newest`] takes the one pass, ordered by the
+/// conversation first. Totals, when asked for and not counted by the pass, are counted apart
+/// ([`count_word_matches`]).
+fn run(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
+    let (mut out, mut totals) = run_ranked(conn, q, fts)?;
+    if q.totals && totals.is_none() {
+        totals = Some(count_word_matches(conn, q, fts)?);
+    }
+    out.drain(..q.offset.min(out.len()));
+    Ok((out, totals.filter(|_| q.totals)))
+}
+
+/// The first `offset + limit` conversations, and the totals when every match was read.
+fn run_ranked(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
+    let wanted = q.offset + q.limit.max(1);
     let narrowed = q.role.is_some() || q.model.is_some() || q.since.is_some() || q.chat_id.is_some() || q.branch.is_some();
-    if !narrowed {
+    if !narrowed && q.sort == Sort::Relevance {
         let window = (wanted * q.matches.max(1) * 8).max(64);
         // bm25() spelled out rather than FTS5's `rank` column (the same default bm25): with
         // `ORDER BY rank` FTS5 evaluates the ranking twice per match, which doubled the time of
         // a word found in half of all messages.
-        let mut ranked = conn.prepare_cached("SELECT rowid, bm25(messages_fts) AS score FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY score LIMIT ?2")?;
+        let mut ranked =
+            conn.prepare_cached("SELECT rowid, bm25(messages_fts) AS score FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY score, rowid LIMIT ?2")?;
         let candidates: Vec<(i64, f64)> = ranked.query_map(rusqlite::params![fts, window as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
         let exhausted = candidates.len() < window;
         let out = place(conn, q, &candidates)?;
         if out.len() >= wanted || exhausted {
-            return Ok(out.into_iter().take(wanted).collect());
+            return Ok((out.into_iter().take(wanted).collect(), None));
         }
     }
     run_filtered(conn, q, fts)
+}
+
+/// Every match of word query `fts` that passes the filters and stands in a branch or view, as
+/// [`run_filtered`] counts them, without ranking any.
+fn count_word_matches(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Totals, StoreError> {
+    let (filters, mut args) = filter_sql(q, 2, true);
+    args.insert(0, Value::Text(fts.to_owned()));
+    let sql = format!(
+        "SELECT count(*), count(DISTINCT m.conversation_id)
+         FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN conversations c ON c.id = m.conversation_id
+         WHERE messages_fts MATCH ?1 AND {}",
+        filters.join(" AND ")
+    );
+    let (messages, conversations): (i64, i64) = conn.prepare_cached(&sql)?.query_row(params_from_iter(args.iter()), |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(Totals { messages: messages as usize, conversations: conversations as usize })
 }
 
 /// The documents that hold message `m` as one of their lines, `d`, with the line, `dl`: as its
@@ -597,10 +675,10 @@ fn filter_sql(q: &SearchQuery, first: usize, placed: bool) -> (Vec<String>, Vec<
     (filters, args)
 }
 
-/// Ranks exactly the matches that pass the filters, in one pass, and keeps the best
-/// conversations with exact match counts. With `--chat`, the index is read over that
-/// conversation's message ids only.
-fn run_filtered(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Vec<ConversationHits>, StoreError> {
+/// Ranks exactly the matches that pass the filters, in one pass, and keeps the first
+/// `offset + limit` conversations (by best match, or newest first) with exact match counts, and
+/// the totals. With `--chat`, the index is read over that conversation's message ids only.
+fn run_filtered(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
     let (mut filters, mut args) = filter_sql(q, 2, true);
     args.insert(0, Value::Text(fts.to_owned()));
     if let Some(chat) = &q.chat_id {
@@ -610,15 +688,16 @@ fn run_filtered(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Vec<Con
             conn.query_row("SELECT min(m.id), max(m.id) FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE c.chat_id = ?1", [chat], |r| {
                 Ok((r.get(0)?, r.get(1)?))
             })?;
-        let (Some(lo), Some(hi)) = range else { return Ok(Vec::new()) };
+        let (Some(lo), Some(hi)) = range else { return Ok((Vec::new(), Some(Totals { messages: 0, conversations: 0 }))) };
         filters.push(format!("messages_fts.rowid BETWEEN {lo} AND {hi}"));
     }
     let sql = format!(
         "SELECT messages_fts.rowid, bm25(messages_fts) AS score, c.chat_id
          FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN conversations c ON c.id = m.conversation_id
          WHERE messages_fts MATCH ?1 AND {}
-         ORDER BY score, messages_fts.rowid",
-        filters.join(" AND ")
+         ORDER BY {}score, messages_fts.rowid",
+        filters.join(" AND "),
+        if q.sort == Sort::Newest { "c.modified DESC, c.chat_id, " } else { "" }
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(params_from_iter(args.iter()))?;
@@ -638,13 +717,14 @@ fn run_filtered(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Vec<Con
             entry.1.push((id, score));
         }
     }
-    order.truncate(q.limit.max(1));
+    let totals = Totals { messages: seen.values().map(|s| s.0).sum(), conversations: seen.len() };
+    order.truncate(q.offset + q.limit.max(1));
     let chosen: Vec<(i64, f64)> = order.iter().flat_map(|c| seen[c].1.iter().copied()).collect();
     let mut out = place(conn, q, &chosen)?;
     for c in &mut out {
         c.total = seen[&c.chat_id].0;
     }
-    Ok(out)
+    Ok((out, Some(totals)))
 }
 
 /// The ranked candidates that pass the filters, with where each stands, grouped by

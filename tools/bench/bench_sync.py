@@ -129,7 +129,7 @@ def bench(args, work: Path) -> int:
             t0 = time.perf_counter()
             while True:
                 out = subprocess.run([sdb, "--db", str(db), "search", word, "--json"], capture_output=True, text=True, check=True)
-                if json.loads(out.stdout):
+                if json.loads(out.stdout)["results"]:
                     lags.append(time.perf_counter() - t0)
                     break
                 if time.perf_counter() - t0 > 30:
