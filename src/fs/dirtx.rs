@@ -39,6 +39,7 @@ enum Undo {
     Remove { rel: PathBuf },
     RemoveDir { rel: PathBuf },
     Attributes { rel: PathBuf, mode: u32, mtime_ns: i64 },
+    Exchange { a: PathBuf, b: PathBuf },
 }
 
 /// Why a directory change was refused.
@@ -158,35 +159,56 @@ impl DirTransaction {
         self.replace_by(path, |root, rel| root.write_atomic_copy(rel, mode, super::meta::now_ns(), source, len))
     }
 
-    /// Gives the regular file `existing` the new name `new` too (a hard link; `new` must not
-    /// exist): a copy of its bytes that costs nothing, for as long as `existing` is only ever
-    /// replaced, never changed in place. Undone by removing `new`.
-    pub fn link_as_new(&mut self, existing: &Path, new: &Path) -> Result<FileStat, DirError> {
-        let (from, rel) = (self.rel(existing)?, self.rel(new)?);
+    /// Replaces `path` atomically with the first `len` bytes of `source` (as
+    /// [`Self::replace_with_prefix`]), and gives the file `path` named until then the new name
+    /// `kept` (which must not exist), with permission bits `kept_mode` and the current time as
+    /// mtime, as a file just written has: a copy of the old bytes that costs nothing.
+    ///
+    /// `kept` never names a file that a writer appending to `path` in place (gptme, or
+    /// sessiondb) could change, whenever the process is killed: the names are exchanged in one
+    /// atomic step ([`Dir::replace_copy_keeping_old`]). Where the filesystem cannot exchange
+    /// names, `kept` is written as a copy first. Undone by putting back the old `path` and
+    /// removing `kept`. Returns the new `path`'s attributes and `kept`'s.
+    pub fn replace_with_prefix_keeping_old(
+        &mut self,
+        path: &Path,
+        mode: u32,
+        source: &File,
+        len: u64,
+        kept: &Path,
+        kept_mode: u32,
+    ) -> Result<(FileStat, FileStat), DirError> {
+        let (rel, kept_rel) = (self.rel(path)?, self.rel(kept)?);
         let io = |path: &Path| {
             let path = path.to_owned();
             move |source| DirError::Io { path, source }
         };
-        match self.root.stat(&from).map_err(io(existing))? {
-            Some(s) if s.kind == Kind::File => {}
-            _ => return Err(io(existing)(io::Error::other("not a regular file"))),
+        let old = match self.root.stat(&rel).map_err(io(path))? {
+            Some(s) if s.kind == Kind::File => s,
+            _ => return Err(io(path)(io::Error::other("not a regular file"))),
+        };
+        match self.root.replace_copy_keeping_old(&rel, mode, super::meta::now_ns(), source, len, &kept_rel) {
+            Ok(()) => {
+                // Undone in reverse: the old file's attributes back, the names exchanged back,
+                // then `kept` (the new bytes by then) removed.
+                self.done(&kept_rel, Undo::Remove { rel: kept_rel.clone() }, true);
+                self.undo.push(Undo::Exchange { a: kept_rel.clone(), b: rel.clone() });
+                self.changed.push(self.root.path().join(&rel));
+                self.root.set_file_attributes(&kept_rel, kept_mode, super::meta::now_ns()).map_err(io(kept))?;
+                self.undo.push(Undo::Attributes { rel: kept_rel.clone(), mode: old.mode, mtime_ns: old.mtime_ns });
+            }
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                let whole = self.open_read(path)?;
+                self.replace_with_prefix(kept, kept_mode, &whole, old.size)?;
+                self.replace_with_prefix(path, mode, source, len)?;
+            }
+            Err(e) => return Err(io(path)(e)),
         }
-        self.root.hard_link(&from, &rel).map_err(io(new))?;
-        self.done(&rel, Undo::Remove { rel: rel.clone() }, true);
-        let stat = self.root.stat(&rel).map_err(io(new))?.ok_or_else(|| io(new)(io::ErrorKind::NotFound.into()))?;
-        Ok(FileStat { mode: stat.mode, mtime_ns: stat.mtime_ns, size: stat.size })
-    }
-
-    /// Sets the permission bits of regular file `path` and its modification time to now, as a
-    /// file just written has. Undone by putting back the old ones.
-    pub fn touch_as_new(&mut self, path: &Path, mode: u32) -> Result<FileStat, DirError> {
-        let rel = self.rel(path)?;
-        let io = |source| DirError::Io { path: path.to_owned(), source };
-        let old = self.root.stat(&rel).map_err(io)?.ok_or_else(|| io(io::ErrorKind::NotFound.into()))?;
-        self.root.set_file_attributes(&rel, mode, super::meta::now_ns()).map_err(io)?;
-        self.undo.push(Undo::Attributes { rel: rel.clone(), mode: old.mode, mtime_ns: old.mtime_ns });
-        let stat = self.root.stat(&rel).map_err(io)?.ok_or_else(|| io(io::ErrorKind::NotFound.into()))?;
-        Ok(FileStat { mode: stat.mode, mtime_ns: stat.mtime_ns, size: stat.size })
+        let stat = |rel: &Path, shown: &Path| -> Result<FileStat, DirError> {
+            let s = self.root.stat(rel).map_err(io(shown))?.ok_or_else(|| io(shown)(io::ErrorKind::NotFound.into()))?;
+            Ok(FileStat { mode: s.mode, mtime_ns: s.mtime_ns, size: s.size })
+        };
+        Ok((stat(&rel, path)?, stat(&kept_rel, kept)?))
     }
 
     fn write(&mut self, path: &Path, mode: u32, mtime_ns: i64, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<FileStat, DirError> {
@@ -307,6 +329,7 @@ impl Drop for DirTransaction {
                 Undo::Remove { rel } => root.remove_file(&rel),
                 Undo::RemoveDir { rel } => root.remove_dir(&rel),
                 Undo::Attributes { rel, mode, mtime_ns } => root.set_file_attributes(&rel, mode, mtime_ns),
+                Undo::Exchange { a, b } => root.exchange(&a, &b),
             };
         }
     }
@@ -338,6 +361,40 @@ mod tests {
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2, "no backups left");
     }
 
+    /// The old file becomes the kept one without a copy, never sharing a name with the new
+    /// file (an append to the branch after the replacement leaves the kept file alone), and a
+    /// transaction dropped uncommitted puts the names back as they were.
+    #[test]
+    fn the_replaced_file_is_kept_under_a_new_name_and_never_shared() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (a, kept) = (dir.path().join("a"), dir.path().join("b/kept"));
+        fs::create_dir(dir.path().join("b")).unwrap();
+        fs::write(&a, "one\ntwo\n").unwrap();
+        let old_ino = fs::metadata(&a).unwrap().ino();
+        for commit in [false, true] {
+            let mut tx = DirTransaction::new(Dir::open(dir.path()).unwrap());
+            let source = tx.open_read(&a).unwrap();
+            let (stat, kept_stat) = tx.replace_with_prefix_keeping_old(&a, 0o600, &source, 4, &kept, 0o600).unwrap();
+            assert_eq!((fs::read(&a).unwrap(), fs::read(&kept).unwrap()), (b"one\n".to_vec(), b"one\ntwo\n".to_vec()));
+            assert_eq!(fs::metadata(&kept).unwrap().ino(), old_ino, "the old file itself, not a copy");
+            assert_ne!(fs::metadata(&a).unwrap().ino(), old_ino);
+            assert_eq!((stat.size, kept_stat.size, kept_stat.mode & 0o777), (4, 8, 0o600));
+            if commit {
+                tx.commit().unwrap();
+            } else {
+                drop(tx);
+                assert_eq!(fs::read(&a).unwrap(), b"one\ntwo\n");
+                assert_eq!(fs::metadata(&a).unwrap().ino(), old_ino);
+                assert!(!kept.exists(), "rolled back");
+            }
+        }
+        fs::OpenOptions::new().append(true).open(&a).unwrap().write_all(b"three\n").unwrap();
+        assert_eq!(fs::read(&kept).unwrap(), b"one\ntwo\n", "an append to the branch never reaches the kept file");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2, "no temporary names left");
+        assert_eq!(fs::read_dir(dir.path().join("b")).unwrap().count(), 1);
+    }
+
     #[test]
     fn commit_keeps_and_cleans_up() {
         let dir = tempfile::tempdir().unwrap();
@@ -355,41 +412,19 @@ mod tests {
         assert_eq!(fs::metadata(dir.path()).unwrap().modified().unwrap(), recorded, "removing the backup keeps the directory's mtime");
     }
 
+    /// A replacement that fails (the source is shorter than asked) leaves the file as it was,
+    /// no kept file and no debris.
     #[test]
-    fn a_linked_backup_and_a_prefix_replacement_roll_back_and_commit() {
+    fn a_failed_replacement_leaves_nothing_behind() {
         let dir = tempfile::tempdir().unwrap();
-        let (branch, backup) = (dir.path().join("branch"), dir.path().join("backup"));
-        fs::write(&branch, "one\ntwo\n").unwrap();
-        fs::set_permissions(&branch, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
-        let before = fs::metadata(&branch).unwrap();
-        for commit in [false, true] {
-            let mut tx = DirTransaction::new(Dir::open(dir.path()).unwrap());
-            let linked = tx.link_as_new(&branch, &backup).unwrap();
-            assert_eq!(linked.size, 8);
-            let source = tx.open_read(&branch).unwrap();
-            tx.replace_with_prefix(&branch, 0o644, &source, 4).unwrap();
-            let touched = tx.touch_as_new(&backup, 0o600).unwrap();
-            assert_eq!(touched.mode, 0o600);
-            assert_eq!((fs::read(&branch).unwrap(), fs::read(&backup).unwrap()), (b"one\n".to_vec(), b"one\ntwo\n".to_vec()));
-            assert!(matches!(tx.link_as_new(&branch, &backup), Err(DirError::Io { .. })), "an existing name is never replaced");
-            if commit {
-                tx.commit().unwrap();
-                assert_eq!(fs::read(&backup).unwrap(), b"one\ntwo\n");
-                assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
-            } else {
-                drop(tx);
-                assert_eq!(fs::read(&branch).unwrap(), b"one\ntwo\n");
-                let after = fs::metadata(&branch).unwrap();
-                assert_eq!((after.permissions(), after.modified().unwrap()), (before.permissions(), before.modified().unwrap()), "mode and mtime put back");
-                assert!(!backup.exists());
-                assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no backups left");
-            }
-        }
-        // A replacement that fails (the source is shorter than asked) leaves the file and no debris.
+        let (a, kept) = (dir.path().join("a"), dir.path().join("kept"));
+        fs::write(&a, "one\n").unwrap();
         let mut tx = DirTransaction::new(Dir::open(dir.path()).unwrap());
-        let source = tx.open_read(&backup).unwrap();
-        assert!(tx.replace_with_prefix(&branch, 0o600, &source, 100).is_err());
-        assert_eq!(fs::read(&branch).unwrap(), b"one\n");
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2, "the kept-aside copy is gone");
+        let source = tx.open_read(&a).unwrap();
+        assert!(tx.replace_with_prefix(&a, 0o600, &source, 100).is_err());
+        assert!(tx.replace_with_prefix_keeping_old(&a, 0o600, &source, 100, &kept, 0o600).is_err());
+        drop(tx);
+        assert_eq!(fs::read(&a).unwrap(), b"one\n");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no kept file, no temporary name");
     }
 }

@@ -352,6 +352,46 @@ impl Dir {
         result
     }
 
+    /// Makes `rel` a new file of the first `len` bytes of `source` (permission bits `mode`,
+    /// mtime `mtime_ns`), and the file `rel` was until then `kept` (which must not exist): the
+    /// old file is never copied. The new file is written under a temporary name, linked as
+    /// `kept`, and then the two names are exchanged in one atomic step (`RENAME_EXCHANGE`), so
+    /// `kept` never names the file a writer appending to `rel` could change: killed at any
+    /// moment, `kept` is absent, or a copy of the new bytes (before the exchange), or the old
+    /// file; the temporary name left over is debris. `Unsupported` when the filesystem cannot
+    /// exchange names (nothing is changed then).
+    pub fn replace_copy_keeping_old(&self, rel: &Path, mode: u32, mtime_ns: i64, source: &File, len: u64, kept: &Path) -> io::Result<()> {
+        let (parent, name) = self.locate(rel)?;
+        let (kept_parent, kept_name) = self.locate(kept)?;
+        let (temp, file) = parent.create_temp()?;
+        let written = (|| {
+            copy_prefix(source, &file, len, true)?;
+            rfs::fchmod(&file, Mode::from_raw_mode(mode as _))?;
+            file.sync_all()?;
+            rfs::futimens(&file, &mtime_only(mtime_ns))?;
+            rfs::linkat(&parent.fd, &temp, &kept_parent.fd, kept_name, AtFlags::empty())?;
+            Ok::<_, io::Error>(())
+        })();
+        if let Err(e) = written {
+            let _ = rfs::unlinkat(&parent.fd, &temp, AtFlags::empty());
+            return Err(e);
+        }
+        if let Err(e) = rfs::renameat_with(&kept_parent.fd, kept_name, &parent.fd, name, rfs::RenameFlags::EXCHANGE) {
+            let _ = rfs::unlinkat(&kept_parent.fd, kept_name, AtFlags::empty());
+            let _ = rfs::unlinkat(&parent.fd, &temp, AtFlags::empty());
+            return Err(if e == Errno::INVAL || e == Errno::NOSYS || e == Errno::NOTSUP { io::ErrorKind::Unsupported.into() } else { e.into() });
+        }
+        let _ = rfs::unlinkat(&parent.fd, &temp, AtFlags::empty());
+        Ok(())
+    }
+
+    /// Exchanges the files named `a` and `b`, atomically.
+    pub fn exchange(&self, a: &Path, b: &Path) -> io::Result<()> {
+        let (a_parent, a_name) = self.locate(a)?;
+        let (b_parent, b_name) = self.locate(b)?;
+        Ok(rfs::renameat_with(&a_parent.fd, a_name, &b_parent.fd, b_name, rfs::RenameFlags::EXCHANGE)?)
+    }
+
     fn create_temp(&self) -> io::Result<(OsString, File)> {
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         loop {

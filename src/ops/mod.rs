@@ -567,33 +567,42 @@ impl Session<'_> {
                 let mut backup = modify::create_doc(self.batch.conn(), self.conv.id, &rel, DocumentKind::Branch, &name, TRANSCRIPT_MODE)?;
                 modify::copy_lines(self.conn(), doc, &mut backup, kept)?;
                 let backup_len = size - suffix(kept);
+                self.refresh_branch_count()?;
                 // The backup is the whole file when no `/undo` command was removed first: then it
-                // is the file itself under a second name (the branch is replaced just below, never
-                // changed in place), given the mode and mtime of a new file once it is the
-                // backup's alone.
-                let linked = backup_len == size;
-                let stat = if linked {
-                    self.dir.link_as_new(&path, &self.abs(&rel))?
+                // is the file itself, kept under the backup's name as the branch is replaced
+                // (never copied, never sharing a name with the branch: see
+                // `DirTransaction::replace_with_prefix_keeping_old`), with the mode and mtime of
+                // a new file. Otherwise it is a copy of the file's first bytes.
+                let written = if backup_len == size {
+                    None
                 } else {
                     let source = self.dir.open_read(&path)?;
-                    self.dir.replace_with_prefix(&self.abs(&rel), backup.mode, &source, backup_len)?
+                    Some(self.dir.replace_with_prefix(&self.abs(&rel), backup.mode, &source, backup_len)?)
                 };
-                self.refresh_branch_count()?;
-                Some((name, rel, linked, stat))
+                Some((name, rel, written))
             }
             _ => None,
         };
         modify::truncate_lines(self.conn(), doc, new_len)?;
         let source = self.dir.open_read(&path)?;
-        let stat = self.dir.replace_with_prefix(&path, doc.mode, &source, cut)?;
-        self.record(&doc.path, stat)?;
         let backup = match backup {
-            Some((name, rel, linked, stat)) => {
-                let stat = if linked { self.dir.touch_as_new(&self.abs(&rel), TRANSCRIPT_MODE)? } else { stat };
-                self.record(&rel, stat)?;
+            Some((name, rel, None)) => {
+                let (stat, kept) = self.dir.replace_with_prefix_keeping_old(&path, doc.mode, &source, cut, &self.abs(&rel), TRANSCRIPT_MODE)?;
+                self.record(&doc.path, stat)?;
+                self.record(&rel, kept)?;
                 Some(name)
             }
-            None => None,
+            Some((name, rel, Some(kept))) => {
+                let stat = self.dir.replace_with_prefix(&path, doc.mode, &source, cut)?;
+                self.record(&doc.path, stat)?;
+                self.record(&rel, kept)?;
+                Some(name)
+            }
+            None => {
+                let stat = self.dir.replace_with_prefix(&path, doc.mode, &source, cut)?;
+                self.record(&doc.path, stat)?;
+                None
+            }
         };
         let gone = &tail[..removed_count as usize];
         modify::remove_messages_if_unreferenced(self.conn(), &gone.iter().map(|l| l.message_id).collect::<Vec<_>>())?;
