@@ -9,7 +9,7 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use common::{run_ok, sessiondb};
+use common::{run_ok, sessiondb, without_sgr};
 use unicode_width::UnicodeWidthStr;
 
 /// A conversation `id` under `logs`: one user message and one assistant reply by `model`,
@@ -66,21 +66,9 @@ fn list_on_terminal(db: &Path, columns: usize, colour: bool, args: &str) -> Vec<
     assert!(out.status.success(), "list: {}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap().replace("\r\n", "\n");
     assert_eq!(text.contains("\x1b["), colour, "coloured only without NO_COLOR: {text:?}");
-    without_sgr(&text).lines().map(str::to_owned).collect()
-}
-
-/// `text` without SGR sequences (`ESC [` digits and semicolons `m`).
-fn without_sgr(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("\x1b[") {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 2..];
-        let end = after.find('m').expect("an SGR sequence ends in m");
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    out
+    let plain = without_sgr(&text);
+    assert!(!plain.contains('\x1b'), "only SGR sequences: {text:?}");
+    plain.lines().map(str::to_owned).collect()
 }
 
 /// Where `needle` starts in `line`, in cells.

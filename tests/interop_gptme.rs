@@ -270,13 +270,19 @@ fn run_gptme_stats(logs: &Path, chat_id: Option<&str>, as_json: bool) -> String 
     String::from_utf8_lossy(&out.stdout).replace(&copy, &logs)
 }
 
-#[test]
-fn stats_match_gptme() {
+/// A copy of the fixture logs (`work/logs`) imported into a fresh database (`work/db`).
+fn imported_fixtures() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let work = tempfile::tempdir().unwrap();
     let logs = work.path().join("logs");
     assert!(Command::new("cp").arg("-a").arg(fixtures()).arg(&logs).status().unwrap().success());
     let db = work.path().join("db");
     run_ok(sessiondb(&db).arg("import").arg(&logs));
+    (work, logs, db)
+}
+
+#[test]
+fn stats_match_gptme() {
+    let (_work, logs, db) = imported_fixtures();
     let theirs = gptme_stats(&logs, None);
     let ours: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["stats", "--json"])).stdout).unwrap();
     for (key, value) in theirs.as_object().unwrap() {
@@ -306,11 +312,7 @@ fn stats_match_gptme() {
 
 #[test]
 fn read_matches_gptme_chats_read() {
-    let work = tempfile::tempdir().unwrap();
-    let logs = work.path().join("logs");
-    assert!(Command::new("cp").arg("-a").arg(fixtures()).arg(&logs).status().unwrap().success());
-    let db = work.path().join("db");
-    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let (_work, logs, db) = imported_fixtures();
     let script = "import sys\nfrom gptme.tools.chats import read_chat\nargs = sys.argv[1:]\nread_chat(args[0], max_results=int(args[1]), incl_system=args[2] == '1', context_messages=int(args[3]), start_message=(int(args[4]) if args[4] else None))\n";
     let cases: &[(&str, &[&str], [&str; 4])] = &[
         ("2026-07-01-basic-chat", &[], ["20", "0", "0", ""]),
@@ -342,11 +344,7 @@ fn read_matches_gptme_chats_read() {
 
 #[test]
 fn markdown_export_matches_gptme() {
-    let work = tempfile::tempdir().unwrap();
-    let logs = work.path().join("logs");
-    assert!(Command::new("cp").arg("-a").arg(fixtures()).arg(&logs).status().unwrap().success());
-    let db = work.path().join("db");
-    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let (_work, logs, db) = imported_fixtures();
     let script = "import sys, pathlib\nfrom gptme.logmanager import LogManager\nfrom gptme.util.export import export_chat_to_markdown\nm = LogManager.load(pathlib.Path(sys.argv[1]), lock=False)\nexport_chat_to_markdown(sys.argv[2], m.log, pathlib.Path(sys.argv[3]))\n";
     for id in ["2026-07-01-basic-chat", "2026-07-02-unicode-stress", "2026-07-03-message-flags", "2026-07-10-compacted-view", "2024-01-15-legacy-flat-tokens"] {
         let copy = tempfile::tempdir().unwrap();
@@ -386,11 +384,7 @@ fn line_of<'t>(text: &'t str, label: &str) -> Option<&'t str> {
 /// table of models fits an 80-column terminal.
 #[test]
 fn stats_text_shows_what_gptme_shows() {
-    let work = tempfile::tempdir().unwrap();
-    let logs = work.path().join("logs");
-    assert!(Command::new("cp").arg("-a").arg(fixtures()).arg(&logs).status().unwrap().success());
-    let db = work.path().join("db");
-    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let (_work, logs, db) = imported_fixtures();
     let ours = String::from_utf8(run_ok(sessiondb(&db).args(["stats"]).env("TZ", "UTC").env("COLUMNS", "80")).stdout).unwrap();
     let theirs = gptme_stats_text(&logs, None);
     for label in [
@@ -456,11 +450,7 @@ fn stats_text_shows_what_gptme_shows() {
 /// `chats list --metadata` does, line for line.
 #[test]
 fn list_metadata_matches_gptme() {
-    let work = tempfile::tempdir().unwrap();
-    let logs = work.path().join("logs");
-    assert!(Command::new("cp").arg("-a").arg(fixtures()).arg(&logs).status().unwrap().success());
-    let db = work.path().join("db");
-    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let (work, logs, db) = imported_fixtures();
     let ours = String::from_utf8(run_ok(sessiondb(&db).args(["list", "--metadata", "-n", "18"]).env("TZ", "UTC")).stdout).unwrap();
     let copy = work.path().join("copy");
     assert!(Command::new("cp").arg("-a").arg(&logs).arg(&copy).status().unwrap().success());
@@ -482,11 +472,7 @@ fn list_metadata_matches_gptme() {
 /// the message's place in the log), in text as in `--json`'s `index`.
 #[test]
 fn search_numbers_messages_as_gptme() {
-    let work = tempfile::tempdir().unwrap();
-    let logs = work.path().join("logs");
-    assert!(Command::new("cp").arg("-a").arg(fixtures()).arg(&logs).status().unwrap().success());
-    let db = work.path().join("db");
-    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let (work, logs, db) = imported_fixtures();
     let ours = String::from_utf8(run_ok(sessiondb(&db).args(["search", "welcome"])).stdout).unwrap();
     let util = gptme_python().parent().unwrap().join("gptme-util");
     let out = Command::new(util).args(["chats", "search", "welcome"]).env("GPTME_LOGS_HOME", &logs).env("HOME", work.path()).output().unwrap();

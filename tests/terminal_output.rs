@@ -10,7 +10,7 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{run_ok, sessiondb};
+use common::{run_ok, sessiondb, without_sgr};
 
 /// Writes the clipboard (OSC 52), clears the screen, homes the cursor, a C1 CSI, CR, BS, DEL.
 const H: &str = "\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b[H\u{9b}31m\r\x08\x7f";
@@ -141,23 +141,4 @@ fn on_a_terminal_only_our_colours_are_written() {
         assert_eq!(text.contains("\x1b["), colours, "{args} is coloured on a terminal: {text:?}");
         assert_eq!(controls(&without_sgr(&text)), "", "{args} on a terminal: {text:?}");
     }
-}
-
-/// `text` without SGR sequences (`ESC [` digits and semicolons `m`).
-fn without_sgr(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("\x1b[") {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 2..];
-        let params = after.find(|c: char| !(c.is_ascii_digit() || c == ';')).unwrap_or(after.len());
-        if after[params..].starts_with('m') {
-            rest = &after[params + 1..];
-        } else {
-            out.push('\x1b');
-            rest = &rest[at + 1..];
-        }
-    }
-    out.push_str(rest);
-    out
 }

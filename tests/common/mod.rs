@@ -135,3 +135,22 @@ pub fn store_contents(store: &sessiondb::store::Store, chat_id: &str) -> std::co
     }
     out
 }
+
+/// `text` without SGR sequences (`ESC [` digits and semicolons `m`).
+pub fn without_sgr(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("\x1b[") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let params = after.find(|c: char| !(c.is_ascii_digit() || c == ';')).unwrap_or(after.len());
+        if after[params..].starts_with('m') {
+            rest = &after[params + 1..];
+        } else {
+            out.push('\x1b');
+            rest = &rest[at + 1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
