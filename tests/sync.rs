@@ -574,3 +574,19 @@ fn listings_say_how_many_conversations_the_store_is_behind_on() {
     root.sync();
     assert_eq!(note(&["list"]), "");
 }
+
+/// Catching up costs no write lock when nothing changed: a command that names an unchanged
+/// conversation answers at once while another process holds the database's write lock (it
+/// would otherwise wait out the 30 s busy timeout).
+#[test]
+fn catching_up_an_unchanged_conversation_takes_no_write_lock() {
+    let root = root_with_fixtures();
+    root.sync();
+    let conn = rusqlite::Connection::open(&root.db).unwrap();
+    conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let started = std::time::Instant::now();
+    let out = run_ok(root.sessiondb().args(["read", "2026-07-01-basic-chat"]));
+    assert!(!out.stdout.is_empty());
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "read waited {:?} for the write lock", started.elapsed());
+    conn.execute_batch("ROLLBACK").unwrap();
+}
