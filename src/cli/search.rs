@@ -135,6 +135,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
                 "offset": args.offset,
                 "sort": match args.sort { SortArg::Relevance => "relevance", SortArg::Newest => "newest" },
                 "literal": result.literal,
+                "ranked_by": result.ranked_by.name(),
                 "results": rows,
             });
             writeln!(out, "{}", serde_json::to_string_pretty(&page).expect("serialisable"))?;

@@ -70,6 +70,9 @@ struct StoreState {
     /// The highest deletion log number ever handed out, and the highest still in the log.
     deletion_seq: i64,
     max_deletion: i64,
+    /// The log is pruned up to here: an index whose mark is below it can never learn of the
+    /// deletions it missed.
+    pruned: i64,
 }
 
 impl StoreState {
@@ -83,6 +86,7 @@ impl StoreState {
             max_message: conn.prepare_cached("SELECT coalesce(max(id), 0) FROM messages")?.query_row([], |r| r.get(0))?,
             deletion_seq: seq("ranking_deletions")?,
             max_deletion: conn.prepare_cached("SELECT coalesce(max(seq), 0) FROM ranking_deletions")?.query_row([], |r| r.get(0))?,
+            pruned: conn.prepare_cached("SELECT coalesce((SELECT value FROM store_state WHERE key = 'ranking_pruned_upto'), 0)")?.query_row([], |r| r.get(0))?,
         })
     }
 
@@ -91,9 +95,10 @@ impl StoreState {
         mark.store == self.store && mark.upto >= self.max_message && mark.deletions >= self.max_deletion
     }
 
-    /// Whether `mark` may belong to this store at all (else the index is rebuilt).
+    /// Whether `mark` may belong to this store at all, and the log still holds every deletion
+    /// it has not applied (else the index is rebuilt: an older copy of the index put back).
     fn admits(&self, mark: Mark) -> bool {
-        mark.store == self.store && mark.upto <= self.message_seq && mark.deletions <= self.deletion_seq
+        mark.store == self.store && mark.upto <= self.message_seq && mark.deletions <= self.deletion_seq && mark.deletions >= self.pruned
     }
 }
 
@@ -411,7 +416,7 @@ pub fn check(conn: &Connection) -> Result<Vec<String>, StoreError> {
         let Some(mark) = index.mark()? else { return Ok(Vec::new()) };
         let state = StoreState::read(conn)?;
         if !state.admits(mark) {
-            return Ok(vec![format!("it belongs to another database, or to a later state of this one (its mark: {mark:?})")]);
+            return Ok(vec![format!("it belongs to another database, or to another state of this one (its mark: {mark:?})")]);
         }
         // What it should hold: every message up to its mark, and those deleted since that it
         // has not applied yet.
@@ -478,7 +483,21 @@ fn set_aside(dir: &Path) -> Result<(), RankingError> {
 fn prune_deletions(conn: &Connection, upto: i64) {
     let sql = conn.sql();
     let _ = sql.busy_timeout(std::time::Duration::from_millis(10));
-    let _ = sql.execute("DELETE FROM ranking_deletions WHERE seq <= ?1", [upto]);
+    let pruned = (|| -> rusqlite::Result<()> {
+        sql.execute_batch("BEGIN IMMEDIATE")?;
+        let done = sql.execute("DELETE FROM ranking_deletions WHERE seq <= ?1", [upto]).and_then(|_| {
+            sql.execute(
+                "INSERT INTO store_state (key, value) VALUES ('ranking_pruned_upto', ?1)
+                 ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)",
+                [upto],
+            )
+        });
+        sql.execute_batch(if done.is_ok() { "COMMIT" } else { "ROLLBACK" })?;
+        done.map(|_| ())
+    })();
+    if pruned.is_err() {
+        let _ = sql.execute_batch("ROLLBACK");
+    }
     let _ = sql.busy_timeout(std::time::Duration::from_millis(super::BUSY_TIMEOUT_MS as u64));
 }
 

@@ -118,6 +118,29 @@ pub struct SearchResult {
     pub conversations: Vec<ConversationHits>,
     /// Every match, when [`SearchQuery::totals`] asked for them.
     pub totals: Option<Totals>,
+    /// What ordered the matches.
+    pub ranked_by: RankedBy,
+}
+
+/// What ordered the matches of a search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RankedBy {
+    /// bm25 from the ranking index (`store::ranking`).
+    RankingIndex,
+    /// bm25 from the word index (FTS5).
+    WordIndex,
+    /// No score: newest conversation first (a literal query).
+    Newest,
+}
+
+impl RankedBy {
+    pub fn name(self) -> &'static str {
+        match self {
+            RankedBy::RankingIndex => "ranking index",
+            RankedBy::WordIndex => "word index",
+            RankedBy::Newest => "newest",
+        }
+    }
 }
 
 /// Makes CJK runs phrases: outside quotes `数据库` becomes `"数 据 库"`, inside a quoted
@@ -394,8 +417,8 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
         if depth <= MAX_NESTING {
             let fts = cjk_phrases(&q.text);
             match run(conn, q, &fts) {
-                Ok((conversations, totals)) => {
-                    return Ok(SearchResult { literal: false, fts_query: fts, highlight: Highlight::words(&q.text), conversations, totals });
+                Ok((conversations, totals, ranked_by)) => {
+                    return Ok(SearchResult { literal: false, fts_query: fts, highlight: Highlight::words(&q.text), conversations, totals, ranked_by });
                 }
                 Err(StoreError::Sqlite(e)) if is_syntax_error(&e) => {}
                 Err(e) => return Err(e),
@@ -406,7 +429,7 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
     let Highlight::Literal(needle) = &highlight else { unreachable!("a literal highlight") };
     let trigrams = trigram_query(needle);
     let (conversations, totals) = run_literal(conn, q, needle, &trigrams)?;
-    Ok(SearchResult { literal: true, fts_query: trigrams, highlight, conversations, totals })
+    Ok(SearchResult { literal: true, fts_query: trigrams, highlight, conversations, totals, ranked_by: RankedBy::Newest })
 }
 
 /// The substring index query for `needle` (lowercased): its distinct trigrams, at most
@@ -605,23 +628,25 @@ fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<(), StoreError> {
 /// the whole ranking and pages join up. [`Sort::Newest`] takes the one pass, ordered by the
 /// conversation first. Totals, when asked for and not counted by the pass, are counted apart
 /// ([`count_word_matches`]).
-fn run(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
-    let (mut out, mut totals) = run_ranked(conn, q, fts)?;
+fn run(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>, RankedBy), StoreError> {
+    let (mut out, mut totals, ranked_by) = match ranked_by_index(conn, q, fts)? {
+        Some(out) => (out, None, RankedBy::RankingIndex),
+        None => {
+            let (out, totals) = run_ranked(conn, q, fts)?;
+            (out, totals, RankedBy::WordIndex)
+        }
+    };
     if q.totals && totals.is_none() {
         totals = Some(count_word_matches(conn, q, fts)?);
     }
     out.drain(..q.offset.min(out.len()));
-    Ok((out, totals.filter(|_| q.totals)))
+    Ok((out, totals.filter(|_| q.totals), ranked_by))
 }
 
-/// The first `offset + limit` conversations, and the totals when every match was read.
+/// The first `offset + limit` conversations by the word index, and the totals when every
+/// match was read.
 fn run_ranked(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
     let wanted = q.offset + q.limit.max(1);
-    if q.sort == Sort::Relevance {
-        if let Some(out) = ranked_by_index(conn, q, fts)? {
-            return Ok((out, None));
-        }
-    }
     let narrowed = q.role.is_some() || q.model.is_some() || q.since.is_some() || q.chat_id.is_some() || q.branch.is_some();
     if !narrowed && q.sort == Sort::Relevance {
         let window = (wanted * q.matches.max(1) * 8).max(64);
@@ -682,6 +707,9 @@ fn plain_terms(fts: &str) -> Option<Vec<String>> {
 fn ranked_by_index(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Option<Vec<ConversationHits>>, StoreError> {
     /// The largest window read before leaving the query to FTS5's one filtered pass.
     const MAX_WINDOW: usize = 1 << 20;
+    if q.sort != Sort::Relevance {
+        return Ok(None);
+    }
     let Some(terms) = plain_terms(fts) else { return Ok(None) };
     let Ok(mut tokens) = super::word_tokens::WordTokens::new() else { return Ok(None) };
     let words: Vec<Vec<String>> = terms.iter().map(|t| tokens.words(t)).collect();
