@@ -331,6 +331,20 @@ pub fn main_transcript_stats(conn: &Connection) -> Result<HashMap<String, Transc
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// The size of a conversation's main transcript as the store last saw it (`None` when
+/// unknown): one indexed lookup, for a listing that needs it for a page of conversations.
+pub fn main_transcript_size(conn: &Connection, chat_id: &str) -> Result<Option<u64>, StoreError> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT e.size FROM conversations c JOIN entries e ON e.conversation_id = c.id AND e.path = '{}' WHERE c.chat_id = ?1",
+            crate::layout::MAIN_TRANSCRIPT
+        ))?
+        .query_row([chat_id], |r| r.get::<_, Option<i64>>(0))
+        .optional()?
+        .flatten()
+        .map(|s| s as u64))
+}
+
 /// The mtime of entry `path` of a conversation, in nanoseconds. Fails when it has no such entry.
 pub fn entry_mtime(conn: &Connection, conversation_id: i64, path: &str) -> Result<i64, StoreError> {
     Ok(conn.query_row("SELECT mtime_ns FROM entries WHERE conversation_id = ?1 AND path = ?2", params![conversation_id, path], |r| r.get(0))?)
