@@ -25,29 +25,40 @@ fn inside(base: &Path, rel: &str) -> Result<Option<PathBuf>, ApiError> {
         return Err(ApiError::bad_request("Path too long"));
     }
     let Ok(base) = base.canonicalize() else { return Ok(None) };
-    let joined = super::lexical(&base.join(rel));
-    if !joined.starts_with(&base) {
-        return Err(ApiError::bad_request(format!("Path escapes workspace: '{rel}'")));
-    }
-    match joined.canonicalize() {
+    let escapes = || ApiError::bad_request(format!("Path escapes workspace: '{rel}'"));
+    // As Python's `resolve()`: links are followed before `..` is applied, so a `..` after a
+    // link leads out of wherever the link points.
+    match base.join(rel).canonicalize() {
         Ok(p) if p.starts_with(&base) => Ok(Some(p)),
-        Ok(_) => Err(ApiError::bad_request(format!("Path escapes workspace: '{rel}'"))),
+        Ok(_) => Err(escapes()),
+        Err(_) if !super::lexical(&base.join(rel)).starts_with(&base) => Err(escapes()),
         Err(_) => Ok(None),
     }
 }
 
-/// The conversation's directory and workspace.
+/// The conversation's directory and the workspace its files are looked up in: as gptme's
+/// `LogManager.workspace`, `<dir>/workspace` (resolved) when it is there, else the configured
+/// one.
 fn dirs(store: &crate::store::Store, id: &str) -> Result<(PathBuf, PathBuf), ApiError> {
     let conn = store.connection()?;
     let s = live_summary(&conn, id)?;
     let logdir = PathBuf::from(&s.source_dir);
-    let workspace = s.workspace.map(PathBuf::from).unwrap_or_else(|| logdir.join(crate::layout::WORKSPACE));
+    let local = logdir.join(crate::layout::WORKSPACE);
+    let workspace = match local.canonicalize() {
+        Ok(resolved) => resolved,
+        Err(_) if local.is_symlink() => local,
+        Err(_) => s.workspace.map(PathBuf::from).unwrap_or(local),
+    };
     Ok((logdir, workspace))
 }
 
 /// `GET …/files/<path>`: the file under the conversation directory, else under the workspace.
 pub async fn conversation_file(State(state): State<Shared>, UrlPath((id, path)): UrlPath<(String, String)>) -> Result<Response, ApiError> {
     check_id(&id)?;
+    if path.starts_with('/') {
+        // Flask's `<path:>` does not take an absolute path: gptme-server's router says 404.
+        return Err(ApiError::not_found("Not Found"));
+    }
     blocking(&state, move |store, _| {
         let (logdir, workspace) = dirs(store, &id)?;
         let found = match inside(&logdir, &path).map_err(|_| ApiError::bad_request("Path escapes conversation directory"))? {
@@ -88,6 +99,12 @@ async fn browse(State(state): State<Shared>, id: String, sub: Option<String>, q:
             _ => return Err(ApiError::bad_request("root must be 'workspace' or 'attachments'")),
         };
         if !root.is_dir() {
+            // gptme creates a conversation's default workspace (or attachments directory)
+            // when asked for it; this server creates nothing, and answers what it would hold.
+            let default = [logdir.join(crate::layout::WORKSPACE), logdir.join(crate::layout::ATTACHMENTS_DIR)];
+            if sub.is_none() && default.contains(&root) && !root.exists() {
+                return Ok(Json(json!([])).into_response());
+            }
             return Err(ApiError::not_found("Workspace not found"));
         }
         let show_hidden = q.get("show_hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"));
