@@ -312,3 +312,79 @@ fn events_follow_appends_by_real_gptme_in_another_process() {
     let (_, _, body) = http(serve.port, "GET", &format!("/api/v2/conversations/{id}?limit=1"), &[], b"");
     assert_eq!(json(&body)["log"][0]["content"], format!("ack {id} 0"));
 }
+
+/// Opens `/events` of `id` and waits for `connected`.
+fn open_events(port: u16, id: &str) -> BufReader<TcpStream> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    write!(s, "GET /api/v2/conversations/{id}/events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n").unwrap();
+    let mut reader = BufReader::new(s);
+    wait_for_event(&mut reader, Instant::now() + Duration::from_secs(30), |v| v["type"] == "connected");
+    reader
+}
+
+#[test]
+fn writes_go_through_the_operations_and_gptme_reads_the_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let db = tmp.path().join("db");
+    let serve = Serve::start(&db, &logs, &[]);
+    let port = serve.port;
+    let send = |method: &str, path: &str, body: &str| {
+        let (status, _, body) = http(port, method, path, &[("Content-Type", "application/json")], body.as_bytes());
+        (status, json(&body))
+    };
+    let base = "/api/v2/conversations/made-here";
+    let (status, body) = send("PUT", base, r#"{"messages": [{"role": "user", "content": "first question"}], "config": {"chat": {"name": "Made here"}}}"#);
+    assert_eq!((status, body["conversation_id"].as_str()), (200, Some("made-here")), "{body}");
+    assert_eq!(send("PUT", base, "{}").0, 409);
+    assert_eq!(send("PUT", "/api/v2/conversations/bad", r#"{"messages": [{"role": "robot", "content": "x"}]}"#).0, 400);
+    assert!(!logs.join("bad").exists(), "a refused PUT left a directory");
+    let mut events = open_events(port, "made-here");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    assert_eq!(send("POST", base, r#"{"role": "assistant", "content": "first answer"}"#).0, 200);
+    let added = wait_for_event(&mut events, deadline, |v| v["type"] == "message_added");
+    assert_eq!(added["message"]["content"], "first answer");
+    // Another process (the CLI) appends: the stream hears of it too.
+    run_ok(sessiondb(&db).args(["append", "made-here", "--role", "user", "--content", "from the command line"]));
+    let added = wait_for_event(&mut events, deadline, |v| v["type"] == "message_added");
+    assert_eq!(added["message"]["content"], "from the command line");
+    assert_eq!(send("POST", base, r#"{"role": "user"}"#).0, 400);
+    assert_eq!(send("POST", "/api/v2/conversations/nowhere", r#"{"role": "user", "content": "x"}"#).0, 404);
+    // Edit the last user message, keep what follows; the stream sees the edit.
+    let (status, body) = send("PATCH", &format!("{base}/messages/2"), r#"{"content": "from the command line, edited"}"#);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["log"][2]["content"], "from the command line, edited");
+    let edited = wait_for_event(&mut events, deadline, |v| v["type"] == "conversation_edited");
+    assert_eq!(edited["log"][2]["content"], "from the command line, edited");
+    assert_eq!(send("PATCH", &format!("{base}/messages/1"), r#"{"content": "not a user message"}"#).0, 400);
+    assert_eq!(send("PATCH", &format!("{base}/messages/9"), r#"{"content": "x"}"#).0, 404);
+    // Deleting the answer would put two user messages together: refused, as gptme does.
+    assert_eq!(send("DELETE", &format!("{base}/messages/1"), "").0, 400);
+    let (status, body) = send("PATCH", &format!("{base}/messages/0?truncate=1"), "");
+    assert_eq!((status, body["log"].as_array().map(Vec::len)), (200, Some(1)), "{body}");
+    assert!(body["branches"].as_object().unwrap().keys().any(|b| b.starts_with("main-edit-")), "no backup branch: {body}");
+    // Fork after the first message, rename, and the no-model answer.
+    assert_eq!(send("POST", base, r#"{"role": "assistant", "content": "second answer"}"#).0, 200);
+    let (status, body) = send("POST", &format!("{base}/fork?after_message=0"), "");
+    assert_eq!(status, 200, "{body}");
+    let fork = body["conversation_id"].as_str().unwrap().to_owned();
+    let (_, forked) = send("GET", &format!("/api/v2/conversations/{fork}"), "");
+    assert_eq!(forked["name"], "Fork of Made here @ msg 1");
+    assert_eq!(forked["log"].as_array().unwrap().len(), 1);
+    assert_eq!(send("POST", &format!("{base}/fork?after_message=x"), "").0, 400);
+    let (status, body) = send("PATCH", &format!("{base}/config"), r#"{"chat": {"name": "Renamed here"}}"#);
+    assert_eq!((status, body["config"]["chat"]["name"].as_str()), (200, Some("Renamed here")), "{body}");
+    assert_eq!(send("PATCH", &format!("{base}/config"), r#"{"chat": {"model": "x"}}"#).0, 400);
+    let (status, body) = send("POST", &format!("{base}/step"), "{}");
+    assert_eq!(status, 501);
+    assert!(body["error"].as_str().unwrap().contains("runs no model"));
+    // gptme reads every conversation written here as it reads its own.
+    let out = Command::new(gptme_python()).arg(tool("gptme_check.py")).args(["reads"]).arg(&logs).args(["--strict", "--events-suffix-ok"]).output().unwrap();
+    assert!(out.status.success(), "gptme does not read what serve wrote: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    // Delete, as `rm`.
+    assert_eq!(send("DELETE", &format!("/api/v2/conversations/{fork}"), "").0, 200);
+    assert!(!logs.join(&fork).exists());
+    assert_eq!(send("GET", &format!("/api/v2/conversations/{fork}"), "").0, 404);
+}

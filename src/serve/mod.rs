@@ -14,6 +14,7 @@ mod gptme_json;
 mod live;
 mod read;
 pub mod webui;
+mod write;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -175,12 +176,16 @@ fn router(state: Shared, cors: Option<HeaderValue>) -> Router {
     let api = Router::new()
         .route("/api/v2/auth/cookie", post(set_cookie).delete(clear_cookie))
         .route("/api/v2/conversations", get(read::conversations))
-        .route("/api/v2/conversations/{id}", get(read::conversation))
-        .route("/api/v2/conversations/{id}/config", get(read::config))
+        .route("/api/v2/conversations/{id}", get(read::conversation).put(write::create).post(write::append).delete(write::remove))
+        .route("/api/v2/conversations/{id}/config", get(read::config).patch(write::patch_config))
         .route("/api/v2/conversations/{id}/files/{*path}", get(files::conversation_file))
         .route("/api/v2/conversations/{id}/workspace", get(files::workspace))
         .route("/api/v2/conversations/{id}/workspace/{*path}", get(files::workspace_path))
         .route("/api/v2/conversations/{id}/events", get(live::events))
+        .route("/api/v2/conversations/{id}/messages/{index}", axum::routing::patch(write::edit_message).delete(write::delete_message))
+        .route("/api/v2/conversations/{id}/fork", post(write::fork))
+        .route("/api/v2/conversations/{id}/step", post(write::no_model))
+        .route("/api/v2/conversations/{id}/rerun", post(write::no_model))
         .merge(read::history_only_routes())
         .layer(middleware::from_fn_with_state(state.clone(), require_auth));
     let mut app = open.merge(api).fallback(webui::fallback).with_state(state.clone());
