@@ -174,6 +174,17 @@ fn contract(root: &Path) {
     let tmp = tempfile::tempdir().unwrap();
     let theirs = copy_root(root, &tmp.path().join("theirs"));
     let ours = copy_root(root, &tmp.path().join("ours"));
+    // Three conversations modified at the same instant as a fourth, in the middle of the
+    // listing (so that no `limit` probe cuts the group): pages must break the tie by id, as
+    // gptme-server does.
+    let mut dirs: Vec<_> = std::fs::read_dir(&ours).unwrap().map(|e| e.unwrap().path()).filter(|d| d.join("conversation.jsonl").exists()).collect();
+    dirs.sort_by_key(|d| std::fs::metadata(d.join("conversation.jsonl")).unwrap().modified().unwrap());
+    let middle = filetime::FileTime::from_last_modification_time(&std::fs::metadata(dirs[dirs.len() / 2].join("conversation.jsonl")).unwrap());
+    for d in dirs.iter().take(3) {
+        for copy in [&theirs, &ours] {
+            filetime::set_file_mtime(copy.join(d.file_name().unwrap()).join("conversation.jsonl"), middle).unwrap();
+        }
+    }
     let home = tmp.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let before = common::tree::snapshot(&ours, &[]);

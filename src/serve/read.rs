@@ -97,16 +97,22 @@ pub async fn conversations(State(state): State<Shared>, Query(p): Params) -> Res
             let rows = queries::list_conversations(&conn, false, Some(req.limit))?;
             return Ok(Json(Value::Array(rows.iter().map(item).collect::<Result<_, _>>()?)));
         }
-        let mut rows = queries::list_conversations(&conn, false, None)?;
-        if !req.search.is_empty() {
-            let in_content = content_matches(&conn, &req.search)?;
-            rows.retain(|c| {
-                c.name.to_lowercase().contains(&req.search)
-                    || c.chat_id.to_lowercase().contains(&req.search)
-                    || c.last_message_preview.as_deref().unwrap_or("").to_lowercase().contains(&req.search)
-                    || in_content.contains(&c.chat_id)
-            });
+        if req.search.is_empty() {
+            // A page straight from the index: as fast at 10,000 conversations as at 100.
+            let after = req.cursor.as_ref().map(|(t, id)| (*t, id.as_deref()));
+            let mut rows = queries::list_page(&conn, after, req.limit + 1)?;
+            let has_more = rows.len() > req.limit;
+            rows.truncate(req.limit);
+            return Ok(Json(page_json(&rows, has_more, item)?));
         }
+        let mut rows = queries::list_conversations(&conn, false, None)?;
+        let in_content = content_matches(&conn, &req.search)?;
+        rows.retain(|c| {
+            c.name.to_lowercase().contains(&req.search)
+                || c.chat_id.to_lowercase().contains(&req.search)
+                || c.last_message_preview.as_deref().unwrap_or("").to_lowercase().contains(&req.search)
+                || in_content.contains(&c.chat_id)
+        });
         if !req.paginated {
             rows.truncate(req.limit);
             return Ok(Json(Value::Array(rows.iter().map(item).collect::<Result<_, _>>()?)));
@@ -121,14 +127,20 @@ pub async fn conversations(State(state): State<Shared>, Query(p): Params) -> Res
         }
         let has_more = rows.len() > req.limit;
         rows.truncate(req.limit);
-        let next_cursor = match rows.last() {
-            Some(last) if has_more => json!(gptme_json::encode_cursor(last.modified, &last.chat_id)),
-            _ => Value::Null,
-        };
-        let page = rows.iter().map(item).collect::<Result<Vec<_>, _>>()?;
-        Ok(Json(json!({"conversations": page, "next_cursor": next_cursor})))
+        Ok(Json(page_json(&rows, has_more, item)?))
     })
     .await
+}
+
+/// `{conversations, next_cursor}`: the cursor points after the page's last row when there is
+/// more.
+fn page_json(rows: &[ConversationSummary], has_more: bool, item: impl Fn(&ConversationSummary) -> Result<Value, ApiError>) -> Result<Value, ApiError> {
+    let next_cursor = match rows.last() {
+        Some(last) if has_more => json!(gptme_json::encode_cursor(last.modified, &last.chat_id)),
+        _ => Value::Null,
+    };
+    let page = rows.iter().map(item).collect::<Result<Vec<_>, _>>()?;
+    Ok(json!({"conversations": page, "next_cursor": next_cursor}))
 }
 
 /// The conversations whose messages contain `text` (as a substring, as gptme matches names),

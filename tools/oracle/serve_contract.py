@@ -13,7 +13,10 @@ Deliberate differences (README, "sessiondb serve"):
   the text in a message.
 - a non-finite number (bare `NaN` in gptme's JSON) is `null`;
 - `GET /api/v2` has a `server` field naming sessiondb;
-- no ETag / 304 on reads.
+- no ETag / 304 on reads;
+- in a bare-array listing, conversations modified at the same instant come in gptme-server's
+  directory-listing order (whatever the file system gives), in sessiondb's by id: such ties are
+  compared as sets (the paginated listing orders ties by id in both, and is compared as is).
 """
 
 import http.client
@@ -55,6 +58,13 @@ def norm(v, root: str):
         return [norm(x, root) for x in v]
     if isinstance(v, dict):
         return {norm(k, root): norm(x, root) for k, x in v.items()}
+    return v
+
+
+def tie_order(v):
+    """A bare-array listing with ties in `modified` put in one order (see the module's doc)."""
+    if isinstance(v, list) and v and all(isinstance(c, dict) and "modified" in c and "id" in c for c in v):
+        return sorted(v, key=lambda c: (-(c["modified"] or 0), c["id"]))
     return v
 
 
@@ -103,7 +113,7 @@ def both(path: str, *, ignore_keys: tuple[str, ...] = ()):
         out.append(f"status: gptme {sa}, sessiondb {sb} (gptme said {ba[:200]!r}, sessiondb {bb[:200]!r})")
     ja = jb = None
     if "json" in ta and "json" in tb:
-        ja, jb = norm(parse(ba), GPTME_ROOT), norm(parse(bb), OURS_ROOT)
+        ja, jb = tie_order(norm(parse(ba), GPTME_ROOT)), tie_order(norm(parse(bb), OURS_ROOT))
         if isinstance(ja, dict) and isinstance(jb, dict):
             for k in ignore_keys:
                 ja.pop(k, None)
@@ -164,7 +174,7 @@ def content_search(q: str, extra: str = ""):
     else:
         low = q.strip().lower()
         by_meta = [c for c in jb if low in c["name"].lower() or low in c["id"].lower() or low in (c["last_message_preview"] or "").lower()]
-        diff(ja, by_meta, "", out)
+        diff(tie_order(ja), tie_order(by_meta), "", out)
         for extra in (c for c in jb if c not in by_meta):
             _, body, _ = fetch(OURS_URL, f"/api/v2/conversations/{urllib.parse.quote(extra['id'])}")
             log = json.loads(body).get("branches", {})
