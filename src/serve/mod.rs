@@ -31,7 +31,7 @@ use serde_json::json;
 
 use crate::store::{Store, StoreError};
 
-pub use gptme_json::lexical;
+pub(crate) use gptme_json::lexical;
 
 /// How `sessiondb serve` was asked to run.
 #[derive(Debug, Clone)]
