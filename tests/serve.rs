@@ -447,12 +447,14 @@ fn the_stock_web_ui_lists_opens_searches_and_follows_live() {
     let webui =
         Command::new(&python).args(["-c", "import gptme.server, os; print(os.path.join(os.path.dirname(gptme.server.__file__), 'webui-dist'))"]).output().unwrap();
     let webui = String::from_utf8_lossy(&webui.stdout).trim().to_owned();
-    let serve = Serve::start(&tmp.path().join("db"), &logs, &["--webui-dir", &webui]);
+    // With a token, as a server reachable by others runs: the UI gets it in its link.
+    let token = "ui-token";
+    let serve = Serve::start(&tmp.path().join("db"), &logs, &["--webui-dir", &webui, "--token", token]);
     let mut child = Command::new(&python)
         .arg(tool("webui_probe.py"))
         .arg(format!("http://127.0.0.1:{}/", serve.port))
         .arg(&logs)
-        .args(["2026-07-01-basic-chat", "plants", id])
+        .args(["2026-07-01-basic-chat", "plants", id, token])
         .env("SESSIONDB_CHROMIUM", chromium)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

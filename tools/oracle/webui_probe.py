@@ -14,7 +14,11 @@ driven by Playwright; no browser is downloaded) and checks what a person would s
 Prints one line per check and a JSON summary last; exits 1 when a check failed. Screenshots go
 to $SESSIONDB_SCREENSHOTS when set (never into the repository).
 
-Usage: webui_probe.py URL LOGS_ROOT CHAT WORD SEARCH_CHAT
+With TOKEN the server wants one: the UI is given it as gptme's own links give it
+(`#baseUrl=…&userToken=…`), and then authenticates its calls with it and its event stream with
+the cookie it asks for.
+
+Usage: webui_probe.py URL LOGS_ROOT CHAT WORD SEARCH_CHAT [TOKEN]
 """
 import json
 import os
@@ -22,17 +26,20 @@ import pathlib
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 import urllib.request
 
 from playwright.sync_api import sync_playwright
 
 URL, LOGS, CHAT, WORD, SEARCH_CHAT = sys.argv[1:6]
+TOKEN = sys.argv[6] if len(sys.argv) > 6 else None
 HERE = pathlib.Path(__file__).resolve().parent
 results: dict[str, str] = {}
 
 
 def api(path: str):
-    with urllib.request.urlopen(URL.rstrip("/") + path) as r:
+    headers = {"Authorization": f"Bearer {TOKEN}"} if TOKEN else {}
+    with urllib.request.urlopen(urllib.request.Request(URL.rstrip("/") + path, headers=headers)) as r:
         return json.load(r)
 
 
@@ -65,7 +72,8 @@ def main() -> int:
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.on("response", lambda r: bad.append(f"{r.status} {r.request.method} {r.url}") if r.status >= 400 else None)
-            page.goto(URL)
+            base = URL.rstrip("/")
+            page.goto(f"{base}/#baseUrl={urllib.parse.quote(base)}&userToken={TOKEN}" if TOKEN else URL)
             skip = page.get_by_role("button", name="Skip for now")
             try:
                 skip.click(timeout=10000)
