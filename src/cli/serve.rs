@@ -17,6 +17,7 @@ pub struct Args {
     /// The address to listen on; one that is not loopback needs a token
     #[arg(long, default_value = "127.0.0.1")]
     host: IpAddr,
+    /// The port to listen on (0: any free one, named in the log)
     #[arg(long, default_value_t = 5700)]
     port: u16,
     /// The bearer token clients must give (as gptme-server's); without one, only a loopback
