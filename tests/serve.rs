@@ -98,10 +98,21 @@ impl Serve {
     }
 }
 
+/// SIGTERM, and SIGKILL when that has not ended `child` within 10 s (a failing test must not
+/// wait forever on a server that does not stop).
+fn stop(child: &mut Child) {
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let asked = Instant::now();
+    while matches!(child.try_wait(), Ok(None)) && asked.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 impl Drop for Serve {
     fn drop(&mut self) {
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
 }
 
@@ -143,8 +154,7 @@ impl GptmeServer {
 
 impl Drop for GptmeServer {
     fn drop(&mut self) {
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
 }
 
@@ -338,6 +348,17 @@ fn events_follow_appends_by_real_gptme_in_another_process() {
     // And the conversation as served holds it.
     let (_, _, body) = http(serve.port, "GET", &format!("/api/v2/conversations/{id}?limit=1"), &[], b"");
     assert_eq!(json(&body)["log"][0]["content"], format!("ack {id} 0"));
+    // SIGTERM with the stream still open: the server ends the stream and exits.
+    let mut serve = serve;
+    unsafe { libc::kill(serve.child.id() as i32, libc::SIGTERM) };
+    let stopped = Instant::now();
+    while serve.child.try_wait().unwrap().is_none() {
+        assert!(stopped.elapsed() < Duration::from_secs(10), "the server did not stop with an event stream open");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(serve.child.try_wait().unwrap().unwrap().success());
+    let mut rest = String::new();
+    let _ = reader.read_to_string(&mut rest);
 }
 
 /// Opens `/events` of `id` and waits for `connected`.

@@ -32,6 +32,9 @@ use crate::sync::watch::{watch, WatchEvent};
 pub struct Live {
     changed: broadcast::Sender<String>,
     stop: Arc<AtomicBool>,
+    /// Set when the server shuts down: every open event stream ends, so that a graceful
+    /// shutdown does not wait for browsers to go away.
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 /// A conversation's row as far as change goes.
@@ -78,11 +81,13 @@ impl Live {
                 }
             })
             .expect("a thread can be started");
-        Live { changed, stop }
+        Live { changed, stop, closing: tokio::sync::watch::channel(false).0 }
     }
 
+    /// Stops the watcher and ends every event stream.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
+        self.closing.send_replace(true);
     }
 
     fn subscribe(&self) -> broadcast::Receiver<String> {
@@ -108,11 +113,16 @@ pub async fn events(State(state): State<Shared>, UrlPath(id): UrlPath<String>) -
         data(json!({"type": "connected", "session_id": session_id, "generating": false, "last_error": null, "pending_tools": []})),
         data(json!({"type": "ping"})),
     ];
-    let changes = stream::unfold((first, rx), move |(mut last, mut rx)| {
+    let closing = state.live.closing.subscribe();
+    let changes = stream::unfold((first, rx, closing), move |(mut last, mut rx, mut closing)| {
         let (state, id) = (state.clone(), id.clone());
         async move {
             loop {
-                match rx.recv().await {
+                let heard = tokio::select! {
+                    heard = rx.recv() => heard,
+                    _ = closing.wait_for(|closed| *closed) => return None,
+                };
+                match heard {
                     Ok(changed) if changed != id => continue,
                     // Missed announcements: look again in any case.
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
@@ -123,7 +133,7 @@ pub async fn events(State(state): State<Shared>, UrlPath(id): UrlPath<String>) -
                 let batch = difference(&last, &now);
                 last = now;
                 if !batch.is_empty() {
-                    return Some((batch.into_iter().map(data).collect::<Vec<_>>(), (last, rx)));
+                    return Some((batch.into_iter().map(data).collect::<Vec<_>>(), (last, rx, closing)));
                 }
             }
         }

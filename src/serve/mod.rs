@@ -156,8 +156,14 @@ async fn serve(store: Store, config: Config) -> Result<(), ServeError> {
     if config.webui.is_none() {
         tracing::warn!("no web UI found (give --webui-dir or GPTME_WEBUI_DIR, or install gptme); serving the API only");
     }
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
-    state.live.stop();
+    let stopping = state.clone();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            tracing::info!("stopping: closing the event streams, finishing the requests under way");
+            stopping.live.stop();
+        })
+        .await?;
     tracing::info!("stopped");
     Ok(())
 }
