@@ -47,7 +47,7 @@ fn dirs(store: &crate::store::Store, id: &str) -> Result<(PathBuf, PathBuf), Api
     let workspace = match local.canonicalize() {
         Ok(resolved) => resolved,
         Err(_) if local.is_symlink() => local,
-        Err(_) => s.workspace.map(PathBuf::from).unwrap_or(local),
+        Err(_) => super::read::configured_workspace(&s),
     };
     Ok((logdir, workspace))
 }

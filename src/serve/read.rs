@@ -220,13 +220,19 @@ pub(crate) fn live_summary(conn: &Connection, id: &str) -> Result<ConversationSu
     Ok(summary)
 }
 
+/// The workspace gptme's `ChatConfig` reports for a conversation (the store keeps it; without
+/// one, `<dir>/workspace`).
+pub(crate) fn configured_workspace(s: &ConversationSummary) -> PathBuf {
+    s.workspace.as_ref().map(PathBuf::from).unwrap_or_else(|| Path::new(&s.source_dir).join(crate::layout::WORKSPACE))
+}
+
 /// `LogManager.to_dict(branches=True)` plus `logdir`, as `api_conversation` answers: `log` is
 /// what gptme has loaded (the active view on main when there is one), `branches` every branch,
 /// with main as loaded.
 pub(crate) fn conversation_dict(conn: &Connection, id: &str) -> Result<Value, ApiError> {
     let summary = live_summary(conn, id)?;
     let logdir = PathBuf::from(&summary.source_dir);
-    let workspace = PathBuf::from(summary.workspace.clone().unwrap_or_else(|| logdir.join(crate::layout::WORKSPACE).to_string_lossy().into_owned()));
+    let workspace = configured_workspace(&summary);
     let dirs = Dirs { workspace: &workspace, logdir: &logdir };
     let conv = modify::load_conversation(conn, id)?;
     let loaded = modify::loaded_doc(conn, conv.id, crate::layout::MAIN)?
@@ -254,8 +260,7 @@ pub(crate) fn conversation_dict(conn: &Connection, id: &str) -> Result<Value, Ap
 /// The messages of a document as gptme holds them (a message without a timestamp has its
 /// file's mtime), as `to_dict` gives them.
 fn doc_messages(conn: &Connection, conversation_id: i64, document_id: i64, path: &str, dirs: &Dirs) -> Result<Value, StoreError> {
-    let mtime_ns = queries::entry_mtime(conn, conversation_id, path).unwrap_or(0);
-    let mtime = mtime_ns.div_euclid(1_000_000_000) as f64 + mtime_ns.rem_euclid(1_000_000_000) as f64 * 1e-9;
+    let mtime = crate::sync::document::held_mtime(conn, conversation_id, path);
     queries::with_document_lines(conn, document_id, 0, |lines| {
         Value::Array(lines.filter_map(|l| l.message).map(|m| gptme_json::message_dict(&normalise_for_rewrite(&m, mtime), dirs)).collect())
     })

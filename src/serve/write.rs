@@ -94,7 +94,7 @@ fn workspace_file(workspace: &std::path::Path, f: &str) -> Result<PathBuf, ApiEr
 fn workspace_of(store: &Store, id: &str) -> Result<PathBuf, ApiError> {
     let conn = store.connection()?;
     let s = super::read::live_summary(&conn, id)?;
-    Ok(s.workspace.map(PathBuf::from).unwrap_or_else(|| PathBuf::from(&s.source_dir).join(crate::layout::WORKSPACE)))
+    Ok(super::read::configured_workspace(&s))
 }
 
 /// A session id to hand back where gptme hands one back (this server keeps no sessions).
