@@ -302,6 +302,10 @@ fn oversized_requests_are_refused() {
     let big = vec![b'x'; 3 << 20];
     let (status, _, _) = http(serve.port, "POST", "/api/v2/conversations/2026-07-01-basic-chat", &[("Content-Type", "application/json")], &big);
     assert_eq!(status, 413);
+    // Headers and URLs past hyper's bounds.
+    let big = "a".repeat(500_000);
+    assert_eq!(http(serve.port, "GET", "/api/v2", &[("X-Big", &big)], b"").0, 431);
+    assert_eq!(http(serve.port, "GET", &format!("/api/v2/conversations?q={}", "x".repeat(300_000)), &[], b"").0, 414);
     // The server is still there.
     assert_eq!(http(serve.port, "GET", "/api/v2", &[], b"").0, 200);
 }
