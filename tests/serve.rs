@@ -501,3 +501,20 @@ fn the_stock_web_ui_lists_opens_searches_and_follows_live() {
         assert!(report.contains(&format!("ok     {check}:")), "check {check} missing from the probe's report:\n{report}");
     }
 }
+
+#[test]
+fn cors_answers_only_the_origin_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = copy_fixtures(&tmp.path().join("logs"));
+    let serve = Serve::start(&tmp.path().join("db"), &logs, &["--cors-origin", "http://ui.example:5701"]);
+    let preflight = |origin: &str| {
+        let (status, head, _) = http(serve.port, "OPTIONS", "/api/v2/conversations", &[("Origin", origin), ("Access-Control-Request-Method", "GET")], b"");
+        (status, head.to_ascii_lowercase())
+    };
+    let (status, head) = preflight("http://ui.example:5701");
+    assert_eq!(status, 200, "{head}");
+    assert!(head.contains("access-control-allow-origin: http://ui.example:5701"), "{head}");
+    // Another origin is not named (a browser then refuses the answer to it).
+    let (_, head) = preflight("http://elsewhere.example");
+    assert!(!head.contains("elsewhere") && !head.contains("access-control-allow-origin: *"), "another origin was allowed: {head}");
+}
