@@ -1279,3 +1279,27 @@ fn concurrent_searches_of_a_behind_index_all_answer_right() {
     }
     run_ok(sessiondb(&db).arg("doctor"));
 }
+
+/// Pages, offsets and match counts of any size are answered, never an allocation in proportion
+/// to them: `--offset 4294967295` made the ranking index ask for a 275 GB heap and the process
+/// abort; `usize::MAX` overflowed the window's arithmetic.
+#[test]
+fn huge_offsets_limits_and_match_counts_are_answered() {
+    let (_work, db) = setup();
+    let max = usize::MAX.to_string();
+    for q in ["borrow", "decorat*", "foo-bar", "\"borrow checker\"", "数据库"] {
+        for (offset, limit, matches) in
+            [("4294967295", "20", "1"), (max.as_str(), max.as_str(), max.as_str()), ("0", max.as_str(), max.as_str()), ("1", "4294967295", "4294967295")]
+        {
+            for sort in ["relevance", "newest"] {
+                let page = search_page(&db, &["--offset", offset, "-n", limit, "-m", matches, "--sort", sort, "--", q]);
+                let results = page["results"].as_array().unwrap();
+                if offset == "0" {
+                    assert!(!results.is_empty(), "{q:?} -n {limit}: found");
+                } else if offset != "1" {
+                    assert!(results.is_empty(), "{q:?} --offset {offset}: nothing that far");
+                }
+            }
+        }
+    }
+}

@@ -60,6 +60,25 @@ pub struct SearchQuery {
     pub totals: bool,
 }
 
+impl SearchQuery {
+    /// How many conversations of the ordered result are read: those left out by the offset and
+    /// the page (however large either is asked to be).
+    fn wanted(&self) -> usize {
+        self.offset.saturating_add(self.limit.max(1))
+    }
+}
+
+/// The most best-ranked matches read at once (the ranking index's top-k heap, FTS5's LIMIT):
+/// past it a search falls back to one pass over every match, so an offset or a page of any size
+/// never asks for memory in proportion to itself.
+const MAX_WINDOW: usize = 1 << 20;
+
+/// The first window of best-ranked matches read for `q`: eight matches for each one shown,
+/// at least 64, at most [`MAX_WINDOW`].
+fn first_window(q: &SearchQuery) -> usize {
+    q.wanted().saturating_mul(q.matches.max(1)).saturating_mul(8).clamp(64, MAX_WINDOW)
+}
+
 /// The order of the conversations of a search; every order is total (ties broken by chat id or
 /// message id), so that pages taken with [`SearchQuery::offset`] join up with no gap or overlap.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -501,7 +520,7 @@ fn run_literal(conn: &Connection, q: &SearchQuery, needle: &str, trigrams: &str)
     let mut placed_args: Vec<Value> = std::iter::once(Value::Null).chain(placed_args).collect();
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(params_from_iter(args.iter()))?;
-    let (wanted, per) = (q.offset + q.limit.max(1), q.matches.max(1));
+    let (wanted, per) = (q.wanted(), q.matches.max(1));
     // A needle of caseless characters is in the lowered text exactly where it is in the text.
     let caseless = needle.chars().all(is_caseless);
     let holds = |t: &str| if caseless { t.contains(needle) } else { super::fts::lower(t).contains(needle) };
@@ -646,10 +665,10 @@ fn run(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<Conversatio
 /// The first `offset + limit` conversations by the word index, and the totals when every
 /// match was read.
 fn run_ranked(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
-    let wanted = q.offset + q.limit.max(1);
+    let wanted = q.wanted();
     let narrowed = q.role.is_some() || q.model.is_some() || q.since.is_some() || q.chat_id.is_some() || q.branch.is_some();
     if !narrowed && q.sort == Sort::Relevance {
-        let window = (wanted * q.matches.max(1) * 8).max(64);
+        let window = first_window(q);
         // bm25() spelled out rather than FTS5's `rank` column (the same default bm25): with
         // `ORDER BY rank` FTS5 evaluates the ranking twice per match, which doubled the time of
         // a word found in half of all messages.
@@ -705,8 +724,6 @@ fn plain_terms(fts: &str) -> Option<Vec<String>> {
 /// matches are read in windows growing eightfold until they hold enough conversations or every
 /// match; each conversation's count of matches is then made exactly ([`count_in_conversation`]).
 fn ranked_by_index(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Option<Vec<ConversationHits>>, StoreError> {
-    /// The largest window read before leaving the query to FTS5's one filtered pass.
-    const MAX_WINDOW: usize = 1 << 20;
     if q.sort != Sort::Relevance {
         return Ok(None);
     }
@@ -726,8 +743,8 @@ fn ranked_by_index(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Opti
     };
     let query = super::ranking::RankQuery { terms: words, conversation, role: q.role.clone(), model: q.model.clone() };
     let Some(index) = super::ranking::usable(conn) else { return Ok(None) };
-    let (wanted, per) = (q.offset + q.limit.max(1), q.matches.max(1));
-    let mut window = (wanted * per * 8).max(64);
+    let (wanted, per) = (q.wanted(), q.matches.max(1));
+    let mut window = first_window(q);
     loop {
         let Ok(top) = index.top(&query, window) else { return Ok(None) };
         let exhausted = top.len() < window;
@@ -750,7 +767,7 @@ fn ranked_by_index(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Opti
             }
             let found = &matches[conversation];
             // A few more than shown, in case some stand in no branch or view.
-            if let Some(mut hits) = place(conn, q, &found[..found.len().min(per * 4)])?.pop() {
+            if let Some(mut hits) = place(conn, q, &found[..found.len().min(per.saturating_mul(4))])?.pop() {
                 hits.total = count_in_conversation(conn, q, fts, *conversation)?;
                 out.push(hits);
             }
@@ -761,7 +778,7 @@ fn ranked_by_index(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Opti
         if window >= MAX_WINDOW {
             return Ok(None);
         }
-        window *= 8;
+        window = window.saturating_mul(8).min(MAX_WINDOW);
     }
 }
 
@@ -888,7 +905,7 @@ fn run_filtered(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<Co
         }
     }
     let totals = Totals { messages: seen.values().map(|s| s.0).sum(), conversations: seen.len() };
-    order.truncate(q.offset + q.limit.max(1));
+    order.truncate(q.wanted());
     let chosen: Vec<(i64, f64)> = order.iter().flat_map(|c| seen[c].1.iter().copied()).collect();
     let mut out = place(conn, q, &chosen)?;
     for c in &mut out {
