@@ -1,9 +1,10 @@
 //! Answers sized for a model's context: a page of items that fits a `max_chars` budget, counted
 //! in characters of the compact JSON the client receives.
 //!
-//! Invariant: a page never exceeds its budget by more than what one cut item can (see
-//! [`cut_strings`]), and it always holds at least one item when there is one, so that following
-//! the "more" cursor always makes progress and reaches every item.
+//! Invariant: a page holds at least one item when there is one, so that following the "more"
+//! cursor always makes progress and reaches every item; past that first item it never exceeds
+//! its budget. (The first item is cut to fit where it can be — a search's snippets, a
+//! message's text — and only a listing row, a few hundred characters, is taken as it is.)
 
 use serde_json::Value;
 

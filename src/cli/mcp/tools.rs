@@ -274,7 +274,10 @@ impl Server<'_> {
                 s["timestamp"] = json!(queries::message_timestamp(&conn, hit.message_id)?);
             }
             if taken.is_empty() {
-                budget::cut_strings(&mut row, budget.left());
+                // Too long alone (a match in a line of megabytes): its snippets are cut, never
+                // its id.
+                let room = budget.left().saturating_sub(budget::chars(&row) - budget::chars(&row["snippets"]));
+                budget::cut_strings(&mut row["snippets"], room);
             }
             if !budget.take(&row) {
                 break;
@@ -320,7 +323,7 @@ impl Server<'_> {
                 if m.pinned {
                     item["pinned"] = json!(true);
                 }
-                if !m.files.is_empty() {
+                if !m.files.is_empty() && from == 0 {
                     item["files"] = json!(m.files);
                 }
                 let rest: String = m.content.chars().skip(from).collect();
@@ -333,12 +336,19 @@ impl Server<'_> {
                     // from there inside the message.
                     item["content"] = json!("");
                     let room = budget.left().saturating_sub(budget::chars(&item) - 2);
-                    let kept = fitting_prefix(&rest, room);
-                    item["content"] = json!(kept.0);
-                    item["cut"] = json!(true);
+                    let (kept, count) = fitting_prefix(&rest, room);
+                    item["content"] = json!(kept);
+                    // Whole after all (what did not fit was the rest of the message: its
+                    // attachments' names), else cut, the cursor going on inside it.
+                    if count < rest.chars().count() {
+                        item["cut"] = json!(true);
+                        budget.take(&item);
+                        taken.push(item);
+                        return (taken, Some(format!("{index}:{}", from + count)));
+                    }
                     budget.take(&item);
                     taken.push(item);
-                    return (taken, Some(format!("{index}:{}", from + kept.1)));
+                    continue;
                 }
                 if !budget.take(&item) {
                     return (taken, Some(index.to_string()));
@@ -373,10 +383,8 @@ impl Server<'_> {
             if seen <= offset || full {
                 return Ok::<_, StoreError>(());
             }
-            let mut row = serde_json::to_value(summary_json(&c)).expect("serialisable");
-            if rows.is_empty() {
-                budget::cut_strings(&mut row, budget.left());
-            }
+            // A row is a few hundred characters: the first is taken whatever its length.
+            let row = serde_json::to_value(summary_json(&c)).expect("serialisable");
             if budget.take(&row) {
                 rows.push(row);
             } else {
