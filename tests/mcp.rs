@@ -162,6 +162,7 @@ fn gptmes_client_lists_the_tools_and_every_answer_agrees_with_the_command_line()
     }
     let mut results = report["results"].as_array().unwrap().iter();
     let mut cut = 0;
+    let mut hidden = 0;
 
     for q in QUERIES {
         let cli = cli_json(&setup.db, &["search", "--json", "-n", "100", "-m", "3", "--", q]);
@@ -200,6 +201,7 @@ fn gptmes_client_lists_the_tools_and_every_answer_agrees_with_the_command_line()
 
     for id in &chat_ids {
         let read = answer(results.next().unwrap());
+        hidden += read["messages"].as_array().unwrap().iter().filter(|m| m["hidden"] == true).count();
         // `show --json` prints the branch's lines as stored (these messages); the conversation
         // as gptme loads it is the same document unless a view is active.
         if read["file"] == "conversation.jsonl" {
@@ -242,6 +244,7 @@ fn gptmes_client_lists_the_tools_and_every_answer_agrees_with_the_command_line()
     }
     assert!(results.next().is_none());
     assert!(cut > 0, "some message is longer than a page, and is read on in the next");
+    assert!(hidden > 0, "the bundled logs have hidden messages, marked as such");
 }
 
 #[test]
@@ -419,6 +422,20 @@ fn a_search_while_a_sync_runs_is_answered_and_finds_what_gptme_just_wrote() {
         let page: Value = serde_json::from_str(all["content"][0]["text"].as_str().unwrap()).unwrap();
         assert_eq!(page["total"]["messages"], i + 1, "{page}");
     }
+    // A new conversation, a new branch, a conversation removed: each seen by the next call.
+    let found = |server: &mut Server, word: &str| -> Vec<(String, String)> {
+        let result = server.call(200, "search_conversations", json!({ "query": word }));
+        let page: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+        page["results"].as_array().unwrap().iter().map(|r| (r["id"].as_str().unwrap().to_owned(), r["snippets"][0]["file"].as_str().unwrap().to_owned())).collect()
+    };
+    conversation(&setup.logs, "mcp-new", &[("user", "okapi1x arrives")]);
+    assert_eq!(found(&mut server, "okapi1x"), [("mcp-new".to_owned(), "conversation.jsonl".to_owned())]);
+    std::fs::create_dir(setup.logs.join("mcp-cjk/branches")).unwrap();
+    std::fs::write(setup.logs.join("mcp-cjk/branches/side.jsonl"), message_line("user", "okapi2x on a branch", "2026-08-09T10:00:00")).unwrap();
+    assert_eq!(found(&mut server, "okapi2x"), [("mcp-cjk".to_owned(), "branches/side.jsonl".to_owned())]);
+    assert!(found(&mut server, "\"borrow checker\"").iter().any(|(id, _)| id == "mcp-rust"));
+    std::fs::remove_dir_all(setup.logs.join("mcp-rust")).unwrap();
+    assert!(!found(&mut server, "\"borrow checker\"").iter().any(|(id, _)| id == "mcp-rust"), "a removed conversation is gone from answers");
     server.finish();
     assert_eq!(watch.try_wait().unwrap(), None, "the sync ran beside the server throughout");
     // The watcher read the appends too (or found them read): its passes went on.

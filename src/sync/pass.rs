@@ -192,7 +192,7 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
 }
 
 /// A pass over conversations `only` of `logs_root` that only reads their directories in: see
-/// [`super::catch_up`].
+/// [`super::catch_up`] and [`super::follow`].
 pub(super) fn pass_in(store: &Store, logs_root: &Path, only: &HashSet<String>) -> Result<SyncReport, SyncError> {
     pass(store, logs_root, Some(only), false, Direction::In)
 }

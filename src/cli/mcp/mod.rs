@@ -38,7 +38,11 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             root
         }
     };
-    let server = tools::Server { store, logs_root };
+    let following = logs_root.is_some();
+    let server = tools::Server::new(store, logs_root);
+    if following && !server.notified() {
+        term::tell!("sessiondb: no filesystem notifications for the logs root; each answer over every conversation walks it first");
+    }
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     rpc::serve(&mut stdin.lock(), &mut stdout.lock(), &server)?;

@@ -10,6 +10,7 @@
 //! as it stood, with a `note` saying so. Whatever a call holds, it is answered: bad arguments
 //! and failures are tool errors (`isError`) whose text says what was wrong.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 
 use serde::Deserialize;
@@ -21,6 +22,7 @@ use crate::cli::{list::summary_json, search::page_json};
 use sessiondb::store::queries::{self, ListFilter};
 use sessiondb::store::search::{search, SearchQuery, Sort};
 use sessiondb::store::{stats, Store, StoreError};
+use sessiondb::sync::follow::Follower;
 
 /// The most conversations one search returns (`limit` is brought down to it).
 const MAX_SEARCH_LIMIT: usize = 100;
@@ -49,9 +51,25 @@ enum ToolError {
 
 /// The tools, over one store, caught up from one logs root.
 pub struct Server<'s> {
-    pub store: &'s Store,
+    store: &'s Store,
     /// gptme's logs root, read in before each answer; `None` when there is none to read.
-    pub logs_root: Option<PathBuf>,
+    logs_root: Option<PathBuf>,
+    /// What changed under the logs root since the last answer.
+    follower: Option<RefCell<Follower>>,
+}
+
+impl Server<'_> {
+    /// The tools over `store`, caught up from `logs_root` before each answer (when there is one).
+    pub fn new(store: &Store, logs_root: Option<PathBuf>) -> Server<'_> {
+        let follower = logs_root.as_deref().map(|root| RefCell::new(Follower::new(root)));
+        Server { store, logs_root, follower }
+    }
+
+    /// Whether the logs root is followed by notifications (else each answer over every
+    /// conversation walks the whole root first).
+    pub fn notified(&self) -> bool {
+        self.follower.as_ref().is_some_and(|f| f.borrow().notified())
+    }
 }
 
 impl Tools for Server<'_> {
@@ -220,8 +238,10 @@ impl Server<'_> {
     fn catch_up(&self, chat: Option<&str>) -> Option<String> {
         let outcome = match (chat, &self.logs_root) {
             (Some(chat), root) => sessiondb::sync::catch_up::catch_up(self.store, chat, root.as_deref()),
-            (None, Some(root)) => sessiondb::sync::catch_up::catch_up_root(self.store, root),
-            (None, None) => Ok(None),
+            (None, _) => match &self.follower {
+                Some(follower) => follower.borrow_mut().catch_up(self.store),
+                None => Ok(None),
+            },
         };
         let problem = match outcome {
             Ok(Some(report)) if !report.errors.is_empty() => {
