@@ -445,3 +445,25 @@ fn a_search_while_a_sync_runs_is_answered_and_finds_what_gptme_just_wrote() {
     watch.kill().unwrap();
     watch.wait().unwrap();
 }
+
+#[test]
+fn the_server_makes_a_database_only_from_a_logs_root() {
+    let work = tempfile::tempdir().unwrap();
+    let typo = work.path().join("typo/sessions.db");
+    let without_root = |cmd: &mut Command| {
+        cmd.env("HOME", work.path()).env_remove("XDG_DATA_HOME").env_remove("XDG_CONFIG_HOME").env_remove("GPTME_LOGS_HOME").stdin(Stdio::null()).output().unwrap()
+    };
+    let out = without_root(sessiondb(&typo).arg("mcp"));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no database at"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty() && !typo.parent().unwrap().exists(), "nothing made, nothing said on the protocol's channel");
+    // Given a logs root, it reads it in on the first call, into a database of its own.
+    let logs = work.path().join("logs");
+    conversation(&logs, "fresh", &[("user", "a quagga in the logs")]);
+    let db = work.path().join("new.db");
+    let mut server = Server::start(&db, &logs);
+    let result = server.call(1, "search_conversations", json!({ "query": "quagga" }));
+    let page: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(ids(page["results"].as_array().unwrap()), ["fresh"]);
+    server.finish();
+}

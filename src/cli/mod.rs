@@ -257,7 +257,8 @@ fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
     let creates = match &cli.command {
         Command::Import(args) => args.takes_in_logs(),
         // The MCP server reads gptme's logs root in before each answer, as `sync` does.
-        Command::Sync(_) | Command::New(_) | Command::Mcp(_) => true,
+        Command::Mcp(args) => args.takes_in_logs(),
+        Command::Sync(_) | Command::New(_) => true,
         _ => false,
     };
     let store = open_store(cli.db, creates)?;

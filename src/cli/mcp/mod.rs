@@ -27,6 +27,14 @@ pub struct Args {
     logs_dir: Option<PathBuf>,
 }
 
+impl Args {
+    /// Whether the server may create the database: only when it has a logs root to read in
+    /// (as `sync`), so that a mistyped `--db` never looks like an empty history.
+    pub fn takes_in_logs(&self) -> bool {
+        self.logs_dir.is_some() || config::default_logs_root().ok().flatten().is_some_and(|r| r.is_dir())
+    }
+}
+
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let logs_root = match args.logs_dir {
         Some(given) => Some(super::logs_root(Some(given))?),
