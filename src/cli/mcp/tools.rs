@@ -6,7 +6,8 @@
 //! `stats --json`'s; `read_conversation` has the messages `show --json` has) — paged to fit the
 //! call's `max_chars` ([`super::budget`]), with a `more` cursor that is null exactly when
 //! nothing is left. Before answering, the store reads in what gptme wrote since it last looked
-//! (the conversation named, else the whole logs root); if that fails, the answer is the store's
+//! (the conversation named, else what changed under the logs root: [`Follower`]); if that
+//! fails, the answer is the store's
 //! as it stood, with a `note` saying so. Whatever a call holds, it is answered: bad arguments
 //! and failures are tool errors (`isError`) whose text says what was wrong.
 
@@ -233,8 +234,8 @@ struct StatsArgs {
 
 impl Server<'_> {
     /// Reads into the store what gptme wrote since it last looked: conversation `chat` (when the
-    /// call names one), else every conversation of the logs root. A note when that failed (the
-    /// answer is then the store's as it stood), else `None`.
+    /// call names one), else the conversations of the logs root that changed. A note when that
+    /// failed (the answer is then the store's as it stood), else `None`.
     fn catch_up(&self, chat: Option<&str>) -> Option<String> {
         let outcome = match (chat, &self.logs_root) {
             (Some(chat), root) => sessiondb::sync::catch_up::catch_up(self.store, chat, root.as_deref()),
@@ -564,4 +565,53 @@ fn tool_specs() -> Vec<Value> {
             "annotations": read_only,
         }),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn arguments_are_checked_against_the_schema_the_client_was_given() {
+        let specs = tool_specs();
+        let search = &specs[0]["inputSchema"];
+        assert_eq!(check_arguments(search, &args(json!({ "query": "x", "limit": 5, "sort": "newest", "literal": true }))), Ok(()));
+        let wrong = [
+            (json!({}), "the argument \"query\" is required"),
+            (json!({ "query": 3 }), "argument \"query\" is 3, expected a string"),
+            (json!({ "query": "x", "limit": -1 }), "argument \"limit\" is -1, expected a whole number, 0 or more"),
+            (json!({ "query": "x", "limit": 2.5 }), "expected a whole number"),
+            (json!({ "query": "x", "sort": "oldest" }), "expected one of \"relevance\", \"newest\""),
+            (json!({ "query": "x", "literal": "yes" }), "expected a boolean"),
+            (json!({ "query": "x", "limti": 1 }), "unknown argument \"limti\""),
+        ];
+        for (given, said) in wrong {
+            let problem = check_arguments(search, &args(given.clone())).unwrap_err();
+            assert!(problem.contains(said), "{given}: {problem}");
+        }
+        // A long value is shown cut, not whole.
+        let problem = check_arguments(search, &args(json!({ "query": "x", "limit": "y".repeat(10_000) }))).unwrap_err();
+        assert!(problem.chars().count() < 200, "{problem}");
+    }
+
+    #[test]
+    fn a_prefix_fits_its_room_as_json_and_always_moves_on() {
+        for text in ["plain text here", "quotes \" and \\ and \n new lines", "\u{1}\u{2} controls", "数据库 and 😀"] {
+            for room in 0..40 {
+                let (kept, count) = fitting_prefix(text, room);
+                assert_eq!(kept.chars().count(), count);
+                assert!(text.starts_with(&kept));
+                assert!(count >= 1, "{text:?} {room}");
+                assert!(count == 1 || budget::chars(&json!(kept)) <= room, "{text:?} {room}: {kept:?}");
+                if count < text.chars().count() {
+                    let one_more: String = text.chars().take(count + 1).collect();
+                    assert!(budget::chars(&json!(one_more)) > room, "{text:?} {room}: stopped early");
+                }
+            }
+        }
+    }
 }
