@@ -397,10 +397,11 @@ fn malformed_requests_unknown_tools_and_huge_limits_are_answered_and_the_server_
 #[test]
 fn a_search_while_a_sync_runs_is_answered_and_finds_what_gptme_just_wrote() {
     let setup = setup();
-    let mut watch =
-        sessiondb(&setup.db).args(["sync", "--rescan", "1", "--watch", "--json"]).arg(&setup.logs).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut watch = Reaped(
+        sessiondb(&setup.db).args(["sync", "--rescan", "1", "--watch", "--json"]).arg(&setup.logs).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap(),
+    );
     // Its first pass reported: from here on it watches the directories and reads what changes.
-    let mut passes = BufReader::new(watch.stdout.take().unwrap());
+    let mut passes = BufReader::new(watch.0.stdout.take().unwrap());
     let mut first = String::new();
     passes.read_line(&mut first).unwrap();
     assert!(first.starts_with('{'), "{first:?}");
@@ -437,13 +438,21 @@ fn a_search_while_a_sync_runs_is_answered_and_finds_what_gptme_just_wrote() {
     std::fs::remove_dir_all(setup.logs.join("mcp-rust")).unwrap();
     assert!(!found(&mut server, "\"borrow checker\"").iter().any(|(id, _)| id == "mcp-rust"), "a removed conversation is gone from answers");
     server.finish();
-    assert_eq!(watch.try_wait().unwrap(), None, "the sync ran beside the server throughout");
+    assert_eq!(watch.0.try_wait().unwrap(), None, "the sync ran beside the server throughout");
     // The watcher read the appends too (or found them read): its passes went on.
     let mut more = String::new();
     passes.read_line(&mut more).unwrap();
     assert!(more.starts_with('{'), "{more:?}");
-    watch.kill().unwrap();
-    watch.wait().unwrap();
+}
+
+/// A child process killed and reaped when dropped, also when a test fails.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 #[test]
