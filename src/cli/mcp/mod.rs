@@ -12,8 +12,10 @@
 //! (modelcontextprotocol/rust-sdk#825), where this server must answer and go on.
 
 mod budget;
-mod rpc;
-mod tools;
+// The transport and the tools, for another transport to serve too (`rpc::answer_bytes` with a
+// `tools::Server`).
+pub(crate) mod rpc;
+pub(crate) mod tools;
 
 use std::path::PathBuf;
 

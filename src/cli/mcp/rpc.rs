@@ -85,7 +85,7 @@ pub fn serve(input: &mut impl BufRead, output: &mut impl Write, tools: &dyn Tool
         let answer = match line {
             Line::TooLong(n) => Some(error(Value::Null, PARSE_ERROR, &format!("Parse error: a message of {n} bytes, over the {MAX_LINE} this server reads"))),
             Line::Whole(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => None,
-            Line::Whole(bytes) => answer_line(&bytes, tools),
+            Line::Whole(bytes) => answer_bytes(&bytes, tools),
         };
         if let Some(answer) = answer {
             let mut text = serde_json::to_vec(&answer).expect("JSON values serialise");
@@ -97,8 +97,10 @@ pub fn serve(input: &mut impl BufRead, output: &mut impl Write, tools: &dyn Tool
     Ok(())
 }
 
-/// The answer to one line: a message, or a batch (an array) of them.
-fn answer_line(bytes: &[u8], tools: &dyn Tools) -> Option<Value> {
+/// The answer to one JSON-RPC message as a transport received it — a line on stdio, or the body
+/// of a POST to a streamable HTTP endpoint — a message or a batch (an array) of them: `None`
+/// when nothing is to be sent back (notifications and responses only).
+pub fn answer_bytes(bytes: &[u8], tools: &dyn Tools) -> Option<Value> {
     let message: Value = match serde_json::from_slice(bytes) {
         Ok(v) => v,
         Err(e) => return Some(error(Value::Null, PARSE_ERROR, &format!("Parse error: {e}"))),
