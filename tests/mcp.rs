@@ -407,7 +407,7 @@ fn a_search_while_a_sync_runs_is_answered_and_finds_what_gptme_just_wrote() {
     assert!(first.starts_with('{'), "{first:?}");
     let mut server = Server::start(&setup.db, &setup.logs);
     let transcript = setup.logs.join("mcp-rust/conversation.jsonl");
-    for i in 0..20u64 {
+    for i in 0..50u64 {
         // As gptme appends: one whole line, while the watcher reads the same files.
         let word = format!("zebra{i}x");
         let mut file = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();

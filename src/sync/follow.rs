@@ -14,7 +14,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use notify::{RecursiveMode, Watcher};
@@ -31,12 +31,31 @@ const FENCE_WAIT: Duration = Duration::from_secs(2);
 /// notifications did not say).
 const FULL_EVERY: Duration = Duration::from_secs(60);
 
+/// What the notifications said since the last catch-up, folded as they arrive (on the
+/// watcher's thread), so that memory holds one name per changed conversation however long the
+/// server waits between questions.
+#[derive(Default)]
+struct Seen {
+    changed: HashSet<String>,
+    /// Some notification was lost (a queue overflow) or failed: only a walk of the whole root
+    /// can say what changed.
+    lost: bool,
+    /// The highest fence whose event has come through.
+    fence: u64,
+}
+
+/// The watcher, the fences' directory and what the notifications said.
+struct Watch {
+    _watcher: notify::RecommendedWatcher,
+    fences: tempfile::TempDir,
+    seen: Arc<(Mutex<Seen>, Condvar)>,
+}
+
 /// A logs root followed between catch-ups (see the module's documentation).
 pub struct Follower {
     root: PathBuf,
-    /// The watcher and its events; `None` when notifications are unavailable (every catch-up
-    /// is then of the whole root).
-    watch: Option<(notify::RecommendedWatcher, mpsc::Receiver<notify::Result<notify::Event>>, tempfile::TempDir)>,
+    /// `None` when notifications are unavailable: every catch-up is then of the whole root.
+    watch: Option<Watch>,
     fences: u64,
     /// When the whole root was last caught up (`None`: not yet, or it must be again).
     last_full: Option<Instant>,
@@ -48,21 +67,34 @@ impl Follower {
     pub fn new(logs_root: &Path) -> Follower {
         let root = std::path::absolute(logs_root).unwrap_or_else(|_| logs_root.to_owned());
         let watch = (|| {
-            let (tx, rx) = mpsc::channel();
+            let fences = tempfile::Builder::new().prefix("sessiondb-fence-").tempdir().ok()?;
+            let seen = Arc::new((Mutex::new(Seen::default()), Condvar::new()));
+            let (fold_root, fold_fences, fold_seen) = (root.clone(), fences.path().to_owned(), seen.clone());
+            let fold = move |event: notify::Result<notify::Event>| {
+                let (lock, arrived) = &*fold_seen;
+                let mut seen = lock.lock().unwrap_or_else(|e| e.into_inner());
+                match event {
+                    // Reads (the catch-ups' own among them) change nothing.
+                    Ok(e) if matches!(e.kind, notify::EventKind::Access(_)) => {}
+                    Ok(e) => {
+                        seen.lost |= e.need_rescan();
+                        for path in &e.paths {
+                            match path.strip_prefix(&fold_fences).ok().and_then(|n| n.to_str()?.parse::<u64>().ok()) {
+                                Some(fence) => seen.fence = seen.fence.max(fence),
+                                None => seen.changed.extend(conversation_of(&fold_root, path)),
+                            }
+                        }
+                    }
+                    Err(_) => seen.lost = true,
+                }
+                arrived.notify_all();
+            };
             // Links are not followed: a conversation's `workspace` link leads into a project,
             // whose edits are not the conversation's.
-            let config = notify::Config::default().with_follow_symlinks(false);
-            let mut watcher = notify::RecommendedWatcher::new(
-                move |event| {
-                    let _ = tx.send(event);
-                },
-                config,
-            )
-            .ok()?;
-            let fences = tempfile::Builder::new().prefix("sessiondb-fence-").tempdir().ok()?;
+            let mut watcher = notify::RecommendedWatcher::new(fold, notify::Config::default().with_follow_symlinks(false)).ok()?;
             watcher.watch(fences.path(), RecursiveMode::NonRecursive).ok()?;
             watcher.watch(&root, RecursiveMode::Recursive).ok()?;
-            Some((watcher, rx, fences))
+            Some(Watch { _watcher: watcher, fences, seen })
         })();
         Follower { root, watch, fences: 0, last_full: None }
     }
@@ -91,37 +123,24 @@ impl Follower {
             }
         };
         if outcome.is_err() {
-            self.last_full = None; // what the events named is consumed: read everything next time
+            self.last_full = None; // what the notifications named is taken: read everything next time
         }
         outcome
     }
 
-    /// The conversations named by notifications since the last call, up to a fence written
-    /// now; `None` when they cannot be relied on.
+    /// The conversations notifications named since the last call, up to a fence written now
+    /// (taken: the next call starts afresh); `None` when they cannot be relied on.
     fn changed(&mut self) -> Option<HashSet<String>> {
-        let (_, events, fences) = self.watch.as_ref()?;
+        let watch = self.watch.as_ref()?;
         self.fences += 1;
-        let fence = fences.path().join(self.fences.to_string());
-        std::fs::File::create(&fence).ok()?;
+        let fence = watch.fences.path().join(self.fences.to_string());
+        let written = std::fs::File::create(&fence).is_ok();
         let _ = std::fs::remove_file(&fence);
-        let until = Instant::now() + FENCE_WAIT;
-        let mut changed = HashSet::new();
-        let mut lost = false;
-        loop {
-            let event = events.recv_timeout(until.saturating_duration_since(Instant::now())).ok()?;
-            match event {
-                // Reads (the catch-ups' own among them) change nothing.
-                Ok(e) if matches!(e.kind, notify::EventKind::Access(_)) => {}
-                Ok(e) => {
-                    lost |= e.need_rescan();
-                    if e.paths.contains(&fence) {
-                        break;
-                    }
-                    changed.extend(e.paths.iter().filter_map(|p| conversation_of(&self.root, p)));
-                }
-                Err(_) => lost = true,
-            }
-        }
-        (!lost).then_some(changed)
+        let (lock, arrived) = &*watch.seen;
+        let seen = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut seen, waited) = arrived.wait_timeout_while(seen, FENCE_WAIT, |s| s.fence < self.fences).unwrap_or_else(|e| e.into_inner());
+        let Seen { changed, lost, .. } = std::mem::take(&mut *seen);
+        seen.fence = self.fences.max(seen.fence);
+        (written && !waited.timed_out() && !lost).then_some(changed)
     }
 }
