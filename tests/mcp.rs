@@ -384,6 +384,15 @@ fn malformed_requests_unknown_tools_and_huge_limits_are_answered_and_the_server_
     let long_query = server.call(13, "search_conversations", json!({ "query": "x".repeat(100_000) }));
     assert!(long_query["content"][0]["text"].as_str().unwrap().contains("at most"), "{long_query}");
 
+    // A conversation that cannot be read in: the answer still comes, from the store, saying so.
+    std::fs::create_dir_all(setup.logs.join("mcp-broken/conversation.jsonl")).unwrap();
+    let result = server.call(16, "search_conversations", json!({ "query": "borrow" }));
+    assert_eq!(result["isError"], false, "{result}");
+    let page: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert!(page["results"].as_array().unwrap().len() >= 3, "{page}");
+    let note = page["note"].as_str().unwrap_or_else(|| panic!("no note: {page}"));
+    assert!(note.contains("could not be read in") && note.contains("mcp-broken"), "{note}");
+
     // A line longer than the server holds is refused whole, and the next one answered.
     let mut long = String::from("{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"ping\",\"pad\":\"");
     long.push_str(&"x".repeat(17 << 20));
