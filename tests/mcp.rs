@@ -300,14 +300,32 @@ struct Server {
     child: std::process::Child,
     input: std::process::ChildStdin,
     output: BufReader<std::process::ChildStdout>,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
+
+/// How long a server may live in a test: one that stops answering is killed, so that the test
+/// fails (its answer cut short) instead of hanging.
+const SERVER_LIFETIME: std::time::Duration = std::time::Duration::from_secs(120);
 
 impl Server {
     fn start(db: &Path, logs: &Path) -> Server {
         let mut child = sessiondb(db).arg("mcp").arg(logs).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
         let input = child.stdin.take().unwrap();
         let output = BufReader::new(child.stdout.take().unwrap());
-        Server { child, input, output }
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (pid, watched) = (child.id() as libc::pid_t, done.clone());
+        std::thread::spawn(move || {
+            let until = std::time::Instant::now() + SERVER_LIFETIME;
+            while std::time::Instant::now() < until {
+                if watched.load(std::sync::atomic::Ordering::SeqCst) {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            // SAFETY: our own child, not reaped (`done` is set before it is waited for).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        });
+        Server { child, input, output, done }
     }
 
     /// Sends one line and reads one answer.
@@ -331,7 +349,21 @@ impl Server {
         let mut rest = String::new();
         std::io::Read::read_to_string(&mut self.output, &mut rest).unwrap();
         assert_eq!(rest, "", "nothing is written but answers");
-        assert!(self.child.wait().unwrap().success());
+        // From here on this function reaps the child, so the watchdog stands down first (a
+        // child never reaped stays a zombie, whose id no other process can take).
+        self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let status = loop {
+            match self.child.try_wait().unwrap() {
+                Some(status) => break status,
+                None if std::time::Instant::now() < until => std::thread::sleep(std::time::Duration::from_millis(20)),
+                None => {
+                    let _ = self.child.kill();
+                    panic!("the server did not end at the end of its input");
+                }
+            }
+        };
+        assert!(status.success(), "{status}");
     }
 }
 
