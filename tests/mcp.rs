@@ -85,7 +85,10 @@ fn gptme_config(setup: &Setup) -> PathBuf {
 /// Runs gptme's MCP client (`tools/oracle/mcp_client.py`) with `calls`; its JSON report.
 fn gptme_client(setup: &Setup, calls: &Value) -> Value {
     let home = gptme_config(setup);
-    let mut child = Command::new(common::gptme_python())
+    // coreutils' `timeout`: a server that stops answering fails the test instead of hanging it.
+    let mut child = Command::new("timeout")
+        .arg("300")
+        .arg(common::gptme_python())
         .arg(common::tool("mcp_client.py"))
         .arg("sessiondb")
         .current_dir(setup.work.path())
