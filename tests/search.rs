@@ -880,6 +880,9 @@ fn word_search_finds_what_the_reference_tokenizer_finds() {
         let text = terms.iter().map(Term::query).collect::<Vec<_>>().join(" ");
         let page = search_page(&db, &["-n", "1000", "--", &text]);
         assert_eq!(page["literal"], false, "{text:?} is a word query");
+        // Words and phrases are ranked by the ranking index; prefixes by the word index.
+        let by = if terms.iter().any(|t| t.prefix) { "word index" } else { "ranking index" };
+        assert_eq!(page["ranked_by"], by, "{text:?}");
         let mut found = ids(page["results"].as_array().unwrap());
         found.sort();
         let (expected, messages) = reference_found(&words, terms);
@@ -1056,6 +1059,9 @@ fn search_on_a_realistic_root_agrees_with_the_references() {
         let text = terms.iter().map(Term::query).collect::<Vec<_>>().join(" ");
         let page = search_page(&db, &["-n", "1000", "--", &text]);
         assert_eq!(page["literal"], false, "{text:?} is a word query");
+        // Words and phrases are ranked by the ranking index; prefixes by the word index.
+        let by = if terms.iter().any(|t| t.prefix) { "word index" } else { "ranking index" };
+        assert_eq!(page["ranked_by"], by, "{text:?}");
         let mut found = ids(page["results"].as_array().unwrap());
         found.sort();
         let (expected, messages) = reference_found(&words, terms);
@@ -1098,4 +1104,175 @@ fn search_on_a_realistic_root_agrees_with_the_references() {
         checked += 1;
     }
     assert!(checked >= 70, "{checked} queries");
+}
+
+/// The word queries ranked by the ranking index (plain words and phrases) over generated logs,
+/// and whether a search of each gives what the same search gives from the word index alone:
+/// the same conversations, with the same counts of matches.
+fn same_answers_with_and_without_the_ranking_index(db: &Path, queries: &[String]) {
+    let answer = |q: &str| -> (Vec<(String, u64)>, Value) {
+        let page = search_page(db, &["-n", "1000", "--", q]);
+        let mut found: Vec<(String, u64)> =
+            page["results"].as_array().unwrap().iter().map(|r| (r["id"].as_str().unwrap().to_owned(), r["matches"].as_u64().unwrap())).collect();
+        found.sort();
+        (found, page["ranked_by"].clone())
+    };
+    let with: Vec<_> = queries.iter().map(|q| answer(q)).collect();
+    // A file where the index directory would be: the index cannot be used, the word index answers.
+    let dir = ranking_dir(db);
+    let aside = dir.with_extension("ranking-aside");
+    fs::rename(&dir, &aside).unwrap();
+    fs::write(&dir, "not an index").unwrap();
+    for (q, (found, by)) in queries.iter().zip(&with) {
+        assert_eq!(by, "ranking index", "{q:?}");
+        let (without, by) = answer(q);
+        assert_eq!(by, "word index", "{q:?} without the ranking index");
+        assert_eq!(&without, found, "{q:?}: the ranking index finds what the word index finds, with the same counts");
+    }
+    fs::remove_file(&dir).unwrap();
+    fs::rename(&aside, &dir).unwrap();
+}
+
+fn ranking_dir(db: &Path) -> std::path::PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".ranking");
+    name.into()
+}
+
+/// Issue 15, item 3: the ranking index is derived and follows the store through every kind of
+/// change: messages appended, a conversation removed, an undo and an edit (each deletes rows);
+/// an index left behind (as a process killed before its catch-up would leave it) is caught up,
+/// deletions included; an index of another database, or one claiming more than this store ever
+/// held, is rebuilt; doctor sees both and `doctor --reindex` makes it again. Every answer is
+/// checked against the word index alone.
+#[test]
+fn the_ranking_index_follows_the_store_and_is_never_trusted_blindly() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    generated_logs_of(&logs, 40, 0x5eed_0015, WORD_PIECES);
+    conversation(&logs, "keeper", &[("user", "zebracorn appears here"), ("assistant", "and zebracorn again")]);
+    conversation(&logs, "goner", &[("user", "zebracorn in a conversation removed later")]);
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    assert!(ranking_dir(&db).join("meta.json").exists(), "import builds the ranking index");
+    let queries: Vec<String> = ["the", "zebracorn", "cafe", "数据", "\"the cafe\"", "run tests"].iter().map(|s| s.to_string()).collect();
+    same_answers_with_and_without_the_ranking_index(&db, &queries);
+    let found = |q: &str| -> Vec<String> {
+        let mut v = ids(&search(&db, &["-n", "1000", "--", q]));
+        v.sort();
+        v
+    };
+    assert_eq!(found("zebracorn"), ["goner", "keeper"]);
+    // A copy of the index as it is now: later, it stands for one that missed what follows.
+    let old = work.path().join("old.ranking");
+    copy_dir(&ranking_dir(&db), &old);
+    run_ok(sessiondb(&db).args(["rm", "--yes", "goner"]));
+    run_ok(sessiondb(&db).args(["append", "--role", "user", "--content", "a fresh quokkaberry", "keeper"]));
+    run_ok(sessiondb(&db).args(["undo", "keeper"]));
+    run_ok(sessiondb(&db).args(["append", "--role", "user", "--content", "quokkaberry, once more", "keeper"]));
+    assert_eq!(found("zebracorn"), ["keeper"], "the removed conversation's messages are gone from the index");
+    assert_eq!(found("quokkaberry"), ["keeper"]);
+    assert_eq!(search(&db, &["quokkaberry"])[0]["matches"], 2, "main's message, and the undone one in undo's backup branch");
+    assert_eq!(search(&db, &["quokkaberry", "--branch", "main"])[0]["matches"], 1, "the undone message is gone from main");
+    same_answers_with_and_without_the_ranking_index(&db, &queries);
+    // Behind, as a process killed before its catch-up leaves it: the next catch-up applies the
+    // deletions it missed (still in the log) and adds what is new. Doctor counts what it holds,
+    // so a deleted message left in it would be reported.
+    let behind = work.path().join("behind.ranking");
+    copy_dir(&ranking_dir(&db), &behind);
+    run_ok(sessiondb(&db).args(["rm", "--yes", "keeper"]));
+    run_ok(sessiondb(&db).args(["new", "--logs-dir"]).arg(&logs).arg("newcomer"));
+    run_ok(sessiondb(&db).args(["append", "--role", "user", "--content", "zebracorn is back", "newcomer"]));
+    fs::remove_dir_all(ranking_dir(&db)).unwrap();
+    copy_dir(&behind, &ranking_dir(&db));
+    assert_eq!(found("zebracorn"), ["newcomer"], "a behind index is caught up");
+    assert_eq!(search_page(&db, &["zebracorn"])["ranked_by"], "ranking index");
+    run_ok(sessiondb(&db).arg("doctor"));
+    same_answers_with_and_without_the_ranking_index(&db, &queries);
+    // An older copy put back, which missed deletions the log no longer holds: doctor says so,
+    // and the next search rebuilds it.
+    fs::remove_dir_all(ranking_dir(&db)).unwrap();
+    copy_dir(&old, &ranking_dir(&db));
+    let doctor = sessiondb(&db).arg("doctor").output().unwrap();
+    assert!(String::from_utf8_lossy(&doctor.stdout).contains("ranking index: it belongs to another database, or to another state of this one"));
+    assert_eq!(found("zebracorn"), ["newcomer"], "an older copy of the index is rebuilt");
+    assert_eq!(search_page(&db, &["zebracorn"])["ranked_by"], "ranking index");
+    run_ok(sessiondb(&db).arg("doctor"));
+    same_answers_with_and_without_the_ranking_index(&db, &queries);
+    // Another database's index: doctor says so, a search rebuilds it and answers right.
+    let other_logs = work.path().join("other-logs");
+    conversation(&other_logs, "elsewhere", &[("user", "nothing about the animals")]);
+    let other = work.path().join("other-db");
+    run_ok(sessiondb(&other).arg("import").arg(&other_logs));
+    fs::remove_dir_all(ranking_dir(&other)).unwrap();
+    copy_dir(&ranking_dir(&db), &ranking_dir(&other));
+    let doctor = sessiondb(&other).arg("doctor").output().unwrap();
+    let said = String::from_utf8_lossy(&doctor.stdout).to_string() + &String::from_utf8_lossy(&doctor.stderr);
+    assert!(said.contains("ranking index: it belongs to another database"), "{said}");
+    let page = search_page(&other, &["zebracorn"]);
+    assert_eq!(page["results"].as_array().unwrap().len(), 0, "nothing of the other database is found");
+    assert_eq!(page["ranked_by"], "ranking index");
+    assert_eq!(ids(&search(&other, &["animals"])), ["elsewhere"]);
+    run_ok(sessiondb(&other).arg("doctor"));
+    // Damaged (a segment file lost): doctor reports it, searches still answer, --reindex mends.
+    let segment = fs::read_dir(ranking_dir(&db)).unwrap().flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "idx")).unwrap();
+    fs::remove_file(&segment).unwrap();
+    assert!(!sessiondb(&db).arg("doctor").output().unwrap().status.success(), "doctor reports a damaged ranking index");
+    assert_eq!(found("zebracorn"), ["newcomer"], "a damaged index never fails a search");
+    run_ok(sessiondb(&db).args(["doctor", "--reindex"]));
+    assert_eq!(search_page(&db, &["zebracorn"])["ranked_by"], "ranking index");
+    same_answers_with_and_without_the_ranking_index(&db, &queries);
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap().flatten() {
+        fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
+/// A link planted where the ranking index goes is never followed: searches answer from the word
+/// index and nothing is written where it points; `doctor --reindex` removes the link (not what
+/// it points to) and makes a real index.
+#[test]
+fn a_link_planted_at_the_ranking_index_is_never_followed() {
+    let (work, db) = setup();
+    fs::remove_dir_all(ranking_dir(&db)).unwrap();
+    let target = work.path().join("elsewhere");
+    fs::create_dir(&target).unwrap();
+    std::os::unix::fs::symlink(&target, ranking_dir(&db)).unwrap();
+    let page = search_page(&db, &["borrow"]);
+    assert_eq!(ids(page["results"].as_array().unwrap()), ["rust-talk", "python-talk"]);
+    assert_eq!(page["ranked_by"], "word index");
+    assert_eq!(fs::read_dir(&target).unwrap().count(), 0, "nothing written through the link");
+    run_ok(sessiondb(&db).args(["doctor", "--reindex"]));
+    assert!(fs::symlink_metadata(ranking_dir(&db)).unwrap().is_dir(), "a real directory now");
+    assert_eq!(fs::read_dir(&target).unwrap().count(), 0, "what the link pointed to is untouched");
+    assert_eq!(search_page(&db, &["borrow"])["ranked_by"], "ranking index");
+}
+
+/// Searches in many processes at once, while the index is behind: each answers right (one
+/// catches the index up, the others wait for it or answer from the word index), and the index
+/// ends up whole, as doctor checks.
+#[test]
+fn concurrent_searches_of_a_behind_index_all_answer_right() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    generated_logs_of(&logs, 30, 0xc0c0_0015, WORD_PIECES);
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    for i in 0..30 {
+        let chat = format!("extra-{i:02}");
+        run_ok(sessiondb(&db).args(["new", "--logs-dir"]).arg(&logs).arg(&chat));
+        run_ok(sessiondb(&db).args(["append", "--role", "user", "--content", "the wombatfruit arrives", &chat]));
+    }
+    let children: Vec<_> =
+        (0..6).map(|_| sessiondb(&db).args(["search", "--json", "-n", "100", "wombatfruit"]).stdout(std::process::Stdio::piped()).spawn().unwrap()).collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let page: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(page["results"].as_array().unwrap().len(), 30, "every conversation holding it");
+    }
+    run_ok(sessiondb(&db).arg("doctor"));
 }

@@ -68,6 +68,10 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
         if !args.json {
             say!("rebuilt the substring index");
         }
+        let ranked = sessiondb::store::ranking::RankingIndex::rebuild(&store.connection()?, &mut |_| {})?;
+        if !args.json {
+            say!("rebuilt the ranking index ({ranked} messages)");
+        }
     }
     // A plain connection, no migration: doctor changes nothing, and must work on a database
     // that the rest of sessiondb refuses (a newer schema) or cannot read (a damaged file).

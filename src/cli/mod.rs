@@ -270,17 +270,25 @@ fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
         named.iter().for_each(|chat_id| catch_up(&store, chat_id));
     }
     // Commands over every conversation say how many gptme changed since the last sync (they
-    // cannot show those yet), counted beside the command, on another thread.
+    // cannot show those yet), counted beside the command, on another thread. The count looks
+    // at every conversation of the logs root: the command never waits more than
+    // [`BEHIND_GRACE`] for it after it is done (a note not ready by then is left out).
     let across_all = matches!(cli.command, Command::List(_) | Command::Search(_) | Command::Stats(_)) && named.is_empty();
-    std::thread::scope(|scope| {
-        let behind = across_all.then(|| scope.spawn(|| behind(&store)));
-        let code = run_command(&store, cli.command);
-        if let Some(note) = behind.and_then(|h| h.join().ok().flatten()) {
-            term::tell!("{note}");
-        }
-        code
-    })
+    let behind = across_all.then(|| {
+        let (store, (sender, receiver)) = (store.clone(), std::sync::mpsc::channel());
+        std::thread::spawn(move || sender.send(behind(&store)));
+        receiver
+    });
+    let code = run_command(&store, cli.command);
+    if let Some(Ok(Some(note))) = behind.map(|r| r.recv_timeout(BEHIND_GRACE)) {
+        term::tell!("{note}");
+    }
+    code
 }
+
+/// How long a command over every conversation waits, once done, for the count of what gptme
+/// changed since the last sync ([`behind`]).
+const BEHIND_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
 /// The note [`dispatch`] prints when the store is behind gptme's logs root.
 fn behind(store: &Store) -> Option<String> {
     let root = config::default_logs_root().ok().flatten().filter(|r| r.is_dir())?;

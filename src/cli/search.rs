@@ -134,7 +134,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
 }
 
 /// The page of `search --json`: `{"total": {"messages", "conversations"}, "offset", "sort",
-/// "literal", "results"}` (the MCP server's `search_conversations` answers with the same rows).
+/// "literal", "ranked_by", "results"}` (the MCP server's `search_conversations` answers with the same rows).
 /// `result` must have been asked for its totals.
 pub(crate) fn page_json(result: &SearchResult, offset: usize, sort: Sort, context: usize, matches: usize) -> serde_json::Value {
     let totals = result.totals.expect("a page is asked for with its totals");
@@ -143,6 +143,7 @@ pub(crate) fn page_json(result: &SearchResult, offset: usize, sort: Sort, contex
         "offset": offset,
         "sort": match sort { Sort::Relevance => "relevance", Sort::Newest => "newest" },
         "literal": result.literal,
+        "ranked_by": result.ranked_by.name(),
         "results": result.conversations.iter().map(|c| conversation_json(c, &result.highlight, context, matches)).collect::<Vec<_>>(),
     })
 }

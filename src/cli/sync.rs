@@ -38,6 +38,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let report = sync_pass(store, &root, None, args.dry_run)?;
     if !args.dry_run {
         store.flush_wal()?;
+        catch_up_ranking(store);
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("serialisable"));
@@ -170,4 +171,17 @@ fn watch_root(store: &Store, root: &std::path::Path, rescan: Duration, json: boo
         tell!("sessiondb: stopped");
     }
     Ok(i32::from(failures > 0))
+}
+
+/// Brings the ranking index up to the store after a command that wrote messages, with a
+/// spinner on a terminal; a failure is told and the command still succeeds (searches answer
+/// from the word index meanwhile, and `doctor --reindex` makes the ranking index again).
+pub(crate) fn catch_up_ranking(store: &Store) {
+    let spinner = indicatif::ProgressBar::new_spinner();
+    spinner.set_style(indicatif::ProgressStyle::with_template("{spinner} ranking index: {msg}").expect("valid template"));
+    let caught = store.catch_up_ranking(&mut |added| spinner.set_message(format!("{added} messages")));
+    spinner.finish_and_clear();
+    if let Err(e) = caught {
+        tell!("warning: the ranking index could not be brought up to date: {}; searches rank from the word index meanwhile", sessiondb::cause::chain(&e));
+    }
 }

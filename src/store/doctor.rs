@@ -52,6 +52,8 @@ pub enum Check {
     FullTextIndex,
     /// Messages the substring index has not caught up with.
     SubstringIndex,
+    /// The ranking index (`store::ranking`, beside the database) does not hold what its mark says.
+    RankingIndex,
     OrphanedMessage,
     OrphanedBlob,
     /// A blob whose stored chunks do not add up to it.
@@ -69,6 +71,7 @@ impl Check {
             Check::ForeignKey => "foreign key",
             Check::FullTextIndex => "full-text index",
             Check::SubstringIndex => "substring index",
+            Check::RankingIndex => "ranking index",
             Check::OrphanedMessage => "orphaned message",
             Check::OrphanedBlob => "orphaned blob",
             Check::Blob => "blob",
@@ -105,8 +108,8 @@ impl std::fmt::Display for Problem {
             }
             Problem::FullTextIndexCheck(detail) => write!(f, "full-text index: {detail} (rebuild it with `sessiondb import` into a new database)"),
             Problem::SubstringIndexCheck(detail) => write!(f, "substring index: {detail} (rebuild it with `sessiondb doctor --reindex`)"),
-            Problem::Found { check: Check::SubstringIndex, detail } => {
-                write!(f, "{}: {detail} (rebuild it with `sessiondb doctor --reindex`)", Check::SubstringIndex.label())
+            Problem::Found { check: check @ (Check::SubstringIndex | Check::RankingIndex), detail } => {
+                write!(f, "{}: {detail} (rebuild it with `sessiondb doctor --reindex`)", check.label())
             }
             Problem::Found { check, detail } => write!(f, "{}: {detail}", check.label()),
             Problem::More { check, count } => write!(f, "{}: {count} more", check.label()),
@@ -217,6 +220,8 @@ pub fn check_database_with(conn: &Connection, progress: &mut dyn FnMut(Step)) ->
             )?,
         ),
     }
+    starting(Check::RankingIndex);
+    push_all(&mut report.problems, Check::RankingIndex, super::ranking::check(conn)?);
     starting(Check::OrphanedMessage);
     push_all(
         &mut report.problems,

@@ -22,11 +22,13 @@ pub mod fts;
 pub mod modify;
 pub mod pending;
 pub mod queries;
+pub mod ranking;
 pub mod rows;
 pub mod schema;
 pub mod search;
 pub mod stats;
 pub mod totals;
+mod word_tokens;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -153,7 +155,7 @@ pub struct Store {
 }
 
 /// How long a connection waits for another process's write lock before giving up.
-const BUSY_TIMEOUT_MS: u32 = 30_000;
+pub(in crate::store) const BUSY_TIMEOUT_MS: u32 = 30_000;
 
 /// How long [`Store::flush_wal`] waits to empty the write-ahead log, keeping writers out
 /// meanwhile, before it settles for copying what readers allow.
@@ -237,6 +239,18 @@ impl Store {
             sql.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
         }
         Ok(())
+    }
+}
+
+impl Store {
+    /// Brings the ranking index ([`ranking`]) up to the store, waiting for another process's
+    /// catch-up if one runs: for commands that write many messages (`import`, `sync`), after
+    /// they commit, so that the searches after them need not. `progress` is told the messages
+    /// added so far, every 10,000. Returns how many were added.
+    pub fn catch_up_ranking(&self, progress: &mut dyn FnMut(u64)) -> Result<u64, ranking::RankingError> {
+        let conn = self.connection()?;
+        let Some(index) = ranking::RankingIndex::of(&conn)? else { return Ok(0) };
+        Ok(index.catch_up(&conn, std::time::Duration::from_secs(600), progress)?.unwrap_or(0))
     }
 }
 

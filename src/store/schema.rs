@@ -21,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0009_messages_not_rewritten_unchanged.sql"),
     include_str!("../../schema/0010_shared_line_prefixes.sql"),
     include_str!("../../schema/0011_substring_index.sql"),
+    include_str!("../../schema/0012_ranking_index.sql"),
 ];
 
 /// The schema version this build writes.

@@ -98,9 +98,9 @@ pub struct ConversationHits {
     pub chat_id: String,
     pub name: String,
     pub modified: f64,
-    /// Matching messages: every one when the search was filtered or had to rank past its
-    /// first window, else those among the best-ranked window (a lower bound for very common
-    /// words).
+    /// Matching messages: every one when the search was ranked by the ranking index, was
+    /// filtered or had to rank past its first window, else those among the best-ranked window
+    /// of FTS5 (a lower bound for very common words).
     pub total: usize,
     pub hits: Vec<Hit>,
 }
@@ -118,6 +118,29 @@ pub struct SearchResult {
     pub conversations: Vec<ConversationHits>,
     /// Every match, when [`SearchQuery::totals`] asked for them.
     pub totals: Option<Totals>,
+    /// What ordered the matches.
+    pub ranked_by: RankedBy,
+}
+
+/// What ordered the matches of a search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RankedBy {
+    /// bm25 from the ranking index (`store::ranking`).
+    RankingIndex,
+    /// bm25 from the word index (FTS5).
+    WordIndex,
+    /// No score: newest conversation first (a literal query).
+    Newest,
+}
+
+impl RankedBy {
+    pub fn name(self) -> &'static str {
+        match self {
+            RankedBy::RankingIndex => "ranking index",
+            RankedBy::WordIndex => "word index",
+            RankedBy::Newest => "newest",
+        }
+    }
 }
 
 /// Makes CJK runs phrases: outside quotes `数据库` becomes `"数 据 库"`, inside a quoted
@@ -281,6 +304,26 @@ fn word_spans(text: &str) -> Vec<(usize, usize)> {
 /// that decompose into an ASCII letter and marks;
 /// other letters keep theirs, so such a word may go unmarked, never a wrong one marked).
 pub fn fold_word(word: &str) -> String {
+    fold_chars(word).collect()
+}
+
+/// Whether `word` folds ([`fold_word`]) to `folded` (or to a word beginning with it, when
+/// `prefix`), compared character by character without building the folded word: snippets ask
+/// it of every word of a message, some of them tens of kilobytes long.
+fn folds_to(word: &str, folded: &str, prefix: bool) -> bool {
+    let mut want = folded.chars();
+    for c in fold_chars(word) {
+        match want.next() {
+            Some(w) if w == c => {}
+            Some(_) => return false,
+            None => return prefix,
+        }
+    }
+    want.next().is_none()
+}
+
+/// The characters of [`fold_word`]`(word)`, one by one.
+fn fold_chars(word: &str) -> impl Iterator<Item = char> + '_ {
     const FROM: &str = "àáâãäåçèéêëìíîïñòóôõöùúûüýÿāăąćĉċčďēĕėęěĝğġģĥĩīĭįĵķĺļľńņňōŏőŕŗřśŝşšţťũūŭůűųŵŷźżž";
     const TO: &str = "aaaaaaceeeeiiiinooooouuuuyyaaaccccdeeeeegggghiiiijklllnnnooorrrssssttuuuuuuwyzzz";
     // Each letter lowered alone and ς taken for σ, as unicode61 folds them.
@@ -290,7 +333,6 @@ pub fn fold_word(word: &str) -> String {
         .filter(|c| !matches!(*c as u32, 0x0300..=0x036F))
         // (ASCII is never in FROM: a word of a long message is folded without the table.)
         .map(|c| if c.is_ascii() { c } else { FROM.chars().position(|f| f == c).and_then(|i| TO.chars().nth(i)).unwrap_or(c) })
-        .collect()
 }
 
 fn is_syntax_error(e: &rusqlite::Error) -> bool {
@@ -375,8 +417,8 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
         if depth <= MAX_NESTING {
             let fts = cjk_phrases(&q.text);
             match run(conn, q, &fts) {
-                Ok((conversations, totals)) => {
-                    return Ok(SearchResult { literal: false, fts_query: fts, highlight: Highlight::words(&q.text), conversations, totals });
+                Ok((conversations, totals, ranked_by)) => {
+                    return Ok(SearchResult { literal: false, fts_query: fts, highlight: Highlight::words(&q.text), conversations, totals, ranked_by });
                 }
                 Err(StoreError::Sqlite(e)) if is_syntax_error(&e) => {}
                 Err(e) => return Err(e),
@@ -387,7 +429,7 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
     let Highlight::Literal(needle) = &highlight else { unreachable!("a literal highlight") };
     let trigrams = trigram_query(needle);
     let (conversations, totals) = run_literal(conn, q, needle, &trigrams)?;
-    Ok(SearchResult { literal: true, fts_query: trigrams, highlight, conversations, totals })
+    Ok(SearchResult { literal: true, fts_query: trigrams, highlight, conversations, totals, ranked_by: RankedBy::Newest })
 }
 
 /// The substring index query for `needle` (lowercased): its distinct trigrams, at most
@@ -586,16 +628,23 @@ fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<(), StoreError> {
 /// the whole ranking and pages join up. [`Sort::Newest`] takes the one pass, ordered by the
 /// conversation first. Totals, when asked for and not counted by the pass, are counted apart
 /// ([`count_word_matches`]).
-fn run(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
-    let (mut out, mut totals) = run_ranked(conn, q, fts)?;
+fn run(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>, RankedBy), StoreError> {
+    let (mut out, mut totals, ranked_by) = match ranked_by_index(conn, q, fts)? {
+        Some(out) => (out, None, RankedBy::RankingIndex),
+        None => {
+            let (out, totals) = run_ranked(conn, q, fts)?;
+            (out, totals, RankedBy::WordIndex)
+        }
+    };
     if q.totals && totals.is_none() {
         totals = Some(count_word_matches(conn, q, fts)?);
     }
     out.drain(..q.offset.min(out.len()));
-    Ok((out, totals.filter(|_| q.totals)))
+    Ok((out, totals.filter(|_| q.totals), ranked_by))
 }
 
-/// The first `offset + limit` conversations, and the totals when every match was read.
+/// The first `offset + limit` conversations by the word index, and the totals when every
+/// match was read.
 fn run_ranked(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
     let wanted = q.offset + q.limit.max(1);
     let narrowed = q.role.is_some() || q.model.is_some() || q.since.is_some() || q.chat_id.is_some() || q.branch.is_some();
@@ -614,6 +663,127 @@ fn run_ranked(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<Conv
         }
     }
     run_filtered(conn, q, fts)
+}
+
+/// The terms of word query `fts` (FTS5 syntax, after [`cjk_phrases`]) when it is only
+/// barewords and `"phrases"`, all required (FTS5's implicit AND): what the ranking index
+/// answers. `None` for anything else FTS5 reads (prefixes, parentheses, AND/OR/NOT/NEAR, a
+/// doubled quote inside a phrase).
+fn plain_terms(fts: &str) -> Option<Vec<String>> {
+    if fts.contains("\"\"") {
+        return None;
+    }
+    let mut terms = Vec::new();
+    let mut rest = fts.trim_start();
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('"') {
+            let end = after.find('"')?;
+            terms.push(after[..end].to_owned());
+            rest = &after[end + 1..];
+        } else {
+            let end = rest.find(|c: char| c.is_whitespace() || c == '"').unwrap_or(rest.len());
+            let word = &rest[..end];
+            if word.contains(['*', '(', ')']) || matches!(word, "AND" | "OR" | "NOT" | "NEAR") {
+                return None;
+            }
+            terms.push(word.to_owned());
+            rest = &rest[end..];
+        }
+        if rest.starts_with('*') {
+            return None;
+        }
+        rest = rest.trim_start();
+    }
+    Some(terms)
+}
+
+/// The first `offset + limit` conversations of word query `fts` ranked by the ranking index
+/// (`store::ranking`: bm25 over the whole history without scoring every match), grouped as
+/// [`place`] groups them; `None` when the query is not one it answers ([`plain_terms`]) or the
+/// index is not usable now, and FTS5 answers instead. Filters on what a message is (`--chat`,
+/// `--role`, `--model`) are answered inside the index, the others by [`place`]. The best
+/// matches are read in windows growing eightfold until they hold enough conversations or every
+/// match; each conversation's count of matches is then made exactly ([`count_in_conversation`]).
+fn ranked_by_index(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Option<Vec<ConversationHits>>, StoreError> {
+    /// The largest window read before leaving the query to FTS5's one filtered pass.
+    const MAX_WINDOW: usize = 1 << 20;
+    if q.sort != Sort::Relevance {
+        return Ok(None);
+    }
+    let Some(terms) = plain_terms(fts) else { return Ok(None) };
+    let Ok(mut tokens) = super::word_tokens::WordTokens::new() else { return Ok(None) };
+    let words: Vec<Vec<String>> = terms.iter().map(|t| tokens.words(t)).collect();
+    if words.is_empty() || words.iter().any(Vec::is_empty) {
+        return Ok(None);
+    }
+    let conversation = match &q.chat_id {
+        Some(chat) => match conn.prepare_cached("SELECT id FROM conversations WHERE chat_id = ?1")?.query_row([chat], |r| r.get::<_, i64>(0)) {
+            Ok(id) => Some(id),
+            Err(rusqlite::Error::QueryReturnedNoRows) => return Ok(Some(Vec::new())),
+            Err(e) => return Err(e.into()),
+        },
+        None => None,
+    };
+    let query = super::ranking::RankQuery { terms: words, conversation, role: q.role.clone(), model: q.model.clone() };
+    let Some(index) = super::ranking::usable(conn) else { return Ok(None) };
+    let (wanted, per) = (q.offset + q.limit.max(1), q.matches.max(1));
+    let mut window = (wanted * per * 8).max(64);
+    loop {
+        let Ok(top) = index.top(&query, window) else { return Ok(None) };
+        let exhausted = top.len() < window;
+        // Conversations in the order of their best match, each with its matches in the window.
+        let mut order: Vec<i64> = Vec::new();
+        let mut matches: std::collections::HashMap<i64, Vec<(i64, f64)>> = std::collections::HashMap::new();
+        for &(id, conversation, score) in &top {
+            matches
+                .entry(conversation)
+                .or_insert_with(|| {
+                    order.push(conversation);
+                    Vec::new()
+                })
+                .push((id, -f64::from(score)));
+        }
+        let mut out: Vec<ConversationHits> = Vec::new();
+        for conversation in &order {
+            if out.len() == wanted {
+                break;
+            }
+            let found = &matches[conversation];
+            // A few more than shown, in case some stand in no branch or view.
+            if let Some(mut hits) = place(conn, q, &found[..found.len().min(per * 4)])?.pop() {
+                hits.total = count_in_conversation(conn, q, fts, *conversation)?;
+                out.push(hits);
+            }
+        }
+        if out.len() == wanted || exhausted {
+            return Ok(Some(out));
+        }
+        if window >= MAX_WINDOW {
+            return Ok(None);
+        }
+        window *= 8;
+    }
+}
+
+/// How many messages of conversation `conversation` (its row id) match word query `fts` and
+/// pass the filters, standing in a branch or view: from the word index, read over that
+/// conversation's message ids only.
+fn count_in_conversation(conn: &Connection, q: &SearchQuery, fts: &str, conversation: i64) -> Result<usize, StoreError> {
+    let (mut filters, mut args) = filter_sql(q, 3, true);
+    args.insert(0, Value::Text(fts.to_owned()));
+    args.insert(1, Value::Integer(conversation));
+    // One rowid range, as in [`run_filtered`]: FTS5 seeks to it.
+    let (lo, hi): (Option<i64>, Option<i64>) =
+        conn.prepare_cached("SELECT min(id), max(id) FROM messages WHERE conversation_id = ?1")?.query_row([conversation], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let (Some(lo), Some(hi)) = (lo, hi) else { return Ok(0) };
+    filters.push(format!("messages_fts.rowid BETWEEN {lo} AND {hi}"));
+    let sql = format!(
+        "SELECT count(*) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN conversations c ON c.id = m.conversation_id
+         WHERE messages_fts MATCH ?1 AND m.conversation_id = ?2 AND {}",
+        filters.join(" AND ")
+    );
+    let n: i64 = conn.prepare_cached(&sql)?.query_row(params_from_iter(args.iter()), |r| r.get(0))?;
+    Ok(n as usize)
 }
 
 /// Every match of word query `fts` that passes the filters and stands in a branch or view, as
@@ -819,14 +989,13 @@ pub fn match_spans(content: &str, highlight: &Highlight) -> Vec<(usize, usize)> 
         }
         Highlight::Words(phrases) => {
             let words = word_spans(content);
-            let folded: Vec<String> = words.iter().map(|&(s, e)| fold_word(&content[s..e])).collect();
             let mut marked = vec![false; words.len()];
             for phrase in phrases.iter().filter(|p| !p.words.is_empty()) {
                 let n = phrase.words.len();
-                for start in 0..folded.len().saturating_sub(n - 1) {
+                for start in 0..words.len().saturating_sub(n - 1) {
                     let fits = phrase.words.iter().enumerate().all(|(k, w)| {
-                        let word = &folded[start + k];
-                        word == w || (phrase.prefix && k == n - 1 && word.starts_with(w.as_str()))
+                        let (s, e) = words[start + k];
+                        folds_to(&content[s..e], w, phrase.prefix && k == n - 1)
                     });
                     if fits {
                         marked[start..start + n].iter_mut().for_each(|m| *m = true);

@@ -113,13 +113,21 @@ pub struct Behind {
 /// every file of every conversation, is [`sync_state`]'s.
 pub fn behind(conn: &crate::store::Connection, logs_root: &Path) -> Result<Behind, IngestError> {
     let root = std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?;
-    let stored = queries::main_transcript_stats(conn).map_err(|source| IngestError::Store { path: root.clone(), source })?;
     let mut behind = Behind::default();
     let entries = std::fs::read_dir(&root).map_err(|source| IngestError::Io { path: root.clone(), source })?;
+    let mut found = Vec::new();
     for entry in entries.flatten() {
         let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
         let dir = root.join(&name);
         let Ok(meta) = std::fs::symlink_metadata(dir.join(crate::layout::MAIN_TRANSCRIPT)) else { continue };
+        found.push((name, dir, meta));
+    }
+    // The store's side only when there is something to compare it with.
+    if found.is_empty() {
+        return Ok(behind);
+    }
+    let stored = queries::main_transcript_stats(conn).map_err(|source| IngestError::Store { path: root.clone(), source })?;
+    for (name, dir, meta) in found {
         match stored.get(&name) {
             Some(seen) if Path::new(&seen.dir) == dir => {
                 if seen.size != Some(meta.len()) || seen.mtime_ns != crate::fs::meta::mtime_ns(&meta) {

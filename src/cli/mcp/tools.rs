@@ -257,7 +257,12 @@ impl Server<'_> {
 
     fn search(&self, a: SearchArgs) -> Result<Value, ToolError> {
         let note = self.catch_up(a.chat.as_deref());
+        let conn = self.store.connection()?;
+        // Past the last conversation there is nothing to page to: an offset beyond it is brought
+        // back to it (searches size their work by the offset).
+        let conversations = queries::count_filtered(&conn, &ListFilter { include_test: true, ..ListFilter::default() })?;
         let (offset, _) = cursor(a.cursor.as_deref())?.unwrap_or((0, 0));
+        let offset = offset.min(conversations);
         let matches = a.matches.unwrap_or(3).clamp(1, MAX_MATCHES);
         let query = SearchQuery {
             text: a.query,
@@ -277,7 +282,6 @@ impl Server<'_> {
             },
             totals: true,
         };
-        let conn = self.store.connection()?;
         let result = search(&conn, &query).map_err(store_error)?;
         let mut page = page_json(&result, offset, query.sort, CONTEXT, matches);
         let Value::Array(rows) = page["results"].take() else { unreachable!("results are an array") };

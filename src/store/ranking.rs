@@ -1,0 +1,548 @@
+//! The ranking index: a tantivy index beside the database (`<db>.ranking/`) that ranks word
+//! queries by bm25 over the whole history without scoring every match.
+//!
+//! FTS5 ranks by computing bm25 for every message that matches, about a microsecond each, so
+//! a word found in most messages took half a second at a million messages. Tantivy keeps
+//! per-block score bounds in its postings (block-max WAND) and skips the blocks that cannot
+//! reach the current top k: the same word answers in milliseconds.
+//!
+//! It is derived, never the source of truth, and follows the store by two watermarks kept in
+//! its own commits ([`Mark`]): every message with an id up to `upto` is in it (messages are
+//! never changed in place and their ids never reused), and every entry of the store's deletion
+//! log (`ranking_deletions`, `schema/0012_ranking_index.sql`) up to `deletions` has been applied.
+//! A tantivy commit is atomic (its `meta.json` is replaced whole, with the mark in it), so a
+//! killed catch-up leaves the index at its last commit, whose mark says what it holds; the next
+//! catch-up goes on from there. Catch-ups read the messages and the log in one snapshot, and take
+//! tantivy's writer lock (a file lock, released when its process dies), so processes never mix
+//! their work. An index whose mark names another store, or claims more than the store ever
+//! held (the database was replaced or restored from an older copy), is emptied and rebuilt.
+//!
+//! The words are those of the word index exactly ([`super::word_tokens`]: FTS5's own
+//! tokenizer), so that both indexes find the same messages for the queries both answer.
+//! Nothing depends on this index being there: a search falls back to FTS5 when it is missing,
+//! unusable or behind by more than a search should wait for ([`usable`]), and `doctor` checks
+//! it and `doctor --reindex` rebuilds it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde::{Deserialize, Serialize};
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, PhraseQuery, Query, TermQuery};
+use tantivy::schema::{Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions};
+use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+use super::word_tokens::WordTokens;
+use super::{Connection, StoreError};
+
+/// The name tantivy knows the word tokenizer by.
+const TOKENIZER_NAME: &str = "sessiondb_words";
+
+/// The most messages (added or deleted) a search catches up on itself before answering; past
+/// that it answers from FTS5, and `sync`, `import` or `doctor --reindex` bring the index up.
+pub const SEARCH_CATCH_UP: i64 = 50_000;
+
+/// How long a search waits for another process's catch-up (its writer lock) before answering
+/// from FTS5.
+const WAIT_FOR_WRITER: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// How far the index follows the store: kept as the payload of each of its commits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mark {
+    /// `store_state['ranking_store_id']` of the store it belongs to.
+    pub store: i64,
+    /// Every message with an id up to this is in the index (unless deleted since).
+    pub upto: i64,
+    /// Every entry of `ranking_deletions` up to this `seq` has been applied.
+    pub deletions: i64,
+}
+
+/// The store as the index must follow it, read in one snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct StoreState {
+    store: i64,
+    /// The highest message id ever handed out.
+    message_seq: i64,
+    /// The highest message id now (the last ones may have been deleted since).
+    max_message: i64,
+    /// The highest deletion log number ever handed out, and the highest still in the log.
+    deletion_seq: i64,
+    max_deletion: i64,
+    /// The log is pruned up to here: an index whose mark is below it can never learn of the
+    /// deletions it missed.
+    pruned: i64,
+}
+
+impl StoreState {
+    fn read(conn: &Connection) -> Result<StoreState, StoreError> {
+        let seq = |name: &str| -> Result<i64, StoreError> {
+            Ok(conn.prepare_cached("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?1), 0)")?.query_row([name], |r| r.get(0))?)
+        };
+        Ok(StoreState {
+            store: conn.prepare_cached("SELECT value FROM store_state WHERE key = 'ranking_store_id'")?.query_row([], |r| r.get(0))?,
+            message_seq: seq("messages")?,
+            max_message: conn.prepare_cached("SELECT coalesce(max(id), 0) FROM messages")?.query_row([], |r| r.get(0))?,
+            deletion_seq: seq("ranking_deletions")?,
+            max_deletion: conn.prepare_cached("SELECT coalesce(max(seq), 0) FROM ranking_deletions")?.query_row([], |r| r.get(0))?,
+            pruned: conn.prepare_cached("SELECT coalesce((SELECT value FROM store_state WHERE key = 'ranking_pruned_upto'), 0)")?.query_row([], |r| r.get(0))?,
+        })
+    }
+
+    /// Whether an index at `mark` holds everything this snapshot does, and nothing deleted in it.
+    fn covered_by(&self, mark: Mark) -> bool {
+        mark.store == self.store && mark.upto >= self.max_message && mark.deletions >= self.max_deletion
+    }
+
+    /// Whether `mark` may belong to this store at all, and the log still holds every deletion
+    /// it has not applied (else the index is rebuilt: an older copy of the index put back).
+    fn admits(&self, mark: Mark) -> bool {
+        mark.store == self.store && mark.upto <= self.message_seq && mark.deletions <= self.deletion_seq && mark.deletions >= self.pruned
+    }
+}
+
+/// Why the ranking index could not be used (a search then answers from FTS5).
+#[derive(Debug, thiserror::Error)]
+pub enum RankingError {
+    #[error("{path}: {why}")]
+    Unusable { path: PathBuf, why: String },
+    #[error("ranking index {path}: {source}")]
+    Tantivy { path: PathBuf, source: tantivy::TantivyError },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<r2d2::Error> for RankingError {
+    fn from(e: r2d2::Error) -> Self {
+        RankingError::Store(StoreError::from(e))
+    }
+}
+
+/// The ranking index of one database, open.
+pub struct RankingIndex {
+    dir: PathBuf,
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+    /// Catch-ups of this process, one at a time (tantivy's lock keeps other processes out).
+    writing: Mutex<()>,
+}
+
+#[derive(Clone, Copy)]
+struct Fields {
+    id: Field,
+    conversation: Field,
+    role: Field,
+    model: Field,
+    body: Field,
+}
+
+/// What the index holds of a message: its id, conversation, role and model (which never change,
+/// so filters on them are answered inside the index), and its words.
+fn schema() -> (Schema, Fields) {
+    let mut builder = Schema::builder();
+    let id = builder.add_u64_field("id", NumericOptions::default().set_indexed().set_fast());
+    let conversation = builder.add_u64_field("conversation", NumericOptions::default().set_indexed().set_fast());
+    let role = builder.add_text_field("role", tantivy::schema::STRING);
+    let model = builder.add_text_field("model", tantivy::schema::STRING);
+    let indexing = TextFieldIndexing::default().set_tokenizer(TOKENIZER_NAME).set_index_option(IndexRecordOption::WithFreqsAndPositions);
+    let body = builder.add_text_field("body", TextOptions::default().set_indexing_options(indexing));
+    (builder.build(), Fields { id, conversation, role, model, body })
+}
+
+/// A query of the ranking index: terms that must all match (a term of several words is a
+/// phrase), and the filters on what a message is.
+#[derive(Debug, Clone, Default)]
+pub struct RankQuery {
+    pub terms: Vec<Vec<String>>,
+    pub conversation: Option<i64>,
+    pub role: Option<String>,
+    pub model: Option<String>,
+}
+
+/// Where the ranking index of the database at `db` lives.
+pub fn dir_for(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".ranking");
+    PathBuf::from(name)
+}
+
+/// The indexes this process has open, by directory: a long-running process (a server, `sync
+/// --watch`) opens each once.
+fn opened() -> &'static Mutex<HashMap<PathBuf, Arc<RankingIndex>>> {
+    static OPENED: OnceLock<Mutex<HashMap<PathBuf, Arc<RankingIndex>>>> = OnceLock::new();
+    OPENED.get_or_init(Default::default)
+}
+
+impl From<rusqlite::Error> for RankingError {
+    fn from(e: rusqlite::Error) -> Self {
+        RankingError::Store(StoreError::from(e))
+    }
+}
+
+impl RankingIndex {
+    /// The ranking index of the database `conn` is connected to, created empty when there is
+    /// none. `None` for a database without a file (in memory).
+    pub fn of(conn: &Connection) -> Result<Option<Arc<RankingIndex>>, RankingError> {
+        let Some(db) = conn.sql().path().filter(|p| !p.is_empty()).map(PathBuf::from) else { return Ok(None) };
+        let dir = dir_for(&db);
+        let mut open = opened().lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(index) = open.get(&dir) {
+            return Ok(Some(index.clone()));
+        }
+        let index = Arc::new(RankingIndex::open_dir(&dir)?);
+        open.insert(dir, index.clone());
+        Ok(Some(index))
+    }
+
+    fn open_dir(dir: &Path) -> Result<RankingIndex, RankingError> {
+        let unusable = |why: String| RankingError::Unusable { path: dir.to_owned(), why };
+        let tantivy = |source| RankingError::Tantivy { path: dir.to_owned(), source };
+        // Never through a link: the index is written, and a planted link would aim that elsewhere.
+        match std::fs::symlink_metadata(dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(unusable("is not a directory (move it away; sessiondb makes the index again)".into())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                use std::os::unix::fs::DirBuilderExt;
+                match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(unusable(format!("cannot be created: {e}"))),
+                }
+            }
+            Err(e) => return Err(unusable(e.to_string())),
+        }
+        // The words must be FTS5's; an index that cannot have them is not made at all.
+        WordTokens::new().map_err(|e| unusable(e.to_string()))?;
+        let (schema, fields) = schema();
+        let index = match Index::open_in_dir(dir) {
+            Ok(index) if index.schema() == schema => index,
+            // Of another layout (an older sessiondb's): derived, so made again, empty.
+            Ok(_) => {
+                set_aside(dir)?;
+                return RankingIndex::open_dir(dir);
+            }
+            Err(tantivy::TantivyError::OpenDirectoryError(_)) | Err(tantivy::TantivyError::OpenReadError(_)) => match Index::create_in_dir(dir, schema.clone()) {
+                Ok(index) => index,
+                // Another process created it meanwhile.
+                Err(_) => Index::open_in_dir(dir).map_err(tantivy)?,
+            },
+            Err(e) => return Err(tantivy(e)),
+        };
+        index.tokenizers().register(TOKENIZER_NAME, Words::default());
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(tantivy)?;
+        Ok(RankingIndex { dir: dir.to_owned(), index, reader, fields, writing: Mutex::new(()) })
+    }
+
+    fn tantivy_error(&self, source: tantivy::TantivyError) -> RankingError {
+        RankingError::Tantivy { path: self.dir.clone(), source }
+    }
+
+    /// The mark of the index's last commit; `None` for an index never committed to.
+    pub fn mark(&self) -> Result<Option<Mark>, RankingError> {
+        let metas = self.index.load_metas().map_err(|e| self.tantivy_error(e))?;
+        Ok(metas.payload.as_deref().and_then(|p| serde_json::from_str(p).ok()))
+    }
+
+    /// The messages the index holds (deleted ones left out), as of its last commit.
+    pub fn messages(&self) -> Result<u64, RankingError> {
+        self.reader.reload().map_err(|e| self.tantivy_error(e))?;
+        Ok(self.reader.searcher().num_docs())
+    }
+
+    /// Brings the index up to the store: applies the deletions logged since its mark and adds
+    /// the messages past it, in one commit; empties it first when its mark does not belong to
+    /// this store. Waits up to `wait` for another process's catch-up; returns `Ok(None)` when
+    /// that is not enough, else how many messages were added. `progress` is told of each 10,000.
+    /// Call outside any transaction of `conn`.
+    pub fn catch_up(&self, conn: &Connection, wait: std::time::Duration, progress: &mut dyn FnMut(u64)) -> Result<Option<u64>, RankingError> {
+        let _one = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+        let started = std::time::Instant::now();
+        let mut writer: IndexWriter<TantivyDocument> = loop {
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(2);
+            match self.index.writer_with_num_threads(threads, threads * 64_000_000) {
+                Ok(w) => break w,
+                Err(tantivy::TantivyError::LockFailure(..)) if started.elapsed() < wait => std::thread::sleep(std::time::Duration::from_millis(25)),
+                Err(tantivy::TantivyError::LockFailure(..)) => return Ok(None),
+                Err(e) => return Err(self.tantivy_error(e)),
+            }
+        };
+        conn.execute_batch("BEGIN")?;
+        let caught = self.catch_up_in_snapshot(conn, &mut writer, progress);
+        let _ = conn.execute_batch("COMMIT");
+        let (added, mark) = caught?;
+        let segments = self.index.searchable_segment_ids().map_err(|e| self.tantivy_error(e))?.len();
+        // Many small commits leave many small segments, and each costs every search a
+        // lookup: merge them now rather than leave it to merge threads a short process
+        // would end before they finish.
+        if segments > 8 {
+            writer.wait_merging_threads().map_err(|e| self.tantivy_error(e))?;
+        } else {
+            drop(writer);
+        }
+        prune_deletions(conn, mark.deletions);
+        Ok(Some(added))
+    }
+
+    fn catch_up_in_snapshot(
+        &self,
+        conn: &Connection,
+        writer: &mut IndexWriter<TantivyDocument>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(u64, Mark), RankingError> {
+        let state = StoreState::read(conn)?;
+        let mut mark = match self.mark()? {
+            Some(mark) if state.admits(mark) => {
+                if state.covered_by(mark) {
+                    return Ok((0, mark));
+                }
+                mark
+            }
+            _ => {
+                writer.delete_all_documents().map_err(|e| self.tantivy_error(e))?;
+                // Everything deleted so far was deleted before any message is read below.
+                Mark { store: state.store, upto: 0, deletions: state.deletion_seq }
+            }
+        };
+        {
+            let mut log = conn.prepare_cached("SELECT message_id FROM ranking_deletions WHERE seq > ?1 AND message_id <= ?2")?;
+            let mut rows = log.query([mark.deletions, mark.upto])?;
+            while let Some(r) = rows.next()? {
+                writer.delete_term(Term::from_field_u64(self.fields.id, r.get::<_, i64>(0)? as u64));
+            }
+        }
+        let mut added = 0u64;
+        {
+            let mut messages = conn.prepare_cached("SELECT id, conversation_id, role, model, coalesce(content, '') FROM messages WHERE id > ?1 ORDER BY id")?;
+            let mut rows = messages.query([mark.upto])?;
+            while let Some(r) = rows.next()? {
+                let (id, conversation, content): (i64, i64, String) = (r.get(0)?, r.get(1)?, r.get(4)?);
+                let (role, model): (Option<String>, Option<String>) = (r.get(2)?, r.get(3)?);
+                let mut doc = TantivyDocument::default();
+                doc.add_u64(self.fields.id, id as u64);
+                doc.add_u64(self.fields.conversation, conversation as u64);
+                if let Some(role) = role {
+                    doc.add_text(self.fields.role, role);
+                }
+                if let Some(model) = model {
+                    doc.add_text(self.fields.model, model);
+                }
+                doc.add_text(self.fields.body, content);
+                writer.add_document(doc).map_err(|e| self.tantivy_error(e))?;
+                added += 1;
+                if added.is_multiple_of(10_000) {
+                    progress(added);
+                }
+            }
+        }
+        mark = Mark { store: state.store, upto: mark.upto.max(state.message_seq), deletions: mark.deletions.max(state.deletion_seq) };
+        let mut commit = writer.prepare_commit().map_err(|e| self.tantivy_error(e))?;
+        commit.set_payload(&serde_json::to_string(&mark).expect("a mark serializes"));
+        commit.commit().map_err(|e| self.tantivy_error(e))?;
+        Ok((added, mark))
+    }
+
+    /// Makes the index again from the rows: the directory is set aside and removed (whatever
+    /// state it was in, even unreadable), and a new index is filled with every message. For
+    /// `doctor --reindex`. Returns how many messages it holds.
+    pub fn rebuild(conn: &Connection, progress: &mut dyn FnMut(u64)) -> Result<u64, RankingError> {
+        let Some(db) = conn.sql().path().filter(|p| !p.is_empty()).map(PathBuf::from) else { return Ok(0) };
+        let dir = dir_for(&db);
+        opened().lock().unwrap_or_else(|e| e.into_inner()).remove(&dir);
+        set_aside(&dir)?;
+        let Some(index) = RankingIndex::of(conn)? else { return Ok(0) };
+        index.catch_up(conn, std::time::Duration::from_secs(600), progress)?;
+        index.messages()
+    }
+
+    /// The best `limit` messages for `query`, best first: (message id, conversation id, bm25
+    /// score, higher is better). Ties come in the index's order, the same for every call on the
+    /// same commit.
+    pub fn top(&self, query: &RankQuery, limit: usize) -> Result<Vec<(i64, i64, f32)>, RankingError> {
+        let f = self.fields;
+        let mut clauses: Vec<Box<dyn Query>> = query
+            .terms
+            .iter()
+            .map(|words| -> Box<dyn Query> {
+                let mut terms: Vec<Term> = words.iter().map(|w| Term::from_field_text(f.body, w)).collect();
+                if terms.len() == 1 {
+                    Box::new(TermQuery::new(terms.remove(0), IndexRecordOption::WithFreqs))
+                } else {
+                    Box::new(PhraseQuery::new(terms))
+                }
+            })
+            .collect();
+        // Filters restrict without scoring (a term query scored alone would add its own bm25).
+        let mut filters: Vec<Term> = Vec::new();
+        filters.extend(query.conversation.map(|c| Term::from_field_u64(f.conversation, c as u64)));
+        filters.extend(query.role.as_deref().map(|r| Term::from_field_text(f.role, r)));
+        filters.extend(query.model.as_deref().map(|m| Term::from_field_text(f.model, m)));
+        for term in filters {
+            clauses.push(Box::new(tantivy::query::ConstScoreQuery::new(Box::new(TermQuery::new(term, IndexRecordOption::Basic)), 0.0)));
+        }
+        let query: Box<dyn Query> = if clauses.len() == 1 { clauses.remove(0) } else { Box::new(BooleanQuery::intersection(clauses)) };
+        let searcher = self.reader.searcher();
+        let top = searcher.search(&query, &TopDocs::with_limit(limit.max(1)).order_by_score()).map_err(|e| self.tantivy_error(e))?;
+        // Each segment's columns of ids and conversations, read once.
+        let mut columns: HashMap<u32, (tantivy::columnar::Column<u64>, tantivy::columnar::Column<u64>)> = HashMap::new();
+        let mut out = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            let (id, conversation) = match columns.entry(address.segment_ord) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let fast = searcher.segment_reader(address.segment_ord).fast_fields();
+                    e.insert((fast.u64("id").map_err(|e| self.tantivy_error(e))?, fast.u64("conversation").map_err(|e| self.tantivy_error(e))?))
+                }
+            };
+            if let (Some(id), Some(conversation)) = (id.first(address.doc_id), conversation.first(address.doc_id)) {
+                out.push((id as i64, conversation as i64, score));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// What `doctor` finds wrong with the ranking index of `conn`'s database, one line each; nothing
+/// when there is none yet (it is made by the next import, sync or search) or it is only behind
+/// (searches catch it up). Changes nothing.
+pub fn check(conn: &Connection) -> Result<Vec<String>, StoreError> {
+    let Some(db) = conn.sql().path().filter(|p| !p.is_empty()).map(PathBuf::from) else { return Ok(Vec::new()) };
+    if std::fs::symlink_metadata(dir_for(&db)).is_err() {
+        return Ok(Vec::new());
+    }
+    let found = (|| -> Result<Vec<String>, RankingError> {
+        let index = RankingIndex::of(conn)?.expect("a database with a file");
+        let Some(mark) = index.mark()? else { return Ok(Vec::new()) };
+        let state = StoreState::read(conn)?;
+        if !state.admits(mark) {
+            return Ok(vec![format!("it belongs to another database, or to another state of this one (its mark: {mark:?})")]);
+        }
+        // What it should hold: every message up to its mark, and those deleted since that it
+        // has not applied yet.
+        let expected: i64 = conn.query_row(
+            "SELECT (SELECT count(*) FROM messages WHERE id <= ?1)
+                  + (SELECT count(DISTINCT message_id) FROM ranking_deletions WHERE seq > ?2 AND message_id <= ?1)",
+            [mark.upto, mark.deletions],
+            |r| r.get(0),
+        )?;
+        let held = index.messages()?;
+        Ok(if held as i64 != expected { vec![format!("it holds {held} messages of the {expected} it should")] } else { Vec::new() })
+    })();
+    Ok(match found {
+        Ok(problems) => problems,
+        Err(RankingError::Store(e)) => return Err(e),
+        Err(e) => vec![e.to_string()],
+    })
+}
+
+/// The ranking index of `conn`'s database when it can answer for the store as `conn` sees it
+/// now: caught up first when it is behind by at most [`SEARCH_CATCH_UP`] messages. `None` when
+/// there is none to be had (a database in memory, a directory that cannot be used, a catch-up
+/// too long for a search or held up by another process): the caller answers from FTS5.
+pub fn usable(conn: &Connection) -> Option<Arc<RankingIndex>> {
+    let attempt = || -> Result<Option<Arc<RankingIndex>>, RankingError> {
+        let Some(index) = RankingIndex::of(conn)? else { return Ok(None) };
+        // The mark is read before the reader reloads: the commit searched is then this one or
+        // a later one, which covers at least as much.
+        let state = StoreState::read(conn)?;
+        let mark = index.mark()?;
+        if !mark.is_some_and(|m| state.covered_by(m)) {
+            let behind = match mark {
+                Some(m) if state.admits(m) => (state.max_message - m.upto).max(0) + (state.max_deletion - m.deletions).max(0),
+                _ => state.max_message,
+            };
+            if behind > SEARCH_CATCH_UP || index.catch_up(conn, WAIT_FOR_WRITER, &mut |_| {})?.is_none() {
+                return Ok(None);
+            }
+        }
+        index.reader.reload().map_err(|e| index.tantivy_error(e))?;
+        Ok(Some(index))
+    };
+    attempt().ok().flatten()
+}
+
+/// Removes the index directory `dir`, whatever is there (a link planted in its place is removed,
+/// never followed): renamed first, so that no process opens a half-removed index.
+fn set_aside(dir: &Path) -> Result<(), RankingError> {
+    if std::fs::symlink_metadata(dir).is_err() {
+        return Ok(());
+    }
+    let mut aside = dir.to_owned().into_os_string();
+    aside.push(format!(".old-{}", std::process::id()));
+    let aside = PathBuf::from(aside);
+    let unusable = |e: std::io::Error| RankingError::Unusable { path: dir.to_owned(), why: format!("cannot be set aside: {e}") };
+    std::fs::rename(dir, &aside).map_err(unusable)?;
+    let removed = if std::fs::symlink_metadata(&aside).is_ok_and(|m| m.is_dir()) { std::fs::remove_dir_all(&aside) } else { std::fs::remove_file(&aside) };
+    removed.map_err(unusable)
+}
+
+/// Removes the deletion log's entries up to `upto`, which the index has applied and committed,
+/// when the write lock is to be had at once; otherwise a later catch-up does it (entries the
+/// index has applied are skipped by their number, so leaving them is harmless).
+fn prune_deletions(conn: &Connection, upto: i64) {
+    let sql = conn.sql();
+    let _ = sql.busy_timeout(std::time::Duration::from_millis(10));
+    let pruned = (|| -> rusqlite::Result<()> {
+        sql.execute_batch("BEGIN IMMEDIATE")?;
+        let done = sql.execute("DELETE FROM ranking_deletions WHERE seq <= ?1", [upto]).and_then(|_| {
+            sql.execute(
+                "INSERT INTO store_state (key, value) VALUES ('ranking_pruned_upto', ?1)
+                 ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)",
+                [upto],
+            )
+        });
+        sql.execute_batch(if done.is_ok() { "COMMIT" } else { "ROLLBACK" })?;
+        done.map(|_| ())
+    })();
+    if pruned.is_err() {
+        let _ = sql.execute_batch("ROLLBACK");
+    }
+    let _ = sql.busy_timeout(std::time::Duration::from_millis(super::BUSY_TIMEOUT_MS as u64));
+}
+
+/// The word tokenizer as tantivy calls it: FTS5's, one instance per clone (tantivy clones it
+/// for each indexing thread), made on first use.
+#[derive(Default)]
+struct Words(Mutex<Option<WordTokens>>);
+
+impl Clone for Words {
+    fn clone(&self) -> Words {
+        Words::default()
+    }
+}
+
+impl Tokenizer for Words {
+    type TokenStream<'a> = WordStream;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> WordStream {
+        let slot = self.0.get_mut().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = WordTokens::new().ok();
+        }
+        let words = slot.as_mut().map(|t| t.words(text)).unwrap_or_default();
+        let tokens = words.into_iter().enumerate().map(|(position, text)| Token { offset_from: 0, offset_to: 0, position, text, position_length: 1 }).collect();
+        WordStream { tokens, next: 0 }
+    }
+}
+
+/// The words of one text, in order.
+struct WordStream {
+    tokens: Vec<Token>,
+    next: usize,
+}
+
+impl TokenStream for WordStream {
+    fn advance(&mut self) -> bool {
+        self.next += 1;
+        self.next <= self.tokens.len()
+    }
+
+    fn token(&self) -> &Token {
+        &self.tokens[self.next - 1]
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.tokens[self.next - 1]
+    }
+}
