@@ -408,7 +408,9 @@ impl RankingIndex {
 /// (searches catch it up). Changes nothing.
 pub fn check(conn: &Connection) -> Result<Vec<String>, StoreError> {
     let Some(db) = conn.sql().path().filter(|p| !p.is_empty()).map(PathBuf::from) else { return Ok(Vec::new()) };
-    if std::fs::symlink_metadata(dir_for(&db)).is_err() {
+    // Not made yet, or its making was cut short before its first file: nothing to check, and
+    // opening it would make it.
+    if std::fs::symlink_metadata(dir_for(&db).join("meta.json")).is_err() {
         return Ok(Vec::new());
     }
     let found = (|| -> Result<Vec<String>, RankingError> {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Search benchmark on realistic logs: sessiondb against gptme's `chats search`, per query class.
 #
-#   tools/bench/bench_search.sh [--sizes "1000x100 10000x50 50000x20"] [--runs R (default 3)] [--seed S] [--work DIR] [--keep]
+#   tools/bench/bench_search.sh [--sizes "1000x100 10000x50 50000x20"] [--runs R (default 3)] [--seed S] [--work DIR] [--keep] [--reuse]
 #
 # For each size NxM (default 1000x100, about 5 minutes here; 10000x50 and 50000x20 take
 # correspondingly longer and about 0.9 and 1.8 GB under --work):
@@ -19,7 +19,9 @@
 #      median of R).
 # gptme's search reads only its 200 most recent conversations (10 x -n); sessiondb searches all.
 # Generated data lives under --work (default /tmp/sessiondb-search-bench) and is deleted at
-# the end unless --keep. Needs $GPTME_PYTHON (default .venv/bin/python) with gptme 0.35.1.
+# the end unless --keep. With --reuse, a size whose logs and database are already under --work
+# (from a run with --keep, same seed) is neither generated nor imported again (its import time
+# then reads "reused"); the database is brought up to this build with `sessiondb sync`. Needs $GPTME_PYTHON (default .venv/bin/python) with gptme 0.35.1.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -28,6 +30,7 @@ RUNS=3
 SEED=1
 WORK=/tmp/sessiondb-search-bench
 KEEP=0
+REUSE=0
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --sizes) SIZES="$2"; shift 2 ;;
@@ -35,7 +38,8 @@ while [[ $# -gt 0 ]]; do
         --seed) SEED="$2"; shift 2 ;;
         --work) WORK="$2"; shift 2 ;;
         --keep) KEEP=1; shift ;;
-        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        --reuse) REUSE=1; KEEP=1; shift ;;
+        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
         *) echo "bench_search.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -52,13 +56,19 @@ TABLES=""
 for size in $SIZES; do
     N="${size%x*}"; M="${size#*x}"
     LOGS="$WORK/logs-$N-$M"; DB="$WORK/db-$N-$M.sqlite"; COPY="$WORK/gptme-logs-$N-$M"
-    echo "== $size: generating" >&2
-    "$PY" "$ROOT/tools/bench/make_realistic_logs.py" "$LOGS" --conversations "$N" --messages "$M" --seed "$SEED" --force > "$WORK/gen-$size.json"
-    rm -f "$DB" "$DB-wal" "$DB-shm"
-    echo "== $size: importing" >&2
-    t0=$(date +%s.%N)
-    "$BIN" --db "$DB" import "$LOGS" > /dev/null
-    IMPORT_S=$(echo "$(date +%s.%N) - $t0" | bc)
+    if [[ $REUSE == 1 && -f "$DB" && -f "$WORK/gen-$size.json" ]]; then
+        echo "== $size: reusing $LOGS and $DB" >&2
+        "$BIN" --db "$DB" sync "$LOGS" > /dev/null
+        IMPORT_S=reused
+    else
+        echo "== $size: generating" >&2
+        "$PY" "$ROOT/tools/bench/make_realistic_logs.py" "$LOGS" --conversations "$N" --messages "$M" --seed "$SEED" --force > "$WORK/gen-$size.json"
+        rm -rf "$DB" "$DB-wal" "$DB-shm" "$DB.ranking"
+        echo "== $size: importing" >&2
+        t0=$(date +%s.%N)
+        "$BIN" --db "$DB" import "$LOGS" > /dev/null
+        IMPORT_S=$(echo "$(date +%s.%N) - $t0" | bc)
+    fi
     rm -rf "$COPY"; cp -al "$LOGS" "$COPY"
     echo "== $size: choosing queries" >&2
     "$PY" "$ROOT/tools/bench/bench_search.py" pick "$LOGS" > "$WORK/queries-$size.json"
@@ -75,7 +85,8 @@ q = json.load(open(f"{work}/queries-{size}.json"))
 p = json.load(open(f"{work}/process-{size}.json"))
 i = json.load(open(f"{work}/inprocess-{size}.json"))
 print(f"\n### {size}: {gen['conversations']} conversations, {gen['messages']} messages, {gen['bytes'] / 1e6:.0f} MB of logs; "
-      f"import {float(import_s):.1f} s, database {os.path.getsize(db) / 1e6:.0f} MB\n")
+      f"import {import_s if import_s == 'reused' else f'{float(import_s):.1f} s'}, database {os.path.getsize(db) / 1e6:.0f} MB, "
+      f"ranking index {sum(e.stat().st_size for e in os.scandir(db + '.ranking')) / 1e6:.0f} MB\n")
 print("| class | query | messages holding it | sessiondb process (CPU) | gptme process (CPU) | ratio wall (CPU) | sessiondb in-process | found |")
 print("|---|---|---|---|---|---|---|---|")
 for cls, v in p.items():
