@@ -16,7 +16,8 @@
 //! - [`ops`]: gptme's log operations (append, edit, undo, branch, …) on store and directory,
 //!   and what people give them, checked and decoded ([`ops::input`]);
 //! - [`render`]: Markdown and HTML documents of a conversation (code highlighted with the
-//!   `highlight` feature), and how stored text is shown on a terminal ([`render::terminal`]).
+//!   `highlight` feature), and how stored text is shown on a terminal ([`render::terminal`]);
+//! - [`serve`] (the `serve` feature): gptme-server's v2 API over the store, for gptme's web UI.
 //!
 //! The `sessiondb` command line (`src/main.rs`, `src/cli/`) is part of the binary, not of this
 //! library (the `cli` feature): it parses arguments, calls the library and prints the typed
@@ -29,5 +30,7 @@ pub mod layout;
 pub mod model;
 pub mod ops;
 pub mod render;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod store;
 pub mod sync;

@@ -71,8 +71,9 @@ impl Drop for Listener {
     }
 }
 
-/// The Python with Playwright and the Chromium it drives, or why they cannot be used.
-fn browser() -> Result<(PathBuf, PathBuf), String> {
+/// The Python with Playwright and the Chromium it drives, or why they cannot be used (also
+/// for the web UI test in `serve.rs`).
+pub(crate) fn browser() -> Result<(PathBuf, PathBuf), String> {
     let chromium = std::env::var_os("SESSIONDB_CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
     if !chromium.exists() {
         return Err(format!("{} is missing", chromium.display()));

@@ -22,6 +22,7 @@ const ROOMS: &[(&str, &[&str])] = &[
     ("store", &["cause", "model", "codec", "fs", "layout"]),
     ("sync", &["cause", "model", "codec", "fs", "layout", "render", "store"]),
     ("ops", &["cause", "model", "codec", "fs", "layout", "render", "store", "sync"]),
+    ("serve", &["cause", "model", "codec", "fs", "layout", "render", "store", "sync", "ops"]),
 ];
 
 fn src() -> PathBuf {

@@ -28,6 +28,7 @@ mod planted_links;
 mod roundtrip;
 mod scale;
 mod search;
+mod serve;
 mod store_props;
 mod sync;
 mod sync_crash;

@@ -15,6 +15,8 @@ mod ops;
 mod read;
 mod recover;
 mod search;
+#[cfg(feature = "serve")]
+mod serve;
 mod show;
 mod stats;
 mod sync;
@@ -55,6 +57,9 @@ enum Command {
     Show(show::Args),
     /// Full-text search across every conversation, ranked
     Search(search::Args),
+    /// Serve gptme's web UI and v2 API from the store, following the logs root live
+    #[cfg(feature = "serve")]
+    Serve(serve::Args),
     /// Statistics across conversations (cost, tokens, models, activity), or for one
     Stats(stats::Args),
     /// Read a conversation, as gptme's `chats read` shows it (or in full)
@@ -259,9 +264,15 @@ fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
         // The MCP server reads gptme's logs root in before each answer, as `sync` does.
         Command::Mcp(args) => args.takes_in_logs(),
         Command::Sync(_) | Command::New(_) => true,
+        #[cfg(feature = "serve")]
+        Command::Serve(_) => true,
         _ => false,
     };
     let store = open_store(cli.db, creates)?;
+    #[cfg(feature = "serve")]
+    if let Command::Serve(args) = cli.command {
+        return serve::run(store, args);
+    }
     // What gptme changed since the last sync is seen by every command that names the
     // conversation. Not for `new` (it makes one), `import` and `sync` (they read directories
     // themselves), nor `rm` (removing a directory never imported must not be a side effect of
@@ -313,6 +324,8 @@ fn run_command(store: &Store, command: Command) -> Result<i32, Failure> {
         Command::Stats(args) => stats::run(store, args),
         Command::Read(args) => read::run(store, args),
         Command::Completions { .. } | Command::Man(_) | Command::Doctor(_) | Command::Recover(_) => unreachable!("handled above"),
+        #[cfg(feature = "serve")]
+        Command::Serve(_) => unreachable!("handled above"),
         Command::New(args) => ops::new(store, args),
         Command::Append(args) => ops::append(store, args),
         Command::Undo(args) => ops::undo(store, args),

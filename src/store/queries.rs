@@ -179,6 +179,25 @@ fn listing_sql(f: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
     (sql, args)
 }
 
+/// A page of the listing as gptme-server pages it: newest first, ties by chat id descending,
+/// starting after `after` — `(modified, Some(chat_id))` continues after that conversation,
+/// `(modified, None)` (a bare timestamp) after everything modified at or after it. Test
+/// conversations and those whose directory is gone are left out, as in [`list_conversations`].
+pub fn list_page(conn: &Connection, after: Option<(f64, Option<&str>)>, limit: usize) -> Result<Vec<ConversationSummary>, StoreError> {
+    let test = crate::layout::test_ids_sql("chat_id");
+    let (cursor, args): (&str, Vec<rusqlite::types::Value>) = match after {
+        None => ("", vec![]),
+        Some((t, None)) => ("AND modified < ?2", vec![t.into()]),
+        Some((t, Some(id))) => ("AND (modified < ?2 OR (modified = ?2 AND chat_id < ?3))", vec![t.into(), id.to_owned().into()]),
+    };
+    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM conversations WHERE deleted_at IS NULL AND NOT {test} {cursor} ORDER BY modified DESC, chat_id DESC LIMIT ?1");
+    let mut params: Vec<rusqlite::types::Value> = vec![(limit as i64).into()];
+    params.extend(args);
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(rusqlite::params_from_iter(params), summary_from_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// One conversation's listing row, or an error naming it.
 pub fn conversation_summary(conn: &Connection, chat_id: &str) -> Result<ConversationSummary, StoreError> {
     let sql = format!("SELECT {SUMMARY_COLUMNS} FROM conversations WHERE chat_id = ?1");
@@ -329,6 +348,20 @@ pub fn main_transcript_stats(conn: &Connection) -> Result<HashMap<String, Transc
     let rows =
         stmt.query_map([], |r| Ok((r.get(0)?, TranscriptSeen { dir: r.get(1)?, size: r.get::<_, Option<i64>>(2)?.map(|s| s as u64), mtime_ns: r.get(3)? })))?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The size of a conversation's main transcript as the store last saw it (`None` when
+/// unknown): one indexed lookup, for a listing that needs it for a page of conversations.
+pub fn main_transcript_size(conn: &Connection, chat_id: &str) -> Result<Option<u64>, StoreError> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT e.size FROM conversations c JOIN entries e ON e.conversation_id = c.id AND e.path = '{}' WHERE c.chat_id = ?1",
+            crate::layout::MAIN_TRANSCRIPT
+        ))?
+        .query_row([chat_id], |r| r.get::<_, Option<i64>>(0))
+        .optional()?
+        .flatten()
+        .map(|s| s as u64))
 }
 
 /// The mtime of entry `path` of a conversation, in nanoseconds. Fails when it has no such entry.

@@ -43,12 +43,18 @@ pub fn loaded_messages(conn: &Connection, chat_id: &str, branch: &str) -> Result
     queries::with_document_lines(conn, doc.id, 0, |lines| lines.filter_map(|l| l.message).collect())
 }
 
+/// The mtime gptme sees on document `path` of a conversation, in epoch seconds (0 when the
+/// store has no entry for it): what a message without a timestamp gets as its time.
+pub fn held_mtime(conn: &Connection, conversation_id: i64, path: &str) -> f64 {
+    let mtime_ns = queries::entry_mtime(conn, conversation_id, path).unwrap_or(0);
+    mtime_ns.div_euclid(1_000_000_000) as f64 + mtime_ns.rem_euclid(1_000_000_000) as f64 * 1e-9
+}
+
 /// Renders `doc` to `out`, message by message from the store. The outer error is the store's,
 /// the inner one the output's.
 fn stream(conn: &Connection, chat_id: &str, (conversation_id, doc): &(i64, Doc), format: Format, out: &mut dyn Write) -> Result<io::Result<()>, StoreError> {
     // As gptme holds them: a message without a timestamp has its file's mtime.
-    let mtime_ns = queries::entry_mtime(conn, *conversation_id, &doc.path).unwrap_or(0);
-    let mtime = mtime_ns.div_euclid(1_000_000_000) as f64 + mtime_ns.rem_euclid(1_000_000_000) as f64 * 1e-9;
+    let mtime = held_mtime(conn, *conversation_id, &doc.path);
     queries::with_document_lines(conn, doc.id, 0, |lines| {
         let messages = lines.filter_map(|l| l.message).map(|m| normalise_for_rewrite(&m, mtime));
         render::document(format, chat_id, messages, out)

@@ -20,8 +20,8 @@
 # gptme's search reads only its 200 most recent conversations (10 x -n); sessiondb searches all.
 # Generated data lives under --work (default /tmp/sessiondb-search-bench) and is deleted at
 # the end unless --keep. With --reuse, a size whose logs and database are already under --work
-# (from a run with --keep, same seed) is neither generated nor imported again (its import time
-# then reads "reused"); the database is brought up to this build with `sessiondb sync`. Needs $GPTME_PYTHON (default .venv/bin/python) with gptme 0.35.1.
+# (from a run with --keep, same seed, same build) is neither generated nor imported again (its
+# import time then reads "reused"). Needs $GPTME_PYTHON (default .venv/bin/python) with gptme 0.35.1.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -58,7 +58,6 @@ for size in $SIZES; do
     LOGS="$WORK/logs-$N-$M"; DB="$WORK/db-$N-$M.sqlite"; COPY="$WORK/gptme-logs-$N-$M"
     if [[ $REUSE == 1 && -f "$DB" && -f "$WORK/gen-$size.json" ]]; then
         echo "== $size: reusing $LOGS and $DB" >&2
-        "$BIN" --db "$DB" sync "$LOGS" > /dev/null
         IMPORT_S=reused
     else
         echo "== $size: generating" >&2

@@ -1,0 +1,284 @@
+//! `sessiondb serve`: gptme-server's v2 conversation API, answered from the store, so the web
+//! UI that ships inside the `gptme` package browses, searches and follows the whole history.
+//!
+//! Invariant: a read never writes to the logs root (gptme-server creates `workspace/` and
+//! rewrites `config.toml` on reads; this server only reads the store and, for `files/` and
+//! `workspace`, the conversation's own files, never a path outside them). Every store call runs
+//! on tokio's blocking pool, never on an async worker. Changes reach the store by the watch
+//! machinery of `sync --watch` ([`live`]), which also tells the open event streams; the
+//! server's own writes go through [`crate::ops`] with gptme's lock, as the CLI's do. Without
+//! a token the server binds loopback only.
+
+mod files;
+mod gptme_json;
+mod live;
+mod read;
+pub mod webui;
+mod write;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::json;
+
+use crate::store::{Store, StoreError};
+
+pub(crate) use gptme_json::lexical;
+
+/// How `sessiondb serve` was asked to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub host: IpAddr,
+    pub port: u16,
+    /// The bearer token clients must present; `None` only on a loopback address.
+    pub token: Option<String>,
+    /// The logs root served (and watched).
+    pub logs_root: PathBuf,
+    /// The web UI build to serve at `/`, if one was found.
+    pub webui: Option<PathBuf>,
+    pub cors_origin: Option<String>,
+    /// How often the watcher rescans the whole root, besides filesystem notifications.
+    pub rescan: std::time::Duration,
+}
+
+/// Why the server could not start or went down.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("refusing to listen on {0} without a token: give --token or set GPTME_SERVER_TOKEN (only a loopback address may go without)")]
+    NoToken(IpAddr),
+    #[error("cannot listen on {addr}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("--cors-origin {0:?} is not a valid origin")]
+    Origin(String),
+    #[error("the server failed")]
+    Io(#[from] std::io::Error),
+}
+
+/// What every request handler shares.
+pub(crate) struct AppState {
+    pub store: Store,
+    pub config: Config,
+    pub live: live::Live,
+}
+
+pub(crate) type Shared = Arc<AppState>;
+
+/// An error answered as gptme-server answers one: `{"error": "..."}` with a status.
+#[derive(Debug)]
+pub(crate) struct ApiError(pub StatusCode, pub String);
+
+impl ApiError {
+    pub fn bad_request(msg: impl Into<String>) -> ApiError {
+        ApiError(StatusCode::BAD_REQUEST, msg.into())
+    }
+    pub fn not_found(msg: impl Into<String>) -> ApiError {
+        ApiError(StatusCode::NOT_FOUND, msg.into())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> ApiError {
+        match e {
+            StoreError::NoConversation(id) => ApiError::not_found(format!("Conversation not found: {id}")),
+            StoreError::NoBranch { .. } | StoreError::NoSuchFilter { .. } => ApiError::not_found(crate::cause::chain(&e)),
+            StoreError::QueryTooLarge { .. } => ApiError::bad_request(crate::cause::chain(&e)),
+            other => ApiError(StatusCode::INTERNAL_SERVER_ERROR, crate::cause::chain(&other)),
+        }
+    }
+}
+
+/// Runs `f` with the store on the blocking pool.
+pub(crate) async fn blocking<T: Send + 'static>(state: &Shared, f: impl FnOnce(&Store, &Config) -> Result<T, ApiError> + Send + 'static) -> Result<T, ApiError> {
+    let state = state.clone();
+    tokio::task::spawn_blocking(move || f(&state.store, &state.config))
+        .await
+        .unwrap_or_else(|e| Err(ApiError(StatusCode::INTERNAL_SERVER_ERROR, format!("the request's worker failed: {e}"))))
+}
+
+/// gptme's check of a conversation id from a URL (`util/conversation_ids.py`): one path
+/// component, printable, at most 255 bytes.
+pub(crate) fn check_id(id: &str) -> Result<(), ApiError> {
+    if id.len() > 255 {
+        return Err(ApiError::bad_request("conversation_id too long"));
+    }
+    let bad = id.trim().is_empty() || id != id.trim() || id.chars().any(char::is_control) || id == "." || id.contains(['/', '\\']) || id.contains("..");
+    if bad {
+        return Err(ApiError::bad_request("Invalid conversation_id"));
+    }
+    Ok(())
+}
+
+/// The largest request body accepted (a message with attachments referenced by path is small;
+/// gptme's uploads are not served here).
+const BODY_LIMIT: usize = 2 << 20;
+
+/// Serves until Ctrl-C or SIGTERM. Refuses a non-loopback address without a token.
+pub fn run(store: Store, config: Config) -> Result<(), ServeError> {
+    if config.token.is_none() && !config.host.is_loopback() {
+        return Err(ServeError::NoToken(config.host));
+    }
+    // The store holds the root as it is now before the first request is answered; the
+    // watcher keeps it so from then on.
+    match crate::sync::pass::sync_pass(&store, &config.logs_root, None, false) {
+        Ok(report) => tracing::info!(conversations = report.ingest.new_conversations, seconds = report.seconds, "synced {}", config.logs_root.display()),
+        Err(e) => tracing::warn!("the first sync of {} failed: {}; serving the store as it is", config.logs_root.display(), crate::cause::chain(&e)),
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(serve(store, config))
+}
+
+async fn serve(store: Store, config: Config) -> Result<(), ServeError> {
+    let addr = SocketAddr::new(config.host, config.port);
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
+    let cors = match &config.cors_origin {
+        Some(o) => Some(HeaderValue::from_str(o).map_err(|_| ServeError::Origin(o.clone()))?),
+        None => None,
+    };
+    let live = live::Live::start(store.clone(), config.logs_root.clone(), config.rescan);
+    let state: Shared = Arc::new(AppState { store, config: config.clone(), live });
+    let app = router(state.clone(), cors);
+    let bound = listener.local_addr()?;
+    tracing::info!(address = %bound, logs = %config.logs_root.display(), auth = config.token.is_some(), webui = ?config.webui, "sessiondb serve listening on http://{bound}");
+    if config.webui.is_none() {
+        tracing::warn!("no web UI found (give --webui-dir or GPTME_WEBUI_DIR, or install gptme); serving the API only");
+    }
+    let stopping = state.clone();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            tracing::info!("stopping: closing the event streams, finishing the requests under way");
+            stopping.live.stop();
+        })
+        .await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
+    }
+}
+
+fn router(state: Shared, cors: Option<HeaderValue>) -> Router {
+    let open = Router::new().route("/api/v2", get(read::root)).route("/api/v2/version", get(read::version));
+    let api = Router::new()
+        .route("/api/v2/auth/cookie", post(set_cookie).delete(clear_cookie))
+        .route("/api/v2/conversations", get(read::conversations))
+        .route("/api/v2/conversations/{id}", get(read::conversation).put(write::create).post(write::append).delete(write::remove))
+        .route("/api/v2/conversations/{id}/config", get(read::config).patch(write::patch_config))
+        .route("/api/v2/conversations/{id}/files/{*path}", get(files::conversation_file))
+        .route("/api/v2/conversations/{id}/workspace", get(files::workspace))
+        .route("/api/v2/conversations/{id}/workspace/{*path}", get(files::workspace_path))
+        .route("/api/v2/conversations/{id}/events", get(live::events))
+        .route("/api/v2/conversations/{id}/messages/{index}", axum::routing::patch(write::edit_message).delete(write::delete_message))
+        .route("/api/v2/conversations/{id}/fork", post(write::fork))
+        .route("/api/v2/conversations/{id}/step", post(write::no_model))
+        .route("/api/v2/conversations/{id}/rerun", post(write::no_model))
+        .merge(read::history_only_routes())
+        .layer(middleware::from_fn_with_state(state.clone(), require_auth));
+    let mut app = open.merge(api).fallback(webui::fallback).with_state(state.clone());
+    if let Some(origin) = cors {
+        use tower_http::cors::CorsLayer;
+        app = app.layer(
+            CorsLayer::new()
+                .allow_origin(origin)
+                .allow_methods([Method::GET, Method::POST, Method::PUT, Method::PATCH, Method::DELETE])
+                .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
+                .allow_credentials(true),
+        );
+    }
+    app.layer(DefaultBodyLimit::max(BODY_LIMIT)).layer(tower_http::limit::RequestBodyLimitLayer::new(BODY_LIMIT)).layer(middleware::from_fn(log_request))
+}
+
+/// One log line per request, at info level.
+async fn log_request(req: Request, next: Next) -> Response {
+    let (method, path) = (req.method().clone(), req.uri().path().to_owned());
+    let start = Instant::now();
+    let response = next.run(req).await;
+    tracing::info!(method = %method, path = %path, status = response.status().as_u16(), ms = start.elapsed().as_secs_f64() * 1e3, "request");
+    response
+}
+
+/// The cookie the web UI's event streams authenticate with (gptme's `gptme_auth`).
+const AUTH_COOKIE: &str = "gptme_auth";
+
+/// gptme-server's `require_auth`: the bearer token, else the `gptme_auth` cookie, else the
+/// (deprecated) `token` query parameter, compared in constant time.
+async fn require_auth(State(state): State<Shared>, req: Request, next: Next) -> Response {
+    let Some(expected) = state.config.token.as_deref() else { return next.run(req).await };
+    let mut token: Option<String> = None;
+    if let Some(h) = req.headers().get(header::AUTHORIZATION) {
+        let h = h.to_str().unwrap_or("");
+        match h.split_once(' ') {
+            Some((scheme, t)) if scheme.eq_ignore_ascii_case("bearer") => token = Some(t.to_owned()),
+            Some(_) => return ApiError(StatusCode::UNAUTHORIZED, "Invalid authentication scheme".into()).into_response(),
+            None => return ApiError(StatusCode::UNAUTHORIZED, "Invalid authorization header format".into()).into_response(),
+        }
+    }
+    if token.as_deref().is_none_or(str::is_empty) {
+        token = req
+            .headers()
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|c| c.trim().split_once('='))
+            .find(|(k, _)| *k == AUTH_COOKIE)
+            .map(|(_, v)| v.to_owned());
+    }
+    if token.as_deref().is_none_or(str::is_empty) {
+        token = req.uri().query().and_then(|q| q.split('&').filter_map(|p| p.split_once('=')).find(|(k, _)| *k == "token").map(|(_, v)| v.to_owned()));
+    }
+    match token.filter(|t| !t.is_empty()) {
+        None => ApiError(StatusCode::UNAUTHORIZED, "Missing authentication credentials".into()).into_response(),
+        Some(t) if !constant_time_eq(t.as_bytes(), expected.as_bytes()) => ApiError(StatusCode::UNAUTHORIZED, "Invalid or expired token".into()).into_response(),
+        Some(_) => next.run(req).await,
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// `POST /api/v2/auth/cookie`: the token as an HttpOnly cookie, for `EventSource`.
+async fn set_cookie(State(state): State<Shared>) -> Response {
+    let mut response = Json(json!({"ok": true, "message": "Auth cookie set"})).into_response();
+    if let Some(token) = &state.config.token {
+        for path in ["/api/", "/preview/"] {
+            let cookie = format!("{AUTH_COOKIE}={token}; Max-Age=86400; HttpOnly; SameSite=Lax; Path={path}");
+            if let Ok(v) = HeaderValue::from_str(&cookie) {
+                response.headers_mut().append(header::SET_COOKIE, v);
+            }
+        }
+    }
+    response
+}
+
+async fn clear_cookie() -> Response {
+    let mut response = Json(json!({"ok": true, "message": "Auth cookie cleared"})).into_response();
+    for path in ["/api/", "/preview/"] {
+        let cookie = format!("{AUTH_COOKIE}=; Max-Age=0; HttpOnly; SameSite=Lax; Path={path}");
+        if let Ok(v) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().append(header::SET_COOKIE, v);
+        }
+    }
+    response
+}
