@@ -21,6 +21,7 @@ mod html_browser;
 mod import_errors;
 mod interop_gptme;
 mod layering;
+mod mcp;
 mod migrations;
 mod ops_interop;
 mod planted_links;

@@ -10,6 +10,7 @@ mod export;
 mod import;
 mod lifecycle;
 mod list;
+mod mcp;
 mod ops;
 mod read;
 mod recover;
@@ -107,6 +108,9 @@ enum Command {
     Clean(lifecycle::CleanArgs),
     /// Rebuild a branch from its event log and compare (--apply to replace it)
     Recover(recover::RecoverArgs),
+    /// Serve search, list, read and stats to an MCP client (gptme, Claude Code, Codex) on
+    /// standard input and output
+    Mcp(mcp::Args),
 }
 
 /// `man`: which page, or all of them.
@@ -257,6 +261,8 @@ fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
     // command needs one already (a mistyped --db must not look like an empty history).
     let creates = match &cli.command {
         Command::Import(args) => args.takes_in_logs(),
+        // The MCP server reads gptme's logs root in before each answer, as `sync` does.
+        Command::Mcp(args) => args.takes_in_logs(),
         Command::Sync(_) | Command::New(_) => true,
         #[cfg(feature = "serve")]
         Command::Serve(_) => true,
@@ -336,6 +342,7 @@ fn run_command(store: &Store, command: Command) -> Result<i32, Failure> {
         Command::Rename(args) => lifecycle::rename(store, args),
         Command::Rm(args) => lifecycle::rm(store, args),
         Command::Clean(args) => lifecycle::clean(store, args),
+        Command::Mcp(args) => mcp::run(store, args),
     }
 }
 

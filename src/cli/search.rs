@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use super::term::{visible, visible_line};
 use super::Failure;
 use sessiondb::codec::timestamp::format_utc;
-use sessiondb::store::search::{search, snippet, Marks, SearchQuery, Sort};
+use sessiondb::store::search::{search, snippet, ConversationHits, Highlight, Marks, SearchQuery, SearchResult, Sort};
 use sessiondb::store::Store;
 use sessiondb::store::StoreError;
 
@@ -99,8 +99,6 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     // JSON holds the stored text exactly; the listing shows it visible (see `term`), coloured
     // or starred.
-    let exact = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| s.to_owned() };
-    let starred = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**") };
     let shown = Marks {
         text: &|s: &str| visible(s).into_owned(),
         matched: &|s: &str| if colour { format!("\x1b[1;31m{}\x1b[0m", visible(s)) } else { format!("**{}**", visible(s)) },
@@ -109,35 +107,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let mut out = stdout.lock();
     let written: std::io::Result<()> = (|| {
         if args.json {
-            let rows: Vec<_> = result
-                .conversations
-                .iter()
-                .map(|c| {
-                    serde_json::json!({
-                        "id": c.chat_id,
-                        "name": c.name,
-                        "modified": format_utc(c.modified),
-                        "matches": c.total,
-                        "snippets": c.hits.iter().map(|h| serde_json::json!({
-                            "role": h.role,
-                            "file": h.document,
-                            "index": h.line,
-                            "rank": h.rank,
-                            "snippet": snippet(&h.content, terms, args.context, args.matches, &exact),
-                            "highlighted": snippet(&h.content, terms, args.context, args.matches, &starred),
-                        })).collect::<Vec<_>>(),
-                    })
-                })
-                .collect();
-            let totals = result.totals.expect("asked for with --json");
-            let page = serde_json::json!({
-                "total": { "messages": totals.messages, "conversations": totals.conversations },
-                "offset": args.offset,
-                "sort": match args.sort { SortArg::Relevance => "relevance", SortArg::Newest => "newest" },
-                "literal": result.literal,
-                "ranked_by": result.ranked_by.name(),
-                "results": rows,
-            });
+            let page = page_json(&result, args.offset, query.sort, args.context, args.matches);
             writeln!(out, "{}", serde_json::to_string_pretty(&page).expect("serialisable"))?;
             return Ok(());
         }
@@ -161,4 +131,40 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     })();
     // A reader that went away (`| head`) ends the process by SIGPIPE (see src/main.rs).
     written.map(|_| 0).map_err(Failure::from)
+}
+
+/// The page of `search --json`: `{"total": {"messages", "conversations"}, "offset", "sort",
+/// "literal", "ranked_by", "results"}` (the MCP server's `search_conversations` answers with the same rows).
+/// `result` must have been asked for its totals.
+pub(crate) fn page_json(result: &SearchResult, offset: usize, sort: Sort, context: usize, matches: usize) -> serde_json::Value {
+    let totals = result.totals.expect("a page is asked for with its totals");
+    serde_json::json!({
+        "total": { "messages": totals.messages, "conversations": totals.conversations },
+        "offset": offset,
+        "sort": match sort { Sort::Relevance => "relevance", Sort::Newest => "newest" },
+        "literal": result.literal,
+        "ranked_by": result.ranked_by.name(),
+        "results": result.conversations.iter().map(|c| conversation_json(c, &result.highlight, context, matches)).collect::<Vec<_>>(),
+    })
+}
+
+/// One conversation of a search page, as `--json` prints it: its id, name, last modification,
+/// how many messages matched, and a snippet of each match shown, exact and with `**` marks.
+pub(crate) fn conversation_json(c: &ConversationHits, terms: &Highlight, context: usize, matches: usize) -> serde_json::Value {
+    let exact = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| s.to_owned() };
+    let starred = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**") };
+    serde_json::json!({
+        "id": c.chat_id,
+        "name": c.name,
+        "modified": format_utc(c.modified),
+        "matches": c.total,
+        "snippets": c.hits.iter().map(|h| serde_json::json!({
+            "role": h.role,
+            "file": h.document,
+            "index": h.line,
+            "rank": h.rank,
+            "snippet": snippet(&h.content, terms, context, matches, &exact),
+            "highlighted": snippet(&h.content, terms, context, matches, &starred),
+        })).collect::<Vec<_>>(),
+    })
 }

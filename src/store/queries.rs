@@ -394,6 +394,12 @@ pub fn fingerprint(conn: &Connection, conversation_id: i64) -> Result<Vec<u8>, S
     Ok(conn.prepare_cached("SELECT fingerprint FROM conversations WHERE id = ?1")?.query_row([conversation_id], |r| r.get(0))?)
 }
 
+/// The timestamp of message row `message_id` as gptme wrote it (`None`: the line has none). For
+/// a search hit ([`super::search::Hit::message_id`]). Fails when there is no such row.
+pub fn message_timestamp(conn: &Connection, message_id: i64) -> Result<Option<String>, StoreError> {
+    Ok(conn.prepare_cached("SELECT timestamp FROM messages WHERE id = ?1")?.query_row([message_id], |r| r.get(0))?)
+}
+
 /// The logs roots the stored conversations come from (the parents of their directories),
 /// each once, sorted.
 pub fn logs_roots(conn: &Connection) -> Result<Vec<std::path::PathBuf>, StoreError> {

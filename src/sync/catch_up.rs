@@ -1,6 +1,8 @@
 //! Catching the store up with one conversation before a command that names it: a conversation
 //! gptme created or changed since the last `sync` is read in first, so that `read`, `show`,
 //! `export`, `append`, `undo` and the rest see what gptme wrote, not what the last sync saw.
+//! [`catch_up_root`] does the same for every conversation of a logs root, before a question
+//! over all of them (the MCP server's).
 //!
 //! It reads exactly as a sync pass reads ([`super::pass`]: watermarks, complete lines, a
 //! rewritten file read whole), and only in that direction: queued changes are not written
@@ -11,6 +13,7 @@
 //! usual case), it costs one `lstat` per file and takes no write lock, so a command that only
 //! reads never waits for a writer.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use super::pass::{self, SyncReport};
@@ -47,7 +50,35 @@ pub fn catch_up(store: &Store, chat_id: &str, default_root: Option<&Path>) -> Re
     };
     drop(conn);
     let Some(root) = dir.parent().filter(|_| crate::layout::is_conversation_dir(&dir)) else { return Ok(None) };
-    Ok(Some(pass::pass_in(store, root, chat_id)?))
+    Ok(Some(pass::pass_in(store, root, &HashSet::from([chat_id.to_owned()]))?))
+}
+
+/// Reads into the store what gptme changed under `logs_root` since the store last read it: new
+/// conversations, changed ones, and directories that are gone (marked deleted), as
+/// [`catch_up`] does for one conversation — in only, queued changes left for `sync`. Call it
+/// before answering a question over every conversation (an MCP search, say), so that the answer
+/// includes what gptme wrote a moment ago. Deciding what changed costs one directory listing and
+/// a walk (one `lstat` per file) of each conversation, and takes no write lock; only the
+/// changed conversations are then read, in one pass. `None` when nothing had changed.
+pub fn catch_up_root(store: &Store, logs_root: &Path) -> Result<Option<SyncReport>, SyncError> {
+    let root = std::path::absolute(logs_root).map_err(|source| super::ingest::IngestError::Io { path: logs_root.to_owned(), source })?;
+    let stored = queries::conversations_in(&store.connection()?, &root)?;
+    let (dirs, _) = super::ingest::conversation_dirs(&root)?;
+    let mut changed = HashSet::new();
+    let mut on_disk = HashSet::new();
+    for dir in dirs {
+        let Some(name) = dir.file_name().and_then(|n| n.to_str()).map(str::to_owned) else { continue };
+        let unchanged = stored.get(&name).is_some_and(|s| s.queued || (!s.deleted && s.fingerprint == fingerprint_or_empty(&dir)));
+        if !unchanged {
+            changed.insert(name.clone());
+        }
+        on_disk.insert(name);
+    }
+    changed.extend(stored.iter().filter(|(name, s)| !s.deleted && !on_disk.contains(*name)).map(|(name, _)| name.clone()));
+    if changed.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(pass::pass_in(store, &root, &changed)?))
 }
 
 /// The directory's fingerprint, or an empty one (never stored for a directory read whole) when

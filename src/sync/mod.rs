@@ -8,6 +8,7 @@ pub mod acknowledged;
 pub mod catch_up;
 pub mod document;
 pub mod error;
+pub mod follow;
 pub mod import;
 pub mod incremental;
 pub mod ingest;

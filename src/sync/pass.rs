@@ -191,10 +191,10 @@ pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>
     pass(store, logs_root, only, dry_run, Direction::Both)
 }
 
-/// A pass over conversation `chat_id` of `logs_root` that only reads the directory in: see
-/// [`super::catch_up`].
-pub(super) fn pass_in(store: &Store, logs_root: &Path, chat_id: &str) -> Result<SyncReport, SyncError> {
-    pass(store, logs_root, Some(&HashSet::from([chat_id.to_owned()])), false, Direction::In)
+/// A pass over conversations `only` of `logs_root` that only reads their directories in: see
+/// [`super::catch_up`] and [`super::follow`].
+pub(super) fn pass_in(store: &Store, logs_root: &Path, only: &HashSet<String>) -> Result<SyncReport, SyncError> {
+    pass(store, logs_root, Some(only), false, Direction::In)
 }
 
 /// Which way a pass goes.

@@ -36,7 +36,7 @@ pub enum WatchEvent<'a> {
 }
 
 /// The conversation (first path component under `root`) that `path` belongs to.
-fn conversation_of(root: &Path, path: &Path) -> Option<String> {
+pub(super) fn conversation_of(root: &Path, path: &Path) -> Option<String> {
     match path.strip_prefix(root).ok()?.components().next()? {
         Component::Normal(name) => name.to_str().map(str::to_owned),
         _ => None,

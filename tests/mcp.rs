@@ -1,0 +1,522 @@
+//! `sessiondb mcp`: gptme's own MCP client (`gptme.mcp.client.MCPClient`, no model) connects,
+//! lists the four tools and calls each, and the answers agree with the command line's `--json`
+//! on the same store — the same conversations in the same order, page after page; gptme gives
+//! the tools to its agent; and the server answers whatever it is sent (malformed lines, unknown
+//! tools and methods, huge limits) and keeps answering, fresh, while a sync runs beside it.
+
+use crate::common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::{run_ok, sessiondb};
+use serde_json::{json, Value};
+
+/// The four tools, in the order the server lists them.
+const TOOLS: [&str; 4] = ["search_conversations", "read_conversation", "list_conversations", "conversation_stats"];
+
+/// Queries of every class, each found in two conversations or more: words, a phrase, CJK, a
+/// literal code fragment, a prefix, a path.
+const QUERIES: [&str; 7] = ["borrow", "\"borrow checker\"", "数据库", "repr(", "capital", "sess*", "src/main.rs"];
+
+struct Setup {
+    work: tempfile::TempDir,
+    logs: PathBuf,
+    db: PathBuf,
+}
+
+/// Writes conversation `id` under `logs` with gptme's line format.
+fn conversation(logs: &Path, id: &str, messages: &[(&str, &str)]) {
+    let dir = logs.join(id);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut text = String::new();
+    for (i, (role, content)) in messages.iter().enumerate() {
+        text += &message_line(role, content, &format!("2026-08-0{}T10:00:0{i}", id.len() % 9 + 1));
+    }
+    std::fs::write(dir.join("conversation.jsonl"), text).unwrap();
+}
+
+fn message_line(role: &str, content: &str, timestamp: &str) -> String {
+    let m = sessiondb::model::Message::new(sessiondb::model::Role::parse(role), content, Some(timestamp.into()));
+    sessiondb::codec::message_line::encode_message(&m) + "\n"
+}
+
+/// The bundled gptme logs plus conversations that the queries find in several places, imported.
+fn setup() -> Setup {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    run_ok(Command::new("cp").arg("-r").arg(common::fixtures()).arg(&logs));
+    conversation(
+        &logs,
+        "mcp-rust",
+        &[
+            ("user", "error[E0502]: cannot borrow `x` as mutable in src/main.rs; the borrow checker says no"),
+            ("assistant", "The borrow checker allows one mutable borrow. Print it with println!(\"{:?}\", repr(x))."),
+            ("system", "Ran `cargo build` in src/main.rs: sessions saved"),
+        ],
+    );
+    conversation(
+        &logs,
+        "mcp-python",
+        &[("user", "print(repr(value)) and a borrow of the capital"), ("assistant", "我们使用数据库存储会话 — the session is stored; see src/main.rs")],
+    );
+    conversation(&logs, "mcp-cjk", &[("user", "数据库的会话 and the capital of Japan"), ("assistant", "日本語: 数据库 again; sessiondb borrow checker notes")]);
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    Setup { work, logs, db }
+}
+
+/// gptme's user configuration enabling the server, exactly as the README gives it.
+fn gptme_config(setup: &Setup) -> PathBuf {
+    let home = setup.work.path().join("home");
+    let dir = home.join(".config/gptme");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = format!(
+        "[mcp]\nenabled = true\n\n[[mcp.servers]]\nname = \"sessiondb\"\ncommand = {:?}\nargs = [\"--db\", {:?}, \"mcp\", {:?}]\n",
+        env!("CARGO_BIN_EXE_sessiondb"),
+        setup.db.display().to_string(),
+        setup.logs.display().to_string()
+    );
+    std::fs::write(dir.join("config.toml"), config).unwrap();
+    home
+}
+
+/// Runs gptme's MCP client (`tools/oracle/mcp_client.py`) with `calls`; its JSON report.
+fn gptme_client(setup: &Setup, calls: &Value) -> Value {
+    let home = gptme_config(setup);
+    // coreutils' `timeout`: a server that stops answering fails the test instead of hanging it.
+    let mut child = Command::new("timeout")
+        .arg("300")
+        .arg(common::gptme_python())
+        .arg(common::tool("mcp_client.py"))
+        .arg("sessiondb")
+        .current_dir(setup.work.path())
+        .env("HOME", &home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("GPTME_LOGS_HOME")
+        .env_remove("SESSIONDB_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    child.stdin.take().unwrap().write_all(calls.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "mcp_client.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn cli_json(db: &Path, args: &[&str]) -> Value {
+    serde_json::from_slice(&run_ok(sessiondb(db).args(args)).stdout).unwrap()
+}
+
+/// A call's answer, parsed; the call must have succeeded.
+fn answer(result: &Value) -> Value {
+    assert_eq!(result["is_error"], false, "{result}");
+    serde_json::from_str(result["text"].as_str().unwrap()).unwrap()
+}
+
+fn pages(result: &Value) -> Vec<Value> {
+    result["pages"].as_array().unwrap_or_else(|| panic!("no pages: {result}")).iter().map(|p| serde_json::from_str(p.as_str().unwrap()).unwrap()).collect()
+}
+
+fn ids(rows: &[Value]) -> Vec<String> {
+    rows.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
+}
+
+/// What both sides say of a search result: its conversation, match count and each snippet's
+/// place and marked text.
+fn search_rows(rows: &[Value]) -> Vec<Value> {
+    rows.iter()
+        .map(|r| {
+            let snippets: Vec<Value> = r["snippets"].as_array().unwrap().iter().map(|s| json!([s["role"], s["file"], s["index"], s["highlighted"]])).collect();
+            json!([r["id"], r["name"], r["modified"], r["matches"], snippets])
+        })
+        .collect()
+}
+
+#[test]
+fn gptmes_client_lists_the_tools_and_every_answer_agrees_with_the_command_line() {
+    let setup = setup();
+    let cli_list = cli_json(&setup.db, &["list", "--json"]);
+    let chat_ids = ids(cli_list.as_array().unwrap());
+    let mut calls = Vec::new();
+    for q in QUERIES {
+        calls.push(json!({ "tool": "search_conversations", "arguments": { "query": q, "limit": 100, "max_chars": 1_000_000 } }));
+        calls.push(json!({ "tool": "search_conversations", "arguments": { "query": q, "limit": 100, "max_chars": 500 }, "follow": true }));
+    }
+    calls.push(json!({ "tool": "search_conversations", "arguments": { "query": "borrow", "role": "user", "max_chars": 1_000_000 } }));
+    calls.push(json!({ "tool": "list_conversations", "arguments": { "limit": 1000, "max_chars": 1_000_000 } }));
+    calls.push(json!({ "tool": "list_conversations", "arguments": { "limit": 3, "max_chars": 1500 }, "follow": true }));
+    calls.push(json!({ "tool": "list_conversations", "arguments": { "query": "mcp-", "max_chars": 1_000_000 } }));
+    calls.push(json!({ "tool": "conversation_stats", "arguments": {} }));
+    for id in &chat_ids {
+        calls.push(json!({ "tool": "read_conversation", "arguments": { "chat_id": id, "limit": 1000, "max_chars": 1_000_000 } }));
+        calls.push(json!({ "tool": "read_conversation", "arguments": { "chat_id": id, "limit": 4, "max_chars": 800 }, "follow": true }));
+        calls.push(json!({ "tool": "conversation_stats", "arguments": { "chat_id": id } }));
+    }
+    let report = gptme_client(&setup, &Value::Array(calls));
+    let names: Vec<&str> = report["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, TOOLS);
+    for tool in report["tools"].as_array().unwrap() {
+        assert!(tool["description"].as_str().unwrap().len() > 100, "a description a model can choose by: {tool}");
+        assert_eq!(tool["inputSchema"]["type"], "object");
+    }
+    let mut results = report["results"].as_array().unwrap().iter();
+    let mut cut = 0;
+    let mut hidden = 0;
+
+    for q in QUERIES {
+        let cli = cli_json(&setup.db, &["search", "--json", "-n", "100", "-m", "3", "--", q]);
+        let cli_rows = cli["results"].as_array().unwrap();
+        assert!(cli_rows.len() >= 2, "{q:?} is found in several conversations: {cli}");
+        let whole = answer(results.next().unwrap());
+        assert_eq!(search_rows(whole["results"].as_array().unwrap()), search_rows(cli_rows), "{q:?}");
+        assert_eq!((&whole["total"], &whole["literal"], &whole["more"]), (&cli["total"], &cli["literal"], &Value::Null), "{q:?}");
+        for s in whole["results"].as_array().unwrap().iter().flat_map(|r| r["snippets"].as_array().unwrap()) {
+            assert!(s["timestamp"].is_string(), "every match has its message's time: {s}");
+        }
+        let paged = pages(results.next().unwrap());
+        assert!(paged.len() > 1, "{q:?}: 500 characters hold fewer than all");
+        let joined: Vec<Value> = paged.iter().flat_map(|p| p["results"].as_array().unwrap().clone()).collect();
+        assert_eq!(ids(&joined), ids(cli_rows), "{q:?}: the pages join up to the whole list");
+        for p in &paged {
+            assert!(p.to_string().chars().count() <= 500, "{q:?}: a page over its budget: {p}");
+        }
+    }
+    let cli = cli_json(&setup.db, &["search", "--json", "-n", "100", "-m", "3", "--role", "user", "borrow"]);
+    assert_eq!(search_rows(answer(results.next().unwrap())["results"].as_array().unwrap()), search_rows(cli["results"].as_array().unwrap()));
+
+    let listed = answer(results.next().unwrap());
+    assert_eq!(listed["conversations"], cli_list, "list_conversations has list --json's rows");
+    assert_eq!(listed["total"], chat_ids.len());
+    let paged = pages(results.next().unwrap());
+    assert!(paged.len() >= chat_ids.len() / 3);
+    let joined: Vec<Value> = paged.iter().flat_map(|p| p["conversations"].as_array().unwrap().clone()).collect();
+    assert_eq!(Value::Array(joined), cli_list, "listing page by page gives every conversation once, in order");
+    let named = answer(results.next().unwrap());
+    assert_eq!(named["conversations"], cli_json(&setup.db, &["list", "--json", "--name", "*mcp-*"]));
+    assert_eq!(named["total"], 3);
+
+    let mut stats = answer(results.next().unwrap());
+    assert_eq!(stats, cli_json(&setup.db, &["stats", "--json"]), "conversation_stats is stats --json");
+
+    for id in &chat_ids {
+        let read = answer(results.next().unwrap());
+        hidden += read["messages"].as_array().unwrap().iter().filter(|m| m["hidden"] == true).count();
+        // `show --json` prints the branch's lines as stored (these messages); the conversation
+        // as gptme loads it is the same document unless a view is active.
+        if read["file"] == "conversation.jsonl" {
+            let store = sessiondb::store::Store::open_existing(&setup.db).unwrap();
+            let expected: Vec<Value> = sessiondb::store::queries::branch_messages(&store.connection().unwrap(), id, "main")
+                .unwrap()
+                .into_iter()
+                .map(|(m, _)| json!([m.role.as_str(), m.content, m.timestamp, m.hide]))
+                .collect();
+            let got: Vec<Value> = read["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| json!([m["role"], m["content"], m["timestamp"], m.get("hidden").cloned().unwrap_or(json!(false))]))
+                .collect();
+            assert_eq!(got, expected, "{id}: read_conversation has show --json's messages");
+        }
+        // Page by page, a message cut at the budget going on in the next page: the same text.
+        let mut joined: Vec<(u64, String, String)> = Vec::new();
+        for page in pages(results.next().unwrap()) {
+            assert!(page.to_string().chars().count() <= 800, "{id}: a page over its budget: {page}");
+            cut += page["messages"].as_array().unwrap().iter().filter(|m| m["cut"] == true).count();
+            for m in page["messages"].as_array().unwrap() {
+                let (index, content) = (m["index"].as_u64().unwrap(), m["content"].as_str().unwrap());
+                match joined.last_mut() {
+                    Some((i, _, text)) if *i == index => text.push_str(content),
+                    _ => joined.push((index, m["role"].as_str().unwrap().to_owned(), content.to_owned())),
+                }
+            }
+        }
+        let whole: Vec<(u64, String, String)> = read["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["index"].as_u64().unwrap(), m["role"].as_str().unwrap().to_owned(), m["content"].as_str().unwrap().to_owned()))
+            .collect();
+        assert_eq!(joined, whole, "{id}: the pages of read_conversation join up to the whole conversation");
+        stats = answer(results.next().unwrap());
+        assert_eq!(stats, cli_json(&setup.db, &["stats", "--json", id]), "{id}");
+    }
+    assert!(results.next().is_none());
+    assert!(cut > 0, "some message is longer than a page, and is read on in the next");
+    assert!(hidden > 0, "the bundled logs have hidden messages, marked as such");
+}
+
+#[test]
+fn gptme_gives_its_agent_the_four_tools() {
+    let setup = setup();
+    let report = gptme_client(&setup, &json!([]));
+    let expected: Vec<String> = {
+        let mut names: Vec<String> = TOOLS.iter().map(|t| format!("sessiondb.{t}")).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(report["agent_tools"], json!(expected));
+    for (name, desc) in report["agent_descriptions"].as_object().unwrap() {
+        assert!(desc.as_str().unwrap().starts_with("[sessiondb] "), "{name}: {desc}");
+    }
+}
+
+#[test]
+fn gptmes_client_gets_tool_errors_that_say_what_was_wrong() {
+    let setup = setup();
+    let calls = json!([
+        { "tool": "search_conversations", "arguments": { "query": "borrow", "limti": 3 } },
+        { "tool": "search_conversations", "arguments": { "query": "borrow", "limit": "ten" } },
+        { "tool": "search_conversations", "arguments": {} },
+        { "tool": "search_conversations", "arguments": { "query": "borrow", "chat": "no-such-chat" } },
+        { "tool": "search_conversations", "arguments": { "query": "borrow", "since": "last tuesday" } },
+        { "tool": "read_conversation", "arguments": { "chat_id": "no-such-chat" } },
+        { "tool": "read_conversation", "arguments": { "chat_id": "mcp-rust", "cursor": "next please" } },
+        { "tool": "no_such_tool", "arguments": {} },
+        { "tool": "search_conversations", "arguments": { "query": "borrow" } },
+    ]);
+    let report = gptme_client(&setup, &calls);
+    let results = report["results"].as_array().unwrap();
+    let wanted = [
+        "unknown argument \"limti\"",
+        "argument \"limit\" is \"ten\", expected a whole number",
+        "\"query\" is required",
+        "chat \"no-such-chat\" names nothing in the store",
+        "since \"last tuesday\"",
+        "no conversation \"no-such-chat\"",
+        "cursor \"next please\" is not one this tool gave",
+    ];
+    for (result, wanted) in results.iter().zip(wanted) {
+        assert_eq!(result["is_error"], true, "{result}");
+        assert!(result["text"].as_str().unwrap().contains(wanted), "{wanted:?} in {result}");
+    }
+    assert!(results[7]["exception"].as_str().unwrap().contains("Unknown tool: \"no_such_tool\""), "{}", results[7]);
+    assert_eq!(answer(&results[8])["results"][0]["id"], "mcp-rust", "the server goes on answering");
+}
+
+/// A `sessiondb mcp` process spoken to line by line.
+struct Server {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: BufReader<std::process::ChildStdout>,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// How long a server may live in a test: one that stops answering is killed, so that the test
+/// fails (its answer cut short) instead of hanging.
+const SERVER_LIFETIME: std::time::Duration = std::time::Duration::from_secs(120);
+
+impl Server {
+    fn start(db: &Path, logs: &Path) -> Server {
+        let mut child = sessiondb(db).arg("mcp").arg(logs).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let input = child.stdin.take().unwrap();
+        let output = BufReader::new(child.stdout.take().unwrap());
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (pid, watched) = (child.id() as libc::pid_t, done.clone());
+        std::thread::spawn(move || {
+            let until = std::time::Instant::now() + SERVER_LIFETIME;
+            while std::time::Instant::now() < until {
+                if watched.load(std::sync::atomic::Ordering::SeqCst) {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            // SAFETY: our own child, not reaped (`done` is set before it is waited for).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        });
+        Server { child, input, output, done }
+    }
+
+    /// Sends one line and reads one answer.
+    fn ask(&mut self, line: &str) -> Value {
+        writeln!(self.input, "{line}").unwrap();
+        self.input.flush().unwrap();
+        let mut answer = String::new();
+        self.output.read_line(&mut answer).unwrap();
+        serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?} for {line}"))
+    }
+
+    fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+        let answer = self.ask(&json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": tool, "arguments": arguments } }).to_string());
+        assert_eq!(answer["id"], id, "{answer}");
+        answer["result"].clone()
+    }
+
+    /// Closes the input and waits: the server must end on its own, successfully.
+    fn finish(mut self) {
+        drop(self.input);
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.output, &mut rest).unwrap();
+        assert_eq!(rest, "", "nothing is written but answers");
+        // From here on this function reaps the child, so the watchdog stands down first (a
+        // child never reaped stays a zombie, whose id no other process can take).
+        self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let status = loop {
+            match self.child.try_wait().unwrap() {
+                Some(status) => break status,
+                None if std::time::Instant::now() < until => std::thread::sleep(std::time::Duration::from_millis(20)),
+                None => {
+                    let _ = self.child.kill();
+                    panic!("the server did not end at the end of its input");
+                }
+            }
+        };
+        assert!(status.success(), "{status}");
+    }
+}
+
+#[test]
+fn malformed_requests_unknown_tools_and_huge_limits_are_answered_and_the_server_goes_on() {
+    let setup = setup();
+    let mut server = Server::start(&setup.db, &setup.logs);
+    let init = server.ask(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    let code = |answer: &Value| answer["error"]["code"].clone();
+    assert_eq!(code(&server.ask("{not json")), -32700);
+    assert_eq!(server.ask("{not json")["id"], Value::Null);
+    assert_eq!(code(&server.ask("\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}")), -32700);
+    assert_eq!(code(&server.ask("[]")), -32600);
+    assert_eq!(code(&server.ask("\"tools/list\"")), -32600);
+    assert_eq!(code(&server.ask(r#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#)), -32600);
+    assert_eq!(code(&server.ask(r#"{"jsonrpc":"1.0","id":2,"method":"ping"}"#)), -32600);
+    assert_eq!(code(&server.ask(r#"{"jsonrpc":"2.0","id":3,"method":"resources/list"}"#)), -32601);
+    assert_eq!(code(&server.ask(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":null}"#)), -32602);
+    assert_eq!(code(&server.ask(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"rm_everything"}}"#)), -32602);
+    assert_eq!(code(&server.ask(r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"read_conversation","arguments":[1]}}"#)), -32602);
+    let batch =
+        server.ask(r#"[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":8,"method":"nope"}]"#);
+    assert_eq!(
+        batch,
+        json!([{ "jsonrpc": "2.0", "id": 7, "result": {} }, { "jsonrpc": "2.0", "id": 8, "error": { "code": -32601, "message": "Method not found: \"nope\"" } }])
+    );
+
+    // Huge limits are brought down to the most a page holds; huge positions are past the end.
+    let huge = u64::MAX;
+    let result = server.call(10, "search_conversations", json!({ "query": "borrow", "limit": huge, "matches": huge, "max_chars": huge }));
+    let found = &serde_json::from_str::<Value>(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(result["isError"], false, "{result}");
+    assert!(found["results"].as_array().unwrap().len() >= 3, "{found}");
+    for (tool, arguments) in [
+        ("search_conversations", json!({ "query": "borrow", "cursor": huge.to_string() })),
+        ("list_conversations", json!({ "limit": huge, "cursor": huge.to_string() })),
+        ("read_conversation", json!({ "chat_id": "mcp-rust", "start": huge, "limit": huge })),
+        ("read_conversation", json!({ "chat_id": "mcp-rust", "cursor": format!("{huge}:{huge}") })),
+    ] {
+        let result = server.call(11, tool, arguments.clone());
+        assert_eq!(result["isError"], false, "{tool} {arguments}: {result}");
+        let page: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(page["more"], Value::Null, "{tool} {arguments}: nothing past the end: {page}");
+    }
+    let too_big = server.call(12, "search_conversations", json!({ "query": "borrow", "limit": 1e300 }));
+    assert_eq!(too_big["isError"], true, "{too_big}");
+    let long_query = server.call(13, "search_conversations", json!({ "query": "x".repeat(100_000) }));
+    assert!(long_query["content"][0]["text"].as_str().unwrap().contains("at most"), "{long_query}");
+
+    // A conversation that cannot be read in: the answer still comes, from the store, saying so.
+    std::fs::create_dir_all(setup.logs.join("mcp-broken/conversation.jsonl")).unwrap();
+    let result = server.call(16, "search_conversations", json!({ "query": "borrow" }));
+    assert_eq!(result["isError"], false, "{result}");
+    let page: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert!(page["results"].as_array().unwrap().len() >= 3, "{page}");
+    let note = page["note"].as_str().unwrap_or_else(|| panic!("no note: {page}"));
+    assert!(note.contains("could not be read in") && note.contains("mcp-broken"), "{note}");
+
+    // A line longer than the server holds is refused whole, and the next one answered.
+    let mut long = String::from("{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"ping\",\"pad\":\"");
+    long.push_str(&"x".repeat(17 << 20));
+    long.push_str("\"}");
+    assert_eq!(code(&server.ask(&long)), -32700);
+    let result = server.call(15, "list_conversations", json!({ "limit": 1 }));
+    assert_eq!(result["isError"], false, "{result}");
+    server.finish();
+}
+
+#[test]
+fn a_search_while_a_sync_runs_is_answered_and_finds_what_gptme_just_wrote() {
+    let setup = setup();
+    let mut watch = Reaped(
+        sessiondb(&setup.db).args(["sync", "--rescan", "1", "--watch", "--json"]).arg(&setup.logs).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap(),
+    );
+    // Its first pass reported: from here on it watches the directories and reads what changes.
+    let mut passes = BufReader::new(watch.0.stdout.take().unwrap());
+    let mut first = String::new();
+    passes.read_line(&mut first).unwrap();
+    assert!(first.starts_with('{'), "{first:?}");
+    let mut server = Server::start(&setup.db, &setup.logs);
+    let transcript = setup.logs.join("mcp-rust/conversation.jsonl");
+    for i in 0..50u64 {
+        // As gptme appends: one whole line, while the watcher reads the same files.
+        let word = format!("zebra{i}x");
+        let mut file = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
+        file.write_all(message_line("user", &format!("a note about {word}"), "2026-08-09T10:00:00").as_bytes()).unwrap();
+        drop(file);
+        let result = server.call(i, "search_conversations", json!({ "query": word }));
+        assert_eq!(result["isError"], false, "{result}");
+        let page: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(page.get("note"), None, "{page}");
+        assert_eq!(ids(page["results"].as_array().unwrap()), ["mcp-rust"], "{word} is found the moment it is written: {page}");
+        // Every earlier one too: nothing read twice or lost by the two readers.
+        let all = server.call(100 + i, "search_conversations", json!({ "query": "zebra*" }));
+        let page: Value = serde_json::from_str(all["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(page["total"]["messages"], i + 1, "{page}");
+    }
+    // A new conversation, a new branch, a conversation removed: each seen by the next call.
+    let found = |server: &mut Server, word: &str| -> Vec<(String, String)> {
+        let result = server.call(200, "search_conversations", json!({ "query": word }));
+        let page: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+        page["results"].as_array().unwrap().iter().map(|r| (r["id"].as_str().unwrap().to_owned(), r["snippets"][0]["file"].as_str().unwrap().to_owned())).collect()
+    };
+    conversation(&setup.logs, "mcp-new", &[("user", "okapi1x arrives")]);
+    assert_eq!(found(&mut server, "okapi1x"), [("mcp-new".to_owned(), "conversation.jsonl".to_owned())]);
+    std::fs::create_dir(setup.logs.join("mcp-cjk/branches")).unwrap();
+    std::fs::write(setup.logs.join("mcp-cjk/branches/side.jsonl"), message_line("user", "okapi2x on a branch", "2026-08-09T10:00:00")).unwrap();
+    assert_eq!(found(&mut server, "okapi2x"), [("mcp-cjk".to_owned(), "branches/side.jsonl".to_owned())]);
+    assert!(found(&mut server, "\"borrow checker\"").iter().any(|(id, _)| id == "mcp-rust"));
+    std::fs::remove_dir_all(setup.logs.join("mcp-rust")).unwrap();
+    assert!(!found(&mut server, "\"borrow checker\"").iter().any(|(id, _)| id == "mcp-rust"), "a removed conversation is gone from answers");
+    server.finish();
+    assert_eq!(watch.0.try_wait().unwrap(), None, "the sync ran beside the server throughout");
+    // The watcher read the appends too (or found them read): its passes went on.
+    let mut more = String::new();
+    passes.read_line(&mut more).unwrap();
+    assert!(more.starts_with('{'), "{more:?}");
+}
+
+/// A child process killed and reaped when dropped, also when a test fails.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_server_makes_a_database_only_from_a_logs_root() {
+    let work = tempfile::tempdir().unwrap();
+    let typo = work.path().join("typo/sessions.db");
+    let without_root = |cmd: &mut Command| {
+        cmd.env("HOME", work.path()).env_remove("XDG_DATA_HOME").env_remove("XDG_CONFIG_HOME").env_remove("GPTME_LOGS_HOME").stdin(Stdio::null()).output().unwrap()
+    };
+    let out = without_root(sessiondb(&typo).arg("mcp"));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no database at"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty() && !typo.parent().unwrap().exists(), "nothing made, nothing said on the protocol's channel");
+    // Given a logs root, it reads it in on the first call, into a database of its own.
+    let logs = work.path().join("logs");
+    conversation(&logs, "fresh", &[("user", "a quagga in the logs")]);
+    let db = work.path().join("new.db");
+    let mut server = Server::start(&db, &logs);
+    let result = server.call(1, "search_conversations", json!({ "query": "quagga" }));
+    let page: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(ids(page["results"].as_array().unwrap()), ["fresh"]);
+    server.finish();
+}
