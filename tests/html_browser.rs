@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{run_ok, sessiondb};
 
@@ -97,7 +97,7 @@ fn line(role: &str, content: &str, model: Option<&str>) -> String {
 
 /// Runs the probe on `page`, killing it after two minutes.
 fn probe(python: &Path, chromium: &Path, page: &Path) -> serde_json::Value {
-    let mut child = Command::new(python)
+    let child = Command::new(python)
         .arg(common::tool("html_probe.py"))
         .arg(page)
         .env("SESSIONDB_CHROMIUM", chromium)
@@ -105,15 +105,7 @@ fn probe(python: &Path, chromium: &Path, page: &Path) -> serde_json::Value {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            panic!("the browser probe did not finish in 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = common::output_within(child, Duration::from_secs(120), "the browser probe");
     assert!(out.status.success(), "html_probe.py failed: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }

@@ -475,7 +475,7 @@ fn the_stock_web_ui_lists_opens_searches_and_follows_live() {
     // With a token, as a server reachable by others runs: the UI gets it in its link.
     let token = "ui-token";
     let serve = Serve::start(&tmp.path().join("db"), &logs, &["--webui-dir", &webui, "--token", token]);
-    let mut child = Command::new(&python)
+    let child = Command::new(&python)
         .arg(tool("webui_probe.py"))
         .arg(format!("http://127.0.0.1:{}/", serve.port))
         .arg(&logs)
@@ -485,15 +485,7 @@ fn the_stock_web_ui_lists_opens_searches_and_follows_live() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > Duration::from_secs(300) {
-            let _ = child.kill();
-            panic!("the web UI probe did not finish in 300 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = common::output_within(child, Duration::from_secs(300), "the web UI probe");
     let report = String::from_utf8_lossy(&out.stdout);
     println!("{report}");
     assert!(out.status.success(), "the web UI probe failed:\n{report}\n{}", String::from_utf8_lossy(&out.stderr));

@@ -154,3 +154,17 @@ pub fn without_sgr(text: &str) -> String {
     out.push_str(rest);
     out
 }
+
+/// Waits for `child` to end and returns its output, killing it and failing the test (naming
+/// `what`) when it runs longer than `limit`: a hung browser or server must not hang the suite.
+pub fn output_within(mut child: std::process::Child, limit: std::time::Duration, what: &str) -> Output {
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            panic!("{what} did not finish in {} s", limit.as_secs());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}

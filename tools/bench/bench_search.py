@@ -43,6 +43,9 @@ import tempfile
 import time
 from pathlib import Path
 
+# Words as the word index splits text (runs of letters and digits); a query word is one of
+# them made of ASCII letters only, so that the word searched is a whole word of the text.
+TOKEN = re.compile(r"[^\W_]+")
 WORD = re.compile(r"[a-z]+")
 CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)+|[A-Za-z_][A-Za-z0-9_]{3,}\(")
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]{2}")
@@ -67,9 +70,9 @@ def pick(root: Path) -> dict:
     for text in contents(root):
         total += 1
         lowered = text.lower()
-        ws = WORD.findall(lowered)
-        words.update(set(ws))
-        pairs.update({f"{a} {b}" for a, b in zip(ws, ws[1:]) if len(a) >= 4 and len(b) >= 4})
+        ts = TOKEN.findall(lowered)
+        words.update({t for t in ts if WORD.fullmatch(t)})
+        pairs.update({f"{a} {b}" for a, b in zip(ts, ts[1:]) if len(a) >= 4 and len(b) >= 4 and WORD.fullmatch(a) and WORD.fullmatch(b)})
         code.update(set(CODE.findall(text)))
         cjk.update(set(CJK.findall(text)))
         emoji.update(set(EMOJI.findall(text)))
@@ -105,7 +108,7 @@ def pick(root: Path) -> dict:
     pn = fn = 0
     for text in contents(root):
         lowered = text.lower()
-        pn += any(w.startswith(prefix) for w in WORD.findall(lowered))
+        pn += any(w.startswith(prefix) for w in TOKEN.findall(lowered))
         fn += frag_l in lowered
     out["prefix"]["messages"] = pn
     out["code"]["messages"] = fn
