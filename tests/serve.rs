@@ -85,6 +85,9 @@ impl Serve {
             .unwrap();
         let mut serve = Serve { child, port };
         serve.wait_ready();
+        let mut ranking = db.as_os_str().to_owned();
+        ranking.push(".ranking/meta.json");
+        assert!(Path::new(&ranking).exists(), "serve brings the ranking index up before it listens, so that searches rank from it");
         serve
     }
 

@@ -137,6 +137,10 @@ pub fn run(store: Store, config: Config) -> Result<(), ServeError> {
         Ok(report) => tracing::info!(conversations = report.ingest.new_conversations, seconds = report.seconds, "synced {}", config.logs_root.display()),
         Err(e) => tracing::warn!("the first sync of {} failed: {}; serving the store as it is", config.logs_root.display(), crate::cause::chain(&e)),
     }
+    // Searches rank from the ranking index once it has caught up (from the word index until then).
+    if let Err(e) = store.catch_up_ranking(&mut |_| {}) {
+        tracing::warn!("the ranking index could not be brought up to date: {}; searches rank from the word index meanwhile", crate::cause::chain(&e));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(serve(store, config))
 }

@@ -244,6 +244,13 @@ impl Server<'_> {
                 None => Ok(None),
             },
         };
+        // Much read in (the first call, on a fresh store): the ranking index is brought up now,
+        // or searches would rank from the word index until it is.
+        if let Ok(Some(report)) = &outcome {
+            if report.ingest.messages > sessiondb::store::ranking::SEARCH_CATCH_UP as u64 {
+                let _ = self.store.catch_up_ranking(&mut |_| {});
+            }
+        }
         let problem = match outcome {
             Ok(Some(report)) if !report.errors.is_empty() => {
                 let first = sessiondb::cause::chain(&report.errors[0]);
