@@ -34,7 +34,6 @@ use tantivy::schema::{Field, IndexRecordOption, NumericOptions, Schema, TextFiel
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
-use super::word_tokens::WordTokens;
 use super::{Connection, StoreError};
 
 /// The name tantivy knows the word tokenizer by.
@@ -161,6 +160,11 @@ pub struct RankQuery {
     pub model: Option<String>,
 }
 
+/// The file of the database `conn` is connected to; `None` for one in memory.
+fn database_path(conn: &Connection) -> Option<PathBuf> {
+    conn.sql().path().filter(|p| !p.is_empty()).map(PathBuf::from)
+}
+
 /// Where the ranking index of the database at `db` lives.
 pub fn dir_for(db: &Path) -> PathBuf {
     let mut name = db.as_os_str().to_owned();
@@ -185,7 +189,7 @@ impl RankingIndex {
     /// The ranking index of the database `conn` is connected to, created empty when there is
     /// none. `None` for a database without a file (in memory).
     pub fn of(conn: &Connection) -> Result<Option<Arc<RankingIndex>>, RankingError> {
-        let Some(db) = conn.sql().path().filter(|p| !p.is_empty()).map(PathBuf::from) else { return Ok(None) };
+        let Some(db) = database_path(conn) else { return Ok(None) };
         let dir = dir_for(&db);
         let mut open = opened().lock().unwrap_or_else(|e| e.into_inner());
         if let Some(index) = open.get(&dir) {
@@ -214,7 +218,7 @@ impl RankingIndex {
             Err(e) => return Err(unusable(e.to_string())),
         }
         // The words must be FTS5's; an index that cannot have them is not made at all.
-        WordTokens::new().map_err(|e| unusable(e.to_string()))?;
+        super::word_tokens::words("").map_err(|e| unusable(e.to_string()))?;
         let (schema, fields) = schema();
         let index = match Index::open_in_dir(dir) {
             Ok(index) if index.schema() == schema => index,
@@ -230,7 +234,7 @@ impl RankingIndex {
             },
             Err(e) => return Err(tantivy(e)),
         };
-        index.tokenizers().register(TOKENIZER_NAME, Words::default());
+        index.tokenizers().register(TOKENIZER_NAME, Words);
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(tantivy)?;
         Ok(RankingIndex { dir: dir.to_owned(), index, reader, fields, writing: Mutex::new(()) })
     }
@@ -347,7 +351,7 @@ impl RankingIndex {
     /// state it was in, even unreadable), and a new index is filled with every message. For
     /// `doctor --reindex`. Returns how many messages it holds.
     pub fn rebuild(conn: &Connection, progress: &mut dyn FnMut(u64)) -> Result<u64, RankingError> {
-        let Some(db) = conn.sql().path().filter(|p| !p.is_empty()).map(PathBuf::from) else { return Ok(0) };
+        let Some(db) = database_path(conn) else { return Ok(0) };
         let dir = dir_for(&db);
         opened().lock().unwrap_or_else(|e| e.into_inner()).remove(&dir);
         set_aside(&dir)?;
@@ -407,7 +411,7 @@ impl RankingIndex {
 /// when there is none yet (it is made by the next import, sync or search) or it is only behind
 /// (searches catch it up). Changes nothing.
 pub fn check(conn: &Connection) -> Result<Vec<String>, StoreError> {
-    let Some(db) = conn.sql().path().filter(|p| !p.is_empty()).map(PathBuf::from) else { return Ok(Vec::new()) };
+    let Some(db) = database_path(conn) else { return Ok(Vec::new()) };
     // Not made yet, or its making was cut short before its first file: nothing to check, and
     // opening it would make it.
     if std::fs::symlink_metadata(dir_for(&db).join("meta.json")).is_err() {
@@ -503,26 +507,16 @@ fn prune_deletions(conn: &Connection, upto: i64) {
     let _ = sql.busy_timeout(std::time::Duration::from_millis(super::BUSY_TIMEOUT_MS as u64));
 }
 
-/// The word tokenizer as tantivy calls it: FTS5's, one instance per clone (tantivy clones it
-/// for each indexing thread), made on first use.
-#[derive(Default)]
-struct Words(Mutex<Option<WordTokens>>);
-
-impl Clone for Words {
-    fn clone(&self) -> Words {
-        Words::default()
-    }
-}
+/// The word tokenizer as tantivy calls it: FTS5's ([`super::word_tokens::words`], one per
+/// thread). `open_dir` has checked it can be had, so a text it cannot split does not occur.
+#[derive(Clone)]
+struct Words;
 
 impl Tokenizer for Words {
     type TokenStream<'a> = WordStream;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> WordStream {
-        let slot = self.0.get_mut().unwrap_or_else(|e| e.into_inner());
-        if slot.is_none() {
-            *slot = WordTokens::new().ok();
-        }
-        let words = slot.as_mut().map(|t| t.words(text)).unwrap_or_default();
+        let words = super::word_tokens::words(text).unwrap_or_default();
         let tokens = words.into_iter().enumerate().map(|(position, text)| Token { offset_from: 0, offset_to: 0, position, text, position_length: 1 }).collect();
         WordStream { tokens, next: 0 }
     }

@@ -728,16 +728,14 @@ fn ranked_by_index(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Opti
         return Ok(None);
     }
     let Some(terms) = plain_terms(fts) else { return Ok(None) };
-    let Ok(mut tokens) = super::word_tokens::WordTokens::new() else { return Ok(None) };
-    let words: Vec<Vec<String>> = terms.iter().map(|t| tokens.words(t)).collect();
+    let Ok(words) = terms.iter().map(|t| super::word_tokens::words(t)).collect::<Result<Vec<Vec<String>>, _>>() else { return Ok(None) };
     if words.is_empty() || words.iter().any(Vec::is_empty) {
         return Ok(None);
     }
     let conversation = match &q.chat_id {
-        Some(chat) => match conn.prepare_cached("SELECT id FROM conversations WHERE chat_id = ?1")?.query_row([chat], |r| r.get::<_, i64>(0)) {
-            Ok(id) => Some(id),
-            Err(rusqlite::Error::QueryReturnedNoRows) => return Ok(Some(Vec::new())),
-            Err(e) => return Err(e.into()),
+        Some(chat) => match conversation_row(conn, chat)? {
+            Some(id) => Some(id),
+            None => return Ok(Some(Vec::new())),
         },
         None => None,
     };
@@ -782,6 +780,25 @@ fn ranked_by_index(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Opti
     }
 }
 
+/// The row id of conversation `chat`; `None` when there is none.
+fn conversation_row(conn: &Connection, chat: &str) -> Result<Option<i64>, StoreError> {
+    match conn.prepare_cached("SELECT id FROM conversations WHERE chat_id = ?1")?.query_row([chat], |r| r.get::<_, i64>(0)) {
+        Ok(id) => Ok(Some(id)),
+        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The lowest and highest message ids of the conversation with row id `conversation`; `None`
+/// when it has no message. A search within one conversation reads the word index over this one
+/// rowid range rather than `rowid IN (...)`: FTS5 restarts its cursor, and bm25 its
+/// document-frequency count, for each value of an IN list.
+fn message_id_range(conn: &Connection, conversation: i64) -> Result<Option<(i64, i64)>, StoreError> {
+    let (lo, hi): (Option<i64>, Option<i64>) =
+        conn.prepare_cached("SELECT min(id), max(id) FROM messages WHERE conversation_id = ?1")?.query_row([conversation], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(lo.zip(hi))
+}
+
 /// How many messages of conversation `conversation` (its row id) match word query `fts` and
 /// pass the filters, standing in a branch or view: from the word index, read over that
 /// conversation's message ids only.
@@ -789,10 +806,7 @@ fn count_in_conversation(conn: &Connection, q: &SearchQuery, fts: &str, conversa
     let (mut filters, mut args) = filter_sql(q, 3, true);
     args.insert(0, Value::Text(fts.to_owned()));
     args.insert(1, Value::Integer(conversation));
-    // One rowid range, as in [`run_filtered`]: FTS5 seeks to it.
-    let (lo, hi): (Option<i64>, Option<i64>) =
-        conn.prepare_cached("SELECT min(id), max(id) FROM messages WHERE conversation_id = ?1")?.query_row([conversation], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    let (Some(lo), Some(hi)) = (lo, hi) else { return Ok(0) };
+    let Some((lo, hi)) = message_id_range(conn, conversation)? else { return Ok(0) };
     filters.push(format!("messages_fts.rowid BETWEEN {lo} AND {hi}"));
     let sql = format!(
         "SELECT count(*) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN conversations c ON c.id = m.conversation_id
@@ -869,13 +883,11 @@ fn run_filtered(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<Co
     let (mut filters, mut args) = filter_sql(q, 2, true);
     args.insert(0, Value::Text(fts.to_owned()));
     if let Some(chat) = &q.chat_id {
-        // One rowid range rather than `rowid IN (...)`: FTS5 restarts its cursor, and bm25 its
-        // document-frequency count, for each value of an IN list.
-        let range: (Option<i64>, Option<i64>) =
-            conn.query_row("SELECT min(m.id), max(m.id) FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE c.chat_id = ?1", [chat], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?;
-        let (Some(lo), Some(hi)) = range else { return Ok((Vec::new(), Some(Totals { messages: 0, conversations: 0 }))) };
+        let range = match conversation_row(conn, chat)? {
+            Some(conversation) => message_id_range(conn, conversation)?,
+            None => None,
+        };
+        let Some((lo, hi)) = range else { return Ok((Vec::new(), Some(Totals { messages: 0, conversations: 0 }))) };
         filters.push(format!("messages_fts.rowid BETWEEN {lo} AND {hi}"));
     }
     let sql = format!(

@@ -104,6 +104,24 @@ impl WordTokens {
     }
 }
 
+thread_local! {
+    /// This thread's tokenizer, made on first use ([`words`]).
+    static TOKENS: std::cell::RefCell<Option<WordTokens>> = const { std::cell::RefCell::new(None) };
+}
+
+/// [`WordTokens::words`] from this thread's tokenizer, made on its first use and kept: every
+/// search tokenizes its terms, and each of tantivy's indexing threads every message, while
+/// making a tokenizer opens a connection.
+pub fn words(content: &str) -> Result<Vec<String>, TokenizerError> {
+    TOKENS.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(WordTokens::new()?);
+        }
+        Ok(slot.as_mut().expect("made above").words(content))
+    })
+}
+
 /// FTS5's callback for each token: appends it to the `Vec<String>` behind `ctx`.
 unsafe extern "C" fn push_token(ctx: *mut c_void, _flags: c_int, token: *const c_char, n: c_int, _start: c_int, _end: c_int) -> c_int {
     // SAFETY: `ctx` is the `&mut Vec<String>` given to xTokenize in `words`, alive for the call.
