@@ -126,6 +126,13 @@ pub(crate) fn check_id(id: &str) -> Result<(), ApiError> {
 /// gptme's uploads are not served here).
 const BODY_LIMIT: usize = 2 << 20;
 
+/// The most a request's header fields may hold, in bytes. hyper's own bound depends on how the
+/// bytes arrive (a head that lands in one read may pass), so the server states its own.
+const HEAD_LIMIT: usize = 64 << 10;
+
+/// The most a request's target (path and query) may hold, in bytes; under hyper's own 64 KiB.
+const TARGET_LIMIT: usize = 32 << 10;
+
 /// Serves until Ctrl-C or SIGTERM. Refuses a non-loopback address without a token.
 pub fn run(store: Store, config: Config) -> Result<(), ServeError> {
     if config.token.is_none() && !config.host.is_loopback() {
@@ -209,7 +216,29 @@ fn router(state: Shared, cors: Option<HeaderValue>) -> Router {
                 .allow_credentials(true),
         );
     }
-    app.layer(DefaultBodyLimit::max(BODY_LIMIT)).layer(tower_http::limit::RequestBodyLimitLayer::new(BODY_LIMIT)).layer(middleware::from_fn(log_request))
+    app.layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(BODY_LIMIT))
+        .layer(middleware::from_fn(bounded_head))
+        .layer(middleware::from_fn(log_request))
+}
+
+/// Refuses a request whose header fields (431) or target (414) are longer than [`HEAD_LIMIT`]
+/// or [`TARGET_LIMIT`].
+async fn bounded_head(req: Request, next: Next) -> Response {
+    let fields: usize = req.headers().iter().map(|(k, v)| k.as_str().len() + v.len() + 4).sum();
+    if fields > HEAD_LIMIT {
+        return ApiError(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            format!("the request's header fields hold {fields} bytes; at most {HEAD_LIMIT} are accepted"),
+        )
+        .into_response();
+    }
+    let target = req.uri().path_and_query().map_or(0, |t| t.as_str().len());
+    if target > TARGET_LIMIT {
+        return ApiError(StatusCode::URI_TOO_LONG, format!("the request's path and query hold {target} bytes; at most {TARGET_LIMIT} are accepted"))
+            .into_response();
+    }
+    next.run(req).await
 }
 
 /// One log line per request, at info level.
