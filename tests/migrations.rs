@@ -31,6 +31,7 @@ const RELEASED: &[(&str, &str)] = &[
     ("0010_shared_line_prefixes.sql", "0ef18cd10ff38c2552f550f0093229c1d10e7ef07f0c74e472468a7c433eacf1"),
     ("0011_substring_index.sql", "8484a46b2309357eab8460d853cc94267ee2c01603f3823c99b1f6933b621433"),
     ("0012_ranking_index.sql", "9e5ad6e4890d55b07c9d4aa68ab8d4c02c8b1bde2e8a9f015ce21069e84ae336"),
+    ("0013_distinct_trigrams.sql", "b26d15cdb9698b70a8007f539293a7524a537bb973bbbfdee5a2a429b17fb5d5"),
 ];
 
 fn schema_dir() -> PathBuf {

@@ -142,6 +142,7 @@ fn strings(conn: &Connection, sql: &str) -> Result<Vec<String>, StoreError> {
 pub fn open_unmigrated(path: &Path) -> Result<Connection, StoreError> {
     let conn = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
     conn.busy_timeout(std::time::Duration::from_secs(30))?;
+    super::fts::register_functions(&conn)?;
     Ok(Connection::plain(conn))
 }
 

@@ -2,7 +2,7 @@
 //!
 //! Two indexes are derived from `messages.content`: `messages_fts` (words, see
 //! `schema/0001_init.sql` and `0003`) and `messages_substring` (trigrams of the lowercased text,
-//! for literal queries, see `schema/0011_substring_index.sql`). Invariant, for each with its
+//! for literal queries, see `schema/0013_distinct_trigrams.sql`). Invariant, for each with its
 //! own watermark (`store_state['fts_indexed_upto']`, `['substring_indexed_upto']`): every
 //! message with an id at or below the watermark is in the index, and no later one is. Writers
 //! call [`index_pending`] inside their transaction, just before committing, so that at every
@@ -35,21 +35,14 @@ pub fn index_pending(conn: &Connection) -> Result<u64, StoreError> {
 }
 
 /// Makes the substring index again from the messages table, in one write transaction: dropped
-/// (whatever state it was in, even gone), created as `schema/0011_substring_index.sql` creates
+/// (whatever state it was in, even gone), created as `schema/0013_distinct_trigrams.sql` creates
 /// it, filled with every message, its watermark at the last one. For an index that was lost or
 /// damaged (`doctor` reports it; `doctor --reindex` calls this). A crash midway leaves the old
 /// index as it was. Call outside any transaction.
 pub fn rebuild_substring_index(conn: &Connection) -> Result<(), StoreError> {
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let rebuilt = (|| -> Result<(), StoreError> {
-        // Every message is in the word index at every commit, so the migration's backfill (up to
-        // the word index's watermark) covers them all; index_pending is the safety net.
-        conn.execute_batch(
-            "DROP TRIGGER IF EXISTS messages_substring_delete;
-             DROP TABLE IF EXISTS messages_substring;
-             DELETE FROM store_state WHERE key = 'substring_indexed_upto';",
-        )?;
-        conn.execute_batch(include_str!("../../schema/0011_substring_index.sql"))?;
+        conn.execute_batch(SUBSTRING_INDEX)?;
         index_pending(conn)?;
         Ok(())
     })();
@@ -61,6 +54,10 @@ pub fn rebuild_substring_index(conn: &Connection) -> Result<(), StoreError> {
         }
     }
 }
+
+/// The migration that last made the substring index, which makes it again from the rows
+/// whatever state it is in.
+const SUBSTRING_INDEX: &str = include_str!("../../schema/0013_distinct_trigrams.sql");
 
 /// `text` lowercased as Python's `str.lower()` does, which gptme's search applies to both the
 /// query and each message: full mappings (`İ` becomes `i̇`), and the whole text at once, so
@@ -98,10 +95,12 @@ pub fn fts_text(content: &str) -> String {
     out
 }
 
-/// Registers `sessiondb_fts_text(text)` and `sessiondb_lower(text)` ([`lower`]) on a
-/// connection; migrations and writers use them.
+/// Registers `sessiondb_fts_text(text)` and `sessiondb_lower(text)` ([`lower`]), which
+/// migrations and writers use, and the substring index's tokenizer
+/// ([`super::trigram_tokens`]), without which the index cannot be opened, on a connection.
 pub fn register_functions(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     use rusqlite::functions::FunctionFlags;
+    super::trigram_tokens::register(conn)?;
     let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
     conn.create_scalar_function("sessiondb_fts_text", 1, flags, |ctx| Ok(ctx.get::<Option<String>>(0)?.map(|t| fts_text(&t))))?;
     conn.create_scalar_function("sessiondb_lower", 1, flags, |ctx| Ok(ctx.get::<Option<String>>(0)?.map(|t| lower(&t))))

@@ -28,6 +28,7 @@ pub mod schema;
 pub mod search;
 pub mod stats;
 pub mod totals;
+mod trigram_tokens;
 mod word_tokens;
 mod writer;
 

@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0010_shared_line_prefixes.sql"),
     include_str!("../../schema/0011_substring_index.sql"),
     include_str!("../../schema/0012_ranking_index.sql"),
+    include_str!("../../schema/0013_distinct_trigrams.sql"),
 ];
 
 /// The schema version this build writes.

@@ -8,7 +8,7 @@
 //! ([`SearchQuery::literal`]) is a *literal query*: it finds exactly the messages that contain it
 //! as a substring, ignoring case as gptme's search does (Python's `str.lower()` on both sides,
 //! [`super::fts::lower`]). A literal query of three or more characters is looked up in the
-//! substring index (trigrams, `schema/0011_substring_index.sql`), which gives a superset of the
+//! substring index (trigrams, `schema/0013_distinct_trigrams.sql`), which gives a superset of the
 //! messages holding it; shorter ones scan the messages. Either way every candidate is checked
 //! against the text itself, so the answer is exact, never more. Literal results come newest
 //! conversation first (as gptme lists them), and the scan stops at the last conversation wanted.

@@ -45,20 +45,10 @@ pub struct TokenizerError(String);
 impl WordTokens {
     pub fn new() -> Result<WordTokens, TokenizerError> {
         let conn = rusqlite::Connection::open_in_memory().map_err(|e| TokenizerError(e.to_string()))?;
-        // SAFETY: `db` is the live handle of `conn`, which this value keeps; the statement is
-        // finalized before returning; `api` is written by SQLite through the bound pointer
-        // while the statement steps, and the pointer it receives lives as long as `conn`.
+        let api = fts5_api(&conn).ok_or_else(|| TokenizerError("SQLite has no fts5() function".into()))?;
+        // SAFETY: `api` is `conn`'s FTS5 API, alive as long as `conn`, which this value keeps.
         unsafe {
-            let db = conn.handle();
-            let mut stmt: *mut ffi::sqlite3_stmt = ptr::null_mut();
-            if ffi::sqlite3_prepare_v2(db, c"SELECT fts5(?1)".as_ptr(), -1, &mut stmt, ptr::null_mut()) != ffi::SQLITE_OK {
-                return Err(TokenizerError("SQLite has no fts5() function".into()));
-            }
-            let mut api: *mut ffi::fts5_api = ptr::null_mut();
-            ffi::sqlite3_bind_pointer(stmt, 1, (&mut api as *mut *mut ffi::fts5_api).cast::<c_void>(), c"fts5_api_ptr".as_ptr(), None);
-            ffi::sqlite3_step(stmt);
-            ffi::sqlite3_finalize(stmt);
-            let Some(find) = api.as_ref().and_then(|a| a.xFindTokenizer) else {
+            let Some(find) = (*api).xFindTokenizer else {
                 return Err(TokenizerError("fts5() gave no API".into()));
             };
             let mut user_data: *mut c_void = ptr::null_mut();
@@ -102,6 +92,25 @@ impl WordTokens {
         }
         out
     }
+}
+
+/// The FTS5 API of `conn` (`SELECT fts5(?1)` with a bound pointer, as FTS5's documentation
+/// shows), or `None` when SQLite was built without FTS5. The pointer lives as long as `conn`.
+pub(super) fn fts5_api(conn: &rusqlite::Connection) -> Option<*mut ffi::fts5_api> {
+    let mut api: *mut ffi::fts5_api = ptr::null_mut();
+    // SAFETY: `db` is the live handle of `conn`; the statement is finalized before returning;
+    // SQLite writes `api` through the bound pointer while the statement steps.
+    unsafe {
+        let db = conn.handle();
+        let mut stmt: *mut ffi::sqlite3_stmt = ptr::null_mut();
+        if ffi::sqlite3_prepare_v2(db, c"SELECT fts5(?1)".as_ptr(), -1, &mut stmt, ptr::null_mut()) != ffi::SQLITE_OK {
+            return None;
+        }
+        ffi::sqlite3_bind_pointer(stmt, 1, (&mut api as *mut *mut ffi::fts5_api).cast::<c_void>(), c"fts5_api_ptr".as_ptr(), None);
+        ffi::sqlite3_step(stmt);
+        ffi::sqlite3_finalize(stmt);
+    }
+    (!api.is_null()).then_some(api)
 }
 
 thread_local! {

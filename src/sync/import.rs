@@ -3,8 +3,9 @@
 //! Invariant: an import replaces nothing the store alone holds. A conversation with changes
 //! queued in the store is skipped (re-reading it would replace them; `sessiondb sync` merges),
 //! and one that fails leaves the store's copy as it was. Conversations are committed in batches
-//! of about [`BATCH_BYTES`], so an interrupted import keeps what it committed; the write-ahead
-//! log is folded into the database at the end. What happens on the way is told to a
+//! of about [`BATCH_BYTES`], so an interrupted import keeps what it committed; the ranking
+//! index follows the commits on a thread of its own (the caller catches up the last batch);
+//! the write-ahead log is folded into the database at the end. What happens on the way is told to a
 //! [`Progress`] callback, and what came of it all is the [`ImportReport`]: the caller only shows
 //! them.
 
@@ -89,10 +90,40 @@ pub fn import_root(store: &Store, logs_root: &Path, progress: &mut dyn FnMut(Pro
         progress(Progress::NotAConversation { dir });
     }
     progress(Progress::Found { conversations: dirs.len() as u64 });
+    // The ranking index follows the batches as they commit, on a thread of its own, so that
+    // building it overlaps reading and writing the rest (it is derived: whatever it has not
+    // caught up with when the import ends, the next catch-up adds).
+    let (committed, commits) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            while commits.recv().is_ok() {
+                while commits.try_recv().is_ok() {}
+                // A failure here is met again, and told, by the caller's catch-up.
+                let _ = store.catch_up_ranking(&mut |_| {});
+            }
+        });
+        let imported = import_batches(store, &dirs, &mut report, progress, &committed);
+        drop(committed);
+        imported
+    })?;
+    store.flush_wal()?;
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Reads `dirs` into the store in batches of about [`BATCH_BYTES`], telling `committed` after
+/// each batch but the last commits.
+fn import_batches(
+    store: &Store,
+    dirs: &[std::path::PathBuf],
+    report: &mut ImportReport,
+    progress: &mut dyn FnMut(Progress<'_>),
+    committed: &std::sync::mpsc::Sender<()>,
+) -> Result<(), SyncError> {
     let mut conn = store.connection()?;
     let mut batch = WriteBatch::begin(&mut conn)?;
     let mut batch_bytes = 0;
-    ingest::import_dirs(&mut batch, &dirs, ReadMode::Whole, false, &mut |batch, dir, outcome| {
+    ingest::import_dirs(&mut batch, dirs, ReadMode::Whole, false, &mut |batch, dir, outcome| {
         match outcome {
             Ok(Outcome::Imported(stats)) => {
                 report.conversations += 1;
@@ -115,6 +146,7 @@ pub fn import_root(store: &Store, logs_root: &Path, progress: &mut dyn FnMut(Pro
                 batch_bytes += stats.bytes;
                 if batch_bytes > BATCH_BYTES {
                     batch.commit()?;
+                    let _ = committed.send(());
                     batch_bytes = 0;
                 }
             }
@@ -133,8 +165,5 @@ pub fn import_root(store: &Store, logs_root: &Path, progress: &mut dyn FnMut(Pro
         Ok(())
     })?;
     batch.finish()?;
-    drop(conn);
-    store.flush_wal()?;
-    report.seconds = started.elapsed().as_secs_f64();
-    Ok(report)
+    Ok(())
 }

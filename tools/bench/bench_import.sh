@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Benchmark `sessiondb import` against gptme reading the same logs.
 #
-#   tools/bench/bench_import.sh [--conversations N] [--messages M] [--runs R] [--seed S]
+#   tools/bench/bench_import.sh [--conversations N] [--messages M] [--runs R] [--seed S] [--realistic] [--baseline BIN]
 #
-# Defaults: 1000 conversations x 100 messages (about 110 MB), 3 runs, seed 1.
+# Defaults: 1000 conversations x 100 messages (about 110 MB), 3 runs, seed 1. --realistic
+# writes the logs with tools/bench/make_realistic_logs.py (gptme's system prompt, tool calls,
+# Zipfian text from this machine's sources; 10000 x 50 is about 790 MB) instead of the
+# 16-word salad of make_bench_logs.py. --baseline BIN also times another sessiondb build (an
+# older commit's) on the same logs, in the same rounds.
 #
 # Steps:
 #   1. cargo build --release
@@ -12,11 +16,13 @@
 #      target/bench-logs-N-M (-sS for a seed other than 1); an existing cache is reused.
 #   3. one warm-up read of every file in it (the OS page cache is not dropped:
 #      that needs root), so both sides are timed with warm caches
-#   4. R runs of `sessiondb --db FRESH.db import LOGS --json`, each into a fresh
-#      database; wall-clock time of the whole process
-#   5. R runs of tools/bench/bench_gptme_read.py (gptme's Log.read_jsonl on every
-#      conversation.jsonl); time measured inside the process, after gptme is imported
-#   6. a table with best and median of each, and the ratio gptme / sessiondb
+#   4. R rounds, each: `sessiondb --db FRESH.db import LOGS --json` into a fresh database
+#      (wall-clock time of the whole process; the baseline's too, with --baseline), then
+#      tools/bench/bench_gptme_read.py (gptme's Log.read_jsonl on every conversation.jsonl;
+#      time measured inside the process, after gptme is imported). Alternating keeps a noisy
+#      machine's load from favouring one side.
+#   5. a table with best and median of each, the ratio gptme / sessiondb, and the database's
+#      size
 #
 # gptme's Python: $GPTME_PYTHON if set, else .venv/bin/python in the project root.
 set -euo pipefail
@@ -26,9 +32,11 @@ CONVS=1000
 MSGS=100
 RUNS=3
 SEED=1
+REALISTIC=0
+BASELINE=""
 
 usage() {
-    sed -n '2,4p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 while [[ $# -gt 0 ]]; do
@@ -41,6 +49,9 @@ while [[ $# -gt 0 ]]; do
         --runs=*) RUNS="${1#*=}"; shift ;;
         --seed) SEED="${2:?--seed needs a value}"; shift 2 ;;
         --seed=*) SEED="${1#*=}"; shift ;;
+        --realistic) REALISTIC=1; shift ;;
+        --baseline) BASELINE="${2:?--baseline needs a value}"; shift 2 ;;
+        --baseline=*) BASELINE="${1#*=}"; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench_import.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -85,7 +96,13 @@ BIN="$ROOT/target/release/sessiondb"
 # ---------------------------------------------------------------- logs root
 SUFFIX=""
 [[ "$SEED" == 1 ]] || SUFFIX="-s$SEED"
-LOGS="$ROOT/target/bench-logs-$CONVS-$MSGS$SUFFIX"
+KIND="logs"
+GENERATOR="make_bench_logs.py"
+if [[ "$REALISTIC" == 1 ]]; then
+    KIND="realistic"
+    GENERATOR="make_realistic_logs.py"
+fi
+LOGS="$ROOT/target/bench-$KIND-$CONVS-$MSGS$SUFFIX"
 GEN_NOTE="reused cached $LOGS"
 # the completion marker sits beside the logs root, not in it, so it does not show up as a stray entry
 MARKER="$LOGS.complete"
@@ -96,7 +113,7 @@ else
     GEN_TMP="$(mktemp -d "$ROOT/target/bench-logs-tmp.XXXXXX")"
     echo "== generating $CONVS x $MSGS into $GEN_TMP" >&2
     t0=$(now)
-    "$PY" "$ROOT/tools/bench/make_bench_logs.py" "$GEN_TMP/logs" --conversations "$CONVS" --messages "$MSGS" --seed "$SEED" >&2
+    "$PY" "$ROOT/tools/bench/$GENERATOR" "$GEN_TMP/logs" --conversations "$CONVS" --messages "$MSGS" --seed "$SEED" >&2
     t1=$(now)
     mv "$GEN_TMP/logs" "$LOGS"
     rmdir "$GEN_TMP"
@@ -114,42 +131,47 @@ FILES=$(find "$LOGS" -type f | wc -l)
 echo "== warm-up: reading every file once (page cache is not dropped)" >&2
 find "$LOGS" -type f -exec cat {} + > /dev/null
 
-# ---------------------------------------------------------------- sessiondb
-SDB_TIMES=()
+# ---------------------------------------------------------------- rounds
+# import_once NAME BIN RUN: one import into a fresh database; appends to NAME's times.
+declare -A TIMES
+DB_MB=""
 SDB_MSGS=""
-for ((i = 1; i <= RUNS; i++)); do
-    DB="$WORK/run$i.db"
-    rm -f "$DB" "$DB-wal" "$DB-shm" "$DB-journal"
+import_once() {
+    local name="$1" bin="$2" i="$3" db="$WORK/$1-$3.db" t0 t1 rc failed
+    rm -rf "$db" "$db-wal" "$db-shm" "$db-journal" "$db.ranking"
     t0=$(now)
     set +e
-    "$BIN" --db "$DB" import "$LOGS" --json > "$WORK/sdb$i.json" 2> "$WORK/sdb$i.err"
+    "$bin" --db "$db" import "$LOGS" --json > "$WORK/$name$i.json" 2> "$WORK/$name$i.err"
     rc=$?
     set -e
     t1=$(now)
-    failed=$(json_field "$WORK/sdb$i.json" failed 2>/dev/null || echo "?")
+    failed=$(json_field "$WORK/$name$i.json" failed 2>/dev/null || echo "?")
     if [[ $rc -ne 0 || "$failed" != 0 ]]; then
-        echo "bench_import.sh: sessiondb import failed (exit $rc, failed=$failed) on run $i" >&2
-        echo "--- command: $BIN --db $DB import $LOGS --json" >&2
-        echo "--- stdout:" >&2; cat "$WORK/sdb$i.json" >&2
-        echo "--- stderr (first 50 lines):" >&2; head -n 50 "$WORK/sdb$i.err" >&2
+        echo "bench_import.sh: $name import failed (exit $rc, failed=$failed) on run $i" >&2
+        echo "--- command: $bin --db $db import $LOGS --json" >&2
+        echo "--- stdout:" >&2; cat "$WORK/$name$i.json" >&2
+        echo "--- stderr (first 50 lines):" >&2; head -n 50 "$WORK/$name$i.err" >&2
         exit 1
     fi
-    SDB_TIMES+=("$(elapsed "$t0" "$t1")")
-    SDB_MSGS=$(json_field "$WORK/sdb$i.json" messages)
-    DB_BYTES=$(du -cb "$DB"* | tail -n1 | cut -f1)
-    echo "   sessiondb run $i: ${SDB_TIMES[-1]} s (internal $(json_field "$WORK/sdb$i.json" seconds) s), $SDB_MSGS messages, db $((DB_BYTES / 1000000)) MB" >&2
-    rm -f "$DB" "$DB-wal" "$DB-shm" "$DB-journal"
-done
+    TIMES[$name]+="$(elapsed "$t0" "$t1") "
+    local bytes
+    bytes=$(du -cb "$db" "$db-wal" "$db.ranking" 2>/dev/null | tail -n1 | cut -f1)
+    [[ "$name" == sessiondb ]] && { SDB_MSGS=$(json_field "$WORK/$name$i.json" messages); DB_MB=$((bytes / 1000000)); }
+    echo "   $name run $i: $(elapsed "$t0" "$t1") s, $(json_field "$WORK/$name$i.json" messages) messages, database and indexes $((bytes / 1000000)) MB" >&2
+    rm -rf "$db" "$db-wal" "$db-shm" "$db-journal" "$db.ranking"
+}
 
-# ---------------------------------------------------------------- gptme
 GP_TIMES=()
 GP_MSGS=""
 for ((i = 1; i <= RUNS; i++)); do
+    import_once sessiondb "$BIN" "$i"
+    [[ -n "$BASELINE" ]] && import_once baseline "$BASELINE" "$i"
     "$PY" "$ROOT/tools/bench/bench_gptme_read.py" "$LOGS" > "$WORK/gp$i.json"
     GP_TIMES+=("$(json_field "$WORK/gp$i.json" seconds)")
     GP_MSGS=$(json_field "$WORK/gp$i.json" messages)
     echo "   gptme read run $i: ${GP_TIMES[-1]} s, $GP_MSGS messages" >&2
 done
+read -r -a SDB_TIMES <<< "${TIMES[sessiondb]}"
 
 # ---------------------------------------------------------------- table
 SDB_BEST=$(best "${SDB_TIMES[@]}"); SDB_MED=$(median "${SDB_TIMES[@]}")
@@ -160,7 +182,7 @@ echo
 echo "sessiondb import vs gptme read ($CONVS conversations x $MSGS messages, seed $SEED, gptme $GPTME_VERSION, $(nproc) CPUs)"
 echo "logs root: $LOGS ($GEN_NOTE)"
 echo "warm cache: every file was read once before timing; the OS page cache was not dropped"
-echo "sessiondb: wall-clock of the whole process, fresh database each run (in $WORK)"
+echo "sessiondb: wall-clock of the whole process, fresh database each run (in $WORK), alternating with gptme"
 echo "gptme:     Log.read_jsonl on each conversation.jsonl, timed in-process after import"
 echo
 printf '%-30s %14s %14s\n' "" "best" "median (of $RUNS)"
@@ -172,6 +194,13 @@ printf '%-30s %14s\n' "messages (gptme)" "$GP_MSGS"
 printf '%-30s %14s %14s\n' "sessiondb import s" "$SDB_BEST" "$SDB_MED"
 printf '%-30s %14s %14s\n' "gptme read s" "$GP_BEST" "$GP_MED"
 printf '%-30s %14s %14s\n' "ratio (gptme / sessiondb)" "$(ratio "$GP_BEST" "$SDB_BEST")" "$(ratio "$GP_MED" "$SDB_MED")"
+printf '%-30s %14s\n' "database + indexes (MB)" "$DB_MB"
+if [[ -n "$BASELINE" ]]; then
+    read -r -a BASE_TIMES <<< "${TIMES[baseline]}"
+    BASE_BEST=$(best "${BASE_TIMES[@]}"); BASE_MED=$(median "${BASE_TIMES[@]}")
+    printf '%-30s %14s %14s\n' "baseline import s" "$BASE_BEST" "$BASE_MED"
+    printf '%-30s %14s %14s\n' "ratio (baseline / sessiondb)" "$(ratio "$BASE_BEST" "$SDB_BEST")" "$(ratio "$BASE_MED" "$SDB_MED")"
+fi
 if [[ "$SDB_MSGS" != "$GP_MSGS" ]]; then
     echo "WARNING: message counts differ (sessiondb $SDB_MSGS, gptme $GP_MSGS)"
 fi
