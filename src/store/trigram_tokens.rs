@@ -195,6 +195,54 @@ mod tests {
         out
     }
 
+    /// A table of each tokenizer, holding `texts`.
+    fn both_tables(texts: &[String]) -> rusqlite::Connection {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        register(&conn).unwrap();
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE builtin USING fts5(content, tokenize = 'trigram case_sensitive 1');
+             CREATE VIRTUAL TABLE ours USING fts5(content, content = '', contentless_delete = 1, detail = 'none', tokenize = 'sessiondb_trigram');",
+        )
+        .unwrap();
+        for (i, text) in texts.iter().enumerate() {
+            for table in ["builtin", "ours"] {
+                conn.execute(&format!("INSERT INTO {table} (rowid, content) VALUES (?1, ?2)"), rusqlite::params![i as i64, text]).unwrap();
+            }
+        }
+        conn
+    }
+
+    /// Our tokens without their salts (each checked), per document, sorted.
+    fn unsalted(conn: &rusqlite::Connection) -> Vec<(i64, Vec<String>)> {
+        tokens_of(conn, "ours")
+            .into_iter()
+            .map(|(doc, terms)| {
+                let mut terms: Vec<String> = terms
+                    .into_iter()
+                    .map(|t| {
+                        let (salted, trigram) = t.split_at(2);
+                        let packed = trigram.chars().fold(0u64, |k, c| (k << 21) | u64::from(c));
+                        assert_eq!(salted.as_bytes(), salt(packed), "{t:?}");
+                        trigram.to_owned()
+                    })
+                    .collect();
+                terms.sort();
+                (doc, terms)
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// Any texts: the same trigrams as FTS5's own tokenizer, per document.
+        #[test]
+        fn any_text_gives_the_builtin_trigrams(texts in proptest::collection::vec(proptest::prelude::any::<String>(), 1..6)) {
+            let conn = both_tables(&texts);
+            proptest::prop_assert_eq!(unsalted(&conn), tokens_of(&conn, "builtin"));
+        }
+    }
+
     /// The index holds, for every text, the same trigrams FTS5's own tokenizer gives.
     #[test]
     fn the_trigrams_are_the_builtin_tokenizers_without_repeats() {
@@ -212,36 +260,9 @@ mod tests {
             "x\u{2028}y\u{00a0}z",
             "c:\\users\\(x) is_locally() \"quoted\" ''",
         ];
-        let conn = rusqlite::Connection::open_in_memory().unwrap();
-        register(&conn).unwrap();
-        conn.execute_batch(
-            "CREATE VIRTUAL TABLE builtin USING fts5(content, tokenize = 'trigram case_sensitive 1');
-             CREATE VIRTUAL TABLE ours USING fts5(content, content = '', contentless_delete = 1, detail = 'none', tokenize = 'sessiondb_trigram');",
-        )
-        .unwrap();
-        for (i, text) in texts.iter().enumerate() {
-            for table in ["builtin", "ours"] {
-                conn.execute(&format!("INSERT INTO {table} (rowid, content) VALUES (?1, ?2)"), rusqlite::params![i as i64, text]).unwrap();
-            }
-        }
-        // Each of ours is a salt and a builtin trigram.
-        let unsalted: Vec<(i64, Vec<String>)> = tokens_of(&conn, "ours")
-            .into_iter()
-            .map(|(doc, terms)| {
-                let mut terms: Vec<String> = terms
-                    .into_iter()
-                    .map(|t| {
-                        let (salted, trigram) = t.split_at(2);
-                        let packed = trigram.chars().fold(0u64, |k, c| (k << 21) | u64::from(c));
-                        assert_eq!(salted.as_bytes(), salt(packed), "{t:?}");
-                        trigram.to_owned()
-                    })
-                    .collect();
-                terms.sort();
-                (doc, terms)
-            })
-            .collect();
-        assert_eq!(unsalted, tokens_of(&conn, "builtin"));
+        let texts: Vec<String> = texts.iter().map(|t| (*t).to_owned()).collect();
+        let conn = both_tables(&texts);
+        assert_eq!(unsalted(&conn), tokens_of(&conn, "builtin"));
         // And a quoted trigram query finds exactly the texts that hold it.
         for (i, text) in texts.iter().enumerate() {
             let chars: Vec<char> = text.chars().collect();
