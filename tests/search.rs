@@ -1142,6 +1142,33 @@ fn ranking_dir(db: &Path) -> std::path::PathBuf {
     name.into()
 }
 
+/// An import of many batches builds the ranking index as its batches commit (on a thread of its
+/// own) and ends with every message in it: doctor finds it whole, and it answers as the word
+/// index alone does. (Batches of 8 KiB here, of 64 MiB in `sessiondb import`.)
+#[test]
+fn an_import_of_many_batches_ends_with_the_ranking_index_whole() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    generated_logs_of(&logs, 120, 0x5eed_b47c, WORD_PIECES);
+    for i in (0..120).step_by(17) {
+        conversation(&logs, &format!("zebracorn-{i}"), &[("user", "a zebracorn"), ("assistant", "the zebracorn, again")]);
+    }
+    let db = work.path().join("db");
+    let store = sessiondb::store::Store::open(&db).unwrap();
+    let report = sessiondb::sync::import::import_root_in_batches(&store, &logs, 8 << 10, &mut |_| {}).unwrap();
+    assert!(report.bytes > 16 * (8 << 10), "many batches: {} bytes", report.bytes);
+    assert_eq!((report.failed, report.conversations), (0, 120 + 8));
+    assert!(ranking_dir(&db).join("meta.json").exists(), "the index followed the batches");
+    // What the CLI does after an import: the last batch.
+    store.catch_up_ranking(&mut |_| {}).unwrap();
+    drop(store);
+    let out = sessiondb(&db).arg("doctor").arg(&logs).arg("--json").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let queries: Vec<String> = ["the", "zebracorn", "borrow checker", "\"the borrow\""].iter().map(|s| s.to_string()).collect();
+    same_answers_with_and_without_the_ranking_index(&db, &queries);
+    assert_eq!(search(&db, &["-n", "1000", "zebracorn"]).len(), 8);
+}
+
 /// Issue 15, item 3: the ranking index is derived and follows the store through every kind of
 /// change: messages appended, a conversation removed, an undo and an edit (each deletes rows);
 /// an index left behind (as a process killed before its catch-up would leave it) is caught up,

@@ -72,6 +72,12 @@ pub enum Progress<'a> {
 /// holds something, but no conversation, is [`SyncError::NotALogsRoot`]; an empty one imports
 /// nothing (gptme has not written anything yet).
 pub fn import_root(store: &Store, logs_root: &Path, progress: &mut dyn FnMut(Progress<'_>)) -> Result<ImportReport, SyncError> {
+    import_root_in_batches(store, logs_root, BATCH_BYTES, progress)
+}
+
+/// [`import_root`], committing about every `batch_bytes` of logs read instead of
+/// [`BATCH_BYTES`].
+pub fn import_root_in_batches(store: &Store, logs_root: &Path, batch_bytes: u64, progress: &mut dyn FnMut(Progress<'_>)) -> Result<ImportReport, SyncError> {
     let started = Instant::now();
     let (dirs, others) = if crate::layout::is_conversation_dir(logs_root) {
         // Its own name is the chat id: resolved, so that `.` or `chat/..` name it too.
@@ -102,7 +108,7 @@ pub fn import_root(store: &Store, logs_root: &Path, progress: &mut dyn FnMut(Pro
                 let _ = store.catch_up_ranking(&mut |_| {});
             }
         });
-        let imported = import_batches(store, &dirs, &mut report, progress, &committed);
+        let imported = import_batches(store, &dirs, batch_bytes, &mut report, progress, &committed);
         drop(committed);
         imported
     })?;
@@ -111,18 +117,19 @@ pub fn import_root(store: &Store, logs_root: &Path, progress: &mut dyn FnMut(Pro
     Ok(report)
 }
 
-/// Reads `dirs` into the store in batches of about [`BATCH_BYTES`], telling `committed` after
+/// Reads `dirs` into the store in batches of about `batch_bytes`, telling `committed` after
 /// each batch but the last commits.
 fn import_batches(
     store: &Store,
     dirs: &[std::path::PathBuf],
+    batch_bytes: u64,
     report: &mut ImportReport,
     progress: &mut dyn FnMut(Progress<'_>),
     committed: &std::sync::mpsc::Sender<()>,
 ) -> Result<(), SyncError> {
     let mut conn = store.connection()?;
     let mut batch = WriteBatch::begin(&mut conn)?;
-    let mut batch_bytes = 0;
+    let mut in_batch = 0;
     ingest::import_dirs(&mut batch, dirs, ReadMode::Whole, false, &mut |batch, dir, outcome| {
         match outcome {
             Ok(Outcome::Imported(stats)) => {
@@ -143,11 +150,11 @@ fn import_batches(
                 if stats.more_warnings > 0 {
                     progress(Progress::MoreWarnings { dir, count: stats.more_warnings });
                 }
-                batch_bytes += stats.bytes;
-                if batch_bytes > BATCH_BYTES {
+                in_batch += stats.bytes;
+                if in_batch > batch_bytes {
                     batch.commit()?;
                     let _ = committed.send(());
-                    batch_bytes = 0;
+                    in_batch = 0;
                 }
             }
             Ok(Outcome::Unchanged) => report.unchanged += 1,
