@@ -36,7 +36,7 @@ pub const NAME: &std::ffi::CStr = c"sessiondb_trigram";
 /// Registers [`NAME`] on `conn`; every connection that opens the substring index needs it.
 pub fn register(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     let unavailable = |why: &str| rusqlite::Error::SqliteFailure(ffi::Error::new(ffi::SQLITE_ERROR), Some(format!("the sessiondb_trigram tokenizer: {why}")));
-    let Some(api) = super::word_tokens::fts5_api(conn) else { return Err(unavailable("SQLite was built without FTS5")) };
+    let api = super::word_tokens::fts5_api(conn)?;
     let mut methods = ffi::fts5_tokenizer { xCreate: Some(create), xDelete: Some(delete), xTokenize: Some(tokenize) };
     // SAFETY: `api` is the live FTS5 API of `conn` (see `fts5_api`); FTS5 copies `methods`;
     // the user data is unused and nothing needs destroying.

@@ -45,7 +45,7 @@ pub struct TokenizerError(String);
 impl WordTokens {
     pub fn new() -> Result<WordTokens, TokenizerError> {
         let conn = rusqlite::Connection::open_in_memory().map_err(|e| TokenizerError(e.to_string()))?;
-        let api = fts5_api(&conn).ok_or_else(|| TokenizerError("SQLite has no fts5() function".into()))?;
+        let api = fts5_api(&conn).map_err(|e| TokenizerError(e.to_string()))?;
         // SAFETY: `api` is `conn`'s FTS5 API, alive as long as `conn`, which this value keeps.
         unsafe {
             let Some(find) = (*api).xFindTokenizer else {
@@ -95,22 +95,29 @@ impl WordTokens {
 }
 
 /// The FTS5 API of `conn` (`SELECT fts5(?1)` with a bound pointer, as FTS5's documentation
-/// shows), or `None` when SQLite was built without FTS5. The pointer lives as long as `conn`.
-pub(super) fn fts5_api(conn: &rusqlite::Connection) -> Option<*mut ffi::fts5_api> {
+/// shows); the pointer lives as long as `conn`. Fails with SQLite's own error when the statement
+/// cannot be prepared (a file that is not a database), or when SQLite was built without FTS5.
+pub(super) fn fts5_api(conn: &rusqlite::Connection) -> rusqlite::Result<*mut ffi::fts5_api> {
     let mut api: *mut ffi::fts5_api = ptr::null_mut();
     // SAFETY: `db` is the live handle of `conn`; the statement is finalized before returning;
-    // SQLite writes `api` through the bound pointer while the statement steps.
+    // SQLite writes `api` through the bound pointer while the statement steps; the error message
+    // is copied out before any other call on the handle.
     unsafe {
         let db = conn.handle();
         let mut stmt: *mut ffi::sqlite3_stmt = ptr::null_mut();
-        if ffi::sqlite3_prepare_v2(db, c"SELECT fts5(?1)".as_ptr(), -1, &mut stmt, ptr::null_mut()) != ffi::SQLITE_OK {
-            return None;
+        let rc = ffi::sqlite3_prepare_v2(db, c"SELECT fts5(?1)".as_ptr(), -1, &mut stmt, ptr::null_mut());
+        if rc != ffi::SQLITE_OK {
+            let message = CStr::from_ptr(ffi::sqlite3_errmsg(db)).to_string_lossy().into_owned();
+            return Err(rusqlite::Error::SqliteFailure(ffi::Error::new(rc), Some(message)));
         }
         ffi::sqlite3_bind_pointer(stmt, 1, (&mut api as *mut *mut ffi::fts5_api).cast::<c_void>(), c"fts5_api_ptr".as_ptr(), None);
         ffi::sqlite3_step(stmt);
         ffi::sqlite3_finalize(stmt);
     }
-    (!api.is_null()).then_some(api)
+    if api.is_null() {
+        return Err(rusqlite::Error::SqliteFailure(ffi::Error::new(ffi::SQLITE_ERROR), Some("SQLite was built without FTS5".into())));
+    }
+    Ok(api)
 }
 
 thread_local! {
