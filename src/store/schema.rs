@@ -3,8 +3,13 @@
 //! Migration N (1-based) brings a database from version N-1 to N inside one transaction, so a
 //! crash leaves the database at a whole version. A database whose version is newer than this
 //! build knows is refused untouched: an older sessiondb must not write rows it cannot read.
+//!
+//! Migrations run with foreign keys off, so that one may rebuild a table that others refer to
+//! (SQLite's procedure for changing a table's constraints: with them on, dropping the old table
+//! would cascade into every row that refers to it). Each checks them before it commits: a
+//! migration that leaves a dangling reference fails and changes nothing.
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 use super::StoreError;
 
@@ -22,6 +27,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0010_shared_line_prefixes.sql"),
     include_str!("../../schema/0011_substring_index.sql"),
     include_str!("../../schema/0012_ranking_index.sql"),
+    include_str!("../../schema/0013_sources.sql"),
 ];
 
 /// The schema version this build writes.
@@ -38,7 +44,23 @@ fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), StoreError> {
     if version > CURRENT_VERSION {
         return Err(StoreError::NewerSchema { found: version, supported: CURRENT_VERSION });
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().take(target as usize).skip(version as usize) {
+    if version >= target {
+        return Ok(());
+    }
+    // 0013 names the sources of stored conversations after this host.
+    let host = super::sources::hostname();
+    conn.create_scalar_function("sessiondb_hostname", 0, rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC, move |_| Ok(host.clone()))?;
+    let foreign_keys: bool = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
+    conn.pragma_update(None, "foreign_keys", false)?;
+    let migrated = apply(conn, version, target);
+    conn.pragma_update(None, "foreign_keys", foreign_keys)?;
+    migrated
+}
+
+/// Applies migrations `from + 1 ..= target`, each in its own transaction (foreign keys off:
+/// see the module's doc).
+fn apply(conn: &mut Connection, from: i64, target: i64) -> Result<(), StoreError> {
+    for (i, sql) in MIGRATIONS.iter().enumerate().take(target as usize).skip(from as usize) {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         // Another process may have migrated while we waited for the write lock.
         let now: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
@@ -46,6 +68,10 @@ fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), StoreError> {
             continue;
         }
         tx.execute_batch(sql)?;
+        let dangling: Option<String> = tx.query_row("PRAGMA foreign_key_check", [], |r| r.get(0)).optional()?;
+        if let Some(table) = dangling {
+            return Err(StoreError::Corrupt(format!("migration {} would leave rows of {table} referring to nothing", i + 1)));
+        }
         tx.pragma_update(None, "user_version", (i + 1) as i64)?;
         tx.commit()?;
     }

@@ -66,11 +66,12 @@ pub enum Progress<'a> {
 }
 
 /// Imports every conversation directory of `logs_root` into `store` (see the module's
-/// invariant), telling `progress` what happens. `logs_root` may also be one conversation's
+/// invariant), into the root's source (named `source`, else as the store knows the root, else
+/// by default: see [`crate::store::sources`]), telling `progress` what happens. `logs_root` may also be one conversation's
 /// directory (it has a `conversation.jsonl`): that conversation is imported. A directory that
 /// holds something, but no conversation, is [`SyncError::NotALogsRoot`]; an empty one imports
 /// nothing (gptme has not written anything yet).
-pub fn import_root(store: &Store, logs_root: &Path, progress: &mut dyn FnMut(Progress<'_>)) -> Result<ImportReport, SyncError> {
+pub fn import_root(store: &Store, logs_root: &Path, source: Option<&str>, progress: &mut dyn FnMut(Progress<'_>)) -> Result<ImportReport, SyncError> {
     let started = Instant::now();
     let (dirs, others) = if crate::layout::is_conversation_dir(logs_root) {
         // Its own name is the chat id: resolved, so that `.` or `chat/..` name it too.
@@ -91,6 +92,14 @@ pub fn import_root(store: &Store, logs_root: &Path, progress: &mut dyn FnMut(Pro
     progress(Progress::Found { conversations: dirs.len() as u64 });
     let mut conn = store.connection()?;
     let mut batch = WriteBatch::begin(&mut conn)?;
+    // The root every directory read is in: a conversation's directory's parent when one was given.
+    let root = match dirs.first() {
+        Some(dir) if dirs.len() == 1 && others.is_empty() && crate::layout::is_conversation_dir(logs_root) => dir.parent().unwrap_or(dir).to_owned(),
+        _ => std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?,
+    };
+    // Scoped to the root's source: the directories read replace that source's rows only.
+    let source = crate::store::sources::register(batch.conn(), &root, source)?;
+    batch.conn().scope_to(source.id);
     let mut batch_bytes = 0;
     ingest::import_dirs(&mut batch, &dirs, ReadMode::Whole, false, &mut |batch, dir, outcome| {
         match outcome {
