@@ -259,3 +259,41 @@ fn a_store_of_the_previous_schema_still_round_trips_exactly() {
     common::tree::assert_same_tree(&common::fixtures(), &out, &[".lock"]);
     run_ok(sessiondb(&db).arg("doctor"));
 }
+
+/// `export --to DIR` writes DIR/<chat id>: two sources' `my-chat` cannot both go to one DIR, so
+/// exporting all of them is refused before anything is written, and `--source` exports one
+/// root's conversations, byte for byte.
+#[test]
+fn export_writes_one_source_per_directory() {
+    let t = two_roots();
+    run_ok(sessiondb(&t.db).arg("import").arg(&t.a));
+    run_ok(sessiondb(&t.db).arg("import").arg(&t.b).args(["--source", "laptop"]));
+    let out = t.db.parent().unwrap().join("out");
+    let refused = sessiondb(&t.db).arg("export").arg("--to").arg(&out).output().unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("would both be written to") && err.contains("laptop:my-chat"), "{err}");
+    assert!(!out.join("my-chat").exists(), "nothing written");
+    run_ok(sessiondb(&t.db).arg("export").arg("--to").arg(&out).args(["--source", "laptop"]));
+    common::tree::assert_same_tree(&t.b, &out, &[".lock"]);
+    let out_a = t.db.parent().unwrap().join("out-a");
+    run_ok(sessiondb(&t.db).arg("export").arg("--to").arg(&out_a).args(["--source", &default_name(&t.a)]));
+    common::tree::assert_same_tree(&t.a, &out_a, &[".lock"]);
+}
+
+/// The catch-up before a command that names a conversation reads that conversation's own
+/// directory: `SOURCE:CHAT` of a changed one, and of one new under that source's root.
+#[test]
+fn the_catch_up_before_a_command_reads_the_named_sources_directory() {
+    let t = two_roots();
+    run_ok(sessiondb(&t.db).arg("import").arg(&t.a));
+    run_ok(sessiondb(&t.db).arg("import").arg(&t.b).args(["--source", "laptop"]));
+    let mut grown = fs::read(t.b.join("my-chat/conversation.jsonl")).unwrap();
+    grown.extend_from_slice(b"{\"role\": \"assistant\", \"content\": \"written since\", \"timestamp\": \"2026-01-01T00:00:01\"}\n");
+    fs::write(t.b.join("my-chat/conversation.jsonl"), &grown).unwrap();
+    let show = |name: &str| stdout(&run_ok(sessiondb(&t.db).args(["show", name, "--json"])));
+    assert!(show("laptop:my-chat").contains("written since"));
+    assert!(!show(&format!("{}:my-chat", default_name(&t.a))).contains("written since"));
+    conversation(&t.b, "new-one", "brand new");
+    assert!(show("laptop:new-one").contains("brand new"), "taken in from laptop's root");
+}

@@ -155,6 +155,14 @@ pub fn count_in_use(conn: &Connection) -> Result<usize, StoreError> {
     Ok(n as usize)
 }
 
+/// Every conversation of source `source_id`, as `SOURCE:CHAT`, by chat id.
+pub fn qualified_chat_ids(conn: &Connection, source_id: i64) -> Result<Vec<String>, StoreError> {
+    let mut stmt =
+        conn.prepare("SELECT s.name || ':' || c.chat_id FROM conversations c JOIN sources s ON s.id = c.source_id WHERE c.source_id = ?1 ORDER BY c.chat_id")?;
+    let rows = stmt.query_map([source_id], |r| r.get(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// A conversation a command names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Named {
