@@ -405,6 +405,7 @@ impl Server<'_> {
         let filter = ListFilter { limit: Some(offset.saturating_add(limit)), model: a.model, since: since(a.since.as_deref())?, name, ..ListFilter::default() };
         let conn = self.store.connection()?;
         let total = queries::count_filtered(&conn, &filter)?;
+        let sources = crate::cli::list::shows_sources(&conn)?;
         let mut answer = json!({ "total": total, "offset": offset, "conversations": [], "more": null });
         if let Some(note) = note {
             answer["note"] = json!(note);
@@ -419,7 +420,7 @@ impl Server<'_> {
                 return Ok::<_, StoreError>(());
             }
             // A row is a few hundred characters: the first is taken whatever its length.
-            let row = serde_json::to_value(summary_json(&c)).expect("serialisable");
+            let row = serde_json::to_value(summary_json(&c).with_source(&c, sources)).expect("serialisable");
             if budget.take(&row) {
                 rows.push(row);
             } else {
