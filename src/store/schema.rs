@@ -7,9 +7,11 @@
 //! Migrations run with foreign keys off, so that one may rebuild a table that others refer to
 //! (SQLite's procedure for changing a table's constraints: with them on, dropping the old table
 //! would cascade into every row that refers to it). Each checks them before it commits: a
-//! migration that leaves a dangling reference fails and changes nothing.
+//! migration that leaves more dangling references than the database had before it fails and
+//! changes nothing (references a damaged database already had are `doctor`'s to report, and
+//! do not stop it from being brought up to date).
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 
 use super::StoreError;
 
@@ -57,6 +59,11 @@ fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), StoreError> {
     migrated
 }
 
+/// How many rows refer to a row that is not there (SQLite's foreign key check).
+fn dangling(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| r.get(0))?)
+}
+
 /// Applies migrations `from + 1 ..= target`, each in its own transaction (foreign keys off:
 /// see the module's doc).
 fn apply(conn: &mut Connection, from: i64, target: i64) -> Result<(), StoreError> {
@@ -67,10 +74,10 @@ fn apply(conn: &mut Connection, from: i64, target: i64) -> Result<(), StoreError
         if now > i as i64 {
             continue;
         }
+        let before = dangling(&tx)?;
         tx.execute_batch(sql)?;
-        let dangling: Option<String> = tx.query_row("PRAGMA foreign_key_check", [], |r| r.get(0)).optional()?;
-        if let Some(table) = dangling {
-            return Err(StoreError::Corrupt(format!("migration {} would leave rows of {table} referring to nothing", i + 1)));
+        if dangling(&tx)? > before {
+            return Err(StoreError::Corrupt(format!("migration {} would leave rows referring to nothing", i + 1)));
         }
         tx.pragma_update(None, "user_version", (i + 1) as i64)?;
         tx.commit()?;
@@ -92,6 +99,24 @@ mod tests {
         assert_eq!(v, CURRENT_VERSION);
         conn.pragma_update(None, "user_version", CURRENT_VERSION + 1).unwrap();
         assert!(matches!(migrate(&mut conn), Err(StoreError::NewerSchema { .. })));
+    }
+
+    /// A database that already holds a dangling reference (damage `doctor` reports) is still
+    /// brought up to date; the check stops only a migration that adds one.
+    #[test]
+    fn a_dangling_reference_from_before_does_not_stop_a_migration() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        super::super::fts::register_functions(&conn).unwrap();
+        migrate_to(&mut conn, 12).unwrap();
+        conn.pragma_update(None, "foreign_keys", false).unwrap();
+        conn.execute("INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns) VALUES (99, 'x', 'dir', 448, 0)", []).unwrap();
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        migrate(&mut conn).unwrap();
+        let on: bool = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0)).unwrap();
+        assert!(on, "foreign keys back as they were");
+        let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(v, CURRENT_VERSION);
+        assert_eq!(dangling(&conn).unwrap(), 1, "as it was");
     }
 
     /// 0008 moves each blob's bytes from `blobs.data` into one chunk, and a blob written by
