@@ -133,7 +133,7 @@ fn main() {
             "stats".into(),
             Box::new(|s: &Store| {
                 let conn = s.connection().map_err(|e| e.to_string())?;
-                let v = stats::overview(&conn, None, false, None).map_err(|e| e.to_string())?;
+                let v = stats::overview(&conn, None, false, None, None).map_err(|e| e.to_string())?;
                 Ok(v.get("total_conversations").and_then(Value::as_u64).unwrap_or(0) as usize)
             }),
         ),

@@ -312,7 +312,12 @@ const SERVER_LIFETIME: std::time::Duration = std::time::Duration::from_secs(120)
 
 impl Server {
     fn start(db: &Path, logs: &Path) -> Server {
-        let mut child = sessiondb(db).arg("mcp").arg(logs).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        Server::start_with(db, logs, &[])
+    }
+
+    /// [`Server::start`] with more arguments after the logs root.
+    fn start_with(db: &Path, logs: &Path, more: &[&str]) -> Server {
+        let mut child = sessiondb(db).arg("mcp").arg(logs).args(more).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
         let input = child.stdin.take().unwrap();
         let output = BufReader::new(child.stdout.take().unwrap());
         let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -518,5 +523,28 @@ fn the_server_makes_a_database_only_from_a_logs_root() {
     let result = server.call(1, "search_conversations", json!({ "query": "quagga" }));
     let page: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(ids(page["results"].as_array().unwrap()), ["fresh"]);
+    server.finish();
+}
+
+/// `mcp --source NAME` reads its logs root into that source; once the store has two sources,
+/// listed and found conversations carry theirs, and `SOURCE:CHAT` names one.
+#[test]
+fn the_server_reads_its_root_into_the_source_it_is_given() {
+    let work = tempfile::tempdir().unwrap();
+    let (a, b, db) = (work.path().join("a"), work.path().join("b"), work.path().join("db"));
+    conversation(&a, "same", &[("user", "an okapi at home")]);
+    conversation(&b, "same", &[("user", "an okapi at work")]);
+    run_ok(sessiondb(&db).arg("import").arg(&a));
+    let mut server = Server::start_with(&db, &b, &["--source", "work"]);
+    let page: Value = serde_json::from_str(server.call(1, "search_conversations", json!({ "query": "okapi" }))["content"][0]["text"].as_str().unwrap()).unwrap();
+    let mut found: Vec<String> =
+        page["results"].as_array().unwrap().iter().map(|r| format!("{}|{}", r["source"].as_str().unwrap_or("-"), r["id"].as_str().unwrap())).collect();
+    found.sort();
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found.contains(&"work|same".to_owned()), "{found:?}");
+    let listed: Value = serde_json::from_str(server.call(2, "list_conversations", json!({}))["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert!(listed["conversations"].as_array().unwrap().iter().any(|c| c["source"] == "work"), "{listed}");
+    let read = server.call(3, "read_conversation", json!({ "chat_id": "work:same" }));
+    assert!(read["content"][0]["text"].as_str().unwrap().contains("okapi at work"), "{read}");
     server.finish();
 }

@@ -32,6 +32,7 @@ const RELEASED: &[(&str, &str)] = &[
     ("0011_substring_index.sql", "8484a46b2309357eab8460d853cc94267ee2c01603f3823c99b1f6933b621433"),
     ("0012_ranking_index.sql", "9e5ad6e4890d55b07c9d4aa68ab8d4c02c8b1bde2e8a9f015ce21069e84ae336"),
     ("0013_distinct_trigrams.sql", "b26d15cdb9698b70a8007f539293a7524a537bb973bbbfdee5a2a429b17fb5d5"),
+    ("0014_sources.sql", "19da208e1fb7cc383e29fb92f35c7fb829517c588e0ffb51e8db77fdb24bef5c"),
 ];
 
 fn schema_dir() -> PathBuf {
@@ -402,4 +403,68 @@ fn a_schema_3_database_with_rows_upgrades() {
     assert_rows_kept(&conn, timed, events);
     drop(conn);
     assert_search_finds(&db);
+}
+
+/// 0014 puts every conversation of a schema 12 store under the source of the logs root it was
+/// read from (its directory's parent), keeping every row and row id, and moves acknowledged
+/// appends under their conversation's source; the store then reads as before.
+#[test]
+fn a_schema_12_database_gets_a_source_per_logs_root() {
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("v12.sqlite");
+    // The rows as the writer of schema 7 wrote them (blobs' bytes in `blobs.data`), brought to
+    // schema 12 by its migrations.
+    let mut conn = create_at_version(&db, 7);
+    let (timed, untimed, empty, events) = insert_rows(&conn);
+    index_all(&conn, 7);
+    for (i, name) in migration_files().iter().enumerate().take(12).skip(7) {
+        let tx = conn.transaction().unwrap();
+        tx.execute_batch(&fs::read_to_string(schema_dir().join(name)).unwrap()).unwrap();
+        tx.pragma_update(None, "user_version", (i + 1) as i64).unwrap();
+        tx.commit().unwrap();
+    }
+    conn.execute("UPDATE conversations SET source_dir = '/other/' || chat_id WHERE id = ?1", [untimed]).unwrap();
+    conn.execute(
+        "INSERT INTO acknowledged_lines (chat_id, path, message_key, line, event_seq, appended_at) VALUES ('2026-01-02-timed', 'conversation.jsonl', x'01', x'02', 7, 1.5)",
+        [],
+    )
+    .unwrap();
+    // Every column 0014 copies, as text (JSON of the row), by row id.
+    const EVERY_COLUMN: &str = "SELECT id, chat_id, json_array(source_dir, hex(fingerprint), imported_at, name, config_model, workspace, created, modified,
+        message_count, branch_count, model, total_cost, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, models_usage,
+        last_role, last_preview, first_message_seen, first_message_time, role_counts, deleted_at) FROM conversations ORDER BY id";
+    let before: Vec<(i64, String, String)> =
+        conn.prepare(EVERY_COLUMN).unwrap().query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(|r| r.unwrap()).collect();
+    drop(conn);
+
+    let conn = open_and_migrate(&db);
+    let host = sessiondb::store::sources::hostname();
+    let sources: Vec<(i64, String, String)> = conn
+        .prepare("SELECT id, name, root FROM sources ORDER BY root")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    let names: Vec<(&str, &str)> = sources.iter().map(|(_, n, r)| (n.as_str(), r.as_str())).collect();
+    assert_eq!(names, [(format!("{host}:/logs").as_str(), "/logs"), (format!("{host}:/other").as_str(), "/other")]);
+    let after: Vec<(i64, String, String)> =
+        conn.prepare(EVERY_COLUMN).unwrap().query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(after, before, "every conversation kept, with its row id");
+    let source_of = |id: i64| -> String {
+        conn.query_row("SELECT s.root FROM conversations c JOIN sources s ON s.id = c.source_id WHERE c.id = ?1", [id], |r| r.get(0)).unwrap()
+    };
+    assert_eq!((source_of(timed), source_of(untimed), source_of(empty)), ("/logs".into(), "/other".into(), "/logs".into()));
+    let acknowledged: (String, i64) =
+        conn.query_row("SELECT s.root, a.event_seq FROM acknowledged_lines a JOIN sources s ON s.id = a.source_id", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    assert_eq!(acknowledged, ("/logs".into(), 7));
+    assert_rows_kept(&conn, timed, events);
+    let fk: Option<String> = conn.query_row("PRAGMA foreign_key_check", [], |r| r.get(0)).optional().unwrap();
+    assert_eq!(fk, None);
+    drop(conn);
+    assert_search_finds(&db);
+    // Two logs roots: listings name each conversation's source.
+    let listed: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["list", "--json", "--all"])).stdout).unwrap();
+    let untimed_source = listed.as_array().unwrap().iter().find(|c| c["id"] == "2026-01-03-untimed").map(|c| c["source"].clone());
+    assert_eq!(untimed_source, Some(json!(format!("{host}:/other"))));
 }

@@ -1155,7 +1155,7 @@ fn an_import_of_many_batches_ends_with_the_ranking_index_whole() {
     }
     let db = work.path().join("db");
     let store = sessiondb::store::Store::open(&db).unwrap();
-    let report = sessiondb::sync::import::import_root_in_batches(&store, &logs, 8 << 10, &mut |_| {}).unwrap();
+    let report = sessiondb::sync::import::import_root_in_batches(&store, &logs, None, 8 << 10, &mut |_| {}).unwrap();
     assert!(report.bytes > 16 * (8 << 10), "many batches: {} bytes", report.bytes);
     assert_eq!((report.failed, report.conversations), (0, 120 + 8));
     assert!(ranking_dir(&db).join("meta.json").exists(), "the index followed the batches");

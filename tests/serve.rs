@@ -528,3 +528,19 @@ fn cors_answers_only_the_origin_given() {
     let (_, head) = preflight("http://elsewhere.example");
     assert!(!head.contains("elsewhere") && !head.contains("access-control-allow-origin: *"), "another origin was allowed: {head}");
 }
+
+/// `serve --source NAME` reads its root into that source before it listens.
+#[test]
+fn serve_reads_its_root_into_the_source_it_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, work, db) = (dir.path().join("home"), dir.path().join("work"), dir.path().join("db"));
+    for (root, said) in [(&home, "at home"), (&work, "at work")] {
+        std::fs::create_dir_all(root.join("same")).unwrap();
+        std::fs::write(root.join("same/conversation.jsonl"), format!("{{\"role\": \"user\", \"content\": \"{said}\"}}\n")).unwrap();
+    }
+    run_ok(sessiondb(&db).arg("import").arg(&home));
+    let serve = Serve::start(&db, &work, &["--source", "work"]);
+    let shown = run_ok(sessiondb(&db).args(["show", "work:same", "--json"]));
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("at work"));
+    drop(serve);
+}

@@ -62,3 +62,30 @@ fn watch_takes_in_what_gptme_writes_and_stops_on_ctrl_c() {
     let integrity: String = rusqlite::Connection::open(store.path()).unwrap().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(integrity, "ok");
 }
+
+/// `sync --watch --source NAME` reads its root into that source, beside another root's
+/// conversation of the same chat id; a conversation gptme writes meanwhile lands there too.
+#[test]
+fn watch_reads_into_the_source_it_is_given() {
+    let temp = tempfile::tempdir().unwrap();
+    let (home, work, db) = (temp.path().join("home"), temp.path().join("work"), temp.path().join("db.sqlite"));
+    for (root, said) in [(&home, "at home"), (&work, "at work")] {
+        std::fs::create_dir_all(root.join("same")).unwrap();
+        std::fs::write(root.join("same/conversation.jsonl"), format!("{{\"role\": \"user\", \"content\": \"{said}\"}}\n")).unwrap();
+    }
+    run_ok(sessiondb(&db).arg("sync").arg(&home));
+    let mut watch = sessiondb(&db).arg("sync").arg(&work).args(["--watch", "--json", "--source", "work"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut passes = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let first: serde_json::Value = serde_json::from_str(&passes.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["ingest"]["new_conversations"], 1);
+    let ack = temp.path().join("ack.txt");
+    run_ok(Command::new(gptme_python()).arg(tool("gptme_appender.py")).arg(&work).arg(&ack).arg("1").arg("started-while-watching"));
+    searchable(&db, "\"ack started-while-watching 0\"", Duration::from_secs(10));
+    unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+    assert!(watch.wait().unwrap().success());
+    let show = |name: &str| String::from_utf8_lossy(&run_ok(sessiondb(&db).args(["show", name, "--json"])).stdout).into_owned();
+    assert!(show("work:same").contains("at work"));
+    assert!(show("work:started-while-watching").contains("ack started-while-watching 0"));
+    let home_source = format!("{}:{}", sessiondb::store::sources::hostname(), std::fs::canonicalize(&home).unwrap().display());
+    assert!(show(&format!("{home_source}:same")).contains("at home"), "the other root's `same` untouched");
+}

@@ -29,6 +29,7 @@ mod roundtrip;
 mod scale;
 mod search;
 mod serve;
+mod sources;
 mod store_props;
 mod sync;
 mod sync_crash;

@@ -6,7 +6,7 @@ use std::time::Instant;
 use super::term::{say, tell};
 use super::{human_bytes, Failure};
 use sessiondb::render::Format;
-use sessiondb::store::{queries, Store};
+use sessiondb::store::{queries, sources, Store};
 use sessiondb::sync::document::{write_document, write_document_file};
 use sessiondb::sync::materialise::export_conversation;
 
@@ -29,6 +29,9 @@ pub struct Args {
     output: Option<PathBuf>,
     /// Conversations to export [default: all]
     chat_ids: Vec<String>,
+    /// Without CHAT_IDs: every conversation of this source (one logs root's), rather than all
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["chat_ids", "format"])]
+    source: Option<String>,
 }
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
@@ -47,7 +50,24 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let to = args.to.expect("required without --format");
     let started = Instant::now();
     let conn = store.connection()?;
-    let chat_ids = if args.chat_ids.is_empty() { queries::chat_ids(&conn)? } else { args.chat_ids };
+    let chat_ids = match (&args.source, args.chat_ids.is_empty()) {
+        (Some(name), _) => sources::qualified_chat_ids(&conn, sources::named(&conn, name)?.id)?,
+        (None, true) => queries::chat_ids(&conn)?,
+        (None, false) => args.chat_ids,
+    };
+    // Each conversation becomes DIR/<chat id>: two sources' conversations of one chat id cannot
+    // both go to one DIR (their files would mix). Refused before anything is written.
+    let mut targets: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    for name in &chat_ids {
+        let Ok(found) = sources::resolve(&conn, name) else { continue }; // reported below
+        if let Some(other) = targets.insert(found.chat_id.clone(), found.qualified()).filter(|other| *other != found.qualified()) {
+            return Err(Failure(format!(
+                "{other} and {} would both be written to {}; export each source to a directory of its own (--source NAME)",
+                found.qualified(),
+                to.join(&found.chat_id).display()
+            )));
+        }
+    }
     std::fs::create_dir_all(&to).map_err(|e| Failure(format!("{}: {e}", to.display())))?;
     let (mut files, mut bytes, mut failed) = (0, 0, 0);
     for chat_id in &chat_ids {

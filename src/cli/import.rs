@@ -30,6 +30,8 @@ pub struct Args {
     /// With --toml: empty the branch without asking, when the file holds no messages
     #[arg(long, requires = "toml")]
     allow_empty: bool,
+    #[command(flatten)]
+    source: super::SourceArg,
 }
 
 impl Args {
@@ -52,7 +54,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         Some(bar) => bar.suspend(|| tell!("{line}")),
         None => tell!("{line}"),
     };
-    let summary = import_root(store, &root, &mut |event| match event {
+    let summary = import_root(store, &root, args.source.source.as_deref(), &mut |event| match event {
         Progress::NotAConversation { dir } => tell_above(&bar, format!("sessiondb: skipped {}: no conversation.jsonl", dir.display())),
         Progress::Found { conversations } => {
             let new = ProgressBar::new(conversations);

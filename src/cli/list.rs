@@ -1,7 +1,8 @@
 //! `sessiondb list [--json] [--all] [-n N]`.
 //!
 //! Invariant: the table shows every listed chat id whole (it is what every other command
-//! takes); names, models and previews are what gets cut, in terminal cells.
+//! takes), and its source whole when the store has more than one (`SOURCE:CHAT` then names it
+//! in any case); names, models and previews are what gets cut, in terminal cells.
 
 use std::io::Write;
 
@@ -45,6 +46,10 @@ pub struct Args {
     /// modified, duration, model, tokens, cost, last message
     #[arg(long, conflicts_with = "json")]
     metadata: bool,
+    /// Only conversations of this source (the logs root they are read from; `sessiondb list`
+    /// shows each one's when there are several)
+    #[arg(long, value_name = "NAME")]
+    source: Option<String>,
 }
 
 /// `--sort`: the command line's names for [`SortBy`].
@@ -80,6 +85,9 @@ fn round4(x: f64) -> f64 {
 #[derive(serde::Serialize)]
 pub struct SummaryJson<'a> {
     id: &'a str,
+    /// Only when the store has more than one source ([`SummaryJson::with_source`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'a str>,
     name: &'a str,
     path: String,
     created: String,
@@ -102,6 +110,7 @@ pub fn summary_json(c: &ConversationSummary) -> SummaryJson<'_> {
     let empty: &serde_json::value::RawValue = serde_json::from_str("{}").expect("valid");
     SummaryJson {
         id: &c.chat_id,
+        source: None,
         name: &c.name,
         path: format!("{}/conversation.jsonl", c.source_dir),
         created: format_utc(c.created),
@@ -121,12 +130,27 @@ pub fn summary_json(c: &ConversationSummary) -> SummaryJson<'_> {
     }
 }
 
+impl<'a> SummaryJson<'a> {
+    /// With a `source` field (after `id`), when `show`: the store has more than one source.
+    pub fn with_source(mut self, c: &'a ConversationSummary, show: bool) -> Self {
+        self.source = show.then_some(c.source.as_str());
+        self
+    }
+}
+
+/// Whether listings show each conversation's source: the store has more than one.
+pub fn shows_sources(conn: &sessiondb::store::Connection) -> Result<bool, StoreError> {
+    Ok(sessiondb::store::sources::count_in_use(conn)? > 1)
+}
+
 /// The table's default length: a screenful, as gptme's `chats list`.
 const SCREENFUL: usize = 20;
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let conn = store.connection()?;
+    let source = args.source.as_deref().map(|name| sessiondb::store::sources::named(&conn, name)).transpose()?;
     let filter = ListFilter {
+        source: source.map(|s| s.id),
         include_test: args.all,
         limit: match args.limit {
             Some(0) => None,
@@ -170,7 +194,8 @@ fn write_json(out: &mut impl Write, conn: &sessiondb::store::Connection, filter:
     use serde::ser::{SerializeSeq, Serializer};
     let mut serializer = serde_json::Serializer::pretty(&mut *out);
     let mut seq = serializer.serialize_seq(None).map_err(std::io::Error::from)?;
-    queries::visit_filtered(conn, filter, |c| seq.serialize_element(&summary_json(&c)).map_err(|e| ListError::Io(e.into())))?;
+    let sources = shows_sources(conn)?;
+    queries::visit_filtered(conn, filter, |c| seq.serialize_element(&summary_json(&c).with_source(&c, sources)).map_err(|e| ListError::Io(e.into())))?;
     seq.end().map_err(std::io::Error::from)?;
     writeln!(out)?;
     Ok(())
@@ -204,9 +229,9 @@ impl Layout {
     /// the terminal (a third of what is right of the cost column, at least 22 cells) up to its
     /// widest value, and gives way (down to 10 cells) to an id that needs the room; the name
     /// takes what is left. `width` is `None` when nothing is to be cut (a pipe or a file).
-    fn new(rows: &[ConversationSummary], width: Option<usize>) -> Layout {
+    fn new(rows: &[ConversationSummary], ids: &[String], id_header: &str, width: Option<usize>) -> Layout {
         let widest = |f: &dyn Fn(&ConversationSummary) -> usize, header: &str| rows.iter().map(f).max().unwrap_or(0).max(term::cells(header));
-        let id = widest(&|c| term::cells(&term::visible_line(&c.chat_id)), "ID");
+        let id = ids.iter().map(|id| term::cells(id)).max().unwrap_or(0).max(term::cells(id_header));
         let model = widest(&|c| term::cells(&term::visible_line(c.model.as_deref().unwrap_or("-"))), "MODEL");
         let Some(width) = width else {
             return Layout { model, id, name: usize::MAX, below: usize::MAX };
@@ -224,11 +249,15 @@ impl Layout {
 /// `--metadata`: a block per conversation, with what gptme's `chats list --metadata` shows.
 fn write_metadata(out: &mut impl Write, conn: &sessiondb::store::Connection, filter: &ListFilter) -> Result<(), ListError> {
     let rows = queries::list_filtered(conn, filter)?;
+    let sources = shows_sources(conn)?;
     writeln!(out, "Recent conversations (showing up to {}):", filter.limit.unwrap_or(rows.len()))?;
     for (i, c) in rows.iter().enumerate() {
         let line = |text: String| term::visible_line(&text).into_owned();
         let (input, output) = (c.total_input_tokens, c.total_output_tokens);
         writeln!(out, "\n{:>2}. {}", i + 1, line(format!("{} (id: {})", c.name, c.chat_id)))?;
+        if sources {
+            writeln!(out, "     Source:   {}", line(c.source.clone()))?;
+        }
         writeln!(out, "     Messages: {}", c.messages)?;
         writeln!(out, "     Created:  {}", format_utc(c.created).replace('T', " "))?;
         writeln!(out, "     Modified: {}", format_utc(c.modified).replace('T', " "))?;
@@ -264,19 +293,33 @@ fn write_table(out: &mut impl Write, conn: &sessiondb::store::Connection, filter
     let rows = queries::list_filtered(conn, filter)?;
     // Fit a terminal (or $COLUMNS); written to a pipe or a file, nothing is cut.
     let width = (terminal || std::env::var_os("COLUMNS").is_some()).then(|| super::terminal_width(terminal).max(60));
-    let layout = Layout::new(&rows, width);
+    // With several sources, each id is preceded by its source, in a column of its own.
+    let sources = shows_sources(conn)?;
+    let source_width = rows.iter().map(|c| term::cells(&term::visible_line(&c.source))).max().unwrap_or(0).max(term::cells("SOURCE"));
+    let ids: Vec<String> = rows
+        .iter()
+        .map(|c| {
+            let id = term::visible_line(&c.chat_id).into_owned();
+            if sources {
+                format!("{}  {id}", term::pad(&term::visible_line(&c.source), source_width))
+            } else {
+                id
+            }
+        })
+        .collect();
+    let id_header = if sources { format!("{}  ID", term::pad("SOURCE", source_width)) } else { "ID".to_owned() };
+    let layout = Layout::new(&rows, &ids, &id_header, width);
     let names = rows.iter().any(|c| c.name != c.chat_id);
     let indent = LEFT + layout.model + 2;
     let mut header = format!("{:<16}  {:>5}  {:>9}  {}  ", "MODIFIED (UTC)", "MSGS", "COST", term::pad("MODEL", layout.model));
-    header += &if names && layout.name >= MIN_NAME { format!("{}  NAME", term::pad("ID", layout.id)) } else { "ID".to_owned() };
+    header += &if names && layout.name >= MIN_NAME { format!("{}  NAME", term::pad(&id_header, layout.id)) } else { id_header.clone() };
     writeln!(out, "{}", paint("1", &header))?;
-    for c in &rows {
+    for (c, id) in rows.iter().zip(ids) {
         let modified = format_utc(c.modified);
         let modified = modified.get(..16).unwrap_or(&modified).replace('T', " ");
         let cost = super::dollars(c.total_cost);
         // The end of a model's name tells it apart (the provider before it, less so).
         let model = term::pad(&term::cut_start(&term::visible_line(c.model.as_deref().unwrap_or("-")), layout.model), layout.model);
-        let id = term::visible_line(&c.chat_id);
         let named = c.name != c.chat_id;
         let mut line = format!("{}  {:>5}  {:>9}  {}  ", paint("2", &modified), c.messages, cost, paint("36", &model));
         let mut second = Vec::new();

@@ -152,6 +152,16 @@ pub(crate) struct QueueArg {
     pub(crate) queue: bool,
 }
 
+/// `--source`, for the commands that read a logs root in.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct SourceArg {
+    /// The name of the logs root's source in the store, when it is new there [default: the name
+    /// the store has for the root, else HOSTNAME:PATH]; conversations are named SOURCE:CHAT
+    /// where a chat id is in several sources
+    #[arg(long, value_name = "NAME")]
+    pub(crate) source: Option<String>,
+}
+
 /// Runs an operation (queued or not), adding the way out to a refusal because gptme holds the
 /// conversation.
 pub(crate) fn run_op<T>(

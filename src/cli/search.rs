@@ -46,6 +46,9 @@ pub struct Args {
     /// Only this conversation
     #[arg(long = "chat", value_name = "ID")]
     chat_id: Option<String>,
+    /// Only conversations of this source (the logs root they are read from)
+    #[arg(long, value_name = "NAME")]
+    source: Option<String>,
     /// Only messages on this branch
     #[arg(long)]
     branch: Option<String>,
@@ -73,6 +76,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         model: args.model,
         since: args.since.as_deref().map(super::parse_since).transpose()?,
         chat_id: args.chat_id,
+        source: args.source,
         branch: args.branch,
         limit: args.limit,
         matches: args.matches,
@@ -86,6 +90,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         totals: args.json,
     };
     let conn = store.connection()?;
+    let sources = super::list::shows_sources(&conn)?;
     let result = match search(&conn, &query) {
         Ok(r) => r,
         // A usage error: the filter names nothing there is (exit 2, as for a bad argument).
@@ -107,7 +112,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let mut out = stdout.lock();
     let written: std::io::Result<()> = (|| {
         if args.json {
-            let page = page_json(&result, args.offset, query.sort, args.context, args.matches);
+            let page = page_json(&result, args.offset, query.sort, args.context, args.matches, sources);
             writeln!(out, "{}", serde_json::to_string_pretty(&page).expect("serialisable"))?;
             return Ok(());
         }
@@ -119,7 +124,13 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         }
         writeln!(out, "Search results for '{query}'{how} ({} conversations):", result.conversations.len())?;
         for (i, c) in result.conversations.iter().enumerate() {
-            writeln!(out, "\n{}. {} ({} matches):", args.offset + i + 1, visible_line(&c.name), c.total)?;
+            // With several sources, which one the conversation is of (`SOURCE:CHAT` names it).
+            let name = if sources {
+                format!("{} [{}:{}]", visible_line(&c.name), visible_line(&c.source), visible_line(&c.chat_id))
+            } else {
+                visible_line(&c.name).into_owned()
+            };
+            writeln!(out, "\n{}. {} ({} matches):", args.offset + i + 1, name, c.total)?;
             for (j, h) in c.hits.iter().enumerate() {
                 // Messages numbered from 0, as gptme's search numbers them (and as `--json`'s `index`).
                 writeln!(out, "\n  Match {} ({}, message {}, {}):", j + 1, visible_line(&h.document), h.line, visible_line(&h.role))?;
@@ -136,7 +147,8 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
 /// The page of `search --json`: `{"total": {"messages", "conversations"}, "offset", "sort",
 /// "literal", "ranked_by", "results"}` (the MCP server's `search_conversations` answers with the same rows).
 /// `result` must have been asked for its totals.
-pub(crate) fn page_json(result: &SearchResult, offset: usize, sort: Sort, context: usize, matches: usize) -> serde_json::Value {
+/// With `sources` (the store has several), each result has its `source`.
+pub(crate) fn page_json(result: &SearchResult, offset: usize, sort: Sort, context: usize, matches: usize, sources: bool) -> serde_json::Value {
     let totals = result.totals.expect("a page is asked for with its totals");
     serde_json::json!({
         "total": { "messages": totals.messages, "conversations": totals.conversations },
@@ -144,7 +156,13 @@ pub(crate) fn page_json(result: &SearchResult, offset: usize, sort: Sort, contex
         "sort": match sort { Sort::Relevance => "relevance", Sort::Newest => "newest" },
         "literal": result.literal,
         "ranked_by": result.ranked_by.name(),
-        "results": result.conversations.iter().map(|c| conversation_json(c, &result.highlight, context, matches)).collect::<Vec<_>>(),
+        "results": result.conversations.iter().map(|c| {
+            let mut json = conversation_json(c, &result.highlight, context, matches);
+            if sources {
+                json["source"] = serde_json::json!(c.source);
+            }
+            json
+        }).collect::<Vec<_>>(),
     })
 }
 

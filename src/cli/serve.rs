@@ -14,6 +14,8 @@ use sessiondb::store::Store;
 pub struct Args {
     /// gptme's logs root to serve (and follow) [default: as for `sync`]
     logs_dir: Option<PathBuf>,
+    #[command(flatten)]
+    source: super::SourceArg,
     /// The address to listen on; one that is not loopback needs a token
     #[arg(long, default_value = "127.0.0.1")]
     host: IpAddr,
@@ -53,6 +55,7 @@ pub fn run(store: Store, args: Args) -> Result<i32, Failure> {
         port: args.port,
         token: args.token.filter(|t| !t.is_empty()),
         logs_root: std::path::absolute(&logs_root).unwrap_or(logs_root),
+        source: args.source.source,
         webui: serve::webui::locate(args.webui_dir),
         cors_origin: args.cors_origin,
         rescan: Duration::from_secs(args.rescan.max(1)),

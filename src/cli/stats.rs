@@ -21,6 +21,9 @@ pub struct Args {
     /// Print the figures as JSON
     #[arg(long)]
     json: bool,
+    /// Only conversations of this source (the logs root they are read from)
+    #[arg(long, value_name = "NAME", conflicts_with = "chat_id")]
+    source: Option<String>,
 }
 
 /// `--by`: the command line's names for [`Breakdown`].
@@ -74,7 +77,8 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         Some(id) => stats::conversation(&conn, id)?,
         None => {
             let since = args.since.as_deref().map(|s| super::parse_since(s).map(|t| (t, s.to_owned()))).transpose()?;
-            stats::overview(&conn, since, args.all, args.by.map(Breakdown::from))?
+            let source = args.source.as_deref().map(|name| sessiondb::store::sources::named(&conn, name)).transpose()?;
+            stats::overview(&conn, since, args.all, args.by.map(Breakdown::from), source.map(|s| s.id))?
         }
     };
     if args.json {
@@ -99,6 +103,9 @@ fn print_conversation(data: &serde_json::Value) {
     say!("Conversation Stats: {}", data["name"].as_str().unwrap_or(""));
     say!("{}", "=".repeat(40));
     say!("  ID:                   {}", data["id"].as_str().unwrap_or(""));
+    if let Some(source) = data["source"].as_str() {
+        say!("  Source:               {source}");
+    }
     if let Some(agent) = data["agent_name"].as_str() {
         say!("  Agent:                {agent}");
     }
@@ -151,6 +158,12 @@ fn print_overview(data: &serde_json::Value, since: Option<&str>, width: usize) {
         say!("  Last 30 days:  {} conversations", n(&data["conversations_last_30d"]));
     }
     let total = n(&data["total_conversations"]).max(1) as f64;
+    if let Some(sources) = data["by_source"].as_object() {
+        say!("\nBy Source");
+        for (name, s) in sources {
+            say!("  {}  {:>5} convs  {:>6} msgs  {:>9}", term::visible_line(name), n(&s["conversations"]), n(&s["messages"]), cost(&s["cost"]));
+        }
+    }
     if let Some(agents) = data["by_agent"].as_object().filter(|a| !a.is_empty()) {
         say!("\nBy Agent");
         for (agent, count) in agents {

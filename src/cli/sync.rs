@@ -28,14 +28,16 @@ pub struct Args {
     /// With --watch: seconds between full rescans, which catch anything notifications missed
     #[arg(long, default_value_t = 30, value_name = "SECS", requires = "watch")]
     rescan: u64,
+    #[command(flatten)]
+    source: super::SourceArg,
 }
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let root = super::logs_root(args.logs_dir)?;
     if args.watch {
-        return watch_root(store, &root, Duration::from_secs(args.rescan.max(1)), args.json);
+        return watch_root(store, &root, args.source.source.as_deref(), Duration::from_secs(args.rescan.max(1)), args.json);
     }
-    let report = sync_pass(store, &root, None, args.dry_run)?;
+    let report = sync_pass(store, &root, args.source.source.as_deref(), None, args.dry_run)?;
     if !args.dry_run {
         store.flush_wal()?;
         catch_up_ranking(store);
@@ -118,7 +120,7 @@ pub(super) fn stranded_message(s: &Stranded) -> String {
     )
 }
 
-fn watch_root(store: &Store, root: &std::path::Path, rescan: Duration, json: bool) -> Result<i32, Failure> {
+fn watch_root(store: &Store, root: &std::path::Path, source: Option<&str>, rescan: Duration, json: bool) -> Result<i32, Failure> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).map_err(|e| Failure(format!("cannot handle Ctrl-C: {e}")))?;
@@ -127,7 +129,7 @@ fn watch_root(store: &Store, root: &std::path::Path, rescan: Duration, json: boo
     }
     let mut failures = 0;
     let mut told_stranded = std::collections::HashSet::new();
-    watch(store, root, rescan, &stop, &mut |event| match event {
+    watch(store, root, source, rescan, &stop, &mut |event| match event {
         WatchEvent::Pass { report, .. } => {
             failures += report.ingest.failed + report.materialise.failed;
             if !json {

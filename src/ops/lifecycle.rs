@@ -104,7 +104,7 @@ pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&s
         return Err(OpsError::Invalid(format!("turn {turn} out of range: '{chat_id}' has {users} user turn(s) (valid range: 0–{users})")));
     }
     let sliced = slice_at_turn(&messages, turn);
-    let new_id = new_id.map_or_else(|| format!("{chat_id}-fork-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S")), str::to_owned);
+    let new_id = new_id.map_or_else(|| format!("{}-fork-{}", source.chat_id, chrono::Utc::now().format("%Y%m%d-%H%M%S")), str::to_owned);
     let logs_root = source.dir.parent().map(Path::to_path_buf).unwrap_or_default();
     let dest = validate_new(&logs_root, &new_id)?;
     let result = (|| -> Result<(), OpsError> {
@@ -142,6 +142,9 @@ pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&s
 pub fn remove(store: &Store, chat_id: &str, force: bool) -> Result<(), OpsError> {
     let mut conn = store.connection()?;
     let conv = modify::load_conversation(&conn, chat_id)?;
+    // From here on, the chat id of this conversation's source (see `store::sources`).
+    conn.scope_to(conv.source_id);
+    let chat_id = conv.chat_id.as_str();
     let _lock = if conv.dir.exists() { Some(gptme_lock::acquire_path(&conv.dir)?) } else { None };
     let batch = WriteBatch::begin(&mut conn)?;
     let conv = modify::load_conversation(batch.conn(), chat_id)?; // its rows as they are now
@@ -195,11 +198,14 @@ pub struct CleanCandidate {
 /// (test conversations only when `include_test`), with their size on disk.
 pub fn clean_candidates(store: &Store, max_messages: i64, include_test: bool) -> Result<Vec<CleanCandidate>, OpsError> {
     let conn = store.connection()?;
+    // How each is named: its chat id, or `SOURCE:CHAT` when several sources have that chat id.
+    let names: std::collections::HashSet<String> = queries::chat_ids(&conn)?.into_iter().collect();
     let mut out = Vec::new();
     for c in queries::list_conversations(&conn, include_test, None)? {
         if c.messages <= max_messages && c.branches <= 1 {
             let size_bytes = dir_size(Path::new(&c.source_dir));
-            out.push(CleanCandidate { chat_id: c.chat_id, name: c.name, messages: c.messages, size_bytes });
+            let chat_id = if names.contains(&c.chat_id) { c.chat_id } else { format!("{}:{}", c.source, c.chat_id) };
+            out.push(CleanCandidate { chat_id, name: c.name, messages: c.messages, size_bytes });
         }
     }
     Ok(out)

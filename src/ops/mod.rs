@@ -67,8 +67,18 @@ pub struct Session<'c> {
 
 /// Runs `op` on conversation `chat_id` as one transaction over the store and its directory.
 /// Changes queued earlier with [`with_queued_session`] are written out first.
+///
+/// `chat_id` is a chat id or `SOURCE:CHAT` ([`crate::store::sources::resolve`]); once found,
+/// everything the operation looks up and writes is of that conversation's source.
 pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Session) -> Result<T, OpsError>) -> Result<T, OpsError> {
+    let named = crate::store::sources::resolve(&store.connection()?, chat_id)?;
+    with_session_in(store, &named, op)
+}
+
+fn with_session_in<T>(store: &Store, named: &crate::store::sources::Named, op: impl FnOnce(&mut Session) -> Result<T, OpsError>) -> Result<T, OpsError> {
     let mut conn = store.connection()?;
+    conn.scope_to(named.source_id);
+    let chat_id = named.chat_id.as_str();
     let conv = modify::load_conversation(&conn, chat_id)?;
     let dir = conv.dir;
     if !dir.join(layout::MAIN_TRANSCRIPT).exists() {
@@ -89,7 +99,7 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
         drop(batch);
         drop(lock);
         drop(conn);
-        return with_session(store, chat_id, op);
+        return with_session_in(store, named, op);
     }
     // gptme (or a person) changed the directory: operate on what is there now. Also when the
     // store lost a message sessiondb acknowledged (a read that raced a rewrite): reading it
@@ -150,6 +160,9 @@ pub fn run<T>(store: &Store, chat_id: &str, queued: bool, op: impl FnOnce(&mut S
 /// when the store last read it, which is how the sync tells a conflict from a plain update.
 pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Session) -> Result<T, OpsError>) -> Result<T, OpsError> {
     let mut conn = store.connection()?;
+    let named = crate::store::sources::resolve(&conn, chat_id)?;
+    conn.scope_to(named.source_id);
+    let chat_id = named.chat_id.as_str();
     let mut batch = WriteBatch::begin(&mut conn)?;
     let conv = modify::load_conversation(batch.conn(), chat_id)?;
     if !crate::store::pending::has_pending(batch.conn(), conv.id)? && conv.dir.join(layout::MAIN_TRANSCRIPT).exists() {

@@ -76,7 +76,7 @@ impl Live {
                     WatchEvent::Degraded(why) => tracing::warn!("watch: {why}"),
                     WatchEvent::Failed(e) => tracing::warn!("sync pass failed: {}", crate::cause::chain(&e)),
                 };
-                if let Err(e) = watch(&store, &root, rescan, &flag, &mut on_event) {
+                if let Err(e) = watch(&store, &root, None, rescan, &flag, &mut on_event) {
                     tracing::error!("the watcher stopped: {}", crate::cause::chain(&e));
                 }
             })

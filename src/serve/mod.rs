@@ -42,6 +42,8 @@ pub struct Config {
     pub token: Option<String>,
     /// The logs root served (and watched).
     pub logs_root: PathBuf,
+    /// The name of the root's source, when given (see [`crate::store::sources`]).
+    pub source: Option<String>,
     /// The web UI build to serve at `/`, if one was found.
     pub webui: Option<PathBuf>,
     pub cors_origin: Option<String>,
@@ -140,7 +142,7 @@ pub fn run(store: Store, config: Config) -> Result<(), ServeError> {
     }
     // The store holds the root as it is now before the first request is answered; the
     // watcher keeps it so from then on.
-    match crate::sync::pass::sync_pass(&store, &config.logs_root, None, false) {
+    match crate::sync::pass::sync_pass(&store, &config.logs_root, config.source.as_deref(), None, false) {
         Ok(report) => tracing::info!(conversations = report.ingest.new_conversations, seconds = report.seconds, "synced {}", config.logs_root.display()),
         Err(e) => tracing::warn!("the first sync of {} failed: {}; serving the store as it is", config.logs_root.display(), crate::cause::chain(&e)),
     }

@@ -1,10 +1,16 @@
-//! The rows of `acknowledged_lines`: messages sessiondb appended to a branch, kept by chat id
-//! until `sync::acknowledged` finds them safe (see migration 0007 for why they exist).
+//! The rows of `acknowledged_lines`: messages sessiondb appended to a branch, kept by source
+//! and chat id until `sync::acknowledged` finds them safe (see migration 0007 for why they
+//! exist, 0014 for the source).
+//!
+//! A chat id here is one of the connection's source when it is scoped to one
+//! ([`Connection::scope_to`]: a sync, an operation on one conversation); on an unscoped
+//! connection it is looked up as a command names it ([`super::sources::resolve`]), and a chat
+//! id the store does not hold has no records.
 //!
 //! Only this module touches the table. Records are written in the same transaction as the
 //! append they describe, so a committed append always has its record.
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::params;
 use sha2::{Digest, Sha256};
 
 use super::{Connection, StoreError};
@@ -40,35 +46,50 @@ pub struct Acknowledged {
     pub appended_at: f64,
 }
 
+/// The source of the records of `chat_id` (see the module's doc); `None` when there is none.
+fn source_of(conn: &Connection, chat_id: &str) -> Result<Option<i64>, StoreError> {
+    if let Some(source) = conn.scope() {
+        return Ok(Some(source));
+    }
+    match super::sources::resolve(conn, chat_id) {
+        Ok(named) => Ok(Some(named.source_id)),
+        Err(StoreError::NoConversation(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Records that sessiondb appended `message` (written as `line`) to transcript `path` of
 /// `chat_id`, with event `event_seq`. Call inside the append's transaction.
 pub fn record(conn: &Connection, chat_id: &str, path: &str, message: &Message, line: &[u8], event_seq: i64) -> Result<(), StoreError> {
     let now = epoch_seconds();
+    let source = source_of(conn, chat_id)?.ok_or_else(|| StoreError::NoConversation(chat_id.to_owned()))?;
     conn.prepare_cached(
-        "INSERT OR REPLACE INTO acknowledged_lines (chat_id, path, message_key, line, event_seq, appended_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT OR REPLACE INTO acknowledged_lines (source_id, chat_id, path, message_key, line, event_seq, appended_at)
+         VALUES (?7, ?1, ?2, ?3, ?4, ?5, ?6)",
     )?
-    .execute(params![chat_id, path, &message_key(message)[..], line, event_seq, now])?;
+    .execute(params![chat_id, path, &message_key(message)[..], line, event_seq, now, source])?;
     Ok(())
 }
 
 /// The recorded appends of `chat_id`, in the order of their events (each branch's seqs only grow).
 pub fn of_conversation(conn: &Connection, chat_id: &str) -> Result<Vec<Acknowledged>, StoreError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT path, message_key, line, event_seq, appended_at FROM acknowledged_lines WHERE chat_id = ?1
+        "SELECT path, message_key, line, event_seq, appended_at FROM acknowledged_lines WHERE chat_id = ?1 AND source_id = ?2
          ORDER BY event_seq, appended_at",
     )?;
-    let rows = stmt.query_map([chat_id], |r| {
+    let Some(source) = source_of(conn, chat_id)? else { return Ok(Vec::new()) };
+    let rows = stmt.query_map(params![chat_id, source], |r| {
         let key: Vec<u8> = r.get(1)?;
         Ok(Acknowledged { path: r.get(0)?, key: key.as_slice().try_into().unwrap_or([0; 32]), line: r.get(2)?, event_seq: r.get(3)?, appended_at: r.get(4)? })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// The chat ids that have recorded appends.
+/// The chat ids that have recorded appends (of the connection's source when it is scoped to
+/// one, else of any).
 pub fn chat_ids(conn: &Connection) -> Result<std::collections::HashSet<String>, StoreError> {
-    let mut stmt = conn.prepare_cached("SELECT DISTINCT chat_id FROM acknowledged_lines")?;
-    let rows = stmt.query_map([], |r| r.get(0))?;
+    let mut stmt = conn.prepare_cached("SELECT DISTINCT chat_id FROM acknowledged_lines WHERE ?1 IS NULL OR source_id = ?1")?;
+    let rows = stmt.query_map([conn.scope()], |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
@@ -84,9 +105,10 @@ pub fn any_missing_from_store(conn: &Connection, chat_id: &str) -> Result<bool, 
 /// timestamp (a rewrite may re-encode a line).
 pub fn missing_from_store(conn: &Connection, chat_id: &str) -> Result<Vec<Acknowledged>, StoreError> {
     use crate::codec::message_line::{decode_line, LineContent};
-    let Some(conversation_id) = conn.prepare_cached("SELECT id FROM conversations WHERE chat_id = ?1")?.query_row([chat_id], |r| r.get::<_, i64>(0)).optional()?
-    else {
-        return Ok(Vec::new());
+    let conversation_id = match super::sources::conversation_id(conn, chat_id) {
+        Ok(id) => id,
+        Err(StoreError::NoConversation(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
     };
     let mut by_digest = conn.prepare_cached(
         "SELECT EXISTS (SELECT 1 FROM messages m JOIN document_lines dl ON dl.message_id = m.id
@@ -128,7 +150,13 @@ pub fn forget_removed(conn: &Connection, chat_id: &str, before: &[Acknowledged])
 
 /// Drops the record of one append: its message is safe, or was removed on purpose.
 pub fn forget(conn: &Connection, chat_id: &str, a: &Acknowledged) -> Result<(), StoreError> {
-    conn.prepare_cached("DELETE FROM acknowledged_lines WHERE chat_id = ?1 AND path = ?2 AND message_key = ?3")?.execute(params![chat_id, a.path, &a.key[..]])?;
+    let Some(source) = source_of(conn, chat_id)? else { return Ok(()) };
+    conn.prepare_cached("DELETE FROM acknowledged_lines WHERE source_id = ?4 AND chat_id = ?1 AND path = ?2 AND message_key = ?3")?.execute(params![
+        chat_id,
+        a.path,
+        &a.key[..],
+        source
+    ])?;
     Ok(())
 }
 
@@ -137,7 +165,8 @@ pub fn forget(conn: &Connection, chat_id: &str, a: &Acknowledged) -> Result<(), 
 /// `sync::acknowledged`).
 pub fn forget_settled(conn: &Connection, chat_id: &str, settle: f64) -> Result<(), StoreError> {
     let before = epoch_seconds() - settle;
-    conn.prepare_cached("DELETE FROM acknowledged_lines WHERE chat_id = ?1 AND appended_at < ?2")?.execute(params![chat_id, before])?;
+    let Some(source) = source_of(conn, chat_id)? else { return Ok(()) };
+    conn.prepare_cached("DELETE FROM acknowledged_lines WHERE source_id = ?3 AND chat_id = ?1 AND appended_at < ?2")?.execute(params![chat_id, before, source])?;
     Ok(())
 }
 
@@ -145,12 +174,14 @@ pub fn forget_settled(conn: &Connection, chat_id: &str, settle: f64) -> Result<(
 /// written to the directory, where a gptme that read it a moment before may still drop them.
 pub fn touch(conn: &Connection, chat_id: &str) -> Result<(), StoreError> {
     let now = epoch_seconds();
-    conn.prepare_cached("UPDATE acknowledged_lines SET appended_at = ?2 WHERE chat_id = ?1")?.execute(params![chat_id, now])?;
+    let Some(source) = source_of(conn, chat_id)? else { return Ok(()) };
+    conn.prepare_cached("UPDATE acknowledged_lines SET appended_at = ?2 WHERE source_id = ?3 AND chat_id = ?1")?.execute(params![chat_id, now, source])?;
     Ok(())
 }
 
 /// Drops every record of `chat_id` (the conversation is removed).
 pub fn forget_conversation(conn: &Connection, chat_id: &str) -> Result<(), StoreError> {
-    conn.prepare_cached("DELETE FROM acknowledged_lines WHERE chat_id = ?1")?.execute([chat_id])?;
+    let Some(source) = source_of(conn, chat_id)? else { return Ok(()) };
+    conn.prepare_cached("DELETE FROM acknowledged_lines WHERE source_id = ?2 AND chat_id = ?1")?.execute(params![chat_id, source])?;
     Ok(())
 }

@@ -6,6 +6,11 @@
 //! A conversation is always written whole in one transaction: readers see it before or after,
 //! never half-imported.
 //!
+//! A conversation is identified by its source (the logs root it is read from) and its chat id
+//! ([`sources`]). A [`Connection`] scoped to a source ([`Connection::scope_to`]) looks up and
+//! writes that source's conversations only; an unscoped one finds a conversation as a command
+//! names it (`SOURCE:CHAT`, or a chat id only one source has).
+//!
 //! This module is the only one that holds SQL or touches SQLite. The rest of the crate gets a
 //! [`Connection`] (or, to write, a [`WriteBatch`] and the [`Connection`] it lends) and calls the
 //! named operations of the modules below, each in the module that owns its rows: [`ConversationWriter`] for
@@ -26,6 +31,7 @@ pub mod ranking;
 pub mod rows;
 pub mod schema;
 pub mod search;
+pub mod sources;
 pub mod stats;
 pub mod totals;
 mod trigram_tokens;
@@ -76,6 +82,21 @@ pub enum StoreError {
     NoSuchFilter { flag: &'static str, value: String, known: String },
     #[error("no conversation {0:?} in the store")]
     NoConversation(String),
+    /// A bare chat id stored in more than one source (or a `SOURCE:CHAT` that can be read two
+    /// ways): the candidates, each as `SOURCE:CHAT`.
+    #[error("{given:?} names more than one conversation; give one of: {}", candidates.join(", "))]
+    Ambiguous { given: String, candidates: Vec<String> },
+    #[error("{name:?} cannot name a source: {why}")]
+    BadSourceName { name: String, why: &'static str },
+    /// `--source NAME` for a root that another source already reads.
+    #[error("{} is read as source {other:?} already; give --source {other:?}, or none", root.display())]
+    SourceRoot { name: String, root: PathBuf, other: String },
+    /// `--source NAME` where source NAME reads another root.
+    #[error("source {name:?} reads {} already, not {}; a source reads one logs root", other.display(), root.display())]
+    SourceName { name: String, root: PathBuf, other: PathBuf },
+    /// A write scoped to one source was given a conversation directory of another logs root.
+    #[error("{} is not in logs root {} of source {source_name:?}; a sync or import of a root writes only that root's conversations", dir.display(), root.display())]
+    OutsideSource { dir: PathBuf, source_name: String, root: PathBuf },
     #[error("conversation {chat_id:?} has no branch {branch:?}")]
     NoBranch { chat_id: String, branch: String },
     /// Reading the directory again would replace changes made in the store only (`--queue`):
@@ -97,7 +118,7 @@ impl From<rusqlite::Error> for StoreError {
 /// take this type (inside a write transaction, [`WriteBatch::conn`] hands out the same type):
 /// the SQLite connection within is reachable from `store` alone, so that no SQL is written
 /// anywhere else and a second backend has one interface to implement.
-pub struct Connection(Inner);
+pub struct Connection(Inner, std::cell::Cell<Option<i64>>);
 
 enum Inner {
     Pooled(r2d2::PooledConnection<SqliteConnectionManager>),
@@ -109,7 +130,26 @@ enum Inner {
 impl Connection {
     /// A connection opened outside the pool (see [`doctor::open_unmigrated`]).
     pub(in crate::store) fn plain(conn: rusqlite::Connection) -> Connection {
-        Connection(Inner::Plain(conn))
+        Connection(Inner::Plain(conn), Default::default())
+    }
+
+    /// Keeps this connection to the conversations of one source from now on: chat ids are
+    /// looked up in that source only, and conversations written are written into it (see
+    /// [`sources`]). For a sync or import of one logs root, and for an operation on one
+    /// conversation once it is found. A connection is unscoped when taken from the store.
+    pub fn scope_to(&self, source_id: i64) {
+        self.1.set(Some(source_id));
+    }
+
+    /// Sets the source this connection is kept to (`None`: none), returning the one before,
+    /// for a function that scopes a connection it was lent and must give it back as it was.
+    pub fn set_scope(&self, source_id: Option<i64>) -> Option<i64> {
+        self.1.replace(source_id)
+    }
+
+    /// The source this connection is kept to ([`Connection::scope_to`]), if any.
+    pub(in crate::store) fn scope(&self) -> Option<i64> {
+        self.1.get()
     }
 
     pub(in crate::store) fn sql(&self) -> &rusqlite::Connection {
@@ -214,7 +254,7 @@ impl Store {
     }
 
     pub fn connection(&self) -> Result<Connection, StoreError> {
-        Ok(Connection(Inner::Pooled(self.pool.get()?)))
+        Ok(Connection(Inner::Pooled(self.pool.get()?), Default::default()))
     }
 
     pub fn path(&self) -> &Path {

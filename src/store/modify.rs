@@ -25,16 +25,20 @@ use crate::model::Message;
 #[derive(Debug, Clone)]
 pub struct LiveConversation {
     pub id: i64,
+    /// Its source's row id (see [`super::sources`]).
+    pub source_id: i64,
     pub chat_id: String,
     /// The gptme directory it lives in.
     pub dir: std::path::PathBuf,
 }
 
+/// The conversation `chat_id` names: a chat id of the connection's source when it is scoped to
+/// one, else a chat id or `SOURCE:CHAT` ([`super::sources::resolve`]).
 pub fn load_conversation(conn: &Connection, chat_id: &str) -> Result<LiveConversation, StoreError> {
-    conn.prepare_cached("SELECT id, chat_id, source_dir FROM conversations WHERE chat_id = ?1")?
-        .query_row([chat_id], |r| Ok(LiveConversation { id: r.get(0)?, chat_id: r.get(1)?, dir: std::path::PathBuf::from(r.get::<_, String>(2)?) }))
-        .optional()?
-        .ok_or_else(|| StoreError::NoConversation(chat_id.to_owned()))
+    let id = super::sources::conversation_id(conn, chat_id)?;
+    Ok(conn.prepare_cached("SELECT id, source_id, chat_id, source_dir FROM conversations WHERE id = ?1")?.query_row([id], |r| {
+        Ok(LiveConversation { id: r.get(0)?, source_id: r.get(1)?, chat_id: r.get(2)?, dir: std::path::PathBuf::from(r.get::<_, String>(3)?) })
+    })?)
 }
 
 /// A stored JSONL document.
@@ -569,7 +573,12 @@ mod tests {
         super::super::fts::register_functions(&conn).unwrap();
         super::super::schema::migrate(&mut conn).unwrap();
         let conn = Connection::plain(conn);
-        conn.execute("INSERT INTO conversations (chat_id, source_dir, fingerprint, imported_at, created, modified) VALUES ('c', 'c', x'', '', 0, 0)", []).unwrap();
+        conn.execute("INSERT INTO sources (name, root) VALUES ('s', '/')", []).unwrap();
+        conn.execute(
+            "INSERT INTO conversations (source_id, chat_id, source_dir, fingerprint, imported_at, created, modified) VALUES (1, 'c', '/c', x'', '', 0, 0)",
+            [],
+        )
+        .unwrap();
         conn
     }
 

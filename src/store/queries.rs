@@ -20,6 +20,8 @@ use crate::model::{Message, Role};
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConversationSummary {
     pub chat_id: String,
+    /// The name of its source (see [`super::sources`]).
+    pub source: String,
     /// Display name: config.toml's `[chat] name`, else the chat id.
     pub name: String,
     pub source_dir: String,
@@ -43,7 +45,7 @@ pub struct ConversationSummary {
 
 const SUMMARY_COLUMNS: &str = "chat_id, coalesce(name, chat_id), source_dir, workspace, created, modified,
     message_count, branch_count, model, total_cost, input_tokens, output_tokens, cache_read_tokens,
-    cache_creation_tokens, models_usage, last_role, last_preview";
+    cache_creation_tokens, models_usage, last_role, last_preview, (SELECT s.name FROM sources s WHERE s.id = source_id)";
 
 fn summary_from_row(r: &Row) -> rusqlite::Result<ConversationSummary> {
     Ok(ConversationSummary {
@@ -64,6 +66,7 @@ fn summary_from_row(r: &Row) -> rusqlite::Result<ConversationSummary> {
         models_usage: r.get(14)?,
         last_message_role: r.get(15)?,
         last_message_preview: r.get(16)?,
+        source: r.get(17)?,
     })
 }
 
@@ -91,6 +94,8 @@ pub struct ListFilter {
     pub until: Option<f64>,
     /// Only conversations whose display name or id matches this glob.
     pub name: Option<String>,
+    /// Only conversations of this source (a row id of `sources`).
+    pub source: Option<i64>,
     pub sort: SortBy,
     /// Smallest first instead of largest (oldest first, for times): the exact reverse of the
     /// listing, ties (broken by chat id) included.
@@ -159,6 +164,9 @@ fn listing_sql(f: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
     if let Some(t) = f.until {
         filters.push(format!("modified < {}", arg(t.into())));
     }
+    if let Some(s) = f.source {
+        filters.push(format!("source_id = {}", arg(s.into())));
+    }
     if let Some(g) = &f.name {
         let p = arg(g.clone().into());
         filters.push(format!("(coalesce(name, chat_id) GLOB {p} OR chat_id GLOB {p})"));
@@ -198,22 +206,27 @@ pub fn list_page(conn: &Connection, after: Option<(f64, Option<&str>)>, limit: u
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// One conversation's listing row, or an error naming it.
+/// The listing row of the conversation `chat_id` names (a chat id, or `SOURCE:CHAT`: see
+/// [`super::sources::resolve`]), or an error naming it.
 pub fn conversation_summary(conn: &Connection, chat_id: &str) -> Result<ConversationSummary, StoreError> {
-    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM conversations WHERE chat_id = ?1");
-    conn.query_row(&sql, [chat_id], summary_from_row).optional()?.ok_or_else(|| StoreError::NoConversation(chat_id.to_owned()))
+    let id = conversation_id(conn, chat_id)?;
+    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM conversations WHERE id = ?1");
+    Ok(conn.query_row(&sql, [id], summary_from_row)?)
 }
 
-/// The store's id of a conversation, or an error naming it.
+/// The store's id of the conversation `chat_id` names ([`super::sources::resolve`]), or an
+/// error naming it.
 pub fn conversation_id(conn: &Connection, chat_id: &str) -> Result<i64, StoreError> {
-    conn.query_row("SELECT id FROM conversations WHERE chat_id = ?1", [chat_id], |r| r.get(0))
-        .optional()?
-        .ok_or_else(|| StoreError::NoConversation(chat_id.to_owned()))
+    super::sources::conversation_id(conn, chat_id)
 }
 
-/// All chat ids, sorted.
+/// How a command can name every stored conversation, sorted: the chat id, or `SOURCE:CHAT`
+/// for a chat id stored in more than one source.
 pub fn chat_ids(conn: &Connection) -> Result<Vec<String>, StoreError> {
-    let mut stmt = conn.prepare("SELECT chat_id FROM conversations ORDER BY chat_id")?;
+    let mut stmt = conn.prepare(
+        "SELECT CASE WHEN (SELECT count(*) FROM conversations o WHERE o.chat_id = c.chat_id) > 1 THEN s.name || ':' || c.chat_id ELSE c.chat_id END AS named
+         FROM conversations c JOIN sources s ON s.id = c.source_id ORDER BY c.chat_id, s.name",
+    )?;
     let rows = stmt.query_map([], |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -339,26 +352,31 @@ pub struct TranscriptSeen {
     pub mtime_ns: i64,
 }
 
-/// Every stored conversation's [`TranscriptSeen`], by chat id. One pass over an index.
-pub fn main_transcript_stats(conn: &Connection) -> Result<HashMap<String, TranscriptSeen>, StoreError> {
+/// The [`TranscriptSeen`] of every conversation of logs root `root`'s source, by chat id. One
+/// pass over an index.
+pub fn main_transcript_stats(conn: &Connection, root: &std::path::Path) -> Result<HashMap<String, TranscriptSeen>, StoreError> {
     let mut stmt = conn.prepare(&format!(
-        "SELECT c.chat_id, c.source_dir, e.size, e.mtime_ns FROM conversations c JOIN entries e ON e.conversation_id = c.id AND e.path = '{}'",
+        "SELECT c.chat_id, c.source_dir, e.size, e.mtime_ns FROM conversations c JOIN entries e ON e.conversation_id = c.id AND e.path = '{}'
+         JOIN sources s ON s.id = c.source_id WHERE s.root = ?1",
         crate::layout::MAIN_TRANSCRIPT
     ))?;
-    let rows =
-        stmt.query_map([], |r| Ok((r.get(0)?, TranscriptSeen { dir: r.get(1)?, size: r.get::<_, Option<i64>>(2)?.map(|s| s as u64), mtime_ns: r.get(3)? })))?;
+    let rows = stmt.query_map([super::sources::root_key(root).to_string_lossy()], |r| {
+        Ok((r.get(0)?, TranscriptSeen { dir: r.get(1)?, size: r.get::<_, Option<i64>>(2)?.map(|s| s as u64), mtime_ns: r.get(3)? }))
+    })?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// The size of a conversation's main transcript as the store last saw it (`None` when
 /// unknown): one indexed lookup, for a listing that needs it for a page of conversations.
 pub fn main_transcript_size(conn: &Connection, chat_id: &str) -> Result<Option<u64>, StoreError> {
+    let id = match conversation_id(conn, chat_id) {
+        Ok(id) => id,
+        Err(StoreError::NoConversation(_) | StoreError::Ambiguous { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
     Ok(conn
-        .prepare_cached(&format!(
-            "SELECT e.size FROM conversations c JOIN entries e ON e.conversation_id = c.id AND e.path = '{}' WHERE c.chat_id = ?1",
-            crate::layout::MAIN_TRANSCRIPT
-        ))?
-        .query_row([chat_id], |r| r.get::<_, Option<i64>>(0))
+        .prepare_cached(&format!("SELECT e.size FROM entries e WHERE e.conversation_id = ?1 AND e.path = '{}'", crate::layout::MAIN_TRANSCRIPT))?
+        .query_row([id], |r| r.get::<_, Option<i64>>(0))
         .optional()?
         .flatten()
         .map(|s| s as u64))
@@ -400,19 +418,19 @@ pub fn message_timestamp(conn: &Connection, message_id: i64) -> Result<Option<St
     Ok(conn.prepare_cached("SELECT timestamp FROM messages WHERE id = ?1")?.query_row([message_id], |r| r.get(0))?)
 }
 
-/// The logs roots the stored conversations come from (the parents of their directories),
-/// each once, sorted.
+/// The logs roots the stored conversations come from (their sources' roots), each once,
+/// sorted.
 pub fn logs_roots(conn: &Connection) -> Result<Vec<std::path::PathBuf>, StoreError> {
-    let mut stmt = conn.prepare_cached("SELECT DISTINCT source_dir FROM conversations")?;
-    let dirs = stmt.query_map([], |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
-    let roots: std::collections::BTreeSet<std::path::PathBuf> = dirs.iter().filter_map(|d| std::path::Path::new(d).parent()).map(|p| p.to_path_buf()).collect();
-    Ok(roots.into_iter().collect())
+    let mut stmt = conn.prepare_cached("SELECT root FROM sources s WHERE EXISTS (SELECT 1 FROM conversations c WHERE c.source_id = s.id) ORDER BY root")?;
+    let roots = stmt.query_map([], |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
+    Ok(roots.into_iter().map(std::path::PathBuf::from).collect())
 }
 
-/// Every stored conversation's fingerprint, by chat id.
+/// Every stored conversation's fingerprint, by chat id: of the connection's source when it is
+/// scoped to one ([`Connection::scope_to`]), else of every source.
 pub fn fingerprints(conn: &Connection) -> Result<HashMap<String, Vec<u8>>, StoreError> {
-    let mut stmt = conn.prepare("SELECT chat_id, fingerprint FROM conversations")?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let mut stmt = conn.prepare("SELECT chat_id, fingerprint FROM conversations WHERE ?1 IS NULL OR source_id = ?1")?;
+    let rows = stmt.query_map([conn.scope()], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
@@ -427,25 +445,19 @@ pub struct RootConversation {
     pub queued: bool,
 }
 
-/// The stored conversations whose directory lies directly in `root`, by chat id.
+/// The stored conversations of logs root `root`'s source, by chat id (none when the store
+/// has no source for it).
 pub fn conversations_in(conn: &Connection, root: &std::path::Path) -> Result<HashMap<String, RootConversation>, StoreError> {
     let mut stmt = conn.prepare(
-        "SELECT id, chat_id, source_dir, deleted_at IS NOT NULL,
-                EXISTS (SELECT 1 FROM pending_paths p WHERE p.conversation_id = c.id), fingerprint
-         FROM conversations c",
+        "SELECT c.id, c.chat_id, c.deleted_at IS NOT NULL,
+                EXISTS (SELECT 1 FROM pending_paths p WHERE p.conversation_id = c.id), c.fingerprint
+         FROM conversations c JOIN sources s ON s.id = c.source_id WHERE s.root = ?1",
     )?;
-    let rows = stmt.query_map([], |r| {
-        let stored = RootConversation { id: r.get(0)?, deleted: r.get(3)?, queued: r.get(4)?, fingerprint: r.get(5)? };
-        Ok((r.get::<_, String>(1)?, r.get::<_, String>(2)?, stored))
+    let rows = stmt.query_map([super::sources::root_key(root).to_string_lossy()], |r| {
+        let stored = RootConversation { id: r.get(0)?, deleted: r.get(2)?, queued: r.get(3)?, fingerprint: r.get(4)? };
+        Ok((r.get::<_, String>(1)?, stored))
     })?;
-    let mut out = HashMap::new();
-    for row in rows {
-        let (chat_id, source_dir, stored) = row?;
-        if std::path::Path::new(&source_dir).parent() == Some(root) {
-            out.insert(chat_id, stored);
-        }
-    }
-    Ok(out)
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// The conversation's bookmarks (gptme's `conv-checkpoints.jsonl`), oldest first, damaged

@@ -3,6 +3,13 @@
 //! Migration N (1-based) brings a database from version N-1 to N inside one transaction, so a
 //! crash leaves the database at a whole version. A database whose version is newer than this
 //! build knows is refused untouched: an older sessiondb must not write rows it cannot read.
+//!
+//! Migrations run with foreign keys off, so that one may rebuild a table that others refer to
+//! (SQLite's procedure for changing a table's constraints: with them on, dropping the old table
+//! would cascade into every row that refers to it). Each checks them before it commits: a
+//! migration that leaves more dangling references than the database had before it fails and
+//! changes nothing (references a damaged database already had are `doctor`'s to report, and
+//! do not stop it from being brought up to date).
 
 use rusqlite::Connection;
 
@@ -23,6 +30,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0011_substring_index.sql"),
     include_str!("../../schema/0012_ranking_index.sql"),
     include_str!("../../schema/0013_distinct_trigrams.sql"),
+    include_str!("../../schema/0014_sources.sql"),
 ];
 
 /// The schema version this build writes.
@@ -39,14 +47,39 @@ fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), StoreError> {
     if version > CURRENT_VERSION {
         return Err(StoreError::NewerSchema { found: version, supported: CURRENT_VERSION });
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().take(target as usize).skip(version as usize) {
+    if version >= target {
+        return Ok(());
+    }
+    // 0014 names the sources of stored conversations after this host.
+    let host = super::sources::hostname();
+    conn.create_scalar_function("sessiondb_hostname", 0, rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC, move |_| Ok(host.clone()))?;
+    let foreign_keys: bool = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
+    conn.pragma_update(None, "foreign_keys", false)?;
+    let migrated = apply(conn, version, target);
+    conn.pragma_update(None, "foreign_keys", foreign_keys)?;
+    migrated
+}
+
+/// How many rows refer to a row that is not there (SQLite's foreign key check).
+fn dangling(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| r.get(0))?)
+}
+
+/// Applies migrations `from + 1 ..= target`, each in its own transaction (foreign keys off:
+/// see the module's doc).
+fn apply(conn: &mut Connection, from: i64, target: i64) -> Result<(), StoreError> {
+    for (i, sql) in MIGRATIONS.iter().enumerate().take(target as usize).skip(from as usize) {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         // Another process may have migrated while we waited for the write lock.
         let now: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if now > i as i64 {
             continue;
         }
+        let before = dangling(&tx)?;
         tx.execute_batch(sql)?;
+        if dangling(&tx)? > before {
+            return Err(StoreError::Corrupt(format!("migration {} would leave rows referring to nothing", i + 1)));
+        }
         tx.pragma_update(None, "user_version", (i + 1) as i64)?;
         tx.commit()?;
     }
@@ -67,6 +100,24 @@ mod tests {
         assert_eq!(v, CURRENT_VERSION);
         conn.pragma_update(None, "user_version", CURRENT_VERSION + 1).unwrap();
         assert!(matches!(migrate(&mut conn), Err(StoreError::NewerSchema { .. })));
+    }
+
+    /// A database that already holds a dangling reference (damage `doctor` reports) is still
+    /// brought up to date; the check stops only a migration that adds one.
+    #[test]
+    fn a_dangling_reference_from_before_does_not_stop_a_migration() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        super::super::fts::register_functions(&conn).unwrap();
+        migrate_to(&mut conn, 12).unwrap();
+        conn.pragma_update(None, "foreign_keys", false).unwrap();
+        conn.execute("INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns) VALUES (99, 'x', 'dir', 448, 0)", []).unwrap();
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        migrate(&mut conn).unwrap();
+        let on: bool = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0)).unwrap();
+        assert!(on, "foreign keys back as they were");
+        let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(v, CURRENT_VERSION);
+        assert_eq!(dangling(&conn).unwrap(), 1, "as it was");
     }
 
     /// 0008 moves each blob's bytes from `blobs.data` into one chunk, and a blob written by

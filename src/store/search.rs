@@ -43,6 +43,8 @@ pub struct SearchQuery {
     /// Only messages of conversations modified at or after this time (epoch seconds).
     pub since: Option<f64>,
     pub chat_id: Option<String>,
+    /// Only messages of conversations of this source (its name; see [`super::sources`]).
+    pub source: Option<String>,
     /// Only messages on this branch (its name; `main` is conversation.jsonl).
     pub branch: Option<String>,
     /// At most this many conversations.
@@ -115,6 +117,10 @@ pub struct Hit {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConversationHits {
     pub chat_id: String,
+    /// The name of its source (see [`super::sources`]): a chat id may be in several.
+    pub source: String,
+    /// Its row id: what tells two sources' conversations of one chat id apart.
+    pub conversation_id: i64,
     pub name: String,
     pub modified: f64,
     /// Matching messages: every one when the search was ranked by the ranking index, was
@@ -483,7 +489,7 @@ const FEW_CANDIDATES: usize = 5_000;
 
 /// A conversation a literal search found: its chat id, how many of its messages match, and the
 /// first of them (ids, with no rank).
-type Found = (String, usize, Vec<(i64, f64)>);
+type Found = (i64, usize, Vec<(i64, f64)>);
 
 /// The conversations holding `needle` (lowercased) in a message, newest first (the relevance
 /// order of a literal query too), every match checked against the text: candidates from the
@@ -510,7 +516,7 @@ fn run_literal(conn: &Connection, q: &SearchQuery, needle: &str, trigrams: &str)
     // CROSS JOIN keeps conversations the outer loop, read by the listing index in its order.
     let from =
         if few { "messages m JOIN conversations c ON c.id = m.conversation_id" } else { "conversations c CROSS JOIN messages m ON m.conversation_id = c.id" };
-    let sql = format!("SELECT m.id, c.chat_id FROM {from} WHERE {} ORDER BY c.modified DESC, c.chat_id, m.id", filters.join(" AND "));
+    let sql = format!("SELECT m.id, c.id FROM {from} WHERE {} ORDER BY c.modified DESC, c.chat_id, c.id, m.id", filters.join(" AND "));
     // The text is read for candidates only, and kept out of the sort.
     let mut content = conn.prepare_cached("SELECT content FROM messages WHERE id = ?1")?;
     // Whether a match stands in a branch or view (the `--branch` one): asked of matches only.
@@ -526,9 +532,9 @@ fn run_literal(conn: &Connection, q: &SearchQuery, needle: &str, trigrams: &str)
     let holds = |t: &str| if caseless { t.contains(needle) } else { super::fts::lower(t).contains(needle) };
     let mut found: Vec<Found> = Vec::new();
     // Past the last conversation wanted, matches are only counted: (messages, conversations, the last one's chat id).
-    let mut beyond: (usize, usize, Option<String>) = (0, 0, None);
+    let mut beyond: (usize, usize, Option<i64>) = (0, 0, None);
     while let Some(r) = rows.next()? {
-        let (id, conversation): (i64, String) = (r.get(0)?, r.get(1)?);
+        let (id, conversation): (i64, i64) = (r.get(0)?, r.get(1)?);
         let current = found.last().is_some_and(|f| f.0 == conversation);
         let past = !current && found.len() == wanted;
         if past && !q.totals {
@@ -563,7 +569,7 @@ fn run_literal(conn: &Connection, q: &SearchQuery, needle: &str, trigrams: &str)
     let chosen: Vec<(i64, f64)> = found.iter().skip(q.offset).flat_map(|f| f.2.iter().copied()).collect();
     let mut out = place(conn, q, &chosen)?;
     for c in &mut out {
-        c.total = found.iter().find(|f| f.0 == c.chat_id).map_or(c.total, |f| f.1);
+        c.total = found.iter().find(|f| f.0 == c.conversation_id).map_or(c.total, |f| f.1);
     }
     Ok((out, totals))
 }
@@ -579,18 +585,24 @@ fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<(), StoreError> {
         Ok(names.join(", "))
     };
     if let Some(chat) = &q.chat_id {
-        if !exists("SELECT 1 FROM conversations WHERE chat_id = ?1", chat)? {
-            return Err(StoreError::NoSuchFilter { flag: "--chat", value: chat.clone(), known: "no such conversation (`sessiondb list` lists them)".into() });
+        match super::sources::conversation_id(conn, chat) {
+            Ok(_) => {}
+            Err(StoreError::NoConversation(_)) => {
+                return Err(StoreError::NoSuchFilter { flag: "--chat", value: chat.clone(), known: "no such conversation (`sessiondb list` lists them)".into() })
+            }
+            Err(e) => return Err(e),
         }
+    }
+    if let Some(source) = &q.source {
+        super::sources::named(conn, source)?;
     }
     if let Some(branch) = &q.branch {
         let path = crate::layout::branch_path(branch);
         let (found, known) = match &q.chat_id {
             Some(chat) => {
-                let mut stmt = conn.prepare_cached(
-                    "SELECT d.path FROM documents d JOIN conversations c ON c.id = d.conversation_id WHERE d.kind = 'branch' AND c.chat_id = ?1 ORDER BY d.path",
-                )?;
-                let paths = stmt.query_map([chat], |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
+                let conversation = super::sources::conversation_id(conn, chat)?;
+                let mut stmt = conn.prepare_cached("SELECT d.path FROM documents d WHERE d.kind = 'branch' AND d.conversation_id = ?1 ORDER BY d.path")?;
+                let paths = stmt.query_map([conversation], |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
                 let names: Vec<&str> =
                     paths
                         .iter()
@@ -666,7 +678,7 @@ fn run(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<Conversatio
 /// match was read.
 fn run_ranked(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
     let wanted = q.wanted();
-    let narrowed = q.role.is_some() || q.model.is_some() || q.since.is_some() || q.chat_id.is_some() || q.branch.is_some();
+    let narrowed = q.role.is_some() || q.model.is_some() || q.since.is_some() || q.chat_id.is_some() || q.branch.is_some() || q.source.is_some();
     if !narrowed && q.sort == Sort::Relevance {
         let window = first_window(q);
         // bm25() spelled out rather than FTS5's `rank` column (the same default bm25): with
@@ -780,12 +792,13 @@ fn ranked_by_index(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Opti
     }
 }
 
-/// The row id of conversation `chat`; `None` when there is none.
+/// The row id of conversation `chat` (a chat id or `SOURCE:CHAT`: see
+/// [`super::sources::resolve`]); `None` when there is none.
 fn conversation_row(conn: &Connection, chat: &str) -> Result<Option<i64>, StoreError> {
-    match conn.prepare_cached("SELECT id FROM conversations WHERE chat_id = ?1")?.query_row([chat], |r| r.get::<_, i64>(0)) {
+    match super::sources::conversation_id(conn, chat) {
         Ok(id) => Ok(Some(id)),
-        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
-        Err(e) => Err(e.into()),
+        Err(StoreError::NoConversation(_)) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -859,7 +872,16 @@ fn filter_sql(q: &SearchQuery, first: usize, placed: bool) -> (Vec<String>, Vec<
         filters.push(format!("c.modified >= ?{}", arg(Value::Real(since))));
     }
     if let Some(chat) = &q.chat_id {
-        filters.push(format!("c.chat_id = ?{}", arg(Value::Text(chat.clone()))));
+        // The conversation `--chat` names, as `sources::resolve` finds it: a chat id, else
+        // `SOURCE:CHAT` (one that names several is refused before: `check_filters`).
+        let p = arg(Value::Text(chat.clone()));
+        filters.push(format!(
+            "c.id IN (SELECT o.id FROM conversations o JOIN sources s ON s.id = o.source_id
+                      WHERE o.chat_id = ?{p} OR (NOT EXISTS (SELECT 1 FROM conversations b WHERE b.chat_id = ?{p}) AND s.name || ':' || o.chat_id = ?{p}))"
+        ));
+    }
+    if let Some(source) = &q.source {
+        filters.push(format!("c.source_id = (SELECT id FROM sources WHERE name = ?{})", arg(Value::Text(source.clone()))));
     }
     if q.chat_id.is_none() {
         filters.push("c.deleted_at IS NULL".into());
@@ -891,24 +913,24 @@ fn run_filtered(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<Co
         filters.push(format!("messages_fts.rowid BETWEEN {lo} AND {hi}"));
     }
     let sql = format!(
-        "SELECT messages_fts.rowid, bm25(messages_fts) AS score, c.chat_id
+        "SELECT messages_fts.rowid, bm25(messages_fts) AS score, c.id
          FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN conversations c ON c.id = m.conversation_id
          WHERE messages_fts MATCH ?1 AND {}
          ORDER BY {}score, messages_fts.rowid",
         filters.join(" AND "),
-        if q.sort == Sort::Newest { "c.modified DESC, c.chat_id, " } else { "" }
+        if q.sort == Sort::Newest { "c.modified DESC, c.chat_id, c.id, " } else { "" }
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(params_from_iter(args.iter()))?;
     // Conversations in the order of their best match, with every match counted and the best
     // `matches` kept; the rows stream by, none is held beyond that.
     let per = q.matches.max(1);
-    let mut order: Vec<String> = Vec::new();
-    let mut seen: std::collections::HashMap<String, (usize, Vec<(i64, f64)>)> = std::collections::HashMap::new();
+    let mut order: Vec<i64> = Vec::new();
+    let mut seen: std::collections::HashMap<i64, (usize, Vec<(i64, f64)>)> = std::collections::HashMap::new();
     while let Some(r) = rows.next()? {
-        let (id, score, chat_id): (i64, f64, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
-        let entry = seen.entry(chat_id).or_insert_with_key(|k| {
-            order.push(k.clone());
+        let (id, score, conversation): (i64, f64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+        let entry = seen.entry(conversation).or_insert_with_key(|k| {
+            order.push(*k);
             (0, Vec::new())
         });
         entry.0 += 1;
@@ -921,7 +943,7 @@ fn run_filtered(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<Co
     let chosen: Vec<(i64, f64)> = order.iter().flat_map(|c| seen[c].1.iter().copied()).collect();
     let mut out = place(conn, q, &chosen)?;
     for c in &mut out {
-        c.total = seen[&c.chat_id].0;
+        c.total = seen[&c.conversation_id].0;
     }
     Ok((out, Some(totals)))
 }
@@ -949,7 +971,8 @@ fn place(conn: &Connection, q: &SearchQuery, candidates: &[(i64, f64)]) -> Resul
         }
     };
     let sql = format!(
-        "SELECT c.chat_id, coalesce(c.name, c.chat_id), c.modified, m.role, m.content, {placement}
+        "SELECT c.chat_id, coalesce(c.name, c.chat_id), c.modified, m.role, m.content, {placement}, c.id,
+                (SELECT s.name FROM sources s WHERE s.id = c.source_id)
          FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE {}",
         filters.join(" AND ")
     );
@@ -961,6 +984,7 @@ fn place(conn: &Connection, q: &SearchQuery, candidates: &[(i64, f64)]) -> Resul
         let Some(r) = rows.next()? else { continue };
         let Some(place): Option<String> = r.get(5)? else { continue };
         let chat_id: String = r.get(0)?;
+        let conversation_id: i64 = r.get(6)?;
         let (document, line) = place.split_once('\0').unwrap_or((&place, "0"));
         let hit = Hit {
             message_id: id,
@@ -970,14 +994,14 @@ fn place(conn: &Connection, q: &SearchQuery, candidates: &[(i64, f64)]) -> Resul
             line: line.parse().unwrap_or(0),
             rank,
         };
-        match out.iter_mut().find(|c| c.chat_id == chat_id) {
+        match out.iter_mut().find(|c| c.conversation_id == conversation_id) {
             Some(c) => {
                 c.total += 1;
                 if c.hits.len() < q.matches.max(1) {
                     c.hits.push(hit);
                 }
             }
-            None => out.push(ConversationHits { chat_id, name: r.get(1)?, modified: r.get(2)?, total: 1, hits: vec![hit] }),
+            None => out.push(ConversationHits { chat_id, source: r.get(7)?, conversation_id, name: r.get(1)?, modified: r.get(2)?, total: 1, hits: vec![hit] }),
         }
     }
     Ok(out)

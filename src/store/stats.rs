@@ -52,8 +52,11 @@ fn period(t: f64, by: Breakdown) -> String {
 /// The overview, as gptme's `conversation_stats(as_json=True)` computes it from the same
 /// conversations (test ones only with `include_test`), plus `by_role`,
 /// `total_cache_creation_tokens` and, with `by`, a `breakdown`.
-pub fn overview(conn: &Connection, since: Option<(f64, String)>, include_test: bool, by: Option<Breakdown>) -> Result<Value, StoreError> {
-    let all = queries::list_filtered(conn, &ListFilter { include_test, ..ListFilter::default() })?;
+///
+/// `source`: only the conversations of that source (a row id of `sources`). With more than one
+/// source in the store, the figures also go `by_source` (conversations, messages, cost).
+pub fn overview(conn: &Connection, since: Option<(f64, String)>, include_test: bool, by: Option<Breakdown>, source: Option<i64>) -> Result<Value, StoreError> {
+    let all = queries::list_filtered(conn, &ListFilter { include_test, source, ..ListFilter::default() })?;
     let since_ts = since.as_ref().map(|(t, _)| *t);
     let convs: Vec<&ConversationSummary> = all.iter().take_while(|c| since_ts.is_none_or(|t| c.modified >= t)).collect();
     if convs.is_empty() {
@@ -115,6 +118,20 @@ pub fn overview(conn: &Connection, since: Option<(f64, String)>, include_test: b
         "total_cache_creation_tokens": convs.iter().map(|c| c.total_cache_creation_tokens).fold(0i64, i64::saturating_add),
         "by_role": role_counts(conn, &convs)?,
     });
+    if super::sources::count_in_use(conn)? > 1 {
+        let mut by_source: BTreeMap<&str, (i64, i64, f64)> = BTreeMap::new();
+        for c in &convs {
+            let s = by_source.entry(c.source.as_str()).or_default();
+            s.0 += 1;
+            s.1 += c.messages;
+            s.2 += cost(c);
+        }
+        data["by_source"] = by_source
+            .into_iter()
+            .map(|(name, (n, m, c))| (name.to_owned(), json!({"conversations": n, "messages": m, "cost": cost_json(c)})))
+            .collect::<Map<_, _>>()
+            .into();
+    }
     match &since {
         Some((_, text)) => data["since"] = json!(text),
         None => {
@@ -130,11 +147,11 @@ pub fn overview(conn: &Connection, since: Option<(f64, String)>, include_test: b
 
 /// Messages by role on the main branches of `convs`, from their totals.
 fn role_counts(conn: &Connection, convs: &[&ConversationSummary]) -> Result<Value, StoreError> {
-    let mut stmt = conn.prepare_cached("SELECT chat_id, role_counts FROM conversations")?;
-    let stored: std::collections::HashMap<String, String> = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+    let mut stmt = conn.prepare_cached("SELECT s.name, c.chat_id, c.role_counts FROM conversations c JOIN sources s ON s.id = c.source_id")?;
+    let stored: std::collections::HashMap<(String, String), String> = stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?)))?.collect::<Result<_, _>>()?;
     let mut totals: BTreeMap<String, i64> = BTreeMap::new();
     for c in convs {
-        let counts: BTreeMap<String, i64> = stored.get(&c.chat_id).and_then(|t| serde_json::from_str(t).ok()).unwrap_or_default();
+        let counts: BTreeMap<String, i64> = stored.get(&(c.source.clone(), c.chat_id.clone())).and_then(|t| serde_json::from_str(t).ok()).unwrap_or_default();
         for (role, n) in counts {
             *totals.entry(role).or_default() += n;
         }
@@ -265,7 +282,7 @@ pub fn conversation(conn: &Connection, chat_id: &str) -> Result<Value, StoreErro
         (role, Some(preview)) => json!({"role": role, "preview": preview}),
         _ => Value::Null,
     };
-    Ok(json!({
+    let mut data = json!({
         "id": summary.chat_id,
         "name": summary.name,
         "workspace": summary.workspace,
@@ -285,7 +302,12 @@ pub fn conversation(conn: &Connection, chat_id: &str) -> Result<Value, StoreErro
             "cost": cost_json(summary.total_cost.unwrap_or(f64::NAN)),
         },
         "last_message": last,
-    }))
+    });
+    // With more than one source, which one (`SOURCE:CHAT` names the conversation).
+    if super::sources::count_in_use(conn)? > 1 {
+        data["source"] = json!(summary.source);
+    }
+    Ok(data)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use crate::fs::watermark::Watermark;
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
 
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 
 use super::rows;
 use super::totals::ListingTotals;
@@ -84,37 +84,50 @@ impl<'c> ConversationWriter<'c> {
     /// Starts replacing `chat_id` in the store, in a savepoint of the caller's write
     /// transaction (see [`super::WriteBatch`]). Refused with [`StoreError::Queued`] while the
     /// conversation has changes queued for its directory: replacing it would discard them.
+    ///
+    /// The conversation is the one of `chat_id` in the source of `source_dir`'s logs root (its
+    /// parent); only that source's rows are replaced. On a connection scoped to a source
+    /// ([`Connection::scope_to`]), a directory outside that source's root is refused
+    /// ([`StoreError::OutsideSource`]); on an unscoped one, the root's source is made when new.
     pub(super) fn begin(conn: &'c mut Connection, chat_id: &str, source_dir: &str, fingerprint: &[u8]) -> Result<Self, StoreError> {
         let tx = Savepoint::begin(conn)?;
+        let dir = std::path::Path::new(source_dir);
+        let source = match tx.scope() {
+            Some(id) => {
+                let source = super::sources::by_id(&tx, id)?;
+                if dir.parent() != Some(source.root.as_path()) {
+                    return Err(StoreError::OutsideSource { dir: dir.to_owned(), source_name: source.name, root: source.root });
+                }
+                source.id
+            }
+            None => super::sources::of_dir(&tx, dir)?.id,
+        };
+        let previous: Option<i64> = tx
+            .prepare_cached("SELECT id FROM conversations WHERE source_id = ?1 AND chat_id = ?2")?
+            .query_row(params![source, chat_id], |r| r.get(0))
+            .optional()?;
+        let previous = previous.unwrap_or(-1);
         // Checked inside the write transaction, so that no queue committed after the caller
         // looked can be deleted with the old copy (the cascade would take `pending_paths`).
-        let queued: bool = tx
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM pending_paths p JOIN conversations c ON c.id = p.conversation_id WHERE c.chat_id = ?1)")?
-            .query_row([chat_id], |r| r.get(0))?;
+        let queued: bool = tx.prepare_cached("SELECT EXISTS (SELECT 1 FROM pending_paths p WHERE p.conversation_id = ?1)")?.query_row([previous], |r| r.get(0))?;
         if queued {
             return Err(StoreError::Queued(chat_id.to_owned()));
         }
         let previous_blobs = tx
-            .prepare(
-                "SELECT DISTINCT e.blob_sha256 FROM entries e JOIN conversations c ON c.id = e.conversation_id
-                 WHERE c.chat_id = ?1 AND e.blob_sha256 IS NOT NULL",
-            )?
-            .query_map([chat_id], |r| r.get(0))?
+            .prepare("SELECT DISTINCT e.blob_sha256 FROM entries e WHERE e.conversation_id = ?1 AND e.blob_sha256 IS NOT NULL")?
+            .query_map([previous], |r| r.get(0))?
             .collect::<Result<Vec<Vec<u8>>, _>>()?;
         let previous_messages = tx
-            .prepare(
-                "SELECT m.line_sha256 FROM messages m JOIN conversations c ON c.id = m.conversation_id
-                 WHERE c.chat_id = ?1 AND m.role IS NOT NULL",
-            )?
-            .query_map([chat_id], |r| r.get::<_, Vec<u8>>(0))?
+            .prepare("SELECT m.line_sha256 FROM messages m WHERE m.conversation_id = ?1 AND m.role IS NOT NULL")?
+            .query_map([previous], |r| r.get::<_, Vec<u8>>(0))?
             .filter_map(|d| d.map(|d| <LineDigest>::try_from(d.as_slice()).ok()).transpose())
             .collect::<Result<HashSet<_>, _>>()?;
-        tx.execute("DELETE FROM documents WHERE base_id IS NOT NULL AND conversation_id = (SELECT id FROM conversations WHERE chat_id = ?1)", [chat_id])?; // see modify::delete_borrowers
-        tx.execute("DELETE FROM conversations WHERE chat_id = ?1", [chat_id])?;
+        tx.execute("DELETE FROM documents WHERE base_id IS NOT NULL AND conversation_id = ?1", [previous])?; // see modify::delete_borrowers
+        tx.execute("DELETE FROM conversations WHERE id = ?1", [previous])?;
         tx.execute(
-            "INSERT INTO conversations (chat_id, source_dir, fingerprint, imported_at, created, modified)
-             VALUES (?1, ?2, ?3, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 0, 0)",
-            params![chat_id, source_dir, fingerprint],
+            "INSERT INTO conversations (source_id, chat_id, source_dir, fingerprint, imported_at, created, modified)
+             VALUES (?1, ?2, ?3, ?4, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 0, 0)",
+            params![source, chat_id, source_dir, fingerprint],
         )?;
         let conversation_id = tx.last_insert_rowid();
         let stats = WriteStats::default();

@@ -19,18 +19,17 @@ use std::path::Path;
 use super::pass::{self, SyncReport};
 use super::SyncError;
 use crate::fs::walk::directory_fingerprint;
-use crate::store::{modify, queries, Store, StoreError};
+use crate::store::{modify, queries, sources, Store, StoreError};
 
-/// Reads conversation `chat_id`'s directory into the store when it is new to the store or
-/// changed since the store last read or wrote it. The directory is the one the store has the
-/// conversation from; for a conversation the store does not have, `chat_id` under
-/// `default_root` (gptme's logs root), else under any logs root the store's conversations come
-/// from. `None` when there was nothing to read: no such directory, an unchanged one, or one
-/// with changes queued in the store.
+/// Reads the directory of the conversation `chat_id` names (a chat id, or `SOURCE:CHAT`: see
+/// [`crate::store::sources::resolve`]) into the store when it is new to the store or changed
+/// since the store last read or wrote it. The directory is the one the store has the
+/// conversation from; for a conversation the store does not have, the chat id under its
+/// source's root (`SOURCE:CHAT`), else under `default_root` (gptme's logs root), else under
+/// any logs root the store's conversations come from. `None` when there was nothing to read:
+/// no such directory, an unchanged one, one with changes queued in the store, or a chat id
+/// stored in several sources (the command says so).
 pub fn catch_up(store: &Store, chat_id: &str, default_root: Option<&Path>) -> Result<Option<SyncReport>, SyncError> {
-    if crate::model::ChatId::new(chat_id).is_err() {
-        return Ok(None); // not a name a directory of a logs root can have
-    }
     let conn = store.connection()?;
     let dir = match modify::load_conversation(&conn, chat_id) {
         Ok(conv) => {
@@ -39,9 +38,16 @@ pub fn catch_up(store: &Store, chat_id: &str, default_root: Option<&Path>) -> Re
             }
             conv.dir
         }
+        Err(StoreError::Ambiguous { .. }) => return Ok(None),
         Err(StoreError::NoConversation(_)) => {
-            let roots = default_root.map(Path::to_path_buf).into_iter().chain(queries::logs_roots(&conn)?);
-            match roots.map(|root| root.join(chat_id)).find(|dir| crate::layout::is_conversation_dir(dir)) {
+            // `SOURCE:CHAT` of a source the store has: CHAT under that source's root.
+            let qualified = sources::all(&conn)?.into_iter().filter_map(|s| Some(s.root.join(chat_id.strip_prefix(&s.name)?.strip_prefix(':')?)));
+            let bare = match crate::model::ChatId::new(chat_id) {
+                Ok(_) => default_root.map(Path::to_path_buf).into_iter().chain(queries::logs_roots(&conn)?).map(|root| root.join(chat_id)).collect(),
+                Err(_) => Vec::new(), // not a name a directory of a logs root can have
+            };
+            let one_component = |dir: &Path| dir.file_name().and_then(|n| n.to_str()).is_some_and(|n| crate::model::ChatId::new(n).is_ok());
+            match bare.into_iter().chain(qualified).find(|dir| one_component(dir) && crate::layout::is_conversation_dir(dir)) {
                 Some(dir) => dir,
                 None => return Ok(None),
             }
@@ -50,7 +56,8 @@ pub fn catch_up(store: &Store, chat_id: &str, default_root: Option<&Path>) -> Re
     };
     drop(conn);
     let Some(root) = dir.parent().filter(|_| crate::layout::is_conversation_dir(&dir)) else { return Ok(None) };
-    Ok(Some(pass::pass_in(store, root, &HashSet::from([chat_id.to_owned()]))?))
+    let Some(name) = dir.file_name().and_then(|n| n.to_str()) else { return Ok(None) };
+    Ok(Some(pass::pass_in(store, root, None, &HashSet::from([name.to_owned()]))?))
 }
 
 /// Reads into the store what gptme changed under `logs_root` since the store last read it: new
@@ -60,7 +67,10 @@ pub fn catch_up(store: &Store, chat_id: &str, default_root: Option<&Path>) -> Re
 /// includes what gptme wrote a moment ago. Deciding what changed costs one directory listing and
 /// a walk (one `lstat` per file) of each conversation, and takes no write lock; only the
 /// changed conversations are then read, in one pass. `None` when nothing had changed.
-pub fn catch_up_root(store: &Store, logs_root: &Path) -> Result<Option<SyncReport>, SyncError> {
+///
+/// The root's source is named `source` when the store has none for it yet (see
+/// [`crate::store::sources`]).
+pub fn catch_up_root(store: &Store, logs_root: &Path, source: Option<&str>) -> Result<Option<SyncReport>, SyncError> {
     let root = std::path::absolute(logs_root).map_err(|source| super::ingest::IngestError::Io { path: logs_root.to_owned(), source })?;
     let stored = queries::conversations_in(&store.connection()?, &root)?;
     let (dirs, _) = super::ingest::conversation_dirs(&root)?;
@@ -78,7 +88,7 @@ pub fn catch_up_root(store: &Store, logs_root: &Path) -> Result<Option<SyncRepor
     if changed.is_empty() {
         return Ok(None);
     }
-    Ok(Some(pass::pass_in(store, &root, &changed)?))
+    Ok(Some(pass::pass_in(store, &root, source, &changed)?))
 }
 
 /// The directory's fingerprint, or an empty one (never stored for a directory read whole) when

@@ -59,6 +59,8 @@ pub struct Follower {
     fences: u64,
     /// When the whole root was last caught up (`None`: not yet, or it must be again).
     last_full: Option<Instant>,
+    /// The source's name, when given (see [`Follower::with_source`]).
+    source: Option<String>,
 }
 
 impl Follower {
@@ -96,7 +98,14 @@ impl Follower {
             watcher.watch(&root, RecursiveMode::Recursive).ok()?;
             Some(Watch { _watcher: watcher, fences, seen })
         })();
-        Follower { root, watch, fences: 0, last_full: None }
+        Follower { root, watch, fences: 0, last_full: None, source: None }
+    }
+
+    /// Reads the root into the source named `source` (`None`: the one the store has for the
+    /// root, else one named by default; see [`crate::store::sources`]).
+    pub fn with_source(mut self, source: Option<String>) -> Follower {
+        self.source = source;
+        self
     }
 
     /// Whether notifications are in use (else every catch-up reads the whole root).
@@ -115,11 +124,11 @@ impl Follower {
                 if names.is_empty() {
                     return Ok(None);
                 }
-                pass_in(store, &self.root, &names).map(Some)
+                pass_in(store, &self.root, self.source.as_deref(), &names).map(Some)
             }
             _ => {
                 self.last_full = Some(Instant::now());
-                catch_up_root(store, &self.root)
+                catch_up_root(store, &self.root, self.source.as_deref())
             }
         };
         if outcome.is_err() {

@@ -67,17 +67,24 @@ pub enum Progress<'a> {
 }
 
 /// Imports every conversation directory of `logs_root` into `store` (see the module's
-/// invariant), telling `progress` what happens. `logs_root` may also be one conversation's
+/// invariant), into the root's source (named `source`, else as the store knows the root, else
+/// by default: see [`crate::store::sources`]), telling `progress` what happens. `logs_root` may also be one conversation's
 /// directory (it has a `conversation.jsonl`): that conversation is imported. A directory that
 /// holds something, but no conversation, is [`SyncError::NotALogsRoot`]; an empty one imports
 /// nothing (gptme has not written anything yet).
-pub fn import_root(store: &Store, logs_root: &Path, progress: &mut dyn FnMut(Progress<'_>)) -> Result<ImportReport, SyncError> {
-    import_root_in_batches(store, logs_root, BATCH_BYTES, progress)
+pub fn import_root(store: &Store, logs_root: &Path, source: Option<&str>, progress: &mut dyn FnMut(Progress<'_>)) -> Result<ImportReport, SyncError> {
+    import_root_in_batches(store, logs_root, source, BATCH_BYTES, progress)
 }
 
 /// [`import_root`], committing about every `batch_bytes` of logs read instead of
 /// [`BATCH_BYTES`].
-pub fn import_root_in_batches(store: &Store, logs_root: &Path, batch_bytes: u64, progress: &mut dyn FnMut(Progress<'_>)) -> Result<ImportReport, SyncError> {
+pub fn import_root_in_batches(
+    store: &Store,
+    logs_root: &Path,
+    source: Option<&str>,
+    batch_bytes: u64,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<ImportReport, SyncError> {
     let started = Instant::now();
     let (dirs, others) = if crate::layout::is_conversation_dir(logs_root) {
         // Its own name is the chat id: resolved, so that `.` or `chat/..` name it too.
@@ -96,6 +103,11 @@ pub fn import_root_in_batches(store: &Store, logs_root: &Path, batch_bytes: u64,
         progress(Progress::NotAConversation { dir });
     }
     progress(Progress::Found { conversations: dirs.len() as u64 });
+    // The root every directory read is in: a conversation's directory's parent when one was given.
+    let root = match dirs.first() {
+        Some(dir) if dirs.len() == 1 && others.is_empty() && crate::layout::is_conversation_dir(logs_root) => dir.parent().unwrap_or(dir).to_owned(),
+        _ => std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?,
+    };
     // The ranking index follows the batches as they commit, on a thread of its own, so that
     // building it overlaps reading and writing the rest (it is derived: whatever it has not
     // caught up with when the import ends, the next catch-up adds).
@@ -108,7 +120,7 @@ pub fn import_root_in_batches(store: &Store, logs_root: &Path, batch_bytes: u64,
                 let _ = store.catch_up_ranking(&mut |_| {});
             }
         });
-        let imported = import_batches(store, &dirs, batch_bytes, &mut report, progress, &committed);
+        let imported = import_batches(store, &root, source, &dirs, batch_bytes, &mut report, progress, &committed);
         drop(committed);
         imported
     })?;
@@ -117,10 +129,13 @@ pub fn import_root_in_batches(store: &Store, logs_root: &Path, batch_bytes: u64,
     Ok(report)
 }
 
-/// Reads `dirs` into the store in batches of about `batch_bytes`, telling `committed` after
-/// each batch but the last commits.
+/// Reads `dirs`, which are in `root`, into the store in `root`'s source (see [`import_root`]), in
+/// batches of about `batch_bytes`, telling `committed` after each batch but the last commits.
+#[allow(clippy::too_many_arguments)]
 fn import_batches(
     store: &Store,
+    root: &Path,
+    source: Option<&str>,
     dirs: &[std::path::PathBuf],
     batch_bytes: u64,
     report: &mut ImportReport,
@@ -129,6 +144,9 @@ fn import_batches(
 ) -> Result<(), SyncError> {
     let mut conn = store.connection()?;
     let mut batch = WriteBatch::begin(&mut conn)?;
+    // Scoped to the root's source: the directories read replace that source's rows only.
+    let source = crate::store::sources::register(batch.conn(), root, source)?;
+    batch.conn().scope_to(source.id);
     let mut in_batch = 0;
     ingest::import_dirs(&mut batch, dirs, ReadMode::Whole, false, &mut |batch, dir, outcome| {
         match outcome {

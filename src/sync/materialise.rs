@@ -47,7 +47,9 @@ pub struct ExportStats {
 
 /// Writes conversation `chat_id` to `<target_root>/<chat_id>/`.
 pub fn export_conversation(conn: &crate::store::Connection, chat_id: &str, target_root: &Path) -> Result<ExportStats, MaterialiseError> {
-    let id = ChatId::new(chat_id).map_err(|_| MaterialiseError::InvalidChatId(chat_id.to_owned()))?;
+    // `SOURCE:CHAT` names it too; the directory is named after the chat id.
+    let named = crate::store::sources::resolve(conn, chat_id)?;
+    let id = ChatId::new(named.chat_id.as_str()).map_err(|_| MaterialiseError::InvalidChatId(chat_id.to_owned()))?;
     export_conversation_to(conn, chat_id, &target_root.join(id.as_str()))
 }
 

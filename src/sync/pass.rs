@@ -10,6 +10,11 @@
 //! that are gone are marked deleted in the store, never purged. A conversation that fails is
 //! reported ([`ConversationError`], its cause typed) and the pass goes on with the others.
 //!
+//! A pass reads one logs root into that root's source (see [`crate::store::sources`]): its
+//! connection is scoped to the source before anything is read, so that the conversations it
+//! looks up, replaces, marks deleted or writes out are that source's only, whatever chat ids
+//! other roots share with it.
+//!
 //! A pass can be killed at any moment: the store commits rows and watermarks together, so the
 //! next pass starts from the last commit and neither loses nor repeats a line.
 //!
@@ -33,7 +38,7 @@ use super::pending::{self, Conflict};
 pub use super::SyncError;
 use crate::fs::gptme_lock::LockError;
 use crate::store::queries::{self, RootConversation};
-use crate::store::{modify, Store, StoreError, WriteBatch};
+use crate::store::{modify, sources, Store, StoreError, WriteBatch};
 
 /// What came in from the directories.
 #[derive(Debug, Default, Clone, Serialize)]
@@ -185,16 +190,19 @@ fn clear_debris(dir: &Path) -> bool {
 const MAX_WARNINGS: usize = 100;
 
 /// Runs one pass over `logs_root`, or only over the conversations named in `only` (watch mode
-/// passes the ones it saw change). With `dry_run`, reports what the pass would do and changes
-/// nothing, in the store or on disk.
-pub fn sync_pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>, dry_run: bool) -> Result<SyncReport, SyncError> {
-    pass(store, logs_root, only, dry_run, Direction::Both)
+/// passes the ones it saw change), into the root's source: the one named `source` (made when
+/// new), else the one the store has for the root, else a new one named by default
+/// ([`crate::store::sources::default_name`]). With `dry_run`, reports what the pass would do
+/// and changes nothing, in the store or on disk.
+pub fn sync_pass(store: &Store, logs_root: &Path, source: Option<&str>, only: Option<&HashSet<String>>, dry_run: bool) -> Result<SyncReport, SyncError> {
+    pass(store, logs_root, source, only, dry_run, Direction::Both)
 }
 
-/// A pass over conversations `only` of `logs_root` that only reads their directories in: see
-/// [`super::catch_up`] and [`super::follow`].
-pub(super) fn pass_in(store: &Store, logs_root: &Path, only: &HashSet<String>) -> Result<SyncReport, SyncError> {
-    pass(store, logs_root, Some(only), false, Direction::In)
+/// A pass over conversations `only` of `logs_root` that only reads their directories in (into
+/// the root's source, named `source` when it is new): see [`super::catch_up`] and
+/// [`super::follow`].
+pub(super) fn pass_in(store: &Store, logs_root: &Path, source: Option<&str>, only: &HashSet<String>) -> Result<SyncReport, SyncError> {
+    pass(store, logs_root, source, Some(only), false, Direction::In)
 }
 
 /// Which way a pass goes.
@@ -206,7 +214,14 @@ enum Direction {
     In,
 }
 
-fn pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>, dry_run: bool, direction: Direction) -> Result<SyncReport, SyncError> {
+fn pass(
+    store: &Store,
+    logs_root: &Path,
+    source: Option<&str>,
+    only: Option<&HashSet<String>>,
+    dry_run: bool,
+    direction: Direction,
+) -> Result<SyncReport, SyncError> {
     let started = Instant::now();
     let root = std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?;
     let in_scope = |chat_id: &str| only.is_none_or(|o| o.contains(chat_id));
@@ -234,6 +249,12 @@ fn pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>, dry_run
     let on_disk: HashMap<String, PathBuf> =
         dirs.into_iter().filter_map(|d| Some((d.file_name()?.to_str()?.to_owned(), d))).filter(|(name, _)| in_scope(name)).collect();
     let mut conn = store.connection()?;
+    // A root the store has no source for yet has no stored conversations: its source is made
+    // in the in-phase's transaction (so that a dry run makes none).
+    let known = sources::find(&conn, &root, source)?;
+    if let Some(known) = &known {
+        conn.scope_to(known.id);
+    }
 
     // Out: queued store changes, each conversation in its own transaction.
     let stored = queries::conversations_in(&conn, &root)?;
@@ -249,6 +270,8 @@ fn pass(store: &Store, logs_root: &Path, only: Option<&HashSet<String>>, dry_run
     // In: what the directories gained, in one transaction. The stored conversations are read
     // inside it: another process (a second watcher) may have replaced rows since.
     let mut batch = WriteBatch::begin(&mut conn)?;
+    let source = sources::register(batch.conn(), &root, source)?;
+    batch.conn().scope_to(source.id);
     let stored = queries::conversations_in(batch.conn(), &root)?;
     let acknowledged = crate::store::acknowledged::chat_ids(batch.conn())?;
     let mut full = Vec::new();

@@ -48,6 +48,16 @@ pub fn sync_state(conn: &crate::store::Connection, logs_root: &Path) -> Result<S
 /// how many there are (thousands of directories take seconds: a caller can show how far it is).
 pub fn sync_state_with_progress(conn: &crate::store::Connection, logs_root: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<SyncState, IngestError> {
     let root = std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?;
+    let source = crate::store::sources::find(conn, &root, None).map_err(|source| IngestError::Store { path: root.clone(), source })?;
+    // Chat ids below are the root's source's (the acknowledged appends of `my-chat` are this
+    // root's, whatever other roots hold).
+    let previous = conn.set_scope(source.map(|s| s.id));
+    let state = sync_state_in(conn, root, progress);
+    conn.set_scope(previous);
+    state
+}
+
+fn sync_state_in(conn: &crate::store::Connection, root: std::path::PathBuf, progress: &mut dyn FnMut(u64, u64)) -> Result<SyncState, IngestError> {
     let mut state = SyncState { logs_dir: root.display().to_string(), ..SyncState::default() };
     let (dirs, _) = ingest::conversation_dirs(&root)?;
     let stored: std::collections::HashMap<String, (i64, Vec<u8>, bool)> = queries::conversations_in(conn, &root)
@@ -126,7 +136,7 @@ pub fn behind(conn: &crate::store::Connection, logs_root: &Path) -> Result<Behin
     if found.is_empty() {
         return Ok(behind);
     }
-    let stored = queries::main_transcript_stats(conn).map_err(|source| IngestError::Store { path: root.clone(), source })?;
+    let stored = queries::main_transcript_stats(conn, &root).map_err(|source| IngestError::Store { path: root.clone(), source })?;
     for (name, dir, meta) in found {
         match stored.get(&name) {
             Some(seen) if Path::new(&seen.dir) == dir => {

@@ -43,8 +43,16 @@ pub(super) fn conversation_of(root: &Path, path: &Path) -> Option<String> {
     }
 }
 
-/// Syncs `logs_root` until `stop` is set, calling `on_event` after every pass.
-pub fn watch(store: &Store, logs_root: &Path, rescan: Duration, stop: &AtomicBool, on_event: &mut dyn FnMut(WatchEvent)) -> Result<(), SyncError> {
+/// Syncs `logs_root` (into source `source`: see [`sync_pass`]) until `stop` is set, calling
+/// `on_event` after every pass.
+pub fn watch(
+    store: &Store,
+    logs_root: &Path,
+    source: Option<&str>,
+    rescan: Duration,
+    stop: &AtomicBool,
+    on_event: &mut dyn FnMut(WatchEvent),
+) -> Result<(), SyncError> {
     let root = std::path::absolute(logs_root).unwrap_or_else(|_| logs_root.to_owned());
     let (tx, rx) = mpsc::channel();
     let mut watcher = notify::recommended_watcher(move |event| {
@@ -64,7 +72,7 @@ pub fn watch(store: &Store, logs_root: &Path, rescan: Duration, stop: &AtomicBoo
     // where no one reads) until restarted. Opening costs about a millisecond.
     let run = |only: Option<&HashSet<String>>, on_event: &mut dyn FnMut(WatchEvent)| match Store::open(store.path())
         .map_err(SyncError::from)
-        .and_then(|fresh| sync_pass(&fresh, &root, only, false))
+        .and_then(|fresh| sync_pass(&fresh, &root, source, only, false))
     {
         Ok(report) => on_event(WatchEvent::Pass { report: &report, full: only.is_none() }),
         Err(e) => on_event(WatchEvent::Failed(e)),

@@ -44,8 +44,29 @@ fn walk(root: &Path, dir: &Path, ignore: &[&str], out: &mut BTreeMap<String, Nod
 
 /// Panics with a readable list of differences between two trees.
 pub fn assert_same_tree(expected: &Path, actual: &Path, ignore: &[&str]) {
-    let a = snapshot(expected, ignore);
-    let b = snapshot(actual, ignore);
+    compare(expected, actual, ignore, true);
+}
+
+/// [`assert_same_tree`], mtimes aside: every path, kind, mode, link target and byte. For a tree
+/// recorded from another checkout of the same files (a committed store), whose mtimes were
+/// that checkout's.
+pub fn assert_same_contents(expected: &Path, actual: &Path, ignore: &[&str]) {
+    compare(expected, actual, ignore, false);
+}
+
+fn compare(expected: &Path, actual: &Path, ignore: &[&str], mtimes: bool) {
+    let timeless = |mut tree: BTreeMap<String, Node>| {
+        if !mtimes {
+            for node in tree.values_mut() {
+                match node {
+                    Node::Dir { mtime_ns, .. } | Node::File { mtime_ns, .. } | Node::Link { mtime_ns, .. } => *mtime_ns = 0,
+                }
+            }
+        }
+        tree
+    };
+    let a = timeless(snapshot(expected, ignore));
+    let b = timeless(snapshot(actual, ignore));
     let mut problems = Vec::new();
     for (path, node) in &a {
         match b.get(path) {

@@ -27,6 +27,8 @@ pub struct Args {
     /// gptme's logs root, read in before each answer [default: $GPTME_LOGS_HOME, else gptme's
     /// default]; without one, the store is answered from as it stands
     logs_dir: Option<PathBuf>,
+    #[command(flatten)]
+    source: super::SourceArg,
 }
 
 impl Args {
@@ -49,7 +51,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         }
     };
     let following = logs_root.is_some();
-    let server = tools::Server::new(store, logs_root);
+    let server = tools::Server::new(store, logs_root, args.source.source);
     if following && !server.notified() {
         term::tell!("sessiondb: no filesystem notifications for the logs root; each answer over every conversation walks it first");
     }

@@ -61,8 +61,9 @@ pub struct Server<'s> {
 
 impl Server<'_> {
     /// The tools over `store`, caught up from `logs_root` before each answer (when there is one).
-    pub fn new(store: &Store, logs_root: Option<PathBuf>) -> Server<'_> {
-        let follower = logs_root.as_deref().map(|root| RefCell::new(Follower::new(root)));
+    /// The root's source is named `source` when the store has none for it yet.
+    pub fn new(store: &Store, logs_root: Option<PathBuf>, source: Option<String>) -> Server<'_> {
+        let follower = logs_root.as_deref().map(|root| RefCell::new(Follower::new(root).with_source(source)));
         Server { store, logs_root, follower }
     }
 
@@ -277,6 +278,7 @@ impl Server<'_> {
             model: a.model,
             since: since(a.since.as_deref())?,
             chat_id: a.chat,
+            source: None,
             branch: a.branch,
             limit: a.limit.unwrap_or(10).clamp(1, MAX_SEARCH_LIMIT),
             matches,
@@ -290,7 +292,8 @@ impl Server<'_> {
             totals: true,
         };
         let result = search(&conn, &query).map_err(store_error)?;
-        let mut page = page_json(&result, offset, query.sort, CONTEXT, matches);
+        let sources = crate::cli::list::shows_sources(&conn).map_err(store_error)?;
+        let mut page = page_json(&result, offset, query.sort, CONTEXT, matches, sources);
         let Value::Array(rows) = page["results"].take() else { unreachable!("results are an array") };
         page["more"] = Value::Null;
         if let Some(note) = note {
@@ -402,6 +405,7 @@ impl Server<'_> {
         let filter = ListFilter { limit: Some(offset.saturating_add(limit)), model: a.model, since: since(a.since.as_deref())?, name, ..ListFilter::default() };
         let conn = self.store.connection()?;
         let total = queries::count_filtered(&conn, &filter)?;
+        let sources = crate::cli::list::shows_sources(&conn)?;
         let mut answer = json!({ "total": total, "offset": offset, "conversations": [], "more": null });
         if let Some(note) = note {
             answer["note"] = json!(note);
@@ -416,7 +420,7 @@ impl Server<'_> {
                 return Ok::<_, StoreError>(());
             }
             // A row is a few hundred characters: the first is taken whatever its length.
-            let row = serde_json::to_value(summary_json(&c)).expect("serialisable");
+            let row = serde_json::to_value(summary_json(&c).with_source(&c, sources)).expect("serialisable");
             if budget.take(&row) {
                 rows.push(row);
             } else {
@@ -444,7 +448,7 @@ impl Server<'_> {
             }
             None => {
                 let from = since(a.since.as_deref())?.map(|t| (t, a.since.clone().unwrap_or_default()));
-                stats::overview(&conn, from, false, None)?
+                stats::overview(&conn, from, false, None, None)?
             }
         };
         if let Some(note) = note {
