@@ -293,6 +293,48 @@ impl Store {
         let Some(index) = ranking::RankingIndex::of(&conn)? else { return Ok(0) };
         Ok(index.catch_up(&conn, std::time::Duration::from_secs(600), progress)?.unwrap_or(0))
     }
+
+    /// A thread that catches the ranking index up each time it is told a batch has committed
+    /// ([`RankingFollower::committed`]), so that a long writer (an import, a sync pass reading
+    /// many conversations) builds the index on the other core as it goes rather than after.
+    pub fn follow_ranking(&self) -> RankingFollower {
+        let (committed, commits) = std::sync::mpsc::channel::<()>();
+        let store = self.clone();
+        let thread = std::thread::spawn(move || {
+            while commits.recv().is_ok() {
+                while commits.try_recv().is_ok() {}
+                // The index is derived: a failure here is met again, and told, by the writer's
+                // own catch-up at its end, and searches answer from the word index meanwhile.
+                let _ = store.catch_up_ranking(&mut |_| {});
+            }
+        });
+        RankingFollower { committed: Some(committed), thread: Some(thread) }
+    }
+}
+
+/// See [`Store::follow_ranking`]. Dropped, it lets its thread finish the catch-up under way
+/// and waits for it (what was committed after is left to the writer's own catch-up).
+pub struct RankingFollower {
+    committed: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RankingFollower {
+    /// Tells the thread a batch has committed.
+    pub fn committed(&self) {
+        if let Some(tx) = &self.committed {
+            let _ = tx.send(());
+        }
+    }
+}
+
+impl Drop for RankingFollower {
+    fn drop(&mut self) {
+        drop(self.committed.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// Fails at once, naming `path`, when something that cannot be a database is there: a

@@ -108,29 +108,18 @@ pub fn import_root_in_batches(
         Some(dir) if dirs.len() == 1 && others.is_empty() && crate::layout::is_conversation_dir(logs_root) => dir.parent().unwrap_or(dir).to_owned(),
         _ => std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?,
     };
-    // The ranking index follows the batches as they commit, on a thread of its own, so that
-    // building it overlaps reading and writing the rest (it is derived: whatever it has not
-    // caught up with when the import ends, the next catch-up adds).
-    let (committed, commits) = std::sync::mpsc::channel::<()>();
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
-            while commits.recv().is_ok() {
-                while commits.try_recv().is_ok() {}
-                // A failure here is met again, and told, by the caller's catch-up.
-                let _ = store.catch_up_ranking(&mut |_| {});
-            }
-        });
-        let imported = import_batches(store, &root, source, &dirs, batch_bytes, &mut report, progress, &committed);
-        drop(committed);
-        imported
-    })?;
+    // The ranking index follows the batches as they commit, on the other core.
+    let follower = store.follow_ranking();
+    let imported = import_batches(store, &root, source, &dirs, batch_bytes, &mut report, progress, &follower);
+    drop(follower);
+    imported?;
     store.flush_wal()?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
 }
 
 /// Reads `dirs`, which are in `root`, into the store in `root`'s source (see [`import_root`]), in
-/// batches of about `batch_bytes`, telling `committed` after each batch but the last commits.
+/// batches of about `batch_bytes`, telling `follower` after each batch but the last commits.
 #[allow(clippy::too_many_arguments)]
 fn import_batches(
     store: &Store,
@@ -140,7 +129,7 @@ fn import_batches(
     batch_bytes: u64,
     report: &mut ImportReport,
     progress: &mut dyn FnMut(Progress<'_>),
-    committed: &std::sync::mpsc::Sender<()>,
+    follower: &crate::store::RankingFollower,
 ) -> Result<(), SyncError> {
     let mut conn = store.connection()?;
     let mut batch = WriteBatch::begin(&mut conn)?;
@@ -171,7 +160,7 @@ fn import_batches(
                 in_batch += stats.bytes;
                 if in_batch > batch_bytes {
                     batch.commit()?;
-                    let _ = committed.send(());
+                    follower.committed();
                     in_batch = 0;
                 }
             }

@@ -338,6 +338,9 @@ fn pass(
     // may be gone when it is opened: such a conversation is read again at once, and if it is
     // still changing, left for the next pass (not a failure).
     let mut batch_bytes = 0;
+    // The ranking index follows the batches as they commit (many when a root is read in
+    // whole: a first sync, `serve`'s first start), on the other core.
+    let follower = store.follow_ranking();
     for attempt in 0..2 {
         let mut retry = Vec::new();
         ingest::import_dirs(&mut batch, &full, ReadMode::CompleteLines, dry_run, &mut |batch, dir, outcome| {
@@ -358,6 +361,7 @@ fn pass(
                     batch_bytes += stats.bytes;
                     if batch_bytes > BATCH_BYTES && !dry_run {
                         batch.commit()?;
+                        follower.committed();
                         batch_bytes = 0;
                     }
                 }
