@@ -297,34 +297,39 @@ impl Store {
     /// A thread that catches the ranking index up each time it is told a batch has committed
     /// ([`RankingFollower::committed`]), so that a long writer (an import, a sync pass reading
     /// many conversations) builds the index on the other core as it goes rather than after.
+    /// The thread starts at the first commit: a writer that commits once (most sync passes)
+    /// starts none.
     pub fn follow_ranking(&self) -> RankingFollower {
-        let (committed, commits) = std::sync::mpsc::channel::<()>();
-        let store = self.clone();
-        let thread = std::thread::spawn(move || {
-            while commits.recv().is_ok() {
-                while commits.try_recv().is_ok() {}
-                // The index is derived: a failure here is met again, and told, by the writer's
-                // own catch-up at its end, and searches answer from the word index meanwhile.
-                let _ = store.catch_up_ranking(&mut |_| {});
-            }
-        });
-        RankingFollower { committed: Some(committed), thread: Some(thread) }
+        RankingFollower { store: self.clone(), committed: None, thread: None }
     }
 }
 
 /// See [`Store::follow_ranking`]. Dropped, it lets its thread finish the catch-up under way
 /// and waits for it (what was committed after is left to the writer's own catch-up).
 pub struct RankingFollower {
+    store: Store,
     committed: Option<std::sync::mpsc::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl RankingFollower {
-    /// Tells the thread a batch has committed.
-    pub fn committed(&self) {
-        if let Some(tx) = &self.committed {
-            let _ = tx.send(());
-        }
+    /// Tells the thread a batch has committed, starting it the first time.
+    pub fn committed(&mut self) {
+        let committed = self.committed.get_or_insert_with(|| {
+            let (committed, commits) = std::sync::mpsc::channel::<()>();
+            let store = self.store.clone();
+            self.thread = Some(std::thread::spawn(move || {
+                while commits.recv().is_ok() {
+                    while commits.try_recv().is_ok() {}
+                    // The index is derived: a failure here is met again, and told, by the
+                    // writer's own catch-up at its end, and searches answer from the word index
+                    // meanwhile.
+                    let _ = store.catch_up_ranking(&mut |_| {});
+                }
+            }));
+            committed
+        });
+        let _ = committed.send(());
     }
 }
 

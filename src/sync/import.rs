@@ -5,9 +5,9 @@
 //! and one that fails leaves the store's copy as it was. Conversations are committed in batches
 //! of about [`BATCH_BYTES`], so an interrupted import keeps what it committed; the ranking
 //! index follows the commits on a thread of its own (the caller catches up the last batch);
-//! the write-ahead log is folded into the database at the end. What happens on the way is told to a
-//! [`Progress`] callback, and what came of it all is the [`ImportReport`]: the caller only shows
-//! them.
+//! the write-ahead log is folded into the database at the end. What happens on the way is told
+//! to a [`Progress`] callback, and what came of it all is the [`ImportReport`]: the caller only
+//! shows them.
 
 use std::path::Path;
 use std::time::Instant;
@@ -68,8 +68,9 @@ pub enum Progress<'a> {
 
 /// Imports every conversation directory of `logs_root` into `store` (see the module's
 /// invariant), into the root's source (named `source`, else as the store knows the root, else
-/// by default: see [`crate::store::sources`]), telling `progress` what happens. `logs_root` may also be one conversation's
-/// directory (it has a `conversation.jsonl`): that conversation is imported. A directory that
+/// by default: see [`crate::store::sources`]), telling `progress` what happens. `logs_root` may
+/// also be one conversation's directory (it has a `conversation.jsonl`): that conversation is
+/// imported. A directory that
 /// holds something, but no conversation, is [`SyncError::NotALogsRoot`]; an empty one imports
 /// nothing (gptme has not written anything yet).
 pub fn import_root(store: &Store, logs_root: &Path, source: Option<&str>, progress: &mut dyn FnMut(Progress<'_>)) -> Result<ImportReport, SyncError> {
@@ -109,8 +110,8 @@ pub fn import_root_in_batches(
         _ => std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?,
     };
     // The ranking index follows the batches as they commit, on the other core.
-    let follower = store.follow_ranking();
-    let imported = import_batches(store, &root, source, &dirs, batch_bytes, &mut report, progress, &follower);
+    let mut follower = store.follow_ranking();
+    let imported = import_batches(store, &root, source, &dirs, batch_bytes, &mut report, progress, &mut follower);
     drop(follower);
     imported?;
     store.flush_wal()?;
@@ -129,7 +130,7 @@ fn import_batches(
     batch_bytes: u64,
     report: &mut ImportReport,
     progress: &mut dyn FnMut(Progress<'_>),
-    follower: &crate::store::RankingFollower,
+    follower: &mut crate::store::RankingFollower,
 ) -> Result<(), SyncError> {
     let mut conn = store.connection()?;
     let mut batch = WriteBatch::begin(&mut conn)?;

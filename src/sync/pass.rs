@@ -340,7 +340,7 @@ fn pass(
     let mut batch_bytes = 0;
     // The ranking index follows the batches as they commit (many when a root is read in
     // whole: a first sync, `serve`'s first start), on the other core.
-    let follower = store.follow_ranking();
+    let mut follower = store.follow_ranking();
     for attempt in 0..2 {
         let mut retry = Vec::new();
         ingest::import_dirs(&mut batch, &full, ReadMode::CompleteLines, dry_run, &mut |batch, dir, outcome| {
