@@ -35,9 +35,11 @@ fn a_full_disk_fails_the_write_cleanly_and_keeps_what_was_committed() {
     let small = work.path().join("small");
     fs::create_dir(&small).unwrap();
     run_ok(Command::new("cp").arg("-a").arg(logs.join("2026-07-01-basic-chat")).arg(&small));
-    run_ok(sessiondb(&db).arg("import").arg(&small));
+    run_ok(sessiondb(&db).args(["import", "--source", "small"]).arg(&small));
     run_ok(sessiondb(&db).arg("list").arg("--json")); // checkpointed and readable
-    let before = run_ok(sessiondb(&db).args(["show", "2026-07-01-basic-chat", "--json"])).stdout;
+    // Named with its source: the import below may commit its rows (another source's) before
+    // its search indexes fail to fit.
+    let before = run_ok(sessiondb(&db).args(["show", "small:2026-07-01-basic-chat", "--json"])).stdout;
     let size_kb = fs::metadata(&db).unwrap().len() / 1024 + 64;
     let script = format!("trap '' XFSZ; ulimit -f {}; exec \"$0\" --db \"$1\" import \"$2\"", size_kb * 1024 / 512);
     let out = Command::new("sh").args(["-c", &script, env!("CARGO_BIN_EXE_sessiondb")]).arg(&db).arg(&logs).output().unwrap();
@@ -46,7 +48,7 @@ fn a_full_disk_fails_the_write_cleanly_and_keeps_what_was_committed() {
     assert!(!err.contains("panicked") && err.contains("sessiondb:"), "a plain error: {err}");
     assert!(err.to_lowercase().contains("full") || err.contains("too large") || err.contains("disk") || err.contains("I/O"), "says why: {err}");
     // What was committed before is intact, the database sound.
-    let after = run_ok(sessiondb(&db).args(["show", "2026-07-01-basic-chat", "--json"])).stdout;
+    let after = run_ok(sessiondb(&db).args(["show", "small:2026-07-01-basic-chat", "--json"])).stdout;
     assert_eq!(before, after);
     let (ok, report) = doctor(&db, &small);
     assert!(ok, "{report}");

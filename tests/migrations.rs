@@ -33,6 +33,7 @@ const RELEASED: &[(&str, &str)] = &[
     ("0012_ranking_index.sql", "9e5ad6e4890d55b07c9d4aa68ab8d4c02c8b1bde2e8a9f015ce21069e84ae336"),
     ("0013_distinct_trigrams.sql", "b26d15cdb9698b70a8007f539293a7524a537bb973bbbfdee5a2a429b17fb5d5"),
     ("0014_sources.sql", "19da208e1fb7cc383e29fb92f35c7fb829517c588e0ffb51e8db77fdb24bef5c"),
+    ("0015_word_index_hashsize.sql", "93274923801c360bfa89de31e58ea4c80e51202018c75f97bbc3341273b1f1c3"),
 ];
 
 fn schema_dir() -> PathBuf {

@@ -1143,8 +1143,9 @@ fn ranking_dir(db: &Path) -> std::path::PathBuf {
 }
 
 /// An import of many batches builds the ranking index as its batches commit (on a thread of its
-/// own) and ends with every message in it: doctor finds it whole, and it answers as the word
-/// index alone does. (Batches of 8 KiB here, of 64 MiB in `sessiondb import`.)
+/// own) and ends with every message in it and in the word and substring indexes: doctor finds
+/// them whole, and the ranking index answers as the word index alone does. (Batches of 8 KiB
+/// here, of 64 MiB in `sessiondb import`.)
 #[test]
 fn an_import_of_many_batches_ends_with_the_ranking_index_whole() {
     let work = tempfile::tempdir().unwrap();
@@ -1159,8 +1160,9 @@ fn an_import_of_many_batches_ends_with_the_ranking_index_whole() {
     assert!(report.bytes > 16 * (8 << 10), "many batches: {} bytes", report.bytes);
     assert_eq!((report.failed, report.conversations), (0, 120 + 8));
     assert!(ranking_dir(&db).join("meta.json").exists(), "the index followed the batches");
-    // What the CLI does after an import: the last batch.
-    store.catch_up_ranking(&mut |_| {}).unwrap();
+    // The batches committed unindexed; the import built the word and substring indexes after.
+    assert_eq!(store.search_indexes_behind().unwrap(), 0);
+    assert!(report.listable_seconds <= report.seconds);
     drop(store);
     let out = sessiondb(&db).arg("doctor").arg(&logs).arg("--json").output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
@@ -1329,4 +1331,68 @@ fn huge_offsets_limits_and_match_counts_are_answered() {
             }
         }
     }
+}
+
+/// Issue 15: an import commits its conversations before it indexes them, so that they can be
+/// listed at once; a search never misses what was stored. Left as an import stopped right after
+/// its rows leaves it (nothing in the word and substring indexes): every conversation is listed,
+/// doctor finds nothing wrong and counts what is not indexed; a search while another process
+/// holds the write lock answers from the indexes as they are and says how many messages it
+/// could not look at; the next search indexes them first, and then answers as a store that was
+/// indexed as it went.
+#[test]
+fn an_import_is_listed_before_it_is_indexed_and_no_search_misses_what_it_stored() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    generated_logs_of(&logs, 40, 0x5eed_0016, WORD_PIECES);
+    conversation(&logs, "late-quokka", &[("user", "a quokkaberry pie, please"), ("assistant", "Quokkaberry (pie) it is: C:\\Users\\pie")]);
+    let (db, indexed) = (work.path().join("db"), work.path().join("indexed"));
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    run_ok(sessiondb(&indexed).arg("import").arg(&logs));
+    let stored: i64 = {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        sessiondb::store::fts::register_functions(&conn).unwrap();
+        conn.execute_batch(
+            "INSERT INTO messages_fts (messages_fts) VALUES ('delete-all');
+             INSERT INTO messages_substring (messages_substring) VALUES ('delete-all');
+             UPDATE store_state SET value = 0 WHERE key IN ('fts_indexed_upto', 'substring_indexed_upto');",
+        )
+        .unwrap();
+        conn.query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap()
+    };
+    let listed = run_ok(sessiondb(&db).args(["list", "--json", "-n", "1000"]));
+    assert_eq!(serde_json::from_slice::<Value>(&listed.stdout).unwrap().as_array().unwrap().len(), 41, "every conversation is listed");
+    let doctor = |db: &Path| -> Value {
+        let out = sessiondb(db).args(["doctor", "--json"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(doctor(&db)["unindexed"], stored, "doctor counts what is not indexed, and it is not a problem");
+    // Word queries the ranking index does not answer (a prefix, a boolean), and literal ones.
+    let queries = ["quokkaber*", "quokkaberry OR borrow", "(pie", "c:\\users", "quokkaberry (pie)"];
+    {
+        // Another process holds the write lock: the search answers from what is indexed, and says so.
+        let holder = rusqlite::Connection::open(&db).unwrap();
+        holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+        for q in queries {
+            let out = sessiondb(&db).args(["search", "--json", "--", q]).output().unwrap();
+            assert_eq!(out.status.code(), Some(0), "{q:?}: {}", String::from_utf8_lossy(&out.stderr));
+            let page: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(page["unindexed"], stored, "{q:?}");
+            assert_eq!(page["results"].as_array().unwrap().len(), 0, "{q:?}: nothing is indexed yet");
+            let told = String::from_utf8_lossy(&out.stderr);
+            assert!(told.contains(&format!("{stored} messages are not in the search index yet")), "{q:?}: {told}");
+        }
+        holder.execute_batch("ROLLBACK").unwrap();
+    }
+    // The next search indexes them first, and every answer is whole.
+    for q in queries {
+        let page = search_page(&db, &["-n", "1000", "--", q]);
+        assert_eq!(page["unindexed"], 0, "{q:?}");
+        let expected = search_page(&indexed, &["-n", "1000", "--", q]);
+        assert_eq!(ids(page["results"].as_array().unwrap()), ids(expected["results"].as_array().unwrap()), "{q:?}");
+        assert_eq!(page["total"], expected["total"], "{q:?}");
+    }
+    assert_eq!(ids(&search(&db, &["quokkaber*"])), ["late-quokka"]);
+    assert_eq!(doctor(&db)["unindexed"], 0);
 }

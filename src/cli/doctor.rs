@@ -134,6 +134,7 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
             "supported_version": report.supported_version,
             "conversations": report.conversations,
             "messages": report.messages,
+            "unindexed": report.unindexed,
             "problems": problems,
             "sync": state,
             "advice": advice,
@@ -152,6 +153,12 @@ fn print_report(db: &Path, report: &DatabaseReport, problems: &[String], state: 
     say!("database: {}", db.display());
     say!("schema version {} (this sessiondb: {})", report.schema_version, report.supported_version);
     say!("{} conversations, {} messages", report.conversations, report.messages);
+    if report.unindexed > 0 {
+        say!(
+            "{} messages are not in the search indexes yet (an import builds them after its conversations, or was stopped before it was done): the next search or `sessiondb sync` indexes them",
+            report.unindexed
+        );
+    }
     if problems.is_empty() {
         say!("no problems found: integrity, foreign keys, full-text and substring indexes, orphaned rows, listing totals");
     } else {

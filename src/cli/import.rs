@@ -49,6 +49,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let root = super::logs_root(args.logs_dir)?;
     let started = Instant::now();
     let mut bar: Option<ProgressBar> = None;
+    let mut indexing = false;
     // Messages go above the bar, once there is one.
     let tell_above = |bar: &Option<ProgressBar>, line: String| match bar {
         Some(bar) => bar.suspend(|| tell!("{line}")),
@@ -73,6 +74,17 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
                 bar.inc(1);
             }
         }
+        Progress::Indexing { indexed, of } => {
+            let bar = bar.get_or_insert_with(|| ProgressBar::new(of));
+            if !indexing {
+                // Every conversation is in (and can be listed): the bar goes on for the indexes.
+                indexing = true;
+                bar.set_style(ProgressStyle::with_template("{spinner} search index {pos}/{len} messages {wide_bar} {eta}").expect("valid template"));
+                bar.set_length(of);
+                bar.reset_eta();
+            }
+            bar.set_position(indexed);
+        }
     })?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
@@ -93,6 +105,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             "attachments": summary.attachments,
             "bytes": summary.bytes,
             "warnings": summary.warnings,
+            "listable_seconds": (summary.listable_seconds * 1000.0).round() / 1000.0,
             "seconds": (seconds * 1000.0).round() / 1000.0,
         });
         println!("{}", serde_json::to_string_pretty(&json).expect("serialisable"));

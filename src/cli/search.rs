@@ -91,7 +91,21 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     };
     let conn = store.connection()?;
     let sources = super::list::shows_sources(&conn)?;
-    let result = match search(&conn, &query) {
+    // An import stopped before its search indexes were built leaves them to this search.
+    let spinner = match store.search_indexes_behind()? {
+        0 => None,
+        behind => {
+            let spinner = indicatif::ProgressBar::new_spinner();
+            spinner.set_message(format!("search index: indexing {behind} messages first"));
+            spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+            Some(spinner)
+        }
+    };
+    let searched = search(&conn, &query);
+    if let Some(spinner) = spinner {
+        spinner.finish_and_clear();
+    }
+    let result = match searched {
         Ok(r) => r,
         // A usage error: the filter names nothing there is (exit 2, as for a bad argument).
         Err(e @ StoreError::NoSuchFilter { .. }) => {
@@ -100,6 +114,12 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         }
         Err(e) => return Err(e.into()),
     };
+    if result.unindexed > 0 {
+        super::term::tell!(
+            "sessiondb: {} messages are not in the search index yet (another sessiondb process is indexing them, or the database cannot be written); these results leave them out",
+            result.unindexed
+        );
+    }
     let terms = &result.highlight;
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     // JSON holds the stored text exactly; the listing shows it visible (see `term`), coloured
@@ -145,7 +165,8 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
 }
 
 /// The page of `search --json`: `{"total": {"messages", "conversations"}, "offset", "sort",
-/// "literal", "ranked_by", "results"}` (the MCP server's `search_conversations` answers with the same rows).
+/// "literal", "ranked_by", "unindexed", "results"}` (the MCP server's `search_conversations`
+/// answers with the same rows); `unindexed` is [`SearchResult::unindexed`].
 /// `result` must have been asked for its totals.
 /// With `sources` (the store has several), each result has its `source`.
 pub(crate) fn page_json(result: &SearchResult, offset: usize, sort: Sort, context: usize, matches: usize, sources: bool) -> serde_json::Value {
@@ -156,6 +177,7 @@ pub(crate) fn page_json(result: &SearchResult, offset: usize, sort: Sort, contex
         "sort": match sort { Sort::Relevance => "relevance", Sort::Newest => "newest" },
         "literal": result.literal,
         "ranked_by": result.ranked_by.name(),
+        "unindexed": result.unindexed,
         "results": result.conversations.iter().map(|c| {
             let mut json = conversation_json(c, &result.highlight, context, matches);
             if sources {

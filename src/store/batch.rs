@@ -3,21 +3,33 @@
 //! [`WriteBatch::begin`] takes the database's write lock up front (`BEGIN IMMEDIATE`), so
 //! concurrent writers queue instead of failing midway. Each conversation is written inside its
 //! own savepoint ([`WriteBatch::conversation`]): a conversation that fails is rolled back alone
-//! and the batch goes on. [`WriteBatch::commit`] brings the full-text index up to date and
-//! commits; readers then see every conversation of the batch at once, each of them whole. A
-//! batch dropped without committing (an error, a crash) leaves the store as it was before it.
+//! and the batch goes on. [`WriteBatch::commit`] brings the full-text indexes up to date and
+//! commits (a batch begun with [`WriteBatch::begin_unindexed`] leaves them to
+//! [`super::fts::catch_up`]); readers then see every conversation of the batch at once, each of
+//! them whole. A batch dropped without committing (an error, a crash) leaves the store as it was
+//! before it.
 
 use super::{fts, Connection, ConversationWriter, StoreError};
 
 pub struct WriteBatch<'c> {
     conn: &'c mut Connection,
     open: bool,
+    /// Whether commits index what they add ([`fts::index_pending`]).
+    indexed: bool,
 }
 
 impl<'c> WriteBatch<'c> {
     pub fn begin(conn: &'c mut Connection) -> Result<Self, StoreError> {
         conn.execute_batch("BEGIN IMMEDIATE")?;
-        Ok(WriteBatch { conn, open: true })
+        Ok(WriteBatch { conn, open: true, indexed: true })
+    }
+
+    /// A batch whose commits leave the word and substring indexes behind, for an import: its
+    /// conversations can be listed as each batch commits, and the caller then indexes them all
+    /// with [`fts::catch_up`] (if it dies first, the next search or write does).
+    pub fn begin_unindexed(conn: &'c mut Connection) -> Result<Self, StoreError> {
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        Ok(WriteBatch { conn, open: true, indexed: false })
     }
 
     /// The connection, for the store's reads (and row edits) inside the batch.
@@ -35,8 +47,8 @@ impl<'c> WriteBatch<'c> {
         ConversationWriter::resume(self.conn, conversation_id)
     }
 
-    /// Indexes what the batch added, commits, and opens the next transaction so the batch can
-    /// go on.
+    /// Indexes what the batch added (unless begun unindexed), commits, and opens the next
+    /// transaction so the batch can go on.
     pub fn commit(&mut self) -> Result<(), StoreError> {
         self.commit_inner()?;
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
@@ -50,7 +62,9 @@ impl<'c> WriteBatch<'c> {
     }
 
     fn commit_inner(&mut self) -> Result<(), StoreError> {
-        fts::index_pending(self.conn)?;
+        if self.indexed {
+            fts::index_pending(self.conn)?;
+        }
         self.conn.execute_batch("COMMIT")?;
         self.open = false;
         Ok(())

@@ -4,10 +4,15 @@
 //! `schema/0001_init.sql` and `0003`) and `messages_substring` (trigrams of the lowercased text,
 //! for literal queries, see `schema/0013_distinct_trigrams.sql`). Invariant, for each with its
 //! own watermark (`store_state['fts_indexed_upto']`, `['substring_indexed_upto']`): every
-//! message with an id at or below the watermark is in the index, and no later one is. Writers
-//! call [`index_pending`] inside their transaction, just before committing, so that at every
-//! commit both indexes cover every message; each watermark moves in that same transaction, so
-//! a crash can never leave rows indexed twice or not at all. Both are derived and never the
+//! message with an id at or below the watermark is in the index, and no later one is. Each
+//! watermark moves in the transaction that indexes up to it, so a crash can never leave rows
+//! indexed twice or not at all. Writers call [`index_pending`] inside their transaction, just
+//! before committing, so that their commits are searchable at once; only an import defers it
+//! ([`super::WriteBatch::begin_unindexed`]), so that its conversations can be listed as soon as
+//! their rows are in, and then indexes them in transactions of their own ([`catch_up`]). A
+//! search that finds the indexes behind (an import indexing now, or killed before it was done)
+//! catches them up itself first when it can take the write lock, and otherwise says how many
+//! messages its answer could not look at ([`behind`]). Both indexes are derived and never the
 //! source of truth: [`rebuild_substring_index`] makes the substring index again from the rows.
 
 use super::{Connection, StoreError};
@@ -20,18 +25,68 @@ const INDEXES: [(&str, &str, &str); 2] =
 /// index, and advances the watermarks. Rows without content (blank and damaged lines) are
 /// indexed as empty documents, so each index and the table hold the same rows, as FTS5's own
 /// integrity check expects. Call inside a write transaction, before it commits. Returns the
-/// rows added to the word index.
+/// rows added to the index that was further behind.
 pub fn index_pending(conn: &Connection) -> Result<u64, StoreError> {
-    let mut words = None;
+    index_up_to(conn, i64::MAX)
+}
+
+/// [`index_pending`] for at most `limit` messages past each watermark.
+fn index_up_to(conn: &Connection, limit: i64) -> Result<u64, StoreError> {
+    let mut most = 0;
     for (table, key, text) in INDEXES {
         let upto: i64 = conn.prepare_cached(&format!("SELECT value FROM store_state WHERE key = '{key}'"))?.query_row([], |r| r.get(0))?;
-        let indexed =
-            conn.prepare_cached(&format!("INSERT INTO {table} (rowid, content) SELECT id, {text}(content) FROM messages WHERE id > ?1"))?.execute([upto])?;
-        conn.prepare_cached(&format!("UPDATE store_state SET value = (SELECT max(?1, coalesce(max(id), 0)) FROM messages) WHERE key = '{key}'"))?
-            .execute([upto])?;
-        words.get_or_insert(indexed as u64);
+        // The id of the last message this step indexes: the `limit`-th past the watermark, or
+        // the last there is.
+        let last: i64 = conn
+            .prepare_cached("SELECT coalesce(max(id), ?1) FROM (SELECT id FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2)")?
+            .query_row([upto, limit], |r| r.get(0))?;
+        let indexed = conn
+            .prepare_cached(&format!("INSERT INTO {table} (rowid, content) SELECT id, {text}(content) FROM messages WHERE id > ?1 AND id <= ?2"))?
+            .execute([upto, last])?;
+        conn.prepare_cached(&format!("UPDATE store_state SET value = ?1 WHERE key = '{key}'"))?.execute([last])?;
+        most = most.max(indexed as u64);
     }
-    Ok(words.unwrap_or(0))
+    Ok(most)
+}
+
+/// Messages in the store that one of the two indexes does not hold yet (the more of the two).
+pub fn behind(conn: &Connection) -> Result<u64, StoreError> {
+    let behind: i64 = conn
+        .prepare_cached(
+            "SELECT count(*) FROM messages WHERE id > (SELECT min(value) FROM store_state WHERE key IN ('fts_indexed_upto', 'substring_indexed_upto'))",
+        )?
+        .query_row([], |r| r.get(0))?;
+    Ok(behind as u64)
+}
+
+/// Messages indexed per transaction by [`catch_up`]: about 60 MB of text in gptme's logs, so
+/// that each commit writes a few large segments and a killed catch-up loses little. (Steps of
+/// 150,000 were no faster.)
+pub const CATCH_UP_STEP: i64 = 40_000;
+
+/// Brings both indexes up to the messages table, in transactions of [`CATCH_UP_STEP`] messages
+/// each, telling `progress` (messages indexed so far, messages behind at the start) after each.
+/// Another process catching up meanwhile is no harm: each step starts from the watermarks as
+/// its transaction finds them. Call outside any transaction. Returns the messages indexed.
+pub fn catch_up(conn: &Connection, progress: &mut dyn FnMut(u64, u64)) -> Result<u64, StoreError> {
+    let of = behind(conn)?;
+    if of == 0 {
+        return Ok(0);
+    }
+    let mut done = 0;
+    loop {
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        let step = index_up_to(conn, CATCH_UP_STEP).and_then(|n| Ok(conn.execute_batch("COMMIT").map(|()| n)?));
+        match step {
+            Ok(0) => return Ok(done),
+            Ok(n) => done += n,
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                return Err(e);
+            }
+        }
+        progress(done, of.max(done));
+    }
 }
 
 /// Makes the substring index again from the messages table, in one write transaction: dropped

@@ -167,8 +167,15 @@ impl Connection {
         self.sql().prepare_cached(sql)
     }
 
+    /// Runs one statement, prepared once per connection: preparing a statement that deletes
+    /// conversations compiles every cascade and trigger below them, which was an eighth of an
+    /// import's writing thread when done afresh for each conversation.
     pub(in crate::store) fn execute<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
-        self.sql().execute(sql, params)
+        self.sql().prepare_cached(sql)?.execute(params)
+    }
+
+    pub(in crate::store) fn set_busy_timeout(&self, wait: std::time::Duration) -> rusqlite::Result<()> {
+        self.sql().busy_timeout(wait)
     }
 
     pub(in crate::store) fn execute_batch(&self, sql: &str) -> rusqlite::Result<()> {
@@ -220,7 +227,7 @@ impl Store {
         let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_CREATE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let manager = SqliteConnectionManager::file(path).with_flags(flags).with_init(|c| {
             c.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS as u64))?;
-            c.set_prepared_statement_cache_capacity(64);
+            c.set_prepared_statement_cache_capacity(128);
             // SQLite checkpoints the WAL into the database (with an fsync) whenever the last
             // connection closes: per CLI run that is most of the cost of a one-message append.
             // Automatic checkpoints during commits already keep the WAL bounded.
@@ -292,6 +299,20 @@ impl Store {
         let conn = self.connection()?;
         let Some(index) = ranking::RankingIndex::of(&conn)? else { return Ok(0) };
         Ok(index.catch_up(&conn, std::time::Duration::from_secs(600), progress)?.unwrap_or(0))
+    }
+
+    /// Brings the word and substring indexes up to the messages (see [`fts::catch_up`]): after
+    /// an import's unindexed batches, or one killed before it indexed them. `progress` is told
+    /// (messages indexed so far, messages behind at the start) after each step. Returns how many
+    /// were indexed.
+    pub fn catch_up_search_indexes(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<u64, StoreError> {
+        fts::catch_up(&self.connection()?, progress)
+    }
+
+    /// Messages stored but not yet in the word or substring index ([`fts::behind`]): zero but
+    /// while an import builds them, or after one was stopped before it was done.
+    pub fn search_indexes_behind(&self) -> Result<u64, StoreError> {
+        fts::behind(&self.connection()?)
     }
 
     /// A thread that catches the ranking index up each time it is told a batch has committed

@@ -279,8 +279,10 @@ impl RankingIndex {
         let segments = self.index.searchable_segment_ids().map_err(|e| self.tantivy_error(e))?.len();
         // Many small commits leave many small segments, and each costs every search a
         // lookup: merge them now rather than leave it to merge threads a short process
-        // would end before they finish.
-        if segments > 8 {
+        // would end before they finish. So too after a large catch-up (an import's), whose
+        // commit starts merges: a writer dropped midway leaves their half-written files
+        // (as large as the index again) until a later writer collects them.
+        if segments > 8 || added >= 100_000 {
             writer.wait_merging_threads().map_err(|e| self.tantivy_error(e))?;
         } else {
             drop(writer);

@@ -31,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0012_ranking_index.sql"),
     include_str!("../../schema/0013_distinct_trigrams.sql"),
     include_str!("../../schema/0014_sources.sql"),
+    include_str!("../../schema/0015_word_index_hashsize.sql"),
 ];
 
 /// The schema version this build writes.

@@ -145,6 +145,10 @@ pub struct SearchResult {
     pub totals: Option<Totals>,
     /// What ordered the matches.
     pub ranked_by: RankedBy,
+    /// Messages the search could not look at: stored, but not in the word or substring index
+    /// yet, and the search could not index them first (another process, an import, was; or
+    /// the database could not be written). Zero but while an import builds the indexes.
+    pub unindexed: u64,
 }
 
 /// What ordered the matches of a search.
@@ -430,6 +434,38 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
         return Err(StoreError::QueryTooLarge { what: "bytes", found: q.text.len(), limit: MAX_QUERY_BYTES });
     }
     check_filters(conn, q)?;
+    let unindexed = index_what_is_behind(conn)?;
+    let mut result = search_indexed(conn, q)?;
+    result.unindexed = unindexed;
+    Ok(result)
+}
+
+/// How long a search waits for another process's write lock to catch the word and substring
+/// indexes up itself, before answering from what they hold: an import indexing takes the lock
+/// for a step after another.
+const CATCH_UP_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Catches the word and substring indexes up to the messages when they are behind (an import
+/// is indexing, or was stopped before it was done): as one more writer, waiting at most
+/// [`CATCH_UP_WAIT`] for each step's lock. Returns the messages still not indexed: zero unless
+/// the catch-up could not write (another process kept the lock; a read-only copy, a full disk),
+/// and then the search answers from the indexes as they are.
+fn index_what_is_behind(conn: &Connection) -> Result<u64, StoreError> {
+    if super::fts::behind(conn)? == 0 {
+        return Ok(0);
+    }
+    conn.set_busy_timeout(CATCH_UP_WAIT)?;
+    let caught = super::fts::catch_up(conn, &mut |_, _| {});
+    conn.set_busy_timeout(std::time::Duration::from_millis(u64::from(super::BUSY_TIMEOUT_MS)))?;
+    match caught {
+        Ok(_) => Ok(0),
+        Err(StoreError::Sqlite(_)) => super::fts::behind(conn),
+        Err(e) => Err(e),
+    }
+}
+
+/// [`search`] once the query is checked, from the indexes as they are.
+fn search_indexed(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreError> {
     if !q.literal && is_word_query(&q.text) {
         let words = word_count(&q.text);
         if words > MAX_QUERY_WORDS {
@@ -443,7 +479,7 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
             let fts = cjk_phrases(&q.text);
             match run(conn, q, &fts) {
                 Ok((conversations, totals, ranked_by)) => {
-                    return Ok(SearchResult { literal: false, fts_query: fts, highlight: Highlight::words(&q.text), conversations, totals, ranked_by });
+                    return Ok(SearchResult { literal: false, fts_query: fts, highlight: Highlight::words(&q.text), conversations, totals, ranked_by, unindexed: 0 });
                 }
                 Err(StoreError::Sqlite(e)) if is_syntax_error(&e) => {}
                 Err(e) => return Err(e),
@@ -454,7 +490,7 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
     let Highlight::Literal(needle) = &highlight else { unreachable!("a literal highlight") };
     let trigrams = trigram_query(needle);
     let (conversations, totals) = run_literal(conn, q, needle, &trigrams)?;
-    Ok(SearchResult { literal: true, fts_query: trigrams, highlight, conversations, totals, ranked_by: RankedBy::Newest })
+    Ok(SearchResult { literal: true, fts_query: trigrams, highlight, conversations, totals, ranked_by: RankedBy::Newest, unindexed: 0 })
 }
 
 /// The substring index query for `needle` (lowercased): its distinct trigrams, at most

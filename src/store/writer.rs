@@ -114,11 +114,11 @@ impl<'c> ConversationWriter<'c> {
             return Err(StoreError::Queued(chat_id.to_owned()));
         }
         let previous_blobs = tx
-            .prepare("SELECT DISTINCT e.blob_sha256 FROM entries e WHERE e.conversation_id = ?1 AND e.blob_sha256 IS NOT NULL")?
+            .prepare_cached("SELECT DISTINCT e.blob_sha256 FROM entries e WHERE e.conversation_id = ?1 AND e.blob_sha256 IS NOT NULL")?
             .query_map([previous], |r| r.get(0))?
             .collect::<Result<Vec<Vec<u8>>, _>>()?;
         let previous_messages = tx
-            .prepare("SELECT m.line_sha256 FROM messages m WHERE m.conversation_id = ?1 AND m.role IS NOT NULL")?
+            .prepare_cached("SELECT m.line_sha256 FROM messages m WHERE m.conversation_id = ?1 AND m.role IS NOT NULL")?
             .query_map([previous], |r| r.get::<_, Vec<u8>>(0))?
             .filter_map(|d| d.map(|d| <LineDigest>::try_from(d.as_slice()).ok()).transpose())
             .collect::<Result<HashSet<_>, _>>()?;

@@ -3,11 +3,14 @@
 //! Invariant: an import replaces nothing the store alone holds. A conversation with changes
 //! queued in the store is skipped (re-reading it would replace them; `sessiondb sync` merges),
 //! and one that fails leaves the store's copy as it was. Conversations are committed in batches
-//! of about [`BATCH_BYTES`], so an interrupted import keeps what it committed; the ranking
-//! index follows the commits on a thread of its own (the caller catches up the last batch);
-//! the write-ahead log is folded into the database at the end. What happens on the way is told
-//! to a [`Progress`] callback, and what came of it all is the [`ImportReport`]: the caller only
-//! shows them.
+//! of about [`BATCH_BYTES`], so an interrupted import keeps what it committed. The batches are
+//! committed unindexed, so that what they hold can be listed at once; the three search indexes
+//! are built after the last one, the word and substring indexes here
+//! ([`crate::store::fts::catch_up`]: a search meanwhile catches up itself, or says what it
+//! could not look at) while the ranking index is built on a thread of its own. The write-ahead
+//! log is folded into the database at the end.
+//! What happens on the way is told to a [`Progress`] callback, and what came of it all is the
+//! [`ImportReport`]: the caller only shows them.
 
 use std::path::Path;
 use std::time::Instant;
@@ -40,6 +43,9 @@ pub struct ImportReport {
     pub bytes: u64,
     /// Malformed lines (kept as they are), counted beyond the ones told one by one.
     pub warnings: u64,
+    /// From the start until the last batch committed: every conversation read could be listed
+    /// from then on (the search indexes were built after).
+    pub listable_seconds: f64,
     pub seconds: f64,
 }
 
@@ -64,6 +70,9 @@ pub enum Progress<'a> {
     Failed { dir: &'a Path, error: &'a IngestError },
     /// One conversation done, whatever became of it.
     Done { dir: &'a Path },
+    /// Building the word and substring indexes, after every conversation was stored: `indexed`
+    /// messages of `of` so far.
+    Indexing { indexed: u64, of: u64 },
 }
 
 /// Imports every conversation directory of `logs_root` into `store` (see the module's
@@ -109,18 +118,23 @@ pub fn import_root_in_batches(
         Some(dir) if dirs.len() == 1 && others.is_empty() && crate::layout::is_conversation_dir(logs_root) => dir.parent().unwrap_or(dir).to_owned(),
         _ => std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?,
     };
-    // The ranking index follows the batches as they commit, on the other core.
+    // Storing the rows takes both cores (reading and decoding on one, writing on the other).
+    // Then the three indexes: the ranking index on a thread of its own, the word and substring
+    // indexes here (SQLite has one writer), about as long each.
+    let imported = import_batches(store, &root, source, &dirs, batch_bytes, &mut report, progress);
+    report.listable_seconds = started.elapsed().as_secs_f64();
     let mut follower = store.follow_ranking();
-    let imported = import_batches(store, &root, source, &dirs, batch_bytes, &mut report, progress, &mut follower);
+    follower.committed();
+    let indexed = imported.and_then(|()| Ok(store.catch_up_search_indexes(&mut |indexed, of| progress(Progress::Indexing { indexed, of }))?));
     drop(follower);
-    imported?;
+    indexed?;
     store.flush_wal()?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
 }
 
 /// Reads `dirs`, which are in `root`, into the store in `root`'s source (see [`import_root`]), in
-/// batches of about `batch_bytes`, telling `follower` after each batch but the last commits.
+/// unindexed batches of about `batch_bytes`.
 #[allow(clippy::too_many_arguments)]
 fn import_batches(
     store: &Store,
@@ -130,10 +144,9 @@ fn import_batches(
     batch_bytes: u64,
     report: &mut ImportReport,
     progress: &mut dyn FnMut(Progress<'_>),
-    follower: &mut crate::store::RankingFollower,
 ) -> Result<(), SyncError> {
     let mut conn = store.connection()?;
-    let mut batch = WriteBatch::begin(&mut conn)?;
+    let mut batch = WriteBatch::begin_unindexed(&mut conn)?;
     // Scoped to the root's source: the directories read replace that source's rows only.
     let source = crate::store::sources::register(batch.conn(), root, source)?;
     batch.conn().scope_to(source.id);
@@ -161,7 +174,6 @@ fn import_batches(
                 in_batch += stats.bytes;
                 if in_batch > batch_bytes {
                     batch.commit()?;
-                    follower.committed();
                     in_batch = 0;
                 }
             }
