@@ -1336,10 +1336,12 @@ fn huge_offsets_limits_and_match_counts_are_answered() {
 /// Issue 15: an import commits its conversations before it indexes them, so that they can be
 /// listed at once; a search never misses what was stored. Left as an import stopped right after
 /// its rows leaves it (nothing in the word and substring indexes): every conversation is listed,
-/// doctor finds nothing wrong and counts what is not indexed; a search while another process
-/// holds the write lock answers from the indexes as they are and says how many messages it
-/// could not look at; the next search indexes them first, and then answers as a store that was
-/// indexed as it went.
+/// doctor finds nothing wrong and counts what is not indexed; an append meanwhile leaves its
+/// message waiting with the rest (it does not pay for the import); a search while another
+/// process holds the write lock answers from the indexes as they are and says how many messages
+/// it could not look at; the next search indexes them first, and then answers as a store that
+/// was indexed as it went; with nothing waiting, an append is indexed as it commits; and `sync`
+/// finishes what a stopped import left.
 #[test]
 fn an_import_is_listed_before_it_is_indexed_and_no_search_misses_what_it_stored() {
     let work = tempfile::tempdir().unwrap();
@@ -1349,8 +1351,10 @@ fn an_import_is_listed_before_it_is_indexed_and_no_search_misses_what_it_stored(
     let (db, indexed) = (work.path().join("db"), work.path().join("indexed"));
     run_ok(sessiondb(&db).arg("import").arg(&logs));
     run_ok(sessiondb(&indexed).arg("import").arg(&logs));
-    let stored: i64 = {
-        let conn = rusqlite::Connection::open(&db).unwrap();
+    // The state an import stopped right after its rows leaves: nothing indexed. Returns the
+    // messages stored.
+    let unindex = |db: &Path| -> i64 {
+        let conn = rusqlite::Connection::open(db).unwrap();
         sessiondb::store::fts::register_functions(&conn).unwrap();
         conn.execute_batch(
             "INSERT INTO messages_fts (messages_fts) VALUES ('delete-all');
@@ -1360,6 +1364,7 @@ fn an_import_is_listed_before_it_is_indexed_and_no_search_misses_what_it_stored(
         .unwrap();
         conn.query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap()
     };
+    let stored = unindex(&db);
     let listed = run_ok(sessiondb(&db).args(["list", "--json", "-n", "1000"]));
     assert_eq!(serde_json::from_slice::<Value>(&listed.stdout).unwrap().as_array().unwrap().len(), 41, "every conversation is listed");
     let doctor = |db: &Path| -> Value {
@@ -1368,8 +1373,14 @@ fn an_import_is_listed_before_it_is_indexed_and_no_search_misses_what_it_stored(
         serde_json::from_slice(&out.stdout).unwrap()
     };
     assert_eq!(doctor(&db)["unindexed"], stored, "doctor counts what is not indexed, and it is not a problem");
+    // A write meanwhile leaves its message to wait with the others: it never pays for the import.
+    run_ok(sessiondb(&db).args(["append", "--role", "user", "--content", "a wombatberry, then", "late-quokka"]));
+    // (Both stores read the same logs root: the other takes the append in from there.)
+    run_ok(sessiondb(&indexed).arg("sync").arg(&logs));
+    let stored = stored + 1;
+    assert_eq!(doctor(&db)["unindexed"], stored);
     // Word queries the ranking index does not answer (a prefix, a boolean), and literal ones.
-    let queries = ["quokkaber*", "quokkaberry OR borrow", "(pie", "c:\\users", "quokkaberry (pie)"];
+    let queries = ["quokkaber*", "quokkaberry OR borrow", "(pie", "c:\\users", "quokkaberry (pie)", "wombatber*"];
     {
         // Another process holds the write lock: the search answers from what is indexed, and says so.
         let holder = rusqlite::Connection::open(&db).unwrap();
@@ -1394,5 +1405,14 @@ fn an_import_is_listed_before_it_is_indexed_and_no_search_misses_what_it_stored(
         assert_eq!(page["total"], expected["total"], "{q:?}");
     }
     assert_eq!(ids(&search(&db, &["quokkaber*"])), ["late-quokka"]);
+    assert_eq!(ids(&search(&db, &["-F", "wombatberry,"])), ["late-quokka"]);
     assert_eq!(doctor(&db)["unindexed"], 0);
+    // And with nothing waiting, a write is searchable as soon as it is committed.
+    run_ok(sessiondb(&db).args(["append", "--role", "user", "--content", "a numbatberry now", "late-quokka"]));
+    assert_eq!(doctor(&db)["unindexed"], 0);
+    // `sync` finishes what a stopped import left, too.
+    assert!(unindex(&db) > 0);
+    run_ok(sessiondb(&db).arg("sync").arg(&logs));
+    assert_eq!(doctor(&db)["unindexed"], 0);
+    assert_eq!(ids(&search(&db, &["-F", "numbatberry"])), ["late-quokka"]);
 }

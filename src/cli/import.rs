@@ -89,7 +89,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    super::sync::catch_up_ranking(store);
+    super::sync::catch_up_indexes(store);
     let seconds = started.elapsed().as_secs_f64();
     if args.json {
         let json = serde_json::json!({

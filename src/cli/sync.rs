@@ -39,8 +39,8 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     }
     let report = sync_pass(store, &root, args.source.source.as_deref(), None, args.dry_run)?;
     if !args.dry_run {
+        catch_up_indexes(store);
         store.flush_wal()?;
-        catch_up_ranking(store);
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("serialisable"));
@@ -175,13 +175,21 @@ fn watch_root(store: &Store, root: &std::path::Path, source: Option<&str>, resca
     Ok(i32::from(failures > 0))
 }
 
-/// Brings the ranking index up to the store after a command that wrote messages, with a
-/// spinner on a terminal; a failure is told and the command still succeeds (searches answer
-/// from the word index meanwhile, and `doctor --reindex` makes the ranking index again).
-pub(crate) fn catch_up_ranking(store: &Store) {
+/// Brings the search indexes up to the store after a command that wrote messages, with a
+/// spinner on a terminal: the word and substring indexes first (behind only after an import
+/// that was stopped before it built them, whose messages the writes since wait with), then the
+/// ranking index. A failure is told and the command still succeeds (searches catch up or say
+/// what they could not look at, and answer from the word index meanwhile; `doctor --reindex`
+/// makes the indexes again).
+pub(crate) fn catch_up_indexes(store: &Store) {
     let spinner = indicatif::ProgressBar::new_spinner();
-    spinner.set_style(indicatif::ProgressStyle::with_template("{spinner} ranking index: {msg}").expect("valid template"));
-    let caught = store.catch_up_ranking(&mut |added| spinner.set_message(format!("{added} messages")));
+    spinner.set_style(indicatif::ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
+    if let Err(e) = store.catch_up_search_indexes(&mut |indexed, of| spinner.set_message(format!("search index: {indexed}/{of} messages"))) {
+        spinner.suspend(|| {
+            tell!("warning: the search index could not be brought up to date: {}; searches index what is missing first", sessiondb::cause::chain(&e))
+        });
+    }
+    let caught = store.catch_up_ranking(&mut |added| spinner.set_message(format!("ranking index: {added} messages")));
     spinner.finish_and_clear();
     if let Err(e) = caught {
         tell!("warning: the ranking index could not be brought up to date: {}; searches rank from the word index meanwhile", sessiondb::cause::chain(&e));

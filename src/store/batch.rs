@@ -14,22 +14,29 @@ use super::{fts, Connection, ConversationWriter, StoreError};
 pub struct WriteBatch<'c> {
     conn: &'c mut Connection,
     open: bool,
-    /// Whether commits index what they add ([`fts::index_pending`]).
+    /// Whether commits index what they add ([`fts::index_own`]).
     indexed: bool,
+    /// The highest message id handed out when the transaction under way began.
+    seq: i64,
 }
 
 impl<'c> WriteBatch<'c> {
     pub fn begin(conn: &'c mut Connection) -> Result<Self, StoreError> {
-        conn.execute_batch("BEGIN IMMEDIATE")?;
-        Ok(WriteBatch { conn, open: true, indexed: true })
+        Self::begin_with(conn, true)
     }
 
     /// A batch whose commits leave the word and substring indexes behind, for an import: its
     /// conversations can be listed as each batch commits, and the caller then indexes them all
-    /// with [`fts::catch_up`] (if it dies first, the next search or write does).
+    /// with [`fts::catch_up`] (if it dies first, the next search does).
     pub fn begin_unindexed(conn: &'c mut Connection) -> Result<Self, StoreError> {
+        Self::begin_with(conn, false)
+    }
+
+    fn begin_with(conn: &'c mut Connection, indexed: bool) -> Result<Self, StoreError> {
         conn.execute_batch("BEGIN IMMEDIATE")?;
-        Ok(WriteBatch { conn, open: true, indexed: false })
+        let mut batch = WriteBatch { conn, open: true, indexed, seq: 0 };
+        batch.seq = fts::message_seq(batch.conn)?;
+        Ok(batch)
     }
 
     /// The connection, for the store's reads (and row edits) inside the batch.
@@ -53,6 +60,7 @@ impl<'c> WriteBatch<'c> {
         self.commit_inner()?;
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         self.open = true;
+        self.seq = fts::message_seq(self.conn)?;
         Ok(())
     }
 
@@ -63,7 +71,7 @@ impl<'c> WriteBatch<'c> {
 
     fn commit_inner(&mut self) -> Result<(), StoreError> {
         if self.indexed {
-            fts::index_pending(self.conn)?;
+            fts::index_own(self.conn, self.seq)?;
         }
         self.conn.execute_batch("COMMIT")?;
         self.open = false;

@@ -6,11 +6,13 @@
 //! own watermark (`store_state['fts_indexed_upto']`, `['substring_indexed_upto']`): every
 //! message with an id at or below the watermark is in the index, and no later one is. Each
 //! watermark moves in the transaction that indexes up to it, so a crash can never leave rows
-//! indexed twice or not at all. Writers call [`index_pending`] inside their transaction, just
-//! before committing, so that their commits are searchable at once; only an import defers it
-//! ([`super::WriteBatch::begin_unindexed`]), so that its conversations can be listed as soon as
-//! their rows are in, and then indexes them in transactions of their own ([`catch_up`]). A
-//! search that finds the indexes behind (an import indexing now, or killed before it was done)
+//! indexed twice or not at all. Writers index what they added inside their transaction, just
+//! before committing ([`index_own`]), so that their commits are searchable at once; only an
+//! import defers it ([`super::WriteBatch::begin_unindexed`]), so that its conversations can be
+//! listed as soon as their rows are in, and then indexes them in transactions of their own
+//! ([`catch_up`]). While an import's messages wait, other writers leave theirs to wait with
+//! them (a watermark covers every id below it), so that an append never pays for an import. A
+//! search that finds the indexes behind (an import indexing now, or stopped before it was done)
 //! catches them up itself first when it can take the write lock, and otherwise says how many
 //! messages its answer could not look at ([`behind`]). Both indexes are derived and never the
 //! source of truth: [`rebuild_substring_index`] makes the substring index again from the rows.
@@ -20,6 +22,30 @@ use super::{Connection, StoreError};
 /// The derived indexes: (table, watermark key, the SQL function giving the indexed text).
 const INDEXES: [(&str, &str, &str); 2] =
     [("messages_fts", "fts_indexed_upto", "sessiondb_fts_text"), ("messages_substring", "substring_indexed_upto", "sessiondb_lower")];
+
+/// The highest message id ever handed out: the messages a transaction adds from here on have
+/// higher ones (ids are never reused).
+pub fn message_seq(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn.prepare_cached("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0)")?.query_row([], |r| r.get(0))?)
+}
+
+/// Indexes the messages the transaction under way added (ids past `seq`, [`message_seq`] when
+/// it began) when nothing before them waits; otherwise leaves them with the rest to whoever is
+/// catching the indexes up (an import, or the next search: [`catch_up`]). A write during an
+/// import's indexing, or after an import stopped before it, so costs what it adds, not the
+/// whole import. Call inside a write transaction, before it commits.
+pub fn index_own(conn: &Connection, seq: i64) -> Result<(), StoreError> {
+    let waiting: bool = conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM messages
+              WHERE id > (SELECT min(value) FROM store_state WHERE key IN ('fts_indexed_upto', 'substring_indexed_upto')) AND id <= ?1)",
+        )?
+        .query_row([seq], |r| r.get(0))?;
+    if !waiting {
+        index_pending(conn)?;
+    }
+    Ok(())
+}
 
 /// Indexes every message row added since the watermarks, one statement (one FTS5 flush) per
 /// index, and advances the watermarks. Rows without content (blank and damaged lines) are
