@@ -51,7 +51,7 @@ fn py_bytes_strip(line: &[u8]) -> &[u8] {
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
+    memchr::memmem::find(haystack, needle).is_some()
 }
 
 impl ListingTotals {
@@ -349,52 +349,66 @@ fn parse_preview(line: &[u8]) -> (Option<String>, Option<String>) {
     preview(role, value.get("content").and_then(Json::as_str).unwrap_or(""))
 }
 
-/// gptme's preview: only for user and assistant messages; think blocks removed, whitespace
-/// collapsed, cut at 100 characters + `...`.
+/// The characters of a preview; a longer one is cut there and ends in `...`.
+const PREVIEW_CHARS: usize = 100;
+
+/// gptme's preview: only for user and assistant messages; think blocks removed, runs of
+/// whitespace collapsed to one space and the ends trimmed (Python's `" ".join(text.split())`),
+/// cut at [`PREVIEW_CHARS`] characters + `...`. Built only as far as the cut (one character
+/// past it tells that there is one): every message of a conversation is previewed as it is
+/// read, and the whole text of each was most of an import's time here.
 fn preview(role: &str, content: &str) -> (Option<String>, Option<String>) {
     if role != "user" && role != "assistant" {
         return (None, None);
     }
-    let content = strip_think_blocks(content);
-    let collapsed = crate::codec::pystr::split(&content).collect::<Vec<_>>().join(" ");
-    if collapsed.is_empty() {
-        return (None, None);
-    }
-    let preview = if collapsed.chars().count() > 100 {
-        let cut: String = collapsed.chars().take(100).collect();
-        format!("{cut}...")
-    } else {
-        collapsed
-    };
-    (Some(role.to_owned()), Some(preview))
-}
-
-/// Removes `<think>…</think>` / `<thinking>…</thinking>` blocks (shortest match, either tag
-/// closing either), then an unclosed opening tag and everything after it.
-fn strip_think_blocks(content: &str) -> String {
-    const OPEN: [&str; 2] = ["<thinking>", "<think>"];
-    const CLOSE: [&str; 2] = ["</thinking>", "</think>"];
-    let find_first = |s: &str, tags: &[&str]| -> Option<(usize, usize)> { tags.iter().filter_map(|t| s.find(t).map(|i| (i, t.len()))).min_by_key(|(i, _)| *i) };
     let mut out = String::new();
-    let mut rest = content;
-    loop {
-        let Some((open_at, open_len)) = find_first(rest, &OPEN) else {
-            out.push_str(rest);
-            break;
-        };
-        let after_open = &rest[open_at + open_len..];
-        match find_first(after_open, &CLOSE) {
-            Some((close_at, close_len)) => {
-                out.push_str(&rest[..open_at]);
-                rest = &after_open[close_at + close_len..];
+    let (mut chars, mut gap) = (0, false);
+    'kept: for piece in kept_pieces(content) {
+        for c in piece.chars() {
+            if crate::codec::pystr::is_space(c) {
+                gap = chars > 0;
+                continue;
             }
-            None => {
-                out.push_str(&rest[..open_at]);
-                break;
+            if gap {
+                out.push(' ');
+                chars += 1;
+                gap = false;
+            }
+            out.push(c);
+            chars += 1;
+            if chars > PREVIEW_CHARS {
+                break 'kept;
             }
         }
     }
-    out
+    if chars == 0 {
+        return (None, None);
+    }
+    if chars > PREVIEW_CHARS {
+        out = out.chars().take(PREVIEW_CHARS).collect();
+        out.push_str("...");
+    }
+    (Some(role.to_owned()), Some(out))
+}
+
+/// The text of `content` that is not in `<think>…</think>` / `<thinking>…</thinking>` blocks
+/// (shortest match, either tag closing either) nor after an unclosed opening tag, in pieces,
+/// each found only when the one before it has been taken.
+fn kept_pieces(content: &str) -> impl Iterator<Item = &str> {
+    const OPEN: [&str; 2] = ["<thinking>", "<think>"];
+    const CLOSE: [&str; 2] = ["</thinking>", "</think>"];
+    let find_first = |s: &str, tags: &[&str]| -> Option<(usize, usize)> { tags.iter().filter_map(|t| s.find(t).map(|i| (i, t.len()))).min_by_key(|(i, _)| *i) };
+    let mut rest = Some(content);
+    std::iter::from_fn(move || {
+        let text = rest?;
+        let Some((open_at, open_len)) = find_first(text, &OPEN) else {
+            rest = None;
+            return Some(text);
+        };
+        let after_open = &text[open_at + open_len..];
+        rest = find_first(after_open, &CLOSE).map(|(close_at, close_len)| &after_open[close_at + close_len..]);
+        Some(&text[..open_at])
+    })
 }
 
 #[cfg(test)]
@@ -445,6 +459,40 @@ mod tests {
         assert_eq!(worked_out, 4, "the other cuts are worked out without a recount");
     }
 
+    /// gptme's preview spelled out whole: every kept piece joined, split on whitespace, joined
+    /// with spaces, then cut.
+    fn preview_whole(role: &str, content: &str) -> (Option<String>, Option<String>) {
+        if role != "user" && role != "assistant" {
+            return (None, None);
+        }
+        let kept: String = kept_pieces(content).collect();
+        let collapsed = crate::codec::pystr::split(&kept).collect::<Vec<_>>().join(" ");
+        if collapsed.is_empty() {
+            return (None, None);
+        }
+        let cut = if collapsed.chars().count() > PREVIEW_CHARS { format!("{}...", collapsed.chars().take(PREVIEW_CHARS).collect::<String>()) } else { collapsed };
+        (Some(role.to_owned()), Some(cut))
+    }
+
+    use proptest::strategy::Strategy;
+
+    proptest::proptest! {
+        /// The preview built only as far as its cut is the whole one's, for texts of words,
+        /// whitespace of every kind and think tags, around the cut and far past it.
+        #[test]
+        fn the_bounded_preview_is_the_whole_ones(
+            parts in proptest::collection::vec(proptest::prop_oneof![
+                "[a-zé数]{1,12}",
+                proptest::sample::select(vec![" ", "  ", "\n", "\t", "\u{3000}", "\u{1f}", "\u{a0}", "<think>", "</think>", "<thinking>", "</thinking>"]).prop_map(str::to_owned),
+            ], 0..80),
+            assistant in proptest::bool::ANY,
+        ) {
+            let content = parts.concat();
+            let role = if assistant { "assistant" } else { "user" };
+            proptest::prop_assert_eq!(preview(role, &content), preview_whole(role, &content));
+        }
+    }
+
     #[test]
     fn preview_rules() {
         let line = br#"{"role": "assistant", "content": "<think>hidden</think>  shown\n\n text"}"#;
@@ -453,7 +501,8 @@ mod tests {
         let (_, p) = parse_preview(long.as_bytes());
         assert_eq!(p.unwrap().chars().count(), 103);
         assert_eq!(parse_preview(br#"{"role": "system", "content": "x"}"#), (None, None));
-        assert_eq!(strip_think_blocks("a<thinking>b"), "a");
+        assert_eq!(kept_pieces("a<thinking>b").collect::<String>(), "a");
+        assert_eq!(kept_pieces("a<think>b</thinking>c<thinking>d</think>e").collect::<String>(), "ace");
     }
 
     #[test]

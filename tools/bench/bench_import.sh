@@ -22,7 +22,11 @@
 #      time measured inside the process, after gptme is imported). Alternating keeps a noisy
 #      machine's load from favouring one side.
 #   5. a table with best and median of each, the ratio gptme / sessiondb, and the database's
-#      size
+#      size. Two times for sessiondb: until every conversation could be listed (the import's
+#      `listable_seconds`: its rows are in; the search indexes are built after them) and the
+#      whole process (all three search indexes built). A baseline without `listable_seconds`
+#      (a build that indexed as it went) counts its whole process for both. Peak memory is
+#      GNU time's maximum resident set size, when /usr/bin/time is there.
 #
 # gptme's Python: $GPTME_PYTHON if set, else .venv/bin/python in the project root.
 set -euo pipefail
@@ -134,14 +138,19 @@ find "$LOGS" -type f -exec cat {} + > /dev/null
 # ---------------------------------------------------------------- rounds
 # import_once NAME BIN RUN: one import into a fresh database; appends to NAME's times.
 declare -A TIMES
+declare -A LISTABLE
+declare -A PEAK_MB
 DB_MB=""
+BASE_DB_MB=""
 SDB_MSGS=""
 import_once() {
     local name="$1" bin="$2" i="$3" db="$WORK/$1-$3.db" t0 t1 rc failed
     rm -rf "$db" "$db-wal" "$db-shm" "$db-journal" "$db.ranking"
+    local timer=()
+    [[ -x /usr/bin/time ]] && timer=(/usr/bin/time -f %M -o "$WORK/$name$i.rss")
     t0=$(now)
     set +e
-    "$bin" --db "$db" import "$LOGS" --json > "$WORK/$name$i.json" 2> "$WORK/$name$i.err"
+    "${timer[@]}" "$bin" --db "$db" import "$LOGS" --json > "$WORK/$name$i.json" 2> "$WORK/$name$i.err"
     rc=$?
     set -e
     t1=$(now)
@@ -154,10 +163,15 @@ import_once() {
         exit 1
     fi
     TIMES[$name]+="$(elapsed "$t0" "$t1") "
+    local listable
+    listable=$(json_field "$WORK/$name$i.json" listable_seconds 2>/dev/null || elapsed "$t0" "$t1")
+    LISTABLE[$name]+="$listable "
+    [[ -s "$WORK/$name$i.rss" ]] && PEAK_MB[$name]+="$(( $(tail -n1 "$WORK/$name$i.rss") / 1024 )) "
     local bytes
     bytes=$(du -cb "$db" "$db-wal" "$db.ranking" 2>/dev/null | tail -n1 | cut -f1)
     [[ "$name" == sessiondb ]] && { SDB_MSGS=$(json_field "$WORK/$name$i.json" messages); DB_MB=$((bytes / 1000000)); }
-    echo "   $name run $i: $(elapsed "$t0" "$t1") s, $(json_field "$WORK/$name$i.json" messages) messages, database and indexes $((bytes / 1000000)) MB" >&2
+    [[ "$name" == baseline ]] && BASE_DB_MB=$((bytes / 1000000))
+    echo "   $name run $i: $(elapsed "$t0" "$t1") s (listable after $listable s), $(json_field "$WORK/$name$i.json" messages) messages, database and indexes $((bytes / 1000000)) MB" >&2
     rm -rf "$db" "$db-wal" "$db-shm" "$db-journal" "$db.ranking"
 }
 
@@ -172,6 +186,7 @@ for ((i = 1; i <= RUNS; i++)); do
     echo "   gptme read run $i: ${GP_TIMES[-1]} s, $GP_MSGS messages" >&2
 done
 read -r -a SDB_TIMES <<< "${TIMES[sessiondb]}"
+read -r -a SDB_LISTABLE <<< "${LISTABLE[sessiondb]}"
 
 # ---------------------------------------------------------------- table
 SDB_BEST=$(best "${SDB_TIMES[@]}"); SDB_MED=$(median "${SDB_TIMES[@]}")
@@ -191,14 +206,22 @@ printf '%-30s %14s\n' "  on disk (MB, du -sk)" "$(awk -v k="$DISK_KB" 'BEGIN { p
 printf '%-30s %14s\n' "files" "$FILES"
 printf '%-30s %14s\n' "messages (sessiondb)" "$SDB_MSGS"
 printf '%-30s %14s\n' "messages (gptme)" "$GP_MSGS"
+SDB_LBEST=$(best "${SDB_LISTABLE[@]}"); SDB_LMED=$(median "${SDB_LISTABLE[@]}")
+printf '%-30s %14s %14s\n' "sessiondb listable s" "$SDB_LBEST" "$SDB_LMED"
 printf '%-30s %14s %14s\n' "sessiondb import s" "$SDB_BEST" "$SDB_MED"
 printf '%-30s %14s %14s\n' "gptme read s" "$GP_BEST" "$GP_MED"
-printf '%-30s %14s %14s\n' "ratio (gptme / sessiondb)" "$(ratio "$GP_BEST" "$SDB_BEST")" "$(ratio "$GP_MED" "$SDB_MED")"
+printf '%-30s %14s %14s\n' "ratio (gptme / listable)" "$(ratio "$GP_BEST" "$SDB_LBEST")" "$(ratio "$GP_MED" "$SDB_LMED")"
+printf '%-30s %14s %14s\n' "ratio (gptme / import)" "$(ratio "$GP_BEST" "$SDB_BEST")" "$(ratio "$GP_MED" "$SDB_MED")"
 printf '%-30s %14s\n' "database + indexes (MB)" "$DB_MB"
+[[ -n "${PEAK_MB[sessiondb]:-}" ]] && printf '%-30s %14s\n' "peak memory (MB), each run" "${PEAK_MB[sessiondb]}"
 if [[ -n "$BASELINE" ]]; then
     read -r -a BASE_TIMES <<< "${TIMES[baseline]}"
     BASE_BEST=$(best "${BASE_TIMES[@]}"); BASE_MED=$(median "${BASE_TIMES[@]}")
+    read -r -a BASE_LISTABLE <<< "${LISTABLE[baseline]}"
+    printf '%-30s %14s %14s\n' "baseline listable s" "$(best "${BASE_LISTABLE[@]}")" "$(median "${BASE_LISTABLE[@]}")"
     printf '%-30s %14s %14s\n' "baseline import s" "$BASE_BEST" "$BASE_MED"
+    [[ -n "${PEAK_MB[baseline]:-}" ]] && printf '%-30s %14s\n' "baseline peak memory (MB)" "${PEAK_MB[baseline]}"
+    printf '%-30s %14s\n' "baseline database + indexes (MB)" "$BASE_DB_MB"
     printf '%-30s %14s %14s\n' "ratio (baseline / sessiondb)" "$(ratio "$BASE_BEST" "$SDB_BEST")" "$(ratio "$BASE_MED" "$SDB_MED")"
 fi
 if [[ "$SDB_MSGS" != "$GP_MSGS" ]]; then
