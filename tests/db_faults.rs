@@ -37,8 +37,8 @@ fn a_full_disk_fails_the_write_cleanly_and_keeps_what_was_committed() {
     run_ok(Command::new("cp").arg("-a").arg(logs.join("2026-07-01-basic-chat")).arg(&small));
     run_ok(sessiondb(&db).args(["import", "--source", "small"]).arg(&small));
     run_ok(sessiondb(&db).arg("list").arg("--json")); // checkpointed and readable
-    // Named with its source: the import below may commit its rows (another source's) before
-    // its search indexes fail to fit.
+                                                      // Named with its source: the import below may commit its rows (another source's) before
+                                                      // its search indexes fail to fit.
     let before = run_ok(sessiondb(&db).args(["show", "small:2026-07-01-basic-chat", "--json"])).stdout;
     let size_kb = fs::metadata(&db).unwrap().len() / 1024 + 64;
     let script = format!("trap '' XFSZ; ulimit -f {}; exec \"$0\" --db \"$1\" import \"$2\"", size_kb * 1024 / 512);

@@ -92,7 +92,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let conn = store.connection()?;
     let sources = super::list::shows_sources(&conn)?;
     // An import stopped before its search indexes were built leaves them to this search.
-    let spinner = match store.search_indexes_behind()? {
+    let spinner = match sessiondb::store::fts::behind(&conn)? {
         0 => None,
         behind => {
             let spinner = indicatif::ProgressBar::new_spinner();

@@ -185,9 +185,8 @@ pub(crate) fn catch_up_indexes(store: &Store) {
     let spinner = indicatif::ProgressBar::new_spinner();
     spinner.set_style(indicatif::ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
     if let Err(e) = store.catch_up_search_indexes(&mut |indexed, of| spinner.set_message(format!("search index: {indexed}/{of} messages"))) {
-        spinner.suspend(|| {
-            tell!("warning: the search index could not be brought up to date: {}; searches index what is missing first", sessiondb::cause::chain(&e))
-        });
+        spinner
+            .suspend(|| tell!("warning: the search index could not be brought up to date: {}; searches index what is missing first", sessiondb::cause::chain(&e)));
     }
     let caught = store.catch_up_ranking(&mut |added| spinner.set_message(format!("ranking index: {added} messages")));
     spinner.finish_and_clear();

@@ -479,7 +479,15 @@ fn search_indexed(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, St
             let fts = cjk_phrases(&q.text);
             match run(conn, q, &fts) {
                 Ok((conversations, totals, ranked_by)) => {
-                    return Ok(SearchResult { literal: false, fts_query: fts, highlight: Highlight::words(&q.text), conversations, totals, ranked_by, unindexed: 0 });
+                    return Ok(SearchResult {
+                        literal: false,
+                        fts_query: fts,
+                        highlight: Highlight::words(&q.text),
+                        conversations,
+                        totals,
+                        ranked_by,
+                        unindexed: 0,
+                    });
                 }
                 Err(StoreError::Sqlite(e)) if is_syntax_error(&e) => {}
                 Err(e) => return Err(e),
