@@ -204,7 +204,7 @@ pub fn clean_candidates(store: &Store, max_messages: i64, include_test: bool) ->
     for c in queries::list_conversations(&conn, include_test, None)? {
         if c.messages <= max_messages && c.branches <= 1 {
             let size_bytes = dir_size(Path::new(&c.source_dir));
-            let chat_id = if names.contains(&c.chat_id) { c.chat_id } else { format!("{}:{}", c.source, c.chat_id) };
+            let chat_id = if names.contains(&c.chat_id) { c.chat_id } else { crate::store::sources::qualified(&c.source, &c.chat_id) };
             out.push(CleanCandidate { chat_id, name: c.name, messages: c.messages, size_bytes });
         }
     }

@@ -434,10 +434,30 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
         return Err(StoreError::QueryTooLarge { what: "bytes", found: q.text.len(), limit: MAX_QUERY_BYTES });
     }
     check_filters(conn, q)?;
+    let chat = match &q.chat_id {
+        Some(chat) => Some(super::sources::conversation_id(conn, chat)?),
+        None => None,
+    };
     let unindexed = index_what_is_behind(conn)?;
-    let mut result = search_indexed(conn, q)?;
+    let mut result = search_indexed(conn, &Resolved { q, chat })?;
     result.unindexed = unindexed;
     Ok(result)
+}
+
+/// A query whose `--chat` is resolved, once, to the row id of the conversation it names
+/// ([`super::sources::conversation_id`]: a chat id, or `SOURCE:CHAT`), so that every filter
+/// below compares row ids and the rule that finds a conversation by name stays in one place.
+struct Resolved<'q> {
+    q: &'q SearchQuery,
+    chat: Option<i64>,
+}
+
+impl std::ops::Deref for Resolved<'_> {
+    type Target = SearchQuery;
+
+    fn deref(&self) -> &SearchQuery {
+        self.q
+    }
 }
 
 /// How long a search waits for another process's write lock to catch the word and substring
@@ -465,7 +485,7 @@ fn index_what_is_behind(conn: &Connection) -> Result<u64, StoreError> {
 }
 
 /// [`search`] once the query is checked, from the indexes as they are.
-fn search_indexed(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreError> {
+fn search_indexed(conn: &Connection, q: &Resolved) -> Result<SearchResult, StoreError> {
     if !q.literal && is_word_query(&q.text) {
         let words = word_count(&q.text);
         if words > MAX_QUERY_WORDS {
@@ -543,7 +563,7 @@ type Found = (i64, usize, Vec<(i64, f64)>);
 /// after another from the listing index, so that nothing is sorted but one conversation's
 /// messages and a query found everywhere stops after the first few; with at most
 /// [`FEW_CANDIDATES`], the candidates alone are looked up and sorted.
-fn run_literal(conn: &Connection, q: &SearchQuery, needle: &str, trigrams: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
+fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
     let (mut filters, mut args) = filter_sql(q, 2, false);
     args.insert(0, Value::Text(trigrams.to_owned()));
     if !trigrams.is_empty() {
@@ -703,7 +723,7 @@ fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<(), StoreError> {
 /// the whole ranking and pages join up. [`Sort::Newest`] takes the one pass, ordered by the
 /// conversation first. Totals, when asked for and not counted by the pass, are counted apart
 /// ([`count_word_matches`]).
-fn run(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>, RankedBy), StoreError> {
+fn run(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>, RankedBy), StoreError> {
     let (mut out, mut totals, ranked_by) = match ranked_by_index(conn, q, fts)? {
         Some(out) => (out, None, RankedBy::RankingIndex),
         None => {
@@ -720,7 +740,7 @@ fn run(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<Conversatio
 
 /// The first `offset + limit` conversations by the word index, and the totals when every
 /// match was read.
-fn run_ranked(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
+fn run_ranked(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
     let wanted = q.wanted();
     let narrowed = q.role.is_some() || q.model.is_some() || q.since.is_some() || q.chat_id.is_some() || q.branch.is_some() || q.source.is_some();
     if !narrowed && q.sort == Sort::Relevance {
@@ -779,7 +799,7 @@ fn plain_terms(fts: &str) -> Option<Vec<String>> {
 /// `--role`, `--model`) are answered inside the index, the others by [`place`]. The best
 /// matches are read in windows growing eightfold until they hold enough conversations or every
 /// match; each conversation's count of matches is then made exactly ([`count_in_conversation`]).
-fn ranked_by_index(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Option<Vec<ConversationHits>>, StoreError> {
+fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<Vec<ConversationHits>>, StoreError> {
     if q.sort != Sort::Relevance {
         return Ok(None);
     }
@@ -788,14 +808,7 @@ fn ranked_by_index(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Opti
     if words.is_empty() || words.iter().any(Vec::is_empty) {
         return Ok(None);
     }
-    let conversation = match &q.chat_id {
-        Some(chat) => match conversation_row(conn, chat)? {
-            Some(id) => Some(id),
-            None => return Ok(Some(Vec::new())),
-        },
-        None => None,
-    };
-    let query = super::ranking::RankQuery { terms: words, conversation, role: q.role.clone(), model: q.model.clone() };
+    let query = super::ranking::RankQuery { terms: words, conversation: q.chat, role: q.role.clone(), model: q.model.clone() };
     let Some(index) = super::ranking::usable(conn) else { return Ok(None) };
     let (wanted, per) = (q.wanted(), q.matches.max(1));
     let mut window = first_window(q);
@@ -836,16 +849,6 @@ fn ranked_by_index(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Opti
     }
 }
 
-/// The row id of conversation `chat` (a chat id or `SOURCE:CHAT`: see
-/// [`super::sources::resolve`]); `None` when there is none.
-fn conversation_row(conn: &Connection, chat: &str) -> Result<Option<i64>, StoreError> {
-    match super::sources::conversation_id(conn, chat) {
-        Ok(id) => Ok(Some(id)),
-        Err(StoreError::NoConversation(_)) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 /// The lowest and highest message ids of the conversation with row id `conversation`; `None`
 /// when it has no message. A search within one conversation reads the word index over this one
 /// rowid range rather than `rowid IN (...)`: FTS5 restarts its cursor, and bm25 its
@@ -859,7 +862,7 @@ fn message_id_range(conn: &Connection, conversation: i64) -> Result<Option<(i64,
 /// How many messages of conversation `conversation` (its row id) match word query `fts` and
 /// pass the filters, standing in a branch or view: from the word index, read over that
 /// conversation's message ids only.
-fn count_in_conversation(conn: &Connection, q: &SearchQuery, fts: &str, conversation: i64) -> Result<usize, StoreError> {
+fn count_in_conversation(conn: &Connection, q: &Resolved, fts: &str, conversation: i64) -> Result<usize, StoreError> {
     let (mut filters, mut args) = filter_sql(q, 3, true);
     args.insert(0, Value::Text(fts.to_owned()));
     args.insert(1, Value::Integer(conversation));
@@ -876,7 +879,7 @@ fn count_in_conversation(conn: &Connection, q: &SearchQuery, fts: &str, conversa
 
 /// Every match of word query `fts` that passes the filters and stands in a branch or view, as
 /// [`run_filtered`] counts them, without ranking any.
-fn count_word_matches(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<Totals, StoreError> {
+fn count_word_matches(conn: &Connection, q: &Resolved, fts: &str) -> Result<Totals, StoreError> {
     let (filters, mut args) = filter_sql(q, 2, true);
     args.insert(0, Value::Text(fts.to_owned()));
     let sql = format!(
@@ -899,7 +902,7 @@ const HOLDERS: &str = "document_lines dl JOIN documents d
 /// The filters of `q` as SQL over `messages m` and `conversations c`, with their arguments
 /// numbered from `?{first}`. `placed` requires the message to stand in a branch or view (the
 /// `--branch` one, if given), as [`place`] does.
-fn filter_sql(q: &SearchQuery, first: usize, placed: bool) -> (Vec<String>, Vec<Value>) {
+fn filter_sql(q: &Resolved, first: usize, placed: bool) -> (Vec<String>, Vec<Value>) {
     let mut filters: Vec<String> = Vec::new();
     let mut args: Vec<Value> = Vec::new();
     let mut arg = |value: Value| {
@@ -915,14 +918,8 @@ fn filter_sql(q: &SearchQuery, first: usize, placed: bool) -> (Vec<String>, Vec<
     if let Some(since) = q.since {
         filters.push(format!("c.modified >= ?{}", arg(Value::Real(since))));
     }
-    if let Some(chat) = &q.chat_id {
-        // The conversation `--chat` names, as `sources::resolve` finds it: a chat id, else
-        // `SOURCE:CHAT` (one that names several is refused before: `check_filters`).
-        let p = arg(Value::Text(chat.clone()));
-        filters.push(format!(
-            "c.id IN (SELECT o.id FROM conversations o JOIN sources s ON s.id = o.source_id
-                      WHERE o.chat_id = ?{p} OR (NOT EXISTS (SELECT 1 FROM conversations b WHERE b.chat_id = ?{p}) AND s.name || ':' || o.chat_id = ?{p}))"
-        ));
+    if let Some(chat) = q.chat {
+        filters.push(format!("c.id = ?{}", arg(Value::Integer(chat))));
     }
     if let Some(source) = &q.source {
         filters.push(format!("c.source_id = (SELECT id FROM sources WHERE name = ?{})", arg(Value::Text(source.clone()))));
@@ -945,15 +942,11 @@ fn filter_sql(q: &SearchQuery, first: usize, placed: bool) -> (Vec<String>, Vec<
 /// Ranks exactly the matches that pass the filters, in one pass, and keeps the first
 /// `offset + limit` conversations (by best match, or newest first) with exact match counts, and
 /// the totals. With `--chat`, the index is read over that conversation's message ids only.
-fn run_filtered(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
+fn run_filtered(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
     let (mut filters, mut args) = filter_sql(q, 2, true);
     args.insert(0, Value::Text(fts.to_owned()));
-    if let Some(chat) = &q.chat_id {
-        let range = match conversation_row(conn, chat)? {
-            Some(conversation) => message_id_range(conn, conversation)?,
-            None => None,
-        };
-        let Some((lo, hi)) = range else { return Ok((Vec::new(), Some(Totals { messages: 0, conversations: 0 }))) };
+    if let Some(conversation) = q.chat {
+        let Some((lo, hi)) = message_id_range(conn, conversation)? else { return Ok((Vec::new(), Some(Totals { messages: 0, conversations: 0 }))) };
         filters.push(format!("messages_fts.rowid BETWEEN {lo} AND {hi}"));
     }
     let sql = format!(
@@ -994,7 +987,7 @@ fn run_filtered(conn: &Connection, q: &SearchQuery, fts: &str) -> Result<(Vec<Co
 
 /// The ranked candidates that pass the filters, with where each stands, grouped by
 /// conversation in rank order.
-fn place(conn: &Connection, q: &SearchQuery, candidates: &[(i64, f64)]) -> Result<Vec<ConversationHits>, StoreError> {
+fn place(conn: &Connection, q: &Resolved, candidates: &[(i64, f64)]) -> Result<Vec<ConversationHits>, StoreError> {
     let (mut filters, mut args) = filter_sql(q, 2, false);
     filters.insert(0, "m.id = ?1".to_owned());
     args.insert(0, Value::Null);

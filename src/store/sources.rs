@@ -176,8 +176,13 @@ pub struct Named {
 impl Named {
     /// `SOURCE:CHAT`.
     pub fn qualified(&self) -> String {
-        format!("{}:{}", self.source, self.chat_id)
+        qualified(&self.source, &self.chat_id)
     }
+}
+
+/// How a conversation is named whatever other sources hold: `SOURCE:CHAT`.
+pub fn qualified(source: &str, chat_id: &str) -> String {
+    format!("{source}:{chat_id}")
 }
 
 /// The conversation `text` names. On a connection scoped to a source, `text` is a chat id of
