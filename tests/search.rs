@@ -1340,13 +1340,13 @@ fn huge_offsets_limits_and_match_counts_are_answered() {
 /// message waiting with the rest (it does not pay for the import); a search while another
 /// process holds the write lock answers from the indexes as they are and says how many messages
 /// it could not look at; the next search indexes them first, and then answers as a store that
-/// was indexed as it went; with nothing waiting, an append is indexed as it commits; and `sync`
-/// finishes what a stopped import left.
+/// was indexed as it went; with nothing waiting, an append is indexed as it commits, and with
+/// a few waiting it indexes them too; and `sync` finishes what a stopped import left.
 #[test]
 fn an_import_is_listed_before_it_is_indexed_and_no_search_misses_what_it_stored() {
     let work = tempfile::tempdir().unwrap();
     let logs = work.path().join("logs");
-    generated_logs_of(&logs, 40, 0x5eed_0016, WORD_PIECES);
+    generated_logs_of(&logs, 260, 0x5eed_0016, WORD_PIECES);
     conversation(&logs, "late-quokka", &[("user", "a quokkaberry pie, please"), ("assistant", "Quokkaberry (pie) it is: C:\\Users\\pie")]);
     let (db, indexed) = (work.path().join("db"), work.path().join("indexed"));
     run_ok(sessiondb(&db).arg("import").arg(&logs));
@@ -1365,8 +1365,9 @@ fn an_import_is_listed_before_it_is_indexed_and_no_search_misses_what_it_stored(
         conn.query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap()
     };
     let stored = unindex(&db);
+    assert!(stored > sessiondb::store::fts::INLINE_LAG, "more waiting than a write indexes with its own: {stored}");
     let listed = run_ok(sessiondb(&db).args(["list", "--json", "-n", "1000"]));
-    assert_eq!(serde_json::from_slice::<Value>(&listed.stdout).unwrap().as_array().unwrap().len(), 41, "every conversation is listed");
+    assert_eq!(serde_json::from_slice::<Value>(&listed.stdout).unwrap().as_array().unwrap().len(), 261, "every conversation is listed");
     let doctor = |db: &Path| -> Value {
         let out = sessiondb(db).args(["doctor", "--json"]).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
@@ -1407,8 +1408,22 @@ fn an_import_is_listed_before_it_is_indexed_and_no_search_misses_what_it_stored(
     assert_eq!(ids(&search(&db, &["quokkaber*"])), ["late-quokka"]);
     assert_eq!(ids(&search(&db, &["-F", "wombatberry,"])), ["late-quokka"]);
     assert_eq!(doctor(&db)["unindexed"], 0);
-    // And with nothing waiting, a write is searchable as soon as it is committed.
+    // And with nothing waiting, a write is searchable as soon as it is committed; with a few
+    // waiting (a writer's own, left while an import was indexing), the next write indexes them.
     run_ok(sessiondb(&db).args(["append", "--role", "user", "--content", "a numbatberry now", "late-quokka"]));
+    assert_eq!(doctor(&db)["unindexed"], 0);
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        sessiondb::store::fts::register_functions(&conn).unwrap();
+        conn.execute_batch(
+            "UPDATE store_state SET value = (SELECT max(id) - 3 FROM messages) WHERE key IN ('fts_indexed_upto', 'substring_indexed_upto');
+             DELETE FROM messages_fts WHERE rowid > (SELECT value FROM store_state WHERE key = 'fts_indexed_upto');
+             DELETE FROM messages_substring WHERE rowid > (SELECT value FROM store_state WHERE key = 'fts_indexed_upto');",
+        )
+        .unwrap();
+    }
+    assert_eq!(doctor(&db)["unindexed"], 3);
+    run_ok(sessiondb(&db).args(["append", "--role", "user", "--content", "and a bilbyberry", "late-quokka"]));
     assert_eq!(doctor(&db)["unindexed"], 0);
     // `sync` finishes what a stopped import left, too.
     assert!(unindex(&db) > 0);

@@ -11,7 +11,8 @@
 //! import defers it ([`super::WriteBatch::begin_unindexed`]), so that its conversations can be
 //! listed as soon as their rows are in, and then indexes them in transactions of their own
 //! ([`catch_up`]). While an import's messages wait, other writers leave theirs to wait with
-//! them (a watermark covers every id below it), so that an append never pays for an import. A
+//! them (a watermark covers every id below it), so that an append never pays for an import;
+//! a few waiting (another writer's, left so) are indexed by the next writer. A
 //! search that finds the indexes behind (an import indexing now, or stopped before it was done)
 //! catches them up itself first when it can take the write lock, and otherwise says how many
 //! messages its answer could not look at ([`behind`]). Both indexes are derived and never the
@@ -29,19 +30,26 @@ pub fn message_seq(conn: &Connection) -> Result<i64, StoreError> {
     Ok(conn.prepare_cached("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0)")?.query_row([], |r| r.get(0))?)
 }
 
+/// The most messages waiting for the indexes that a writer indexes with its own
+/// ([`index_own`]): about a tenth of a second of indexing.
+pub const INLINE_LAG: i64 = 2_000;
+
 /// Indexes the messages the transaction under way added (ids past `seq`, [`message_seq`] when
-/// it began) when nothing before them waits; otherwise leaves them with the rest to whoever is
-/// catching the indexes up (an import, or the next search: [`catch_up`]). A write during an
-/// import's indexing, or after an import stopped before it, so costs what it adds, not the
-/// whole import. Call inside a write transaction, before it commits.
+/// it began), with those that wait before them when they are few (at most [`INLINE_LAG`]: a
+/// writer's that committed while an import was indexing); when more wait (an import's), leaves
+/// its own with them to whoever is catching the indexes up (the import, or the next search or
+/// `sync`: [`catch_up`]). A write during an import's indexing, or after an import stopped
+/// before it, so costs about what it adds, never the whole import. Call inside a write
+/// transaction, before it commits.
 pub fn index_own(conn: &Connection, seq: i64) -> Result<(), StoreError> {
-    let waiting: bool = conn
+    let waiting: i64 = conn
         .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM messages
-              WHERE id > (SELECT min(value) FROM store_state WHERE key IN ('fts_indexed_upto', 'substring_indexed_upto')) AND id <= ?1)",
+            "SELECT count(*) FROM (SELECT 1 FROM messages
+              WHERE id > (SELECT min(value) FROM store_state WHERE key IN ('fts_indexed_upto', 'substring_indexed_upto')) AND id <= ?1
+              LIMIT ?2)",
         )?
-        .query_row([seq], |r| r.get(0))?;
-    if !waiting {
+        .query_row([seq, INLINE_LAG + 1], |r| r.get(0))?;
+    if waiting <= INLINE_LAG {
         index_pending(conn)?;
     }
     Ok(())
