@@ -1351,11 +1351,16 @@ fn an_import_is_listed_before_it_is_indexed_and_no_search_misses_what_it_stored(
     let (db, indexed) = (work.path().join("db"), work.path().join("indexed"));
     run_ok(sessiondb(&db).arg("import").arg(&logs));
     run_ok(sessiondb(&indexed).arg("import").arg(&logs));
+    // The database as another SQLite program sees it, with the functions its indexes need.
+    let raw = |db: &Path| -> rusqlite::Connection {
+        let conn = rusqlite::Connection::open(db).unwrap();
+        sessiondb::store::fts::register_functions(&conn).unwrap();
+        conn
+    };
     // The state an import stopped right after its rows leaves: nothing indexed. Returns the
     // messages stored.
     let unindex = |db: &Path| -> i64 {
-        let conn = rusqlite::Connection::open(db).unwrap();
-        sessiondb::store::fts::register_functions(&conn).unwrap();
+        let conn = raw(db);
         conn.execute_batch(
             "INSERT INTO messages_fts (messages_fts) VALUES ('delete-all');
              INSERT INTO messages_substring (messages_substring) VALUES ('delete-all');
@@ -1412,16 +1417,13 @@ fn an_import_is_listed_before_it_is_indexed_and_no_search_misses_what_it_stored(
     // waiting (a writer's own, left while an import was indexing), the next write indexes them.
     run_ok(sessiondb(&db).args(["append", "--role", "user", "--content", "a numbatberry now", "late-quokka"]));
     assert_eq!(doctor(&db)["unindexed"], 0);
-    {
-        let conn = rusqlite::Connection::open(&db).unwrap();
-        sessiondb::store::fts::register_functions(&conn).unwrap();
-        conn.execute_batch(
+    raw(&db)
+        .execute_batch(
             "UPDATE store_state SET value = (SELECT max(id) - 3 FROM messages) WHERE key IN ('fts_indexed_upto', 'substring_indexed_upto');
              DELETE FROM messages_fts WHERE rowid > (SELECT value FROM store_state WHERE key = 'fts_indexed_upto');
              DELETE FROM messages_substring WHERE rowid > (SELECT value FROM store_state WHERE key = 'fts_indexed_upto');",
         )
         .unwrap();
-    }
     assert_eq!(doctor(&db)["unindexed"], 3);
     run_ok(sessiondb(&db).args(["append", "--role", "user", "--content", "and a bilbyberry", "late-quokka"]));
     assert_eq!(doctor(&db)["unindexed"], 0);

@@ -433,11 +433,7 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
     if q.text.len() > MAX_QUERY_BYTES {
         return Err(StoreError::QueryTooLarge { what: "bytes", found: q.text.len(), limit: MAX_QUERY_BYTES });
     }
-    check_filters(conn, q)?;
-    let chat = match &q.chat_id {
-        Some(chat) => Some(super::sources::conversation_id(conn, chat)?),
-        None => None,
-    };
+    let chat = check_filters(conn, q)?;
     let unindexed = index_what_is_behind(conn)?;
     let mut result = search_indexed(conn, &Resolved { q, chat })?;
     result.unindexed = unindexed;
@@ -640,31 +636,32 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
 
 /// Refuses filters that name nothing in the store: a conversation, a branch (of that
 /// conversation, with `--chat`), a role or a model no message has. Saying "no results" for
-/// them would hide a typo.
-fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<(), StoreError> {
+/// them would hide a typo. Returns the row id of the conversation `--chat` names, resolved
+/// here once ([`super::sources::conversation_id`]).
+fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<Option<i64>, StoreError> {
     let exists = |sql: &str, value: &str| -> Result<bool, StoreError> { Ok(conn.prepare_cached(sql)?.exists([value])?) };
     let listed = |sql: &str| -> Result<String, StoreError> {
         let mut stmt = conn.prepare_cached(sql)?;
         let names = stmt.query_map([], |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
         Ok(names.join(", "))
     };
-    if let Some(chat) = &q.chat_id {
-        match super::sources::conversation_id(conn, chat) {
-            Ok(_) => {}
+    let chat_row = match &q.chat_id {
+        Some(chat) => match super::sources::conversation_id(conn, chat) {
+            Ok(id) => Some(id),
             Err(StoreError::NoConversation(_)) => {
                 return Err(StoreError::NoSuchFilter { flag: "--chat", value: chat.clone(), known: "no such conversation (`sessiondb list` lists them)".into() })
             }
             Err(e) => return Err(e),
-        }
-    }
+        },
+        None => None,
+    };
     if let Some(source) = &q.source {
         super::sources::named(conn, source)?;
     }
     if let Some(branch) = &q.branch {
         let path = crate::layout::branch_path(branch);
-        let (found, known) = match &q.chat_id {
-            Some(chat) => {
-                let conversation = super::sources::conversation_id(conn, chat)?;
+        let (found, known) = match (&q.chat_id, chat_row) {
+            (Some(chat), Some(conversation)) => {
                 let mut stmt = conn.prepare_cached("SELECT d.path FROM documents d WHERE d.kind = 'branch' AND d.conversation_id = ?1 ORDER BY d.path")?;
                 let paths = stmt.query_map([conversation], |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
                 let names: Vec<&str> =
@@ -680,7 +677,7 @@ fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<(), StoreError> {
                         .collect();
                 (paths.contains(&path), format!("conversation {chat:?} has the branches {}", names.join(", ")))
             }
-            None => (
+            _ => (
                 exists("SELECT 1 FROM documents WHERE kind = 'branch' AND path = ?1", &path)?,
                 "no conversation has such a branch (`sessiondb branches CHAT` lists a conversation's)".into(),
             ),
@@ -710,7 +707,7 @@ fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<(), StoreError> {
             });
         }
     }
-    Ok(())
+    Ok(chat_row)
 }
 
 /// Two ways to the same answer. Without a narrowing filter (role, model, since, chat,
