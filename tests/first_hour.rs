@@ -219,6 +219,28 @@ fn db_that_is_not_a_database_fails_at_once() {
     assert_eq!(fs::read_to_string(&text).unwrap(), "these are my notes, not a database\n".repeat(100));
 }
 
+/// `--db` (or `SESSIONDB_DB`) given a URL — a team trying the store on its PostgreSQL server —
+/// is refused, naming it, by every command; nothing is made where a URL read as a path would
+/// point (`./postgres:/…`).
+#[test]
+fn a_database_url_is_refused_not_taken_for_a_path() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    conversation(&logs, "c", None, "m", "hi");
+    let cwd = work.path().join("cwd");
+    fs::create_dir(&cwd).unwrap();
+    let url = "postgres://me@localhost:5432/sessions";
+    let said = format!("sessiondb: {url} is a URL, not a path: the database is an SQLite file (give its path); postgres:// databases are not supported");
+    for args in [&["list"][..], &["import", logs.to_str().unwrap()], &["sync", logs.to_str().unwrap()], &["search", "hi"], &["stats"], &["doctor"], &["new", "x"]] {
+        let err = fails_quickly(sessiondb(Path::new(url)).current_dir(&cwd).args(args), 5);
+        assert_eq!(err.trim_end(), said, "{args:?}");
+        let mut by_env = Command::new(env!("CARGO_BIN_EXE_sessiondb"));
+        let err = fails_quickly(by_env.env("SESSIONDB_DB", url).current_dir(&cwd).args(args), 5);
+        assert_eq!(err.trim_end(), said, "SESSIONDB_DB: {args:?}");
+    }
+    assert_eq!(fs::read_dir(&cwd).unwrap().count(), 0, "nothing made in the working directory");
+}
+
 /// Item 8: commands that only read never create a database; they say none is there and how to
 /// make one. `import` (and `sync`, `new`) create it.
 #[test]

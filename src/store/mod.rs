@@ -67,6 +67,10 @@ pub enum StoreError {
     /// The path is taken, by something SQLite cannot use as a database.
     #[error("{path} is not a database: {why}")]
     NotADatabase { path: PathBuf, why: String },
+    /// `--db` (or `SESSIONDB_DB`, or the config file's `db`) given a URL: the store is an SQLite
+    /// file, and a URL taken as a path would make one under a directory named after its scheme.
+    #[error("{url} is a URL, not a path: the database is an SQLite file (give its path); {scheme}:// databases are not supported")]
+    Url { url: String, scheme: String },
     #[error("{path}")]
     Io { path: String, source: std::io::Error },
     #[error("the store is inconsistent: {0}; run `sessiondb import` again from the gptme directories")]
@@ -363,13 +367,26 @@ impl Drop for RankingFollower {
     }
 }
 
-/// Fails at once, naming `path`, when something that cannot be a database is there: a
-/// directory (the pool would otherwise retry opening it for its whole connection timeout).
+/// Fails at once, naming `path`, when it cannot name a database: a URL (`postgres://…`, which
+/// as a path would create `./postgres:/…`), or a directory (the pool would otherwise retry
+/// opening it for its whole connection timeout).
 pub fn check_usable(path: &Path) -> Result<(), StoreError> {
+    if let Some(scheme) = url_scheme(path) {
+        return Err(StoreError::Url { url: path.display().to_string(), scheme: scheme.to_owned() });
+    }
     if path.is_dir() {
         return Err(StoreError::NotADatabase { path: path.to_owned(), why: "it is a directory; give the database file".into() });
     }
     Ok(())
+}
+
+/// The scheme of a path written as a URL (`SCHEME://…`, the scheme a letter then letters,
+/// digits, `+`, `-` or `.`, as RFC 3986 has it), if it is one.
+fn url_scheme(path: &Path) -> Option<&str> {
+    let (scheme, _) = path.to_str()?.split_once("://")?;
+    let mut chars = scheme.chars();
+    let url = chars.next().is_some_and(|c| c.is_ascii_alphabetic()) && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    url.then_some(scheme)
 }
 
 /// Opens `path` once, outside the pool, and reads its header, so that a file SQLite cannot
@@ -450,6 +467,26 @@ mod tests {
         drop(reader);
         store.flush_wal().unwrap();
         assert_eq!(std::fs::metadata(dir.path().join("db-wal")).map(|m| m.len()).unwrap_or(0), 0, "emptied once no reader needs it");
+    }
+
+    /// A URL given as the database is refused before anything is created (it would otherwise
+    /// make `./postgres:/…`); paths that merely hold `://` further in, or no scheme, are paths.
+    #[test]
+    fn a_url_is_not_taken_for_a_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        for url in ["postgres://me@localhost:5432/sessions", "postgresql://db.example/x?sslmode=require", "sqlite:///tmp/x.db", "file://x"] {
+            let e = Store::open(Path::new(url)).err().expect(url);
+            assert!(matches!(&e, StoreError::Url { .. }), "{url}: {e}");
+            let scheme = url.split("://").next().unwrap();
+            assert_eq!(e.to_string(), format!("{url} is a URL, not a path: the database is an SQLite file (give its path); {scheme}:// databases are not supported"));
+            assert!(!cwd.join(format!("{scheme}:")).exists(), "{url} made a directory");
+        }
+        for path in [dir.path().join("a://b"), dir.path().join("plain.db")] {
+            assert_eq!(url_scheme(&path), None, "{}", path.display());
+        }
+        assert_eq!(url_scheme(Path::new("1x://y")), None);
+        assert_eq!(url_scheme(Path::new("://y")), None);
     }
 
     /// SQLite's message is worded once, without rusqlite's bare result code after it.
