@@ -544,3 +544,65 @@ fn serve_reads_its_root_into_the_source_it_is_given() {
     assert!(String::from_utf8_lossy(&shown.stdout).contains("at work"));
     drop(serve);
 }
+
+/// In a store holding two logs roots, the server is its own root's, as gptme-server serves one
+/// logs directory: it lists, opens, searches and writes that root's conversations only, and
+/// the other root's conversation of the same chat id is neither shown nor changed.
+#[test]
+fn serve_keeps_to_its_own_root_in_a_store_of_several() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, work, db) = (dir.path().join("home"), dir.path().join("work"), dir.path().join("db"));
+    for (root, said) in [(&home, "at home"), (&work, "at work")] {
+        for id in ["same", &format!("only-{}", root.file_name().unwrap().to_str().unwrap())] {
+            std::fs::create_dir_all(root.join(id)).unwrap();
+            std::fs::write(
+                root.join(id).join("conversation.jsonl"),
+                format!("{{\"role\": \"user\", \"content\": \"{said}\", \"timestamp\": \"2025-01-01T00:00:00\"}}\n"),
+            )
+            .unwrap();
+        }
+    }
+    run_ok(sessiondb(&db).arg("import").arg(&home));
+    let home_same = std::fs::read(home.join("same/conversation.jsonl")).unwrap();
+    let serve = Serve::start(&db, &work, &[]);
+    let get = |path: &str| {
+        let (status, _, body) = http(serve.port, "GET", path, &[], b"");
+        (status, json(&body))
+    };
+    let ids = |v: &serde_json::Value| -> Vec<String> {
+        let items = v.as_array().or_else(|| v["conversations"].as_array()).unwrap_or_else(|| panic!("no list: {v}"));
+        let mut ids: Vec<String> = items.iter().map(|c| c["id"].as_str().unwrap().to_owned()).collect();
+        ids.sort();
+        ids
+    };
+    for listing in ["/api/v2/conversations", "/api/v2/conversations?paginated=true", "/api/v2/conversations?limit=50"] {
+        let (status, body) = get(listing);
+        assert_eq!((status, ids(&body)), (200, vec!["only-work".to_owned(), "same".to_owned()]), "{listing}: {body}");
+    }
+    // Message content: "at home" is only in the other root's conversations.
+    for q in ["/api/v2/conversations?search=at%20home", "/api/v2/conversations?q=at%20home&paginated=true"] {
+        let (status, body) = get(q);
+        assert_eq!((status, ids(&body)), (200, Vec::<String>::new()), "{q}: {body}");
+    }
+    assert_eq!(ids(&get("/api/v2/conversations?search=at%20work").1), vec!["only-work".to_owned(), "same".to_owned()]);
+    let (status, body) = get("/api/v2/conversations/same");
+    assert_eq!((status, body["log"][0]["content"].as_str()), (200, Some("at work")), "{body}");
+    assert_eq!(get("/api/v2/conversations/only-home").0, 404);
+    let (status, _, body) =
+        http(serve.port, "POST", "/api/v2/conversations/same", &[("Content-Type", "application/json")], br#"{"role": "assistant", "content": "answered at work"}"#);
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    drop(serve);
+    assert!(std::fs::read_to_string(work.join("same/conversation.jsonl")).unwrap().contains("answered at work"));
+    assert_eq!(std::fs::read(home.join("same/conversation.jsonl")).unwrap(), home_same, "the other root's conversation of that id was changed");
+    let shown = run_ok(sessiondb(&db).args(["show", &format!("{}:same", source_of(&db, &home)), "--json"]));
+    assert!(!String::from_utf8_lossy(&shown.stdout).contains("answered at work"), "the other root's rows were changed");
+}
+
+/// The name of the source that reads logs root `root`, as `list --json` shows it.
+fn source_of(db: &Path, root: &Path) -> String {
+    let out = run_ok(sessiondb(db).args(["list", "--json", "--all"]));
+    let list: serde_json::Value = json(&out.stdout);
+    let want = root.join("same");
+    let conv = list.as_array().unwrap().iter().find(|c| c["path"].as_str().is_some_and(|p| Path::new(p).starts_with(&want))).unwrap_or_else(|| panic!("{list}"));
+    conv["source"].as_str().unwrap().to_owned()
+}

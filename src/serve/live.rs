@@ -40,9 +40,11 @@ pub struct Live {
 /// A conversation's row as far as change goes.
 type Seen = HashMap<String, (f64, i64, String)>;
 
+/// Every conversation served (the served source's, test ones included), by chat id.
 fn snapshot(store: &Store) -> Option<Seen> {
     let conn = store.connection().ok()?;
-    let rows = queries::list_conversations(&conn, true, None).ok()?;
+    let every = queries::ListFilter { include_test: true, source: store.scope(), ..queries::ListFilter::default() };
+    let rows = queries::list_filtered(&conn, &every).ok()?;
     Some(rows.into_iter().map(|c| (c.chat_id, (c.modified, c.messages, c.name))).collect())
 }
 

@@ -7,7 +7,10 @@
 //! on tokio's blocking pool, never on an async worker. Changes reach the store by the watch
 //! machinery of `sync --watch` ([`live`]), which also tells the open event streams; the
 //! server's own writes go through [`crate::ops`] with gptme's lock, as the CLI's do. Without
-//! a token the server binds loopback only.
+//! a token the server binds loopback only. The server is its logs root's: in a store holding
+//! several sources (see [`crate::store::sources`]), it lists, finds, searches and writes the
+//! conversations of its root's source only, as gptme-server serves one logs directory, so
+//! that another root's conversation of the same chat id is never shown or changed here.
 
 mod files;
 mod gptme_json;
@@ -29,6 +32,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
 
+use crate::store::sources::Source;
 use crate::store::{Store, StoreError};
 
 pub(crate) use gptme_json::lexical;
@@ -62,11 +66,16 @@ pub enum ServeError {
     Origin(String),
     #[error("the server failed")]
     Io(#[from] std::io::Error),
+    #[error("cannot serve the logs root")]
+    Store(#[from] StoreError),
 }
 
 /// What every request handler shares.
 pub(crate) struct AppState {
+    /// Scoped to the served root's source ([`Store::scoped_to`]).
     pub store: Store,
+    /// The served root's source.
+    pub source: Source,
     pub config: Config,
     pub live: live::Live,
 }
@@ -150,11 +159,15 @@ pub fn run(store: Store, config: Config) -> Result<(), ServeError> {
     if let Err(e) = store.catch_up_ranking(&mut |_| {}) {
         tracing::warn!("the ranking index could not be brought up to date: {}; searches rank from the word index meanwhile", crate::cause::chain(&e));
     }
+    // The sync above made the root's source, unless it failed before; then it is made here
+    // (a root with no conversations yet is still the one served).
+    let source = crate::store::sources::register(&store.connection()?, &config.logs_root, config.source.as_deref())?;
+    let store = store.scoped_to(source.id);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(serve(store, config))
+    runtime.block_on(serve(store, source, config))
 }
 
-async fn serve(store: Store, config: Config) -> Result<(), ServeError> {
+async fn serve(store: Store, source: Source, config: Config) -> Result<(), ServeError> {
     let addr = SocketAddr::new(config.host, config.port);
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
     let cors = match &config.cors_origin {
@@ -162,7 +175,7 @@ async fn serve(store: Store, config: Config) -> Result<(), ServeError> {
         None => None,
     };
     let live = live::Live::start(store.clone(), config.logs_root.clone(), config.rescan);
-    let state: Shared = Arc::new(AppState { store, config: config.clone(), live });
+    let state: Shared = Arc::new(AppState { store, source, config: config.clone(), live });
     let app = router(state.clone(), cors);
     let bound = listener.local_addr()?;
     tracing::info!(address = %bound, logs = %config.logs_root.display(), auth = config.token.is_some(), webui = ?config.webui, "sessiondb serve listening on http://{bound}");

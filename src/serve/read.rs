@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use super::gptme_json::{self, Dirs};
 use super::{blocking, check_id, ApiError, Shared};
 use crate::codec::normalise::normalise_for_rewrite;
-use crate::store::queries::{self, ConversationSummary};
+use crate::store::queries::{self, ConversationSummary, ListFilter};
 use crate::store::search::{self, SearchQuery, Sort};
 use crate::store::{modify, Connection, StoreError};
 
@@ -87,26 +87,28 @@ impl ListRequest {
 /// also message content through the full-text index.
 pub async fn conversations(State(state): State<Shared>, Query(p): Params) -> Result<Json<Value>, ApiError> {
     let req = ListRequest::parse(&p)?;
+    let source = state.source.clone();
     blocking(&state, move |store, _| {
         let conn = store.connection()?;
+        let listed = |limit| queries::list_filtered(&conn, &ListFilter { limit, source: Some(source.id), ..ListFilter::default() });
         let item = |c: &ConversationSummary| -> Result<Value, ApiError> {
             let size = if req.detail { None } else { queries::main_transcript_size(&conn, &c.chat_id)? };
             Ok(gptme_json::conversation_item(c, req.detail, size))
         };
         if !req.paginated && req.search.is_empty() {
-            let rows = queries::list_conversations(&conn, false, Some(req.limit))?;
+            let rows = listed(Some(req.limit))?;
             return Ok(Json(Value::Array(rows.iter().map(item).collect::<Result<_, _>>()?)));
         }
         if req.search.is_empty() {
             // A page straight from the index: as fast at 10,000 conversations as at 100.
             let after = req.cursor.as_ref().map(|(t, id)| (*t, id.as_deref()));
-            let mut rows = queries::list_page(&conn, after, req.limit + 1)?;
+            let mut rows = queries::list_page(&conn, Some(source.id), after, req.limit + 1)?;
             let has_more = rows.len() > req.limit;
             rows.truncate(req.limit);
             return Ok(Json(page_json(&rows, has_more, item)?));
         }
-        let mut rows = queries::list_conversations(&conn, false, None)?;
-        let in_content = content_matches(&conn, &req.search)?;
+        let mut rows = listed(None)?;
+        let in_content = content_matches(&conn, &source.name, &req.search)?;
         rows.retain(|c| {
             c.name.to_lowercase().contains(&req.search)
                 || c.chat_id.to_lowercase().contains(&req.search)
@@ -145,8 +147,16 @@ fn page_json(rows: &[ConversationSummary], has_more: bool, item: impl Fn(&Conver
 
 /// The conversations whose messages contain `text` (as a substring, as gptme matches names),
 /// through the full-text index; at most the listing's own cap.
-fn content_matches(conn: &Connection, text: &str) -> Result<HashSet<String>, StoreError> {
-    let q = SearchQuery { text: text.to_owned(), limit: 1000, matches: 1, literal: true, sort: Sort::Newest, ..SearchQuery::default() };
+fn content_matches(conn: &Connection, source: &str, text: &str) -> Result<HashSet<String>, StoreError> {
+    let q = SearchQuery {
+        text: text.to_owned(),
+        limit: 1000,
+        matches: 1,
+        literal: true,
+        sort: Sort::Newest,
+        source: Some(source.to_owned()),
+        ..SearchQuery::default()
+    };
     Ok(search::search(conn, &q)?.conversations.into_iter().map(|c| c.chat_id).collect())
 }
 

@@ -204,6 +204,8 @@ impl Connection {
 pub struct Store {
     pool: r2d2::Pool<SqliteConnectionManager>,
     path: PathBuf,
+    /// The source every connection is scoped to ([`Store::scoped_to`]), if any.
+    scope: Option<i64>,
 }
 
 /// How long a connection waits for another process's write lock before giving up.
@@ -250,7 +252,7 @@ impl Store {
         let mut conn = pool.get()?;
         schema::migrate(&mut conn)?;
         drop(conn);
-        Ok(Store { pool, path: path.to_owned() })
+        Ok(Store { pool, path: path.to_owned(), scope: None })
     }
 
     /// [`Store::open`] a database that must exist already: a path where there is none is
@@ -264,8 +266,23 @@ impl Store {
         Store::open(path)
     }
 
+    /// A connection from the pool: unscoped, or scoped to the store's source when it is kept
+    /// to one ([`Store::scoped_to`]).
     pub fn connection(&self) -> Result<Connection, StoreError> {
-        Ok(Connection(Inner::Pooled(self.pool.get()?), Default::default()))
+        Ok(Connection(Inner::Pooled(self.pool.get()?), std::cell::Cell::new(self.scope)))
+    }
+
+    /// This store with every connection it gives scoped to source `source_id`
+    /// ([`Connection::scope_to`]): the operations handed it find conversations by chat id in
+    /// that source only, and write into it. For a server of one logs root (`serve`), where a
+    /// chat id is always one of that root's conversations.
+    pub fn scoped_to(&self, source_id: i64) -> Store {
+        Store { scope: Some(source_id), ..self.clone() }
+    }
+
+    /// The source this store's connections are scoped to ([`Store::scoped_to`]), if any.
+    pub fn scope(&self) -> Option<i64> {
+        self.scope
     }
 
     pub fn path(&self) -> &Path {
@@ -479,7 +496,10 @@ mod tests {
             let e = Store::open(Path::new(url)).err().expect(url);
             assert!(matches!(&e, StoreError::Url { .. }), "{url}: {e}");
             let scheme = url.split("://").next().unwrap();
-            assert_eq!(e.to_string(), format!("{url} is a URL, not a path: the database is an SQLite file (give its path); {scheme}:// databases are not supported"));
+            assert_eq!(
+                e.to_string(),
+                format!("{url} is a URL, not a path: the database is an SQLite file (give its path); {scheme}:// databases are not supported")
+            );
             assert!(!cwd.join(format!("{scheme}:")).exists(), "{url} made a directory");
         }
         for path in [dir.path().join("a://b"), dir.path().join("plain.db")] {

@@ -190,16 +190,20 @@ fn listing_sql(f: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
 /// A page of the listing as gptme-server pages it: newest first, ties by chat id descending,
 /// starting after `after` — `(modified, Some(chat_id))` continues after that conversation,
 /// `(modified, None)` (a bare timestamp) after everything modified at or after it. Test
-/// conversations and those whose directory is gone are left out, as in [`list_conversations`].
-pub fn list_page(conn: &Connection, after: Option<(f64, Option<&str>)>, limit: usize) -> Result<Vec<ConversationSummary>, StoreError> {
+/// conversations and those whose directory is gone are left out, as in [`list_conversations`];
+/// with `source`, so are other sources' conversations.
+pub fn list_page(conn: &Connection, source: Option<i64>, after: Option<(f64, Option<&str>)>, limit: usize) -> Result<Vec<ConversationSummary>, StoreError> {
     let test = crate::layout::test_ids_sql("chat_id");
     let (cursor, args): (&str, Vec<rusqlite::types::Value>) = match after {
         None => ("", vec![]),
-        Some((t, None)) => ("AND modified < ?2", vec![t.into()]),
-        Some((t, Some(id))) => ("AND (modified < ?2 OR (modified = ?2 AND chat_id < ?3))", vec![t.into(), id.to_owned().into()]),
+        Some((t, None)) => ("AND modified < ?3", vec![t.into()]),
+        Some((t, Some(id))) => ("AND (modified < ?3 OR (modified = ?3 AND chat_id < ?4))", vec![t.into(), id.to_owned().into()]),
     };
-    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM conversations WHERE deleted_at IS NULL AND NOT {test} {cursor} ORDER BY modified DESC, chat_id DESC LIMIT ?1");
-    let mut params: Vec<rusqlite::types::Value> = vec![(limit as i64).into()];
+    let sql = format!(
+        "SELECT {SUMMARY_COLUMNS} FROM conversations WHERE deleted_at IS NULL AND NOT {test} AND (?2 IS NULL OR source_id = ?2) {cursor}
+         ORDER BY modified DESC, chat_id DESC LIMIT ?1"
+    );
+    let mut params: Vec<rusqlite::types::Value> = vec![(limit as i64).into(), source.map_or(rusqlite::types::Value::Null, Into::into)];
     params.extend(args);
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt.query_map(rusqlite::params_from_iter(params), summary_from_row)?;
