@@ -546,5 +546,29 @@ fn the_server_reads_its_root_into_the_source_it_is_given() {
     assert!(listed["conversations"].as_array().unwrap().iter().any(|c| c["source"] == "work"), "{listed}");
     let read = server.call(3, "read_conversation", json!({ "chat_id": "work:same" }));
     assert!(read["content"][0]["text"].as_str().unwrap().contains("okapi at work"), "{read}");
+    // `source` keeps a search, a listing and the overview to one root.
+    let text = |v: Value| -> Value { serde_json::from_str(v["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{v}"))).unwrap() };
+    let page = text(server.call(4, "search_conversations", json!({ "query": "okapi", "source": "work" })));
+    let found: Vec<_> = page["results"].as_array().unwrap().iter().map(|r| (r["source"].as_str().unwrap(), r["id"].as_str().unwrap())).collect();
+    assert_eq!(found, [("work", "same")], "{page}");
+    assert_eq!(page["total"]["conversations"], 1, "{page}");
+    let listed = text(server.call(5, "list_conversations", json!({ "source": "work" })));
+    assert_eq!((listed["total"].as_u64(), listed["conversations"][0]["source"].as_str()), (Some(1), Some("work")), "{listed}");
+    let overview = text(server.call(6, "conversation_stats", json!({ "source": "work" })));
+    let all = text(server.call(7, "conversation_stats", json!({})));
+    assert_eq!((overview["total_conversations"].as_u64(), all["total_conversations"].as_u64()), (Some(1), Some(2)), "{overview}\n{all}");
+    for (id, tool, args) in [
+        (8, "search_conversations", json!({ "query": "okapi", "source": "nowhere" })),
+        (9, "list_conversations", json!({ "source": "nowhere" })),
+        (10, "conversation_stats", json!({ "source": "nowhere" })),
+    ] {
+        let refused = server.call(id, tool, args);
+        assert_eq!(refused["isError"], true, "{tool}: {refused}");
+        let said = refused["content"][0]["text"].as_str().unwrap();
+        assert!(said.starts_with("source \"nowhere\" names nothing in the store: the sources are "), "{tool}: {said}");
+        assert!(said.contains("work"), "{tool}: {said}");
+    }
+    let refused = server.call(11, "conversation_stats", json!({ "chat_id": "same", "source": "work" }));
+    assert_eq!(refused["isError"], true, "{refused}");
     server.finish();
 }

@@ -180,12 +180,19 @@ fn store_error(e: StoreError) -> ToolError {
     }
 }
 
+/// The row id of the source named `name`, if one is named; an unknown name is refused with the
+/// names there are.
+fn source_id(conn: &sessiondb::store::Connection, name: Option<&str>) -> Result<Option<i64>, ToolError> {
+    name.map(|name| sessiondb::store::sources::named(conn, name).map(|s| s.id)).transpose().map_err(store_error)
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SearchArgs {
     query: String,
     limit: Option<usize>,
     chat: Option<String>,
+    source: Option<String>,
     role: Option<String>,
     model: Option<String>,
     since: Option<String>,
@@ -220,6 +227,7 @@ struct ReadArgs {
 struct ListArgs {
     limit: Option<usize>,
     since: Option<String>,
+    source: Option<String>,
     model: Option<String>,
     query: Option<String>,
     cursor: Option<String>,
@@ -231,6 +239,7 @@ struct ListArgs {
 struct StatsArgs {
     chat_id: Option<String>,
     since: Option<String>,
+    source: Option<String>,
 }
 
 impl Server<'_> {
@@ -278,7 +287,7 @@ impl Server<'_> {
             model: a.model,
             since: since(a.since.as_deref())?,
             chat_id: a.chat,
-            source: None,
+            source: a.source,
             branch: a.branch,
             limit: a.limit.unwrap_or(10).clamp(1, MAX_SEARCH_LIMIT),
             matches,
@@ -402,8 +411,10 @@ impl Server<'_> {
         let (offset, _) = cursor(a.cursor.as_deref())?.unwrap_or((0, 0));
         let limit = a.limit.unwrap_or(20).clamp(1, MAX_LIST_LIMIT);
         let name = a.query.map(|q| if q.contains(['*', '?', '[']) { q } else { format!("*{q}*") });
-        let filter = ListFilter { limit: Some(offset.saturating_add(limit)), model: a.model, since: since(a.since.as_deref())?, name, ..ListFilter::default() };
         let conn = self.store.connection()?;
+        let source = source_id(&conn, a.source.as_deref())?;
+        let filter =
+            ListFilter { limit: Some(offset.saturating_add(limit)), model: a.model, since: since(a.since.as_deref())?, name, source, ..ListFilter::default() };
         let total = queries::count_filtered(&conn, &filter)?;
         let sources = crate::cli::list::shows_sources(&conn)?;
         let mut answer = json!({ "total": total, "offset": offset, "conversations": [], "more": null });
@@ -444,11 +455,15 @@ impl Server<'_> {
                 if a.since.is_some() {
                     return Err(ToolError::Invalid("since applies to the overview; leave it out with chat_id".into()));
                 }
+                if a.source.is_some() {
+                    return Err(ToolError::Invalid("source applies to the overview; with chat_id, name the conversation as SOURCE:CHAT".into()));
+                }
                 stats::conversation(&conn, id)?
             }
             None => {
                 let from = since(a.since.as_deref())?.map(|t| (t, a.since.clone().unwrap_or_default()));
-                stats::overview(&conn, from, false, None, None)?
+                let source = source_id(&conn, a.source.as_deref())?;
+                stats::overview(&conn, from, false, None, source)?
             }
         };
         if let Some(note) = note {
@@ -489,6 +504,7 @@ fn tool_specs() -> Vec<Value> {
     let cursor = json!({ "type": "string", "description": "The \"more\" of the previous answer of this tool with the same other arguments: the next page" });
     let since =
         json!({ "type": "string", "description": "Only conversations modified since this date: YYYY-MM-DD (UTC), or Nd / Nh (days or hours ago, e.g. 7d)" });
+    let source = json!({ "type": "string", "description": "Only conversations of this source: a logs root, named as answers name it in \"source\" (given only when the store holds several)" });
     let read_only = json!({ "readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false });
     vec![
         json!({
@@ -507,6 +523,7 @@ fn tool_specs() -> Vec<Value> {
                     "query": { "type": "string", "description": "What to find: words, \"a phrase\", prefix*, or any text to match literally" },
                     "limit": { "type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "description": "At most this many conversations (default 10)" },
                     "chat": { "type": "string", "description": "Only this conversation (its id)" },
+                    "source": source,
                     "role": { "type": "string", "description": "Only messages of this role: user, assistant or system (tool output is system)" },
                     "model": { "type": "string", "description": "Only messages answered by this model (part of its name, e.g. sonnet)" },
                     "since": since,
@@ -557,6 +574,7 @@ fn tool_specs() -> Vec<Value> {
                     "since": since,
                     "model": { "type": "string", "description": "Only conversations whose last model contains this (ignoring case), or matches it as a glob with * or ?" },
                     "query": { "type": "string", "description": "Only conversations whose name or id contains this (case-sensitive), or matches it as a glob with * or ?" },
+                    "source": source,
                     "cursor": cursor,
                     "max_chars": max_chars,
                 },
@@ -574,6 +592,7 @@ fn tool_specs() -> Vec<Value> {
                 "properties": {
                     "chat_id": { "type": "string", "description": "One conversation's id; without it, the overview of all" },
                     "since": since,
+                    "source": source,
                 },
                 "additionalProperties": false,
             },
