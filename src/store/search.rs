@@ -561,18 +561,34 @@ type Found = (i64, usize, Vec<(i64, f64)>);
 /// [`FEW_CANDIDATES`], the candidates alone are looked up and sorted.
 fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
     let (mut filters, mut args) = filter_sql(q, 2, false);
-    args.insert(0, Value::Text(trigrams.to_owned()));
-    if !trigrams.is_empty() {
-        filters.push("m.id IN (SELECT rowid FROM messages_substring WHERE messages_substring MATCH ?1)".into());
+    // The index is asked once: up to one more candidate than "few", which are then looked up
+    // by id (a list of them, as JSON) rather than by asking the index again.
+    let few: Option<Vec<i64>> = if trigrams.is_empty() {
+        None
     } else {
-        // Every message is a candidate (the argument is unused, but numbered as the others).
-        filters.push("?1 = ''".into());
+        let ids = conn
+            .prepare_cached("SELECT rowid FROM messages_substring WHERE messages_substring MATCH ?1 LIMIT ?2")?
+            .query_map(rusqlite::params![trigrams, FEW_CANDIDATES as i64 + 1], |r| r.get::<_, i64>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        (ids.len() <= FEW_CANDIDATES).then_some(ids)
+    };
+    match &few {
+        Some(ids) => {
+            let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+            args.insert(0, Value::Text(format!("[{list}]")));
+            filters.push("m.id IN (SELECT value FROM json_each(?1))".into());
+        }
+        None if !trigrams.is_empty() => {
+            args.insert(0, Value::Text(trigrams.to_owned()));
+            filters.push("m.id IN (SELECT rowid FROM messages_substring WHERE messages_substring MATCH ?1)".into());
+        }
+        None => {
+            // Every message is a candidate (the argument is unused, but numbered as the others).
+            args.insert(0, Value::Text(String::new()));
+            filters.push("?1 = ''".into());
+        }
     }
-    let few = !trigrams.is_empty()
-        && conn
-            .prepare_cached("SELECT count(*) FROM (SELECT rowid FROM messages_substring WHERE messages_substring MATCH ?1 LIMIT ?2)")?
-            .query_row(rusqlite::params![trigrams, FEW_CANDIDATES as i64 + 1], |r| r.get::<_, i64>(0))?
-            <= FEW_CANDIDATES as i64;
+    let few = few.is_some();
     // CROSS JOIN keeps conversations the outer loop, read by the listing index in its order.
     let from =
         if few { "messages m JOIN conversations c ON c.id = m.conversation_id" } else { "conversations c CROSS JOIN messages m ON m.conversation_id = c.id" };
