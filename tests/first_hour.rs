@@ -290,6 +290,40 @@ fn reading_commands_never_create_a_database() {
     }
 }
 
+/// A command that takes in a logs root and would create the database (`import`, `sync`,
+/// `serve`, `mcp`) fails on a root that is not there — given, or the default one — before it
+/// makes anything: an empty store left behind would answer later commands as an empty history.
+#[test]
+fn a_missing_logs_root_makes_no_database() {
+    let work = tempfile::tempdir().unwrap();
+    let home = work.path().join("home");
+    fs::create_dir(&home).unwrap();
+    let db = work.path().join("data/sessions.db");
+    let typo = work.path().join("lgos");
+    let default_root = home.join(".local/share/gptme/logs");
+    let typo_text = typo.to_str().unwrap();
+    let creating: &[(&[&str], &Path)] = &[
+        (&["import", typo_text], &typo),
+        (&["sync", typo_text], &typo),
+        (&["sync", "--watch", typo_text], &typo),
+        (&["serve", "--port", "1", typo_text], &typo),
+        (&["mcp", typo_text], &typo),
+        (&["import"], &default_root),
+        (&["sync"], &default_root),
+        (&["serve", "--port", "1"], &default_root),
+    ];
+    for (args, root) in creating {
+        let mut cmd = sessiondb(&db);
+        cmd.args(*args).env("HOME", &home).env_remove("XDG_DATA_HOME").env_remove("XDG_CONFIG_HOME").env_remove("GPTME_LOGS_HOME");
+        let err = fails_quickly(&mut cmd, 5);
+        assert_eq!(err.trim_end(), format!("sessiondb: {}: not found", root.display()), "{args:?}");
+        assert!(!db.parent().unwrap().exists(), "{args:?} made {}", db.display());
+    }
+    // Then `search` still says there is no database, rather than "No results".
+    let err = fails_quickly(sessiondb(&db).args(["search", "hi"]), 5);
+    assert!(err.starts_with("sessiondb: no database at"), "{err}");
+}
+
 /// Item 9: `import DIR` of one conversation's directory imports it; a directory with neither
 /// conversations nor a conversation.jsonl fails with the hint; a missing path is "not found".
 #[test]

@@ -16,7 +16,7 @@ pub struct Args {
     /// gptme's logs root [default: $GPTME_LOGS_HOME, else `logs` in config.toml, else $XDG_DATA_HOME/gptme/logs, else
     /// ~/.local/share/gptme/logs]; with --toml, the CHAT_ID whose branch is replaced
     #[arg(value_name = "LOGS_DIR | CHAT_ID")]
-    logs_dir: Option<PathBuf>,
+    pub(crate) logs_dir: Option<PathBuf>,
     /// Print a machine-readable summary
     #[arg(long)]
     json: bool,

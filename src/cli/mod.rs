@@ -278,6 +278,13 @@ fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
         Command::Serve(_) => true,
         _ => false,
     };
+    // A logs root that is not there fails before the database is made: a mistyped path must
+    // not leave an empty store behind, which later commands would take for an empty history.
+    if creates {
+        if let Some(root) = logs_root_read(&cli.command) {
+            logs_root(root)?;
+        }
+    }
     let store = open_store(cli.db, creates)?;
     #[cfg(feature = "serve")]
     if let Command::Serve(args) = cli.command {
@@ -357,6 +364,20 @@ fn run_command(store: &Store, command: Command) -> Result<i32, Failure> {
 }
 
 /// The logs root a command works on: the one given, else gptme's default; it must exist.
+/// The logs root a command that creates the database reads (`None` inside: the default one),
+/// if it reads one.
+fn logs_root_read(command: &Command) -> Option<Option<PathBuf>> {
+    match command {
+        Command::Import(args) if args.takes_in_logs() => Some(args.logs_dir.clone()),
+        Command::Sync(args) => Some(args.logs_dir.clone()),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => Some(args.logs_dir.clone()),
+        // Without a LOGS_DIR, `mcp` reads the default root only when it is there.
+        Command::Mcp(args) => args.logs_dir.clone().map(Some),
+        _ => None,
+    }
+}
+
 pub(crate) fn logs_root(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
     let root = match given {
         Some(given) => given,

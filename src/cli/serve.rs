@@ -13,7 +13,7 @@ use sessiondb::store::Store;
 #[derive(clap::Args)]
 pub struct Args {
     /// gptme's logs root to serve (and follow) [default: as for `sync`]
-    logs_dir: Option<PathBuf>,
+    pub(crate) logs_dir: Option<PathBuf>,
     #[command(flatten)]
     source: super::SourceArg,
     /// The address to listen on; one that is not loopback needs a token

@@ -15,7 +15,7 @@ use sessiondb::sync::watch::{watch, WatchEvent};
 pub struct Args {
     /// gptme's logs root [default: $GPTME_LOGS_HOME, else `logs` in config.toml, else $XDG_DATA_HOME/gptme/logs, else
     /// ~/.local/share/gptme/logs]
-    logs_dir: Option<PathBuf>,
+    pub(crate) logs_dir: Option<PathBuf>,
     /// Report what would be done, and change nothing
     #[arg(long, conflicts_with = "watch")]
     dry_run: bool,

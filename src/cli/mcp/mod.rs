@@ -26,7 +26,7 @@ use sessiondb::store::Store;
 pub struct Args {
     /// gptme's logs root, read in before each answer [default: $GPTME_LOGS_HOME, else gptme's
     /// default]; without one, the store is answered from as it stands
-    logs_dir: Option<PathBuf>,
+    pub(crate) logs_dir: Option<PathBuf>,
     #[command(flatten)]
     source: super::SourceArg,
 }
