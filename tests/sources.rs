@@ -101,17 +101,30 @@ fn a_bare_chat_id_in_two_sources_is_refused_naming_both() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no conversation \"desktop:my-chat\""));
 }
 
-/// Chat ids may hold `:` (gptme allows it): the whole text is tried as a chat id first.
+/// Chat ids may hold `:` (gptme allows it). `SOURCE:CHAT` is read first, so that the names the
+/// ambiguity error offers always find what they are offered for; a chat id with `:` is still
+/// found bare when no source's name starts it, and always as `SOURCE:CHAT`.
 #[test]
 fn a_chat_id_with_a_colon_is_still_a_chat_id() {
     let work = tempfile::tempdir().unwrap();
     let (a, db) = (work.path().join("a"), work.path().join("db"));
     conversation(&a, "laptop:notes", "colon words");
+    conversation(&a, "todo:later", "todo words");
     conversation(&work.path().join("b"), "notes", "plain words");
-    run_ok(sessiondb(&db).arg("import").arg(&a));
+    conversation(&work.path().join("c"), "notes", "other words");
+    run_ok(sessiondb(&db).arg("import").arg(&a).args(["--source", "home"]));
     run_ok(sessiondb(&db).arg("import").arg(work.path().join("b")).args(["--source", "laptop"]));
-    assert!(stdout(&run_ok(sessiondb(&db).args(["show", "laptop:notes", "--json"]))).contains("colon words"), "the chat id, before SOURCE:CHAT");
-    assert!(stdout(&run_ok(sessiondb(&db).args(["show", "notes", "--json"]))).contains("plain words"));
+    run_ok(sessiondb(&db).arg("import").arg(work.path().join("c")).args(["--source", "work"]));
+    let shows = |name: &str, words: &str| assert!(stdout(&run_ok(sessiondb(&db).args(["show", name, "--json"]))).contains(words), "{name} shows {words}");
+    shows("todo:later", "todo words");
+    shows("laptop:notes", "plain words");
+    shows("home:laptop:notes", "colon words");
+    // `notes` is in two sources: each name the error offers finds its own.
+    let out = sessiondb(&db).args(["show", "notes"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.trim_end().ends_with("give one of: laptop:notes, work:notes"), "{said}");
+    shows("work:notes", "other words");
 }
 
 #[test]

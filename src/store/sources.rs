@@ -186,10 +186,14 @@ pub fn qualified(source: &str, chat_id: &str) -> String {
 }
 
 /// The conversation `text` names. On a connection scoped to a source, `text` is a chat id of
-/// that source. Otherwise it is a chat id first (chat ids may contain `:`), which must be
-/// stored in one source only; failing that, `SOURCE:CHAT` for a source whose name `text`
-/// starts with. Fails with [`StoreError::NoConversation`] when nothing matches and
-/// [`StoreError::Ambiguous`] (listing each as `SOURCE:CHAT`) when more than one does.
+/// that source. Otherwise it is `SOURCE:CHAT` first, for each source whose name `text` starts
+/// with; failing that, a bare chat id (chat ids may contain `:`), which must be stored in one
+/// source only. The qualified reading comes first so that every conversation has a name that
+/// finds it: were the bare reading first, a conversation whose chat id is `w:x` would hide
+/// source `w`'s `x` behind the very name the ambiguity error offers for it, while the one of
+/// chat id `w:x` is still found as `w:w:x`. Fails with [`StoreError::NoConversation`] when
+/// nothing matches and [`StoreError::Ambiguous`] (listing each as `SOURCE:CHAT`) when more than
+/// one does.
 pub fn resolve(conn: &Connection, text: &str) -> Result<Named, StoreError> {
     if let Some(source) = conn.scope() {
         return conn
@@ -200,16 +204,8 @@ pub fn resolve(conn: &Connection, text: &str) -> Result<Named, StoreError> {
             .optional()?
             .ok_or_else(|| StoreError::NoConversation(text.to_owned()));
     }
-    let bare: Vec<Named> = conn
-        .prepare_cached(
-            "SELECT c.id, c.source_id, s.name, c.chat_id FROM conversations c JOIN sources s ON s.id = c.source_id WHERE c.chat_id = ?1 ORDER BY s.name",
-        )?
-        .query_map([text], named_from_row)?
-        .collect::<Result<_, _>>()?;
-    let candidates = if !bare.is_empty() {
-        bare
-    } else {
-        let mut qualified = Vec::new();
+    let mut qualified = Vec::new();
+    if text.contains(':') {
         for source in all(conn)? {
             let Some(chat_id) = text.strip_prefix(&source.name).and_then(|rest| rest.strip_prefix(':')) else { continue };
             let found = conn
@@ -218,7 +214,15 @@ pub fn resolve(conn: &Connection, text: &str) -> Result<Named, StoreError> {
                 .optional()?;
             qualified.extend(found);
         }
+    }
+    let candidates = if !qualified.is_empty() {
         qualified
+    } else {
+        conn.prepare_cached(
+            "SELECT c.id, c.source_id, s.name, c.chat_id FROM conversations c JOIN sources s ON s.id = c.source_id WHERE c.chat_id = ?1 ORDER BY s.name",
+        )?
+        .query_map([text], named_from_row)?
+        .collect::<Result<_, _>>()?
     };
     match <[Named; 1]>::try_from(candidates) {
         Ok([one]) => Ok(one),
@@ -275,5 +279,38 @@ mod tests {
         assert_eq!(resolve(&conn, "a:c").unwrap().source, "a");
         conn.scope_to(source_b.id);
         assert_eq!(resolve(&conn, "c").unwrap().source_id, source_b.id, "scoped: the chat id of that source");
+    }
+
+    /// Every conversation has a name that finds it, and each name the ambiguity error offers
+    /// finds the conversation it is offered for, even where a chat id holds `:` and reads as
+    /// `SOURCE:CHAT` of another (source `w`'s `w:x` and `x`, and another source's `x`).
+    #[test]
+    fn every_conversation_has_a_name_that_finds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let mut conn = store.connection().unwrap();
+        let mut batch = WriteBatch::begin(&mut conn).unwrap();
+        register(batch.conn(), Path::new("/logs/w"), Some("w")).unwrap();
+        register(batch.conn(), Path::new("/logs/w:w"), Some("w:w")).unwrap();
+        register(batch.conn(), Path::new("/logs/v"), Some("v")).unwrap();
+        for dir in ["/logs/w/x", "/logs/w/w:x", "/logs/v/x", "/logs/w/only:here"] {
+            let chat = Path::new(dir).file_name().unwrap().to_str().unwrap();
+            batch.conversation(chat, dir, b"fp").unwrap().finish(&Default::default(), 0.0, 1, true).unwrap();
+        }
+        batch.finish().unwrap();
+        let conn = store.connection().unwrap();
+        let found = |text: &str| resolve(&conn, text).map(|n| format!("{}/{}", n.source, n.chat_id));
+        assert_eq!(found("w:x").unwrap(), "w/x", "SOURCE:CHAT first");
+        assert_eq!(found("w:w:x").unwrap(), "w/w:x");
+        assert_eq!(found("v:x").unwrap(), "v/x");
+        assert_eq!(found("only:here").unwrap(), "w/only:here", "a bare chat id with `:` that no source name starts");
+        match resolve(&conn, "x") {
+            Err(StoreError::Ambiguous { candidates, .. }) => {
+                assert_eq!(candidates, ["v:x", "w:x"]);
+                assert_eq!(candidates.iter().map(|c| found(c).unwrap()).collect::<Vec<_>>(), ["v/x", "w/x"], "each offered name finds its own");
+            }
+            other => panic!("expected Ambiguous, got {other:?}"),
+        }
+        assert!(matches!(resolve(&conn, "w:nothing"), Err(StoreError::NoConversation(_))));
     }
 }

@@ -47,7 +47,8 @@ pub fn catch_up(store: &Store, chat_id: &str, default_root: Option<&Path>) -> Re
                 Err(_) => Vec::new(), // not a name a directory of a logs root can have
             };
             let one_component = |dir: &Path| dir.file_name().and_then(|n| n.to_str()).is_some_and(|n| crate::model::ChatId::new(n).is_ok());
-            match bare.into_iter().chain(qualified).find(|dir| one_component(dir) && crate::layout::is_conversation_dir(dir)) {
+            // `SOURCE:CHAT` first, as the store reads a name (`sources::resolve`).
+            match qualified.chain(bare).find(|dir| one_component(dir) && crate::layout::is_conversation_dir(dir)) {
                 Some(dir) => dir,
                 None => return Ok(None),
             }
