@@ -628,3 +628,66 @@ fn directories_operations_create_follow_the_umask() {
     let mode = fs::metadata(dir.join("views")).unwrap().permissions().mode() & 0o7777;
     assert_eq!(mode, 0o700, "views/ is {mode:o}");
 }
+
+/// `export --to` over the logs root gptme writes: a conversation gptme added to since the
+/// store last read it (a message), or whose attachment changed, is refused whole, naming the file, and
+/// nothing of it is written — the store's older copy never replaces what gptme wrote; once
+/// the store has read them, the export writes the same bytes again.
+#[test]
+fn an_export_over_the_live_root_never_replaces_what_gptme_wrote_since() {
+    let root = Root::new();
+    let dir = started(&root, "live");
+    let other = started(&root, "quiet");
+    let mut gptme = Gptme::start(&dir);
+    gptme.run("load");
+    gptme.run("append written by gptme after the import");
+    drop(gptme);
+    // An attachment the store holds, changed since.
+    fs::create_dir_all(other.join("files")).unwrap();
+    fs::write(other.join("files/notes.txt"), "as imported\n").unwrap();
+    run_ok(root.sessiondb().arg("import").arg(&other));
+    fs::write(other.join("files/notes.txt"), "changed since\n").unwrap();
+    let before = |d: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        // gptme's lock files hold the pid of whoever took the lock last (the export takes it).
+        let locks = |p: &PathBuf| p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(".lock"));
+        let mut files: Vec<_> = walk(d).into_iter().filter(|p| !locks(p)).map(|p| (p.clone(), fs::read(&p).unwrap())).collect();
+        files.sort();
+        files
+    };
+    let (live_before, quiet_before) = (before(&dir), before(&other));
+    let out = root.output(&["export", "--to", root.logs.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let transcript = dir.join("conversation.jsonl");
+    assert!(
+        err.contains(&format!(
+            "error: live: {} holds other bytes than the store's copy, and would be replaced; nothing of this conversation was written",
+            transcript.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains(&format!("error: quiet: {} holds other bytes", other.join("files/notes.txt").display())), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("exported 0 conversations (2 failed)"), "{out:?}");
+    assert_eq!(before(&dir), live_before, "the live conversation was written to");
+    assert_eq!(before(&other), quiet_before, "the changed attachment's conversation was written to");
+    assert!(directory_contents(&dir).contains("written by gptme after the import"));
+    // Once the store has read them, the export writes them again, the same bytes.
+    root.sync();
+    run_ok(root.sessiondb().args(["export", "--to", root.logs.to_str().unwrap()]));
+    assert_eq!((before(&dir), before(&other)), (live_before, quiet_before));
+}
+
+/// Every regular file under `dir`, recursively.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let kind = fs::symlink_metadata(&path).unwrap().file_type();
+        if kind.is_dir() {
+            files.extend(walk(&path));
+        } else if kind.is_file() {
+            files.push(path);
+        }
+    }
+    files
+}

@@ -36,6 +36,10 @@ pub enum MaterialiseError {
     BeneathLink { path: String, link: String },
     #[error(transparent)]
     Locked(#[from] LockError),
+    /// A file in the target holds other bytes than the store's copy (gptme wrote to it since the
+    /// store last read it, or it is another conversation's): replacing it would lose them.
+    #[error("{} holds other bytes than the store's copy, and would be replaced; nothing of this conversation was written (export to another directory, run `sessiondb sync` to take the directory in first, or move the file away to have the store's copy written)", .0.display())]
+    WouldReplace(PathBuf),
 }
 
 /// What one conversation's export wrote.
@@ -75,6 +79,7 @@ pub fn export_conversation_to(conn: &crate::store::Connection, chat_id: &str, ro
     let _lock = gptme_lock::acquire(&dir)?;
     let entries = queries::entries(conn, conversation_id)?;
     refuse_paths_beneath_links(&entries)?;
+    refuse_replacing_other_bytes(conn, &dir, root, &entries)?;
     let mut stats = ExportStats::default();
     let mut dirs = Vec::new();
     let mut links = Vec::new();
@@ -127,6 +132,44 @@ pub fn export_conversation_to(conn: &crate::store::Connection, chat_id: &str, ro
     }
     let _ = parent_dir.sync();
     Ok(stats)
+}
+
+/// Refuses, before anything is written, when a regular file already at one of the stored
+/// files' paths under `dir` holds other bytes than the store's copy of it: an export over the
+/// directory gptme writes (or over another copy) must not replace what the store never read.
+/// Compared by SHA-256, the store's side without reading a blob (its digest is its key) and a
+/// document as [`write_document`] would write it. Called under gptme's lock on the directory,
+/// which every writer of it takes, so the files cannot change between this and the writing.
+fn refuse_replacing_other_bytes(conn: &crate::store::Connection, dir: &Dir, root: &Path, entries: &[queries::Entry]) -> Result<(), MaterialiseError> {
+    use sha2::{Digest, Sha256};
+    for entry in entries {
+        let rel = Path::new(&entry.path);
+        let stored: [u8; 32] = match &entry.kind {
+            EntryKind::Blob(sha) => *sha,
+            EntryKind::Document { .. } => [0; 32], // computed below, only when a file is there
+            EntryKind::Dir | EntryKind::Symlink(_) => continue,
+        };
+        let path = root.join(rel);
+        let io_err = |source| MaterialiseError::Io { path: path.clone(), source };
+        match dir.stat(rel).map_err(io_err)? {
+            Some(stat) if matches!(stat.kind, crate::fs::nofollow::Kind::File) => {}
+            _ => continue,
+        }
+        let mut there = Sha256::new();
+        io::copy(&mut dir.open_read(rel).map_err(io_err)?, &mut there).map_err(io_err)?;
+        let stored = match &entry.kind {
+            EntryKind::Document { id, kind, ends_with_newline } => {
+                let mut hasher = Sha256::new();
+                write_document(conn, *id, *kind, *ends_with_newline, &mut hasher)?;
+                <[u8; 32]>::from(hasher.finalize())
+            }
+            _ => stored,
+        };
+        if <[u8; 32]>::from(there.finalize()) != stored {
+            return Err(MaterialiseError::WouldReplace(path));
+        }
+    }
+    Ok(())
 }
 
 /// Writes a document's lines, exactly as stored, to `out`, as they are read (a line as long as
