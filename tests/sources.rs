@@ -312,3 +312,29 @@ fn the_catch_up_before_a_command_reads_the_named_sources_directory() {
     conversation(&t.b, "new-one", "brand new");
     assert!(show("laptop:new-one").contains("brand new"), "taken in from laptop's root");
 }
+
+/// One directory is one source whatever path names it: read again through a link to it, with
+/// `..` in its path, or relative to the working directory, it is the source that reads it
+/// already (nothing new, no second copy of any conversation), and what gptme added is read in.
+#[test]
+fn one_directory_is_one_source_whatever_path_names_it() {
+    let work = tempfile::tempdir().unwrap();
+    let (logs, db) = (work.path().join("logs"), work.path().join("db"));
+    let dir = conversation(&logs, "c", "first words");
+    std::os::unix::fs::symlink(&logs, work.path().join("logs-link")).unwrap();
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let json = |args: &[&str]| -> serde_json::Value { serde_json::from_slice(&run_ok(sessiondb(&db).current_dir(work.path()).args(args)).stdout).unwrap() };
+    for other in ["logs-link", "./logs/../logs", "logs/"] {
+        let imported = json(&["import", other, "--json"]);
+        assert_eq!((imported["conversations"].as_u64(), imported["unchanged"].as_u64()), (Some(0), Some(1)), "{other}: {imported}");
+    }
+    let mut line = fs::read_to_string(dir.join("conversation.jsonl")).unwrap();
+    line.push_str("{\"role\": \"assistant\", \"content\": \"later words\", \"timestamp\": \"2026-01-01T00:00:01\"}\n");
+    fs::write(dir.join("conversation.jsonl"), line).unwrap();
+    let synced = json(&["sync", "logs-link", "--json"]);
+    assert_eq!(synced["ingest"]["new_conversations"].as_u64(), Some(0), "{synced}");
+    let listed = json(&["list", "--json"]);
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["messages"].as_u64(), Some(2), "{listed}");
+    assert!(listed[0].get("source").is_none(), "one source, so none shown: {listed}");
+}

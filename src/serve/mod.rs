@@ -161,7 +161,10 @@ pub fn run(store: Store, config: Config) -> Result<(), ServeError> {
     }
     // The sync above made the root's source, unless it failed before; then it is made here
     // (a root with no conversations yet is still the one served).
-    let source = crate::store::sources::register(&store.connection()?, &config.logs_root, config.source.as_deref())?;
+    let conn = store.connection()?;
+    let root = crate::store::sources::known_root(&conn, &config.logs_root)?;
+    let source = crate::store::sources::register(&conn, &root, config.source.as_deref())?;
+    drop(conn);
     let store = store.scoped_to(source.id);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(serve(store, source, config))

@@ -72,6 +72,24 @@ fn by_root(conn: &Connection, root: &Path) -> Result<Option<Source>, StoreError>
     Ok(conn.prepare_cached("SELECT id, name, root FROM sources WHERE root = ?1")?.query_row([root_text(root)?], source_from_row).optional()?)
 }
 
+/// `root` (absolute) as the store knows it: when no source reads that path but one reads the
+/// same directory under another (through a link, or with `..` in it), that source's root;
+/// else `root`. Callers read the directory by the path this returns, so that one directory is
+/// always one source, whatever path names it.
+pub fn known_root(conn: &Connection, root: &Path) -> Result<PathBuf, StoreError> {
+    use std::os::unix::fs::MetadataExt;
+    if by_root(conn, root)?.is_some() {
+        return Ok(root_key(root));
+    }
+    let Ok(here) = std::fs::metadata(root) else { return Ok(root_key(root)) };
+    for source in all(conn)? {
+        if std::fs::metadata(&source.root).is_ok_and(|there| (there.dev(), there.ino()) == (here.dev(), here.ino())) {
+            return Ok(source.root);
+        }
+    }
+    Ok(root_key(root))
+}
+
 fn by_name(conn: &Connection, name: &str) -> Result<Option<Source>, StoreError> {
     Ok(conn.prepare_cached("SELECT id, name, root FROM sources WHERE name = ?1")?.query_row([name], source_from_row).optional()?)
 }

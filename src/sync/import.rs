@@ -118,6 +118,11 @@ pub fn import_root_in_batches(
         Some(dir) if dirs.len() == 1 && others.is_empty() && crate::layout::is_conversation_dir(logs_root) => dir.parent().unwrap_or(dir).to_owned(),
         _ => std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?,
     };
+    // The same directory under another path is read as the root the store knows it by.
+    let known = crate::store::sources::known_root(&store.connection()?, &root)?;
+    let dirs: Vec<std::path::PathBuf> =
+        if known == crate::store::sources::root_key(&root) { dirs } else { dirs.iter().filter_map(|d| Some(known.join(d.file_name()?))).collect() };
+    let root = known;
     // Storing the rows takes both cores (reading and decoding on one, writing on the other).
     // Then the three indexes: the ranking index on a thread of its own, the word and substring
     // indexes here (SQLite has one writer), about as long each.

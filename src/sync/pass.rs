@@ -224,6 +224,7 @@ fn pass(
 ) -> Result<SyncReport, SyncError> {
     let started = Instant::now();
     let root = std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?;
+    let root = sources::known_root(&store.connection()?, &root)?;
     let in_scope = |chat_id: &str| only.is_none_or(|o| o.contains(chat_id));
     let mut report = SyncReport {
         logs_dir: root.display().to_string(),

@@ -48,6 +48,7 @@ pub fn sync_state(conn: &crate::store::Connection, logs_root: &Path) -> Result<S
 /// how many there are (thousands of directories take seconds: a caller can show how far it is).
 pub fn sync_state_with_progress(conn: &crate::store::Connection, logs_root: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<SyncState, IngestError> {
     let root = std::path::absolute(logs_root).map_err(|source| IngestError::Io { path: logs_root.to_owned(), source })?;
+    let root = crate::store::sources::known_root(conn, &root).map_err(|source| IngestError::Store { path: root.clone(), source })?;
     let source = crate::store::sources::find(conn, &root, None).map_err(|source| IngestError::Store { path: root.clone(), source })?;
     // Chat ids below are the root's source's (the acknowledged appends of `my-chat` are this
     // root's, whatever other roots hold).
