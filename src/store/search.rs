@@ -27,7 +27,7 @@
 //! Filters that name nothing in the store are refused ([`StoreError::NoSuchFilter`]) rather than
 //! answered with nothing.
 
-use rusqlite::{params_from_iter, types::Value};
+use rusqlite::{params_from_iter, types::Value, OptionalExtension};
 
 use super::fts::is_cjk;
 use super::{Connection, StoreError};
@@ -643,7 +643,7 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
     }
     let totals = q.totals.then(|| Totals { messages: found.iter().map(|f| f.1).sum::<usize>() + beyond.0, conversations: found.len() + beyond.1 });
     let chosen: Vec<(i64, f64)> = found.iter().skip(q.offset).flat_map(|f| f.2.iter().copied()).collect();
-    let mut out = place(conn, q, &chosen)?;
+    let mut out = place(conn, q, &chosen, 0, usize::MAX)?;
     for c in &mut out {
         c.total = found.iter().find(|f| f.0 == c.conversation_id).map_or(c.total, |f| f.1);
     }
@@ -737,8 +737,8 @@ fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<Option<i64>, Stor
 /// conversation first. Totals, when asked for and not counted by the pass, are counted apart
 /// ([`count_word_matches`]).
 fn run(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>, RankedBy), StoreError> {
-    let (mut out, mut totals, ranked_by) = match ranked_by_index(conn, q, fts)? {
-        Some(out) => (out, None, RankedBy::RankingIndex),
+    let (out, mut totals, ranked_by) = match ranked_by_index(conn, q, fts)? {
+        Some(page) => (page, None, RankedBy::RankingIndex),
         None => {
             let (out, totals) = run_ranked(conn, q, fts)?;
             (out, totals, RankedBy::WordIndex)
@@ -747,12 +747,11 @@ fn run(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<ConversationHi
     if q.totals && totals.is_none() {
         totals = Some(count_word_matches(conn, q, fts)?);
     }
-    out.drain(..q.offset.min(out.len()));
     Ok((out, totals.filter(|_| q.totals), ranked_by))
 }
 
-/// The first `offset + limit` conversations by the word index, and the totals when every
-/// match was read.
+/// The page of conversations (`limit` past the first `offset`) by the word index, and the
+/// totals when every match was read.
 fn run_ranked(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
     let wanted = q.wanted();
     let narrowed = q.role.is_some() || q.model.is_some() || q.since.is_some() || q.chat_id.is_some() || q.branch.is_some() || q.source.is_some();
@@ -765,9 +764,9 @@ fn run_ranked(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Convers
             conn.prepare_cached("SELECT rowid, bm25(messages_fts) AS score FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY score, rowid LIMIT ?2")?;
         let candidates: Vec<(i64, f64)> = ranked.query_map(rusqlite::params![fts, window as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
         let exhausted = candidates.len() < window;
-        let out = place(conn, q, &candidates)?;
-        if out.len() >= wanted || exhausted {
-            return Ok((out.into_iter().take(wanted).collect(), None));
+        let out = place(conn, q, &candidates, q.offset, wanted - q.offset)?;
+        if out.len() >= wanted - q.offset || exhausted {
+            return Ok((out.into_iter().take(wanted - q.offset).collect(), None));
         }
     }
     run_filtered(conn, q, fts)
@@ -805,7 +804,7 @@ fn plain_terms(fts: &str) -> Option<Vec<String>> {
     Some(terms)
 }
 
-/// The first `offset + limit` conversations of word query `fts` ranked by the ranking index
+/// The page of conversations (`limit` of them past the first `offset`) of word query `fts` ranked by the ranking index
 /// (`store::ranking`: bm25 over the whole history without scoring every match), grouped as
 /// [`place`] groups them; `None` when the query is not one it answers ([`plain_terms`]) or the
 /// index is not usable now, and FTS5 answers instead. Filters on what a message is (`--chat`,
@@ -824,6 +823,13 @@ fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<
     let query = super::ranking::RankQuery { terms: words, conversation: q.chat, role: q.role.clone(), model: q.model.clone() };
     let Some(index) = super::ranking::usable(conn) else { return Ok(None) };
     let (wanted, per) = (q.wanted(), q.matches.max(1));
+    // The conversations before the offset are only counted: whether one of their matches stands
+    // in a branch or view is all that is asked of them (no text, no count), so that a deep page
+    // costs about what its place in the order costs, not that many pages' answers.
+    let (placed_filters, placed_args) = filter_sql(q, 2, true);
+    let placed_sql = format!("SELECT 1 FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?1 AND {}", placed_filters.join(" AND "));
+    let mut placed = conn.prepare_cached(&placed_sql)?;
+    let mut placed_args: Vec<Value> = std::iter::once(Value::Null).chain(placed_args).collect();
     let mut window = first_window(q);
     loop {
         let Ok(top) = index.top(&query, window) else { return Ok(None) };
@@ -841,18 +847,32 @@ fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<
                 .push((id, -f64::from(score)));
         }
         let mut out: Vec<ConversationHits> = Vec::new();
+        let mut skipped = 0;
         for conversation in &order {
-            if out.len() == wanted {
+            if skipped + out.len() == wanted {
                 break;
             }
             let found = &matches[conversation];
             // A few more than shown, in case some stand in no branch or view.
-            if let Some(mut hits) = place(conn, q, &found[..found.len().min(per.saturating_mul(4))])?.pop() {
+            let found = &found[..found.len().min(per.saturating_mul(4))];
+            if skipped < q.offset {
+                let mut stands = false;
+                for &(id, _) in found {
+                    placed_args[0] = Value::Integer(id);
+                    if placed.exists(params_from_iter(placed_args.iter()))? {
+                        stands = true;
+                        break;
+                    }
+                }
+                skipped += usize::from(stands);
+                continue;
+            }
+            if let Some(mut hits) = place(conn, q, found, 0, 1)?.pop() {
                 hits.total = count_in_conversation(conn, q, fts, *conversation)?;
                 out.push(hits);
             }
         }
-        if out.len() == wanted || exhausted {
+        if skipped + out.len() == wanted || exhausted {
             return Ok(Some(out));
         }
         if window >= MAX_WINDOW {
@@ -876,11 +896,11 @@ fn message_id_range(conn: &Connection, conversation: i64) -> Result<Option<(i64,
 /// pass the filters, standing in a branch or view: from the word index, read over that
 /// conversation's message ids only.
 fn count_in_conversation(conn: &Connection, q: &Resolved, fts: &str, conversation: i64) -> Result<usize, StoreError> {
-    let (mut filters, mut args) = filter_sql(q, 3, true);
-    args.insert(0, Value::Text(fts.to_owned()));
-    args.insert(1, Value::Integer(conversation));
+    let (mut filters, mut args) = filter_sql(q, 5, true);
     let Some((lo, hi)) = message_id_range(conn, conversation)? else { return Ok(0) };
-    filters.push(format!("messages_fts.rowid BETWEEN {lo} AND {hi}"));
+    args.splice(0..0, [Value::Text(fts.to_owned()), Value::Integer(conversation), Value::Integer(lo), Value::Integer(hi)]);
+    // The range as parameters: one prepared statement for every conversation.
+    filters.push("messages_fts.rowid BETWEEN ?3 AND ?4".to_owned());
     let sql = format!(
         "SELECT count(*) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN conversations c ON c.id = m.conversation_id
          WHERE messages_fts MATCH ?1 AND m.conversation_id = ?2 AND {}",
@@ -989,9 +1009,12 @@ fn run_filtered(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Conve
         }
     }
     let totals = Totals { messages: seen.values().map(|s| s.0).sum(), conversations: seen.len() };
+    // Every match here stands in a branch or view (the filters ask it), so the page is the
+    // conversations past the offset.
     order.truncate(q.wanted());
+    order.drain(..q.offset.min(order.len()));
     let chosen: Vec<(i64, f64)> = order.iter().flat_map(|c| seen[c].1.iter().copied()).collect();
-    let mut out = place(conn, q, &chosen)?;
+    let mut out = place(conn, q, &chosen, 0, usize::MAX)?;
     for c in &mut out {
         c.total = seen[&c.conversation_id].0;
     }
@@ -999,8 +1022,15 @@ fn run_filtered(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Conve
 }
 
 /// The ranked candidates that pass the filters, with where each stands, grouped by
-/// conversation in rank order.
-fn place(conn: &Connection, q: &Resolved, candidates: &[(i64, f64)]) -> Result<Vec<ConversationHits>, StoreError> {
+/// conversation in rank order: the `limit` conversations after the first `skip`. Of the
+/// skipped ones only whether a candidate passes and stands somewhere is asked, and once
+/// `limit` are found only a candidate's conversation (no text is read), so that a deep page
+/// costs little more than its own conversations.
+fn place(conn: &Connection, q: &Resolved, candidates: &[(i64, f64)], skip: usize, limit: usize) -> Result<Vec<ConversationHits>, StoreError> {
+    let mut skipped: std::collections::HashSet<i64> = std::collections::HashSet::new();
+    let (placed_filters, placed_args) = filter_sql(q, 2, true);
+    let placed_sql = format!("SELECT c.id FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?1 AND {}", placed_filters.join(" AND "));
+    let mut placed_args: Vec<Value> = std::iter::once(Value::Null).chain(placed_args).collect();
     let (mut filters, mut args) = filter_sql(q, 2, false);
     filters.insert(0, "m.id = ?1".to_owned());
     args.insert(0, Value::Null);
@@ -1028,13 +1058,31 @@ fn place(conn: &Connection, q: &Resolved, candidates: &[(i64, f64)]) -> Result<V
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut out: Vec<ConversationHits> = Vec::new();
+    // Where each conversation is in `out`.
+    let mut at: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
     for &(id, rank) in candidates {
+        if skipped.len() < skip {
+            placed_args[0] = Value::Integer(id);
+            let stands: Option<i64> = conn.prepare_cached(&placed_sql)?.query_row(params_from_iter(placed_args.iter()), |r| r.get(0)).optional()?;
+            skipped.extend(stands);
+            continue;
+        }
+        if out.len() >= limit {
+            // Only more matches of the conversations found count now.
+            let conversation: Option<i64> = conn.prepare_cached("SELECT conversation_id FROM messages WHERE id = ?1")?.query_row([id], |r| r.get(0)).optional()?;
+            if !conversation.is_some_and(|c| at.contains_key(&c)) {
+                continue;
+            }
+        }
         args[0] = Value::Integer(id);
         let mut rows = stmt.query(params_from_iter(args.iter()))?;
         let Some(r) = rows.next()? else { continue };
         let Some(place): Option<String> = r.get(5)? else { continue };
-        let chat_id: String = r.get(0)?;
         let conversation_id: i64 = r.get(6)?;
+        if skipped.contains(&conversation_id) {
+            continue;
+        }
+        let chat_id: String = r.get(0)?;
         let (document, line) = place.split_once('\0').unwrap_or((&place, "0"));
         let hit = Hit {
             message_id: id,
@@ -1044,14 +1092,18 @@ fn place(conn: &Connection, q: &Resolved, candidates: &[(i64, f64)]) -> Result<V
             line: line.parse().unwrap_or(0),
             rank,
         };
-        match out.iter_mut().find(|c| c.conversation_id == conversation_id) {
-            Some(c) => {
+        match at.get(&conversation_id) {
+            Some(&i) => {
+                let c = &mut out[i];
                 c.total += 1;
                 if c.hits.len() < q.matches.max(1) {
                     c.hits.push(hit);
                 }
             }
-            None => out.push(ConversationHits { chat_id, source: r.get(7)?, conversation_id, name: r.get(1)?, modified: r.get(2)?, total: 1, hits: vec![hit] }),
+            None => {
+                at.insert(conversation_id, out.len());
+                out.push(ConversationHits { chat_id, source: r.get(7)?, conversation_id, name: r.get(1)?, modified: r.get(2)?, total: 1, hits: vec![hit] });
+            }
         }
     }
     Ok(out)
