@@ -632,7 +632,8 @@ fn directories_operations_create_follow_the_umask() {
 /// `export --to` over the logs root gptme writes: a conversation gptme added to since the
 /// store last read it (a message), or whose attachment changed, is refused whole, naming the file, and
 /// nothing of it is written — the store's older copy never replaces what gptme wrote; once
-/// the store has read them, the export writes the same bytes again.
+/// the store has read them, the export writes the same bytes again. Into any other directory
+/// the store's copy is the newer one, and an older export there is replaced.
 #[test]
 fn an_export_over_the_live_root_never_replaces_what_gptme_wrote_since() {
     let root = Root::new();
@@ -659,14 +660,15 @@ fn an_export_over_the_live_root_never_replaces_what_gptme_wrote_since() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     let transcript = dir.join("conversation.jsonl");
-    assert!(
-        err.contains(&format!(
-            "error: live: {} holds other bytes than the store's copy, and would be replaced; nothing of this conversation was written",
-            transcript.display()
-        )),
-        "{err}"
-    );
-    assert!(err.contains(&format!("error: quiet: {} holds other bytes", other.join("files/notes.txt").display())), "{err}");
+    let source = sessiondb::store::sources::default_name(&root.logs);
+    for (chat, file) in [("live", transcript.clone()), ("quiet", other.join("files/notes.txt"))] {
+        let said = format!(
+            "error: {chat}: {} holds other bytes than the store's copy, in logs root {} that the store reads as source {source:?}; nothing of this conversation was written",
+            file.display(),
+            root.logs.display()
+        );
+        assert!(err.contains(&said), "{said}\n{err}");
+    }
     assert!(String::from_utf8_lossy(&out.stdout).contains("exported 0 conversations (2 failed)"), "{out:?}");
     assert_eq!(before(&dir), live_before, "the live conversation was written to");
     assert_eq!(before(&other), quiet_before, "the changed attachment's conversation was written to");
@@ -675,6 +677,13 @@ fn an_export_over_the_live_root_never_replaces_what_gptme_wrote_since() {
     root.sync();
     run_ok(root.sessiondb().args(["export", "--to", root.logs.to_str().unwrap()]));
     assert_eq!((before(&dir), before(&other)), (live_before, quiet_before));
+    // Anywhere else (a backup refreshed), the store's copy is the newer one and replaces the
+    // older export.
+    let backup = root.home.join("backup");
+    run_ok(root.sessiondb().args(["export", "--to", backup.to_str().unwrap()]));
+    root.append("live", "added after the backup", false);
+    run_ok(root.sessiondb().args(["export", "--to", backup.to_str().unwrap()]));
+    assert!(directory_contents(&backup.join("live")).contains("added after the backup"));
 }
 
 /// Every regular file under `dir`, recursively.

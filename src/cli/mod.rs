@@ -363,7 +363,6 @@ fn run_command(store: &Store, command: Command) -> Result<i32, Failure> {
     }
 }
 
-/// The logs root a command works on: the one given, else gptme's default; it must exist.
 /// The logs root a command that creates the database reads (`None` inside: the default one),
 /// if it reads one.
 fn logs_root_read(command: &Command) -> Option<Option<PathBuf>> {
@@ -378,6 +377,7 @@ fn logs_root_read(command: &Command) -> Option<Option<PathBuf>> {
     }
 }
 
+/// The logs root a command works on: the one given, else gptme's default; it must exist.
 pub(crate) fn logs_root(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
     let root = match given {
         Some(given) => given,

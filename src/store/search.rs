@@ -596,10 +596,7 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
     // The text is read for candidates only, and kept out of the sort.
     let mut content = conn.prepare_cached("SELECT content FROM messages WHERE id = ?1")?;
     // Whether a match stands in a branch or view (the `--branch` one): asked of matches only.
-    let (placed_filters, placed_args) = filter_sql(q, 2, true);
-    let placed_sql = format!("SELECT 1 FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?1 AND {}", placed_filters.join(" AND "));
-    let mut placed = conn.prepare_cached(&placed_sql)?;
-    let mut placed_args: Vec<Value> = std::iter::once(Value::Null).chain(placed_args).collect();
+    let mut stands = Stands::new(conn, q)?;
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(params_from_iter(args.iter()))?;
     let (wanted, per) = (q.wanted(), q.matches.max(1));
@@ -620,8 +617,7 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
         if !text.is_some_and(|t| holds(&t)) {
             continue;
         }
-        placed_args[0] = Value::Integer(id);
-        if !placed.exists(params_from_iter(placed_args.iter()))? {
+        if stands.conversation(id)?.is_none() {
             continue;
         }
         if past {
@@ -804,8 +800,9 @@ fn plain_terms(fts: &str) -> Option<Vec<String>> {
     Some(terms)
 }
 
-/// The page of conversations (`limit` of them past the first `offset`) of word query `fts` ranked by the ranking index
-/// (`store::ranking`: bm25 over the whole history without scoring every match), grouped as
+/// The page of conversations (`limit` of them past the first `offset`) of word query `fts`
+/// ranked by the ranking index (`store::ranking`: bm25 over the whole history without scoring
+/// every match), grouped as
 /// [`place`] groups them; `None` when the query is not one it answers ([`plain_terms`]) or the
 /// index is not usable now, and FTS5 answers instead. Filters on what a message is (`--chat`,
 /// `--role`, `--model`) are answered inside the index, the others by [`place`]. The best
@@ -826,10 +823,7 @@ fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<
     // The conversations before the offset are only counted: whether one of their matches stands
     // in a branch or view is all that is asked of them (no text, no count), so that a deep page
     // costs about what its place in the order costs, not that many pages' answers.
-    let (placed_filters, placed_args) = filter_sql(q, 2, true);
-    let placed_sql = format!("SELECT 1 FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?1 AND {}", placed_filters.join(" AND "));
-    let mut placed = conn.prepare_cached(&placed_sql)?;
-    let mut placed_args: Vec<Value> = std::iter::once(Value::Null).chain(placed_args).collect();
+    let mut stands = Stands::new(conn, q)?;
     let mut window = first_window(q);
     loop {
         let Ok(top) = index.top(&query, window) else { return Ok(None) };
@@ -856,15 +850,14 @@ fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<
             // A few more than shown, in case some stand in no branch or view.
             let found = &found[..found.len().min(per.saturating_mul(4))];
             if skipped < q.offset {
-                let mut stands = false;
+                let mut placed = false;
                 for &(id, _) in found {
-                    placed_args[0] = Value::Integer(id);
-                    if placed.exists(params_from_iter(placed_args.iter()))? {
-                        stands = true;
+                    if stands.conversation(id)?.is_some() {
+                        placed = true;
                         break;
                     }
                 }
-                skipped += usize::from(stands);
+                skipped += usize::from(placed);
                 continue;
             }
             if let Some(mut hits) = place(conn, q, found, 0, 1)?.pop() {
@@ -1021,6 +1014,28 @@ fn run_filtered(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Conve
     Ok((out, Some(totals)))
 }
 
+/// Asks, of one message at a time, whether it passes `q`'s filters and stands in a branch or
+/// view (the `--branch` one, if given), as [`place`] places a match, and if so gives its
+/// conversation's row id. The cheap question a search asks of matches it only counts or skips.
+struct Stands<'c> {
+    stmt: rusqlite::CachedStatement<'c>,
+    args: Vec<Value>,
+}
+
+impl<'c> Stands<'c> {
+    fn new(conn: &'c Connection, q: &Resolved) -> Result<Stands<'c>, StoreError> {
+        let (filters, args) = filter_sql(q, 2, true);
+        let sql = format!("SELECT c.id FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?1 AND {}", filters.join(" AND "));
+        Ok(Stands { stmt: conn.prepare_cached(&sql)?, args: std::iter::once(Value::Null).chain(args).collect() })
+    }
+
+    /// The conversation of message `id` when it passes and stands somewhere.
+    fn conversation(&mut self, id: i64) -> Result<Option<i64>, StoreError> {
+        self.args[0] = Value::Integer(id);
+        Ok(self.stmt.query_row(params_from_iter(self.args.iter()), |r| r.get(0)).optional()?)
+    }
+}
+
 /// The ranked candidates that pass the filters, with where each stands, grouped by
 /// conversation in rank order: the `limit` conversations after the first `skip`. Of the
 /// skipped ones only whether a candidate passes and stands somewhere is asked, and once
@@ -1028,9 +1043,8 @@ fn run_filtered(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Conve
 /// costs little more than its own conversations.
 fn place(conn: &Connection, q: &Resolved, candidates: &[(i64, f64)], skip: usize, limit: usize) -> Result<Vec<ConversationHits>, StoreError> {
     let mut skipped: std::collections::HashSet<i64> = std::collections::HashSet::new();
-    let (placed_filters, placed_args) = filter_sql(q, 2, true);
-    let placed_sql = format!("SELECT c.id FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?1 AND {}", placed_filters.join(" AND "));
-    let mut placed_args: Vec<Value> = std::iter::once(Value::Null).chain(placed_args).collect();
+    let mut stands = Stands::new(conn, q)?;
+    let mut conversation_of = conn.prepare_cached("SELECT conversation_id FROM messages WHERE id = ?1")?;
     let (mut filters, mut args) = filter_sql(q, 2, false);
     filters.insert(0, "m.id = ?1".to_owned());
     args.insert(0, Value::Null);
@@ -1062,14 +1076,12 @@ fn place(conn: &Connection, q: &Resolved, candidates: &[(i64, f64)], skip: usize
     let mut at: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
     for &(id, rank) in candidates {
         if skipped.len() < skip {
-            placed_args[0] = Value::Integer(id);
-            let stands: Option<i64> = conn.prepare_cached(&placed_sql)?.query_row(params_from_iter(placed_args.iter()), |r| r.get(0)).optional()?;
-            skipped.extend(stands);
+            skipped.extend(stands.conversation(id)?);
             continue;
         }
         if out.len() >= limit {
             // Only more matches of the conversations found count now.
-            let conversation: Option<i64> = conn.prepare_cached("SELECT conversation_id FROM messages WHERE id = ?1")?.query_row([id], |r| r.get(0)).optional()?;
+            let conversation: Option<i64> = conversation_of.query_row([id], |r| r.get(0)).optional()?;
             if !conversation.is_some_and(|c| at.contains_key(&c)) {
                 continue;
             }

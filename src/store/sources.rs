@@ -77,17 +77,19 @@ fn by_root(conn: &Connection, root: &Path) -> Result<Option<Source>, StoreError>
 /// else `root`. Callers read the directory by the path this returns, so that one directory is
 /// always one source, whatever path names it.
 pub fn known_root(conn: &Connection, root: &Path) -> Result<PathBuf, StoreError> {
+    Ok(reading(conn, root)?.map_or_else(|| root_key(root), |s| s.root))
+}
+
+/// The source that reads logs root `root` (absolute): by that path, or the same directory
+/// under another path; `None` when `root` is no logs root the store reads.
+pub fn reading(conn: &Connection, root: &Path) -> Result<Option<Source>, StoreError> {
     use std::os::unix::fs::MetadataExt;
-    if by_root(conn, root)?.is_some() {
-        return Ok(root_key(root));
+    if let Some(source) = by_root(conn, root)? {
+        return Ok(Some(source));
     }
-    let Ok(here) = std::fs::metadata(root) else { return Ok(root_key(root)) };
-    for source in all(conn)? {
-        if std::fs::metadata(&source.root).is_ok_and(|there| (there.dev(), there.ino()) == (here.dev(), here.ino())) {
-            return Ok(source.root);
-        }
-    }
-    Ok(root_key(root))
+    let Ok(here) = std::fs::metadata(root) else { return Ok(None) };
+    let same = |there: std::fs::Metadata| (there.dev(), there.ino()) == (here.dev(), here.ino());
+    Ok(all(conn)?.into_iter().find(|source| std::fs::metadata(&source.root).is_ok_and(same)))
 }
 
 fn by_name(conn: &Connection, name: &str) -> Result<Option<Source>, StoreError> {

@@ -36,10 +36,11 @@ pub enum MaterialiseError {
     BeneathLink { path: String, link: String },
     #[error(transparent)]
     Locked(#[from] LockError),
-    /// A file in the target holds other bytes than the store's copy (gptme wrote to it since the
-    /// store last read it, or it is another conversation's): replacing it would lose them.
-    #[error("{} holds other bytes than the store's copy, and would be replaced; nothing of this conversation was written (export to another directory, run `sessiondb sync` to take the directory in first, or move the file away to have the store's copy written)", .0.display())]
-    WouldReplace(PathBuf),
+    /// A file of a conversation directory in a logs root the store reads holds other bytes than
+    /// the store's copy (gptme wrote to it since the store last read it, or it is another
+    /// source's conversation of that chat id): replacing it would lose them.
+    #[error("{} holds other bytes than the store's copy, in logs root {} that the store reads as source {source_name:?}; nothing of this conversation was written (run `sessiondb sync` to read the directory in first, or export to another directory)", path.display(), root.display())]
+    WouldReplace { path: PathBuf, root: PathBuf, source_name: String },
 }
 
 /// What one conversation's export wrote.
@@ -79,7 +80,12 @@ pub fn export_conversation_to(conn: &crate::store::Connection, chat_id: &str, ro
     let _lock = gptme_lock::acquire(&dir)?;
     let entries = queries::entries(conn, conversation_id)?;
     refuse_paths_beneath_links(&entries)?;
-    refuse_replacing_other_bytes(conn, &dir, root, &entries)?;
+    // Into a logs root the store reads, the directory may hold what gptme wrote since; anywhere
+    // else (a copy, a backup refreshed) the store's copy is the newer one.
+    let absolute_parent = std::path::absolute(parent).map_err(io_at(parent))?;
+    if let Some(source) = crate::store::sources::reading(conn, &absolute_parent)? {
+        refuse_replacing_other_bytes(conn, &dir, root, &entries, &source)?;
+    }
     let mut stats = ExportStats::default();
     let mut dirs = Vec::new();
     let mut links = Vec::new();
@@ -135,12 +141,19 @@ pub fn export_conversation_to(conn: &crate::store::Connection, chat_id: &str, ro
 }
 
 /// Refuses, before anything is written, when a regular file already at one of the stored
-/// files' paths under `dir` holds other bytes than the store's copy of it: an export over the
-/// directory gptme writes (or over another copy) must not replace what the store never read.
+/// files' paths under `dir`, a conversation directory of `source`'s logs root, holds other
+/// bytes than the store's copy of it: an export over the directories gptme writes must not
+/// replace what the store never read.
 /// Compared by SHA-256, the store's side without reading a blob (its digest is its key) and a
 /// document as [`write_document`] would write it. Called under gptme's lock on the directory,
 /// which every writer of it takes, so the files cannot change between this and the writing.
-fn refuse_replacing_other_bytes(conn: &crate::store::Connection, dir: &Dir, root: &Path, entries: &[queries::Entry]) -> Result<(), MaterialiseError> {
+fn refuse_replacing_other_bytes(
+    conn: &crate::store::Connection,
+    dir: &Dir,
+    root: &Path,
+    entries: &[queries::Entry],
+    source: &crate::store::sources::Source,
+) -> Result<(), MaterialiseError> {
     use sha2::{Digest, Sha256};
     for entry in entries {
         let rel = Path::new(&entry.path);
@@ -166,7 +179,7 @@ fn refuse_replacing_other_bytes(conn: &crate::store::Connection, dir: &Dir, root
             _ => stored,
         };
         if <[u8; 32]>::from(there.finalize()) != stored {
-            return Err(MaterialiseError::WouldReplace(path));
+            return Err(MaterialiseError::WouldReplace { path, root: source.root.clone(), source_name: source.name.clone() });
         }
     }
     Ok(())
