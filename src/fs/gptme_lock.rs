@@ -27,6 +27,9 @@ pub enum LockError {
     HeldBy { dir: PathBuf, pid: u32 },
     #[error("{dir}: in use by another process (its .lock is held and names no process)")]
     Held { dir: PathBuf },
+    /// Another sessiondb's operations on the conversation kept it past [`SESSIONDB_WAIT`].
+    #[error("{dir}: in use by another sessiondb (process {pid}) for {} s; try again", SESSIONDB_WAIT.as_secs())]
+    Busy { dir: PathBuf, pid: u32 },
     #[error("{path}")]
     Io { path: PathBuf, source: std::io::Error },
 }
@@ -34,6 +37,31 @@ pub enum LockError {
 /// The lock on one conversation directory; released when dropped.
 pub struct ConversationLock {
     _file: File,
+}
+
+impl Drop for ConversationLock {
+    fn drop(&mut self) {
+        // The file's lock goes with it, just after this.
+        *LAST_RELEASE.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+    }
+}
+
+/// When this process last released a conversation's lock (see [`let_waiters_go_first`]).
+static LAST_RELEASE: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
+
+/// How long a process that has just released a lock waits before taking one again: more than
+/// a waiter's poll ([`acquire`] tries every millisecond).
+const YIELD: Duration = Duration::from_millis(3);
+
+/// A process that released a lock a moment ago — one running operation after operation (a
+/// server, a library loop) — lets the processes waiting for it go first: they poll, and it
+/// would otherwise take the lock again before any of them looks, each time, until they give up
+/// ([`SESSIONDB_WAIT`]). A command run once (a fresh process) never waits here.
+fn let_waiters_go_first() {
+    let last = *LAST_RELEASE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(since) = last.map(|t| t.elapsed()).filter(|since| *since < YIELD) {
+        std::thread::sleep(YIELD - since);
+    }
 }
 
 fn lock_path(dir: &Path) -> PathBuf {
@@ -56,6 +84,7 @@ pub fn acquire_path(path: &Path) -> Result<(Dir, ConversationLock), LockError> {
 /// giving up. A lock file replaced by a takeover meanwhile is reopened, so that two processes
 /// never hold locks on two different files.
 pub fn acquire(handle: &Dir) -> Result<ConversationLock, LockError> {
+    let_waiters_go_first();
     let dir = handle.path();
     let path = lock_path(dir);
     let io = |source| LockError::Io { path: path.clone(), source };
@@ -87,7 +116,7 @@ pub fn acquire(handle: &Dir) -> Result<ConversationLock, LockError> {
             Some(pid) if is_alive(pid) && is_sessiondb(pid) => {
                 (no_pid_since, dead_since, stranger_since) = (None, None, None);
                 if now.duration_since(started) >= SESSIONDB_WAIT {
-                    return Err(LockError::HeldBy { dir: dir.to_owned(), pid });
+                    return Err(LockError::Busy { dir: dir.to_owned(), pid });
                 }
             }
             Some(pid) if is_alive(pid) => {

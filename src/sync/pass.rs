@@ -152,7 +152,7 @@ fn write_out(conn: &mut crate::store::Connection, chat_id: &str, dry_run: bool, 
             report.conflicts.extend(m.conflicts);
             WriteOut::Done
         }
-        Err(SyncError::Lock(LockError::Held { .. } | LockError::HeldBy { .. })) => {
+        Err(SyncError::Lock(LockError::Held { .. } | LockError::HeldBy { .. } | LockError::Busy { .. })) => {
             report.materialise.skipped_locked += 1;
             WriteOut::Locked
         }
