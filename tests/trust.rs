@@ -700,3 +700,27 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     files
 }
+
+/// `clean` judges emptiness on the directories as they are: a conversation that was empty when
+/// the store last read it, and that real gptme has written to since, is neither offered nor
+/// removed (it was removed with gptme's messages in it); one still empty is.
+#[test]
+fn clean_never_removes_a_conversation_gptme_wrote_to_since() {
+    let root = Root::new();
+    for chat in ["written-since", "still-empty"] {
+        run_ok(root.sessiondb().args(["new", chat, "--logs-dir"]).arg(&root.logs));
+    }
+    let dir = root.logs.join("written-since");
+    let mut gptme = Gptme::start(&dir);
+    gptme.run("load");
+    gptme.run("append a question typed into gptme");
+    gptme.run("append another one");
+    drop(gptme);
+    let listed = String::from_utf8(run_ok(root.sessiondb().arg("clean")).stdout).unwrap();
+    assert!(listed.contains("still-empty") && !listed.contains("written-since"), "{listed}");
+    let out = run_ok(root.sessiondb().args(["clean", "--delete"]));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("deleted 1 of 1"), "{out:?}");
+    assert!(!root.logs.join("still-empty").exists());
+    let kept = directory_contents(&dir);
+    assert!(kept.contains("a question typed into gptme") && kept.contains("another one"), "{kept:?}");
+}

@@ -121,7 +121,7 @@ pub fn clean(store: &Store, args: CleanArgs) -> Result<i32, Failure> {
     let (mut deleted, mut freed) = (0, 0);
     if args.delete {
         for c in &found {
-            match ops::remove(store, &c.chat_id, false) {
+            match ops::remove_unchanged(store, &c.chat_id) {
                 Ok(()) => {
                     deleted += 1;
                     freed += c.size_bytes;

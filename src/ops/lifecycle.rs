@@ -140,6 +140,18 @@ pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&s
 /// Refused while a live gptme holds it, and — unless `force` — while it has changes queued
 /// for its directory (decided inside the write transaction, so a queue cannot slip in).
 pub fn remove(store: &Store, chat_id: &str, force: bool) -> Result<(), OpsError> {
+    remove_with(store, chat_id, force, false)
+}
+
+/// [`remove`] for `clean`, which chose the conversation by what the store holds: refused
+/// ([`OpsError::ChangedSinceRead`]) unless its directory is as the store last read it,
+/// decided under gptme's lock, so that a conversation gptme wrote to since (no longer empty) is
+/// never removed for being empty.
+pub fn remove_unchanged(store: &Store, chat_id: &str) -> Result<(), OpsError> {
+    remove_with(store, chat_id, false, true)
+}
+
+fn remove_with(store: &Store, chat_id: &str, force: bool, only_unchanged: bool) -> Result<(), OpsError> {
     let mut conn = store.connection()?;
     let conv = modify::load_conversation(&conn, chat_id)?;
     // From here on, the chat id of this conversation's source (see `store::sources`).
@@ -148,6 +160,9 @@ pub fn remove(store: &Store, chat_id: &str, force: bool) -> Result<(), OpsError>
     let _lock = if conv.dir.exists() { Some(gptme_lock::acquire_path(&conv.dir)?) } else { None };
     let batch = WriteBatch::begin(&mut conn)?;
     let conv = modify::load_conversation(batch.conn(), chat_id)?; // its rows as they are now
+    if only_unchanged && conv.dir.exists() && !unchanged_since_read(batch.conn(), conv.id, &conv.dir)? {
+        return Err(OpsError::ChangedSinceRead { chat_id: chat_id.to_owned(), dir: conv.dir.clone() });
+    }
     if !force && crate::store::pending::has_pending(batch.conn(), conv.id)? {
         let where_ = if conv.dir.exists() { "not synced yet" } else { "the directory is gone: renamed or deleted" };
         return Err(OpsError::QueuedChanges { chat_id: chat_id.to_owned(), dir: conv.dir.clone(), where_ });
@@ -194,15 +209,33 @@ pub struct CleanCandidate {
     pub size_bytes: u64,
 }
 
+/// Whether conversation `conversation_id`'s directory `dir` is as the store last read or wrote
+/// it (the same directory fingerprint).
+fn unchanged_since_read(conn: &crate::store::Connection, conversation_id: i64, dir: &Path) -> Result<bool, OpsError> {
+    let now = crate::fs::walk::directory_fingerprint(dir).unwrap_or_default();
+    Ok(queries::fingerprint(conn, conversation_id)? == now)
+}
+
 /// gptme's `chats clean`: conversations with at most `max_messages` messages and no branches
-/// (test conversations only when `include_test`), with their size on disk.
+/// (test conversations only when `include_test`), with their size on disk. Judged on the
+/// directories as they are: a small one that changed since the store last read it (gptme
+/// wrote to it) is read in first. Remove them with [`remove_unchanged`].
 pub fn clean_candidates(store: &Store, max_messages: i64, include_test: bool) -> Result<Vec<CleanCandidate>, OpsError> {
     let conn = store.connection()?;
+    let small = |c: &queries::ConversationSummary| c.messages <= max_messages && c.branches <= 1;
+    for c in queries::list_conversations(&conn, include_test, None)?.iter().filter(|c| small(c)) {
+        let dir = Path::new(&c.source_dir);
+        let id = crate::store::sources::conversation_id(&conn, &crate::store::sources::qualified(&c.source, &c.chat_id))?;
+        if dir.exists() && !unchanged_since_read(&conn, id, dir)? {
+            // A directory that cannot be read in is left to its next sync, and not offered.
+            let _ = crate::sync::catch_up::catch_up(store, &crate::store::sources::qualified(&c.source, &c.chat_id), None);
+        }
+    }
     // How each is named: its chat id, or `SOURCE:CHAT` when several sources have that chat id.
     let names: std::collections::HashSet<String> = queries::chat_ids(&conn)?.into_iter().collect();
     let mut out = Vec::new();
     for c in queries::list_conversations(&conn, include_test, None)? {
-        if c.messages <= max_messages && c.branches <= 1 {
+        if small(&c) {
             let size_bytes = dir_size(Path::new(&c.source_dir));
             let chat_id = if names.contains(&c.chat_id) { c.chat_id } else { crate::store::sources::qualified(&c.source, &c.chat_id) };
             out.push(CleanCandidate { chat_id, name: c.name, messages: c.messages, size_bytes });
@@ -247,6 +280,28 @@ mod tests {
 
     fn m(role: Role, c: &str) -> Message {
         Message::new(role, c, None)
+    }
+
+    /// The guard of `clean`'s removal: a directory written to since the store read it is left
+    /// as it is, decided under the lock (the listing before may be a moment old).
+    #[test]
+    fn a_removal_for_clean_leaves_a_directory_changed_since_it_was_read() {
+        let work = tempfile::tempdir().unwrap();
+        let logs = work.path().join("logs");
+        let store = Store::open(&work.path().join("db")).unwrap();
+        new_conversation(&store, &logs, "c", None).unwrap();
+        let transcript = logs.join("c").join(crate::layout::MAIN_TRANSCRIPT);
+        let mut text = std::fs::read_to_string(&transcript).unwrap();
+        text.push_str("{\"role\": \"user\", \"content\": \"written since\", \"timestamp\": \"2026-01-01T00:00:00\"}\n");
+        std::fs::write(&transcript, &text).unwrap();
+        match remove_unchanged(&store, "c") {
+            Err(OpsError::ChangedSinceRead { chat_id, .. }) => assert_eq!(chat_id, "c"),
+            other => panic!("expected ChangedSinceRead, got {other:?}"),
+        }
+        assert_eq!(std::fs::read_to_string(&transcript).unwrap(), text, "left as it was");
+        new_conversation(&store, &logs, "d", None).unwrap();
+        remove_unchanged(&store, "d").unwrap();
+        assert!(!logs.join("d").exists());
     }
 
     #[test]

@@ -52,6 +52,10 @@ pub enum SyncError {
              Write them out first (`sessiondb sync`, or `sessiondb export --to DIR {chat_id}` to keep a copy elsewhere), or pass --force to discard them"
     )]
     QueuedChanges { chat_id: String, dir: PathBuf, where_: &'static str },
+    /// `clean` chose the conversation by what the store held, and its directory changed since
+    /// the store last read it (gptme wrote to it): it may no longer be empty.
+    #[error("{chat_id}: its directory {dir} changed since the store last read it, so it may not be empty any more; left as it is (run `sessiondb sync`, then clean again)")]
+    ChangedSinceRead { chat_id: String, dir: PathBuf },
     /// A directory given as the logs root that holds things, but no conversation: not a logs
     /// root (a conversation's `branches/`, say, or the wrong folder).
     #[error(
