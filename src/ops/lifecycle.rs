@@ -227,7 +227,8 @@ pub fn clean_candidates(store: &Store, max_messages: i64, include_test: bool) ->
         let dir = Path::new(&c.source_dir);
         let id = crate::store::sources::conversation_id(&conn, &crate::store::sources::qualified(&c.source, &c.chat_id))?;
         if dir.exists() && !unchanged_since_read(&conn, id, dir)? {
-            // A directory that cannot be read in is left to its next sync, and not offered.
+            // One that cannot be read in keeps the store's counts here; removing it is then
+            // refused ([`remove_unchanged`]), since its directory still differs.
             let _ = crate::sync::catch_up::catch_up(store, &crate::store::sources::qualified(&c.source, &c.chat_id), None);
         }
     }
