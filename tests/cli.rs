@@ -344,6 +344,21 @@ fn rm_shows_what_goes_and_asks_first() {
     let said = String::from_utf8_lossy(&dry.stdout);
     assert!(said.starts_with("would remove doomed: 1 message, 1 branch, and its directory "), "{said}");
     assert!(present());
+    // What gptme wrote since the last sync is what goes too, and is shown.
+    let transcript = logs.join("doomed/conversation.jsonl");
+    let mut text = std::fs::read_to_string(&transcript).unwrap();
+    text.push_str("{\"role\": \"assistant\", \"content\": \"written by gptme\", \"timestamp\": \"2026-01-01T00:00:00\"}\n");
+    std::fs::write(&transcript, text).unwrap();
+    let said = String::from_utf8(run_ok(sessiondb(&db).args(["rm", "doomed", "--dry-run"])).stdout).unwrap();
+    assert!(said.starts_with("would remove doomed: 2 messages, 1 branch,"), "{said}");
+    // A directory the store never read is not read in by `rm`: nothing to remove there.
+    let never = logs.join("never-read");
+    std::fs::create_dir(&never).unwrap();
+    std::fs::write(never.join("conversation.jsonl"), "{\"role\": \"user\", \"content\": \"x\", \"timestamp\": \"2026-01-01T00:00:00\"}\n").unwrap();
+    let out = sessiondb(&db).args(["rm", "never-read", "--dry-run"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(never.join("conversation.jsonl").exists());
+    assert!(!String::from_utf8_lossy(&run_ok(sessiondb(&db).args(["list", "--json"])).stdout).contains("never-read"));
 
     let refused = sessiondb(&db).args(["rm", "doomed"]).stdin(std::process::Stdio::null()).output().unwrap();
     assert_eq!(refused.status.code(), Some(1));
@@ -364,7 +379,7 @@ fn rm_shows_what_goes_and_asks_first() {
             String::from_utf8_lossy(&out.stdout).into_owned()
         };
         let shown = ask("n");
-        assert!(shown.contains("remove doomed: 1 message,") && shown.contains("[y/N]"), "{shown}");
+        assert!(shown.contains("remove doomed: 2 messages,") && shown.contains("[y/N]"), "{shown}");
         assert!(present(), "answered no: {shown}");
         ask("y");
         assert!(!present(), "answered yes");

@@ -292,10 +292,13 @@ fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
     }
     // What gptme changed since the last sync is seen by every command that names the
     // conversation. Not for `new` (it makes one), `import` and `sync` (they read directories
-    // themselves), nor `rm` (removing a directory never imported must not be a side effect of
-    // a catch-up).
-    if !matches!(cli.command, Command::New(_) | Command::Import(_) | Command::Sync(_) | Command::Rm(_)) {
-        named.iter().for_each(|chat_id| catch_up(&store, chat_id));
+    // themselves); for `rm`, only a conversation the store has, so that what it shows and
+    // removes is what the directory holds (removing a directory never imported must not import
+    // it first).
+    if !matches!(cli.command, Command::New(_) | Command::Import(_) | Command::Sync(_)) {
+        let stored_only = matches!(cli.command, Command::Rm(_));
+        let stored = |chat_id: &str| store.connection().is_ok_and(|conn| sessiondb::store::sources::resolve(&conn, chat_id).is_ok());
+        named.iter().filter(|chat_id| !stored_only || stored(chat_id)).for_each(|chat_id| catch_up(&store, chat_id));
     }
     // Commands over every conversation say how many gptme changed since the last sync (they
     // cannot show those yet), counted beside the command, on another thread. The count looks
