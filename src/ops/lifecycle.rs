@@ -10,6 +10,7 @@ use crate::fs::atomic::{sync_dir, write_atomic};
 use crate::fs::gptme_lock;
 use crate::model::{ChatId, Message, Role};
 use crate::store::{modify, queries, DocumentKind, Store, WriteBatch};
+use crate::sync::catch_up::unchanged_since_read;
 use crate::sync::{ingest, materialise};
 
 /// What [`new_conversation`] made.
@@ -209,13 +210,6 @@ pub struct CleanCandidate {
     pub size_bytes: u64,
 }
 
-/// Whether conversation `conversation_id`'s directory `dir` is as the store last read or wrote
-/// it (the same directory fingerprint).
-fn unchanged_since_read(conn: &crate::store::Connection, conversation_id: i64, dir: &Path) -> Result<bool, OpsError> {
-    let now = crate::fs::walk::directory_fingerprint(dir).unwrap_or_default();
-    Ok(queries::fingerprint(conn, conversation_id)? == now)
-}
-
 /// gptme's `chats clean`: conversations with at most `max_messages` messages and no branches
 /// (test conversations only when `include_test`), with their size on disk. Judged on the
 /// directories as they are: a small one that changed since the store last read it (gptme
@@ -223,14 +217,11 @@ fn unchanged_since_read(conn: &crate::store::Connection, conversation_id: i64, d
 pub fn clean_candidates(store: &Store, max_messages: i64, include_test: bool) -> Result<Vec<CleanCandidate>, OpsError> {
     let conn = store.connection()?;
     let small = |c: &queries::ConversationSummary| c.messages <= max_messages && c.branches <= 1;
-    for c in queries::list_conversations(&conn, include_test, None)?.iter().filter(|c| small(c)) {
-        let dir = Path::new(&c.source_dir);
-        let id = crate::store::sources::conversation_id(&conn, &crate::store::sources::qualified(&c.source, &c.chat_id))?;
-        if dir.exists() && !unchanged_since_read(&conn, id, dir)? {
-            // One that cannot be read in keeps the store's counts here; removing it is then
-            // refused ([`remove_unchanged`]), since its directory still differs.
-            let _ = crate::sync::catch_up::catch_up(store, &crate::store::sources::qualified(&c.source, &c.chat_id), None);
-        }
+    for c in queries::list_conversations(&conn, include_test, None)?.iter().filter(|c| small(c) && Path::new(&c.source_dir).exists()) {
+        // Reads the directory in only when it changed since the store read it. One that cannot
+        // be read in keeps the store's counts here; removing it is then refused
+        // ([`remove_unchanged`]), since its directory still differs.
+        let _ = crate::sync::catch_up::catch_up(store, &crate::store::sources::qualified(&c.source, &c.chat_id), None);
     }
     // How each is named: its chat id, or `SOURCE:CHAT` when several sources have that chat id.
     let names: std::collections::HashSet<String> = queries::chat_ids(&conn)?.into_iter().collect();

@@ -33,7 +33,7 @@ pub fn catch_up(store: &Store, chat_id: &str, default_root: Option<&Path>) -> Re
     let conn = store.connection()?;
     let dir = match modify::load_conversation(&conn, chat_id) {
         Ok(conv) => {
-            if queries::fingerprint(&conn, conv.id)? == fingerprint_or_empty(&conv.dir) || crate::store::pending::has_pending(&conn, conv.id)? {
+            if unchanged_since_read(&conn, conv.id, &conv.dir)? || crate::store::pending::has_pending(&conn, conv.id)? {
                 return Ok(None);
             }
             conv.dir
@@ -90,6 +90,12 @@ pub fn catch_up_root(store: &Store, logs_root: &Path, source: Option<&str>) -> R
         return Ok(None);
     }
     Ok(Some(pass::pass_in(store, &root, source, &changed)?))
+}
+
+/// Whether conversation `conversation_id`'s directory `dir` is as the store last read or wrote
+/// it (the same directory fingerprint; a directory that cannot be walked never is).
+pub fn unchanged_since_read(conn: &crate::store::Connection, conversation_id: i64, dir: &Path) -> Result<bool, StoreError> {
+    Ok(queries::fingerprint(conn, conversation_id)? == fingerprint_or_empty(dir))
 }
 
 /// The directory's fingerprint, or an empty one (never stored for a directory read whole) when

@@ -156,27 +156,25 @@ fn refuse_replacing_other_bytes(
 ) -> Result<(), MaterialiseError> {
     use sha2::{Digest, Sha256};
     for entry in entries {
+        if !matches!(entry.kind, EntryKind::Blob(_) | EntryKind::Document { .. }) {
+            continue;
+        }
         let rel = Path::new(&entry.path);
-        let stored: [u8; 32] = match &entry.kind {
-            EntryKind::Blob(sha) => *sha,
-            EntryKind::Document { .. } => [0; 32], // computed below, only when a file is there
-            EntryKind::Dir | EntryKind::Symlink(_) => continue,
-        };
         let path = root.join(rel);
         let io_err = |source| MaterialiseError::Io { path: path.clone(), source };
-        match dir.stat(rel).map_err(io_err)? {
-            Some(stat) if matches!(stat.kind, crate::fs::nofollow::Kind::File) => {}
-            _ => continue,
+        if !dir.stat(rel).map_err(io_err)?.is_some_and(|stat| matches!(stat.kind, crate::fs::nofollow::Kind::File)) {
+            continue;
         }
         let mut there = Sha256::new();
         io::copy(&mut dir.open_read(rel).map_err(io_err)?, &mut there).map_err(io_err)?;
-        let stored = match &entry.kind {
+        let stored: [u8; 32] = match &entry.kind {
             EntryKind::Document { id, kind, ends_with_newline } => {
                 let mut hasher = Sha256::new();
                 write_document(conn, *id, *kind, *ends_with_newline, &mut hasher)?;
-                <[u8; 32]>::from(hasher.finalize())
+                hasher.finalize().into()
             }
-            _ => stored,
+            EntryKind::Blob(sha) => *sha,
+            EntryKind::Dir | EntryKind::Symlink(_) => unreachable!("left out above"),
         };
         if <[u8; 32]>::from(there.finalize()) != stored {
             return Err(MaterialiseError::WouldReplace { path, root: source.root.clone(), source_name: source.name.clone() });
