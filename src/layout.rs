@@ -187,7 +187,7 @@ pub fn counts_as_branch(rel: &str) -> bool {
 /// The SQL condition that a path (the text of column `column`) counts in the branch count:
 /// [`counts_as_branch`], for the store's `entries`.
 pub fn counts_as_branch_sql(column: &str) -> String {
-    format!("({column} GLOB '{BRANCHES_DIR}/*.jsonl' AND {column} NOT GLOB '{BRANCHES_DIR}/*/*')")
+    format!("(glob('{BRANCHES_DIR}/*.jsonl', {column}) AND NOT glob('{BRANCHES_DIR}/*/*', {column}))")
 }
 
 /// What a backup branch was saved before.
@@ -305,7 +305,9 @@ pub fn is_test_id(chat_id: &str) -> bool {
 }
 
 /// An SQL condition, true exactly when the text in `column` is a test id by [`is_test_id`]:
-/// `(column GLOB 'tmp*' OR …)`. `column` is an SQL expression (e.g. `c.chat_id`), not data.
+/// `(glob('tmp*', column) OR …)` (SQLite's `column GLOB 'tmp*'`, in the function form the
+/// store's PostgreSQL schema also has). `column` is an SQL expression (e.g. `c.chat_id`), not
+/// data.
 pub fn test_ids_sql(column: &str) -> String {
     let glob = |s: &str| -> String {
         // GLOB's metacharacters match themselves inside brackets; quotes are doubled.
@@ -320,8 +322,8 @@ pub fn test_ids_sql(column: &str) -> String {
     let terms: Vec<String> = TEST_IDS
         .iter()
         .map(|p| match p {
-            IdPattern::Prefix(s) => format!("{column} GLOB '{}*'", glob(s)),
-            IdPattern::Contains(s) => format!("{column} GLOB '*{}*'", glob(s)),
+            IdPattern::Prefix(s) => format!("glob('{}*', {column})", glob(s)),
+            IdPattern::Contains(s) => format!("glob('*{}*', {column})", glob(s)),
         })
         .collect();
     format!("({})", terms.join(" OR "))
@@ -474,7 +476,7 @@ mod tests {
             let sql_says: bool = stmt.query_row([id], |r| r.get(0)).unwrap();
             assert_eq!(sql_says, is_test_id(id), "{id:?}: SQL {sql_says}");
         }
-        assert_eq!(test_ids_sql("c.chat_id"), "(c.chat_id GLOB 'tmp*' OR c.chat_id GLOB 'test-*' OR c.chat_id GLOB '*gptme-evals-*')");
+        assert_eq!(test_ids_sql("c.chat_id"), "(glob('tmp*', c.chat_id) OR glob('test-*', c.chat_id) OR glob('*gptme-evals-*', c.chat_id))");
     }
 
     #[test]

@@ -174,18 +174,31 @@ fn differential(script: &[Value]) {
     differential_masking(script, false)
 }
 
-/// Runs `script` through gptme and through sessiondb; returns the two logs roots.
-fn run_both(script: &[Value], work: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    let (theirs, ours) = (work.join("gptme/logs"), work.join("sessiondb/logs"));
+/// Runs `script` through gptme; returns its logs root.
+fn run_gptme(script: &[Value], work: &Path) -> std::path::PathBuf {
+    let theirs = work.join("gptme/logs");
     fs::create_dir_all(&theirs).unwrap();
     let script_file = work.join("script.json");
     fs::write(&script_file, serde_json::to_string(script).unwrap()).unwrap();
     let out = Command::new(gptme_python()).arg(tool("gptme_ops.py")).arg(&theirs).arg(&script_file).output().unwrap();
     assert!(out.status.success(), "gptme failed: {}", String::from_utf8_lossy(&out.stderr));
-    let db = work.join("db");
+    theirs
+}
+
+/// Runs `script` through sessiondb on `db`; returns its logs root.
+fn run_sessiondb(script: &[Value], work: &Path, db: &common::TestDb) -> std::path::PathBuf {
+    let ours = work.join(format!("sessiondb-{}/logs", db.engine));
     for step in script {
-        sessiondb_step(&db, &ours, work, step);
+        sessiondb_step(&db.db, &ours, work, step);
     }
+    ours
+}
+
+/// Runs `script` through gptme and through sessiondb (on SQLite); returns the two logs roots.
+fn run_both(script: &[Value], work: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let theirs = run_gptme(script, work);
+    let db = common::TestDb::sqlite(work);
+    let ours = run_sessiondb(script, work, &db);
     (theirs, ours)
 }
 
@@ -200,10 +213,18 @@ fn differential_masking(script: &[Value], all_timestamps: bool) {
     compare(script, all_timestamps, &[])
 }
 
+/// Runs `script` through gptme once and through sessiondb on every engine, comparing each.
 fn compare(script: &[Value], all_timestamps: bool, ignore: &[&str]) {
     let work = tempfile::tempdir().unwrap();
-    let (theirs, ours) = run_both(script, work.path());
-    let (mut a, mut b) = (comparable(&theirs), comparable(&ours));
+    let theirs = run_gptme(script, work.path());
+    for db in common::databases(work.path()) {
+        let ours = run_sessiondb(script, work.path(), &db);
+        compare_trees(&theirs, &ours, all_timestamps, ignore, db.engine);
+    }
+}
+
+fn compare_trees(theirs: &Path, ours: &Path, all_timestamps: bool, ignore: &[&str], engine: &str) {
+    let (mut a, mut b) = (comparable(theirs), comparable(ours));
     for path in ignore {
         a.remove(*path);
         b.remove(*path);
@@ -225,7 +246,7 @@ fn compare(script: &[Value], all_timestamps: bool, ignore: &[&str]) {
     for path in b.keys().filter(|p| !a.contains_key(*p)) {
         problems.push(format!("only in sessiondb's: {path}"));
     }
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(problems.is_empty(), "on {engine}:\n{}", problems.join("\n"));
 }
 
 fn new(id: &str) -> Value {
@@ -508,7 +529,7 @@ fn appending_after_a_cut_off_last_line_rewrites_as_gptme_does() {
     fs::write(&script_file, serde_json::to_string(&step).unwrap()).unwrap();
     let out = Command::new(gptme_python()).arg(tool("gptme_ops.py")).arg(&theirs).arg(&script_file).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    sessiondb_step(&work.path().join("db"), &ours, work.path(), &step[0]);
+    sessiondb_step(&work.path().join("sessions.db"), &ours, work.path(), &step[0]);
     let (a, b) = (comparable(&theirs), comparable(&ours));
     assert_eq!(a.get("cut/conversation.jsonl"), b.get("cut/conversation.jsonl"));
     assert!(a["cut/conversation.jsonl"].0.lines().count() == 2, "gptme dropped the damaged line: {:?}", a["cut/conversation.jsonl"]);

@@ -229,14 +229,22 @@ fn a_database_url_is_refused_not_taken_for_a_path() {
     conversation(&logs, "c", None, "m", "hi");
     let cwd = work.path().join("cwd");
     fs::create_dir(&cwd).unwrap();
-    let url = "postgres://me@localhost:5432/sessions";
-    let said = format!("sessiondb: {url} is a URL, not a path: the database is an SQLite file (give its path); postgres:// databases are not supported");
+    let url = "mysql://me@localhost:5432/sessions";
+    let said = format!(
+        "sessiondb: {url} is a URL of a kind sessiondb does not open: give an SQLite file's path, or a postgres:// URL; mysql:// databases are not supported"
+    );
+    // A PostgreSQL URL is a server's database: one that does not answer is said at once.
+    let server = "postgres://me:secret@127.0.0.1:1/sessions";
+    let unreachable = "sessiondb: cannot connect to postgres://me:***@127.0.0.1:1/sessions: ";
     for args in [&["list"][..], &["import", logs.to_str().unwrap()], &["sync", logs.to_str().unwrap()], &["search", "hi"], &["stats"], &["doctor"], &["new", "x"]] {
         let err = fails_quickly(sessiondb(Path::new(url)).current_dir(&cwd).args(args), 5);
         assert_eq!(err.trim_end(), said, "{args:?}");
         let mut by_env = Command::new(env!("CARGO_BIN_EXE_sessiondb"));
         let err = fails_quickly(by_env.env("SESSIONDB_DB", url).current_dir(&cwd).args(args), 5);
         assert_eq!(err.trim_end(), said, "SESSIONDB_DB: {args:?}");
+        let err = fails_quickly(sessiondb(Path::new(server)).current_dir(&cwd).args(args), 5);
+        assert!(err.starts_with(unreachable), "{args:?}: {err}");
+        assert!(!err.contains("secret"), "{args:?}: {err}");
     }
     assert_eq!(fs::read_dir(&cwd).unwrap().count(), 0, "nothing made in the working directory");
 }

@@ -1,5 +1,6 @@
 //! `sessiondb import` then `sessiondb export` reproduces gptme directories exactly: bytes,
-//! modes, modification times, symlinks and empty directories (gptme's `.lock` aside).
+//! modes, modification times, symlinks and empty directories (gptme's `.lock` aside), on
+//! every engine ([`common::databases`]).
 
 use crate::common;
 
@@ -17,19 +18,21 @@ fn copy_tree(from: &Path, to: &Path) {
 
 fn roundtrip(logs: &Path) {
     let work = tempfile::tempdir().unwrap();
-    let db = work.path().join("sessions.db");
-    let out = work.path().join("out");
-    let import = run_ok(sessiondb(&db).arg("import").arg(logs).arg("--json"));
-    let summary: serde_json::Value = serde_json::from_slice(&import.stdout).unwrap();
-    assert_eq!(summary["failed"], 0, "{summary}");
-    run_ok(sessiondb(&db).arg("export").arg("--to").arg(&out));
-    assert_same_tree(logs, &out, &[".lock"]);
+    for test_db in common::databases(work.path()) {
+        let db = &test_db.db;
+        let out = work.path().join(format!("out-{}", test_db.engine));
+        let import = run_ok(sessiondb(db).arg("import").arg(logs).arg("--json"));
+        let summary: serde_json::Value = serde_json::from_slice(&import.stdout).unwrap();
+        assert_eq!(summary["failed"], 0, "{}: {summary}", test_db.engine);
+        run_ok(sessiondb(db).arg("export").arg("--to").arg(&out));
+        assert_same_tree(logs, &out, &[".lock"]);
 
-    // Importing the same directories again changes nothing.
-    let again = run_ok(sessiondb(&db).arg("import").arg(logs).arg("--json"));
-    let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
-    assert_eq!(again["conversations"], 0, "{again}");
-    assert_eq!(again["unchanged"], summary["conversations"], "{again}");
+        // Importing the same directories again changes nothing.
+        let again = run_ok(sessiondb(db).arg("import").arg(logs).arg("--json"));
+        let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+        assert_eq!(again["conversations"], 0, "{}: {again}", test_db.engine);
+        assert_eq!(again["unchanged"], summary["conversations"], "{}: {again}", test_db.engine);
+    }
 }
 
 #[test]

@@ -25,6 +25,7 @@ mod mcp;
 mod migrations;
 mod ops_interop;
 mod planted_links;
+mod postgres;
 mod roundtrip;
 mod scale;
 mod search;

@@ -55,6 +55,10 @@ fn compare_with_progress(conn: &sessiondb::store::Connection, logs: &Path) -> Re
 
 pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     sessiondb::store::check_usable(db)?;
+    if sessiondb::store::Store::is_server(db) {
+        sessiondb::store::Store::open(db)?;
+        return Err(sessiondb::store::StoreError::NotYetOnPostgres { what: "doctor" }.into());
+    }
     if std::fs::symlink_metadata(db).is_err() {
         return Err(sessiondb::store::StoreError::NoDatabase { path: db.to_owned() }.into());
     }

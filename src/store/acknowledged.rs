@@ -10,7 +10,7 @@
 //! Only this module touches the table. Records are written in the same transaction as the
 //! append they describe, so a committed append always has its record.
 
-use rusqlite::params;
+use super::sql::params;
 use sha2::{Digest, Sha256};
 
 use super::{Connection, StoreError};
@@ -64,8 +64,10 @@ pub fn record(conn: &Connection, chat_id: &str, path: &str, message: &Message, l
     let now = epoch_seconds();
     let source = source_of(conn, chat_id)?.ok_or_else(|| StoreError::NoConversation(chat_id.to_owned()))?;
     conn.prepare_cached(
-        "INSERT OR REPLACE INTO acknowledged_lines (source_id, chat_id, path, message_key, line, event_seq, appended_at)
-         VALUES (?7, ?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO acknowledged_lines (source_id, chat_id, path, message_key, line, event_seq, appended_at)
+         VALUES (?7, ?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (source_id, chat_id, path, message_key)
+         DO UPDATE SET line = excluded.line, event_seq = excluded.event_seq, appended_at = excluded.appended_at",
     )?
     .execute(params![chat_id, path, &message_key(message)[..], line, event_seq, now, source])?;
     Ok(())
@@ -88,7 +90,7 @@ pub fn of_conversation(conn: &Connection, chat_id: &str) -> Result<Vec<Acknowled
 /// The chat ids that have recorded appends (of the connection's source when it is scoped to
 /// one, else of any).
 pub fn chat_ids(conn: &Connection) -> Result<std::collections::HashSet<String>, StoreError> {
-    let mut stmt = conn.prepare_cached("SELECT DISTINCT chat_id FROM acknowledged_lines WHERE ?1 IS NULL OR source_id = ?1")?;
+    let mut stmt = conn.prepare_cached("SELECT DISTINCT chat_id FROM acknowledged_lines WHERE source_id = ?1 OR ?1 IS NULL")?;
     let rows = stmt.query_map([conn.scope()], |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }

@@ -96,12 +96,12 @@ pub(super) struct Savepoint<'c> {
 }
 
 impl<'c> Savepoint<'c> {
-    pub(super) fn begin(conn: &'c mut Connection) -> rusqlite::Result<Self> {
+    pub(super) fn begin(conn: &'c mut Connection) -> super::sql::Result<Self> {
         conn.execute_batch("SAVEPOINT sessiondb_sp")?;
         Ok(Savepoint { conn, committed: false })
     }
 
-    pub(super) fn commit(mut self) -> rusqlite::Result<()> {
+    pub(super) fn commit(mut self) -> super::sql::Result<()> {
         self.conn.execute_batch("RELEASE sessiondb_sp")?;
         self.committed = true;
         Ok(())

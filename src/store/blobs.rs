@@ -10,7 +10,7 @@
 
 use std::io::Read;
 
-use rusqlite::{params, OptionalExtension};
+use super::sql::{params, OptionalExtension};
 use sha2::{Digest, Sha256};
 
 use super::{Connection, StoreError};
@@ -37,11 +37,11 @@ pub fn put_bytes(conn: &Connection, data: &[u8], path: &str) -> Result<[u8; 32],
 fn put_chunked(conn: &Connection, sha256: &[u8; 32], size: u64, data: impl Read, path: &str, chunk: usize) -> Result<(), StoreError> {
     let io = |source| StoreError::Io { path: path.to_owned(), source };
     let size_sql = i64::try_from(size).map_err(|_| io(std::io::Error::other("file too large")))?;
-    let inserted = conn.prepare_cached("INSERT OR IGNORE INTO blobs (sha256, size) VALUES (?1, ?2)")?.execute(params![&sha256[..], size_sql])?;
-    if inserted == 0 {
-        return Ok(());
-    }
-    let blob_id = conn.last_insert_rowid();
+    let inserted: Option<i64> = conn
+        .prepare_cached("INSERT OR IGNORE INTO blobs (sha256, size) VALUES (?1, ?2) RETURNING id")?
+        .query_row(params![&sha256[..], size_sql], |r| r.get(0))
+        .optional()?;
+    let Some(blob_id) = inserted else { return Ok(()) };
     let mut insert = conn.prepare_cached("INSERT INTO blob_chunks (blob_id, seq, data) VALUES (?1, ?2, ?3)")?;
     let mut reader = data.take(size);
     let mut hasher = Sha256::new();
@@ -85,7 +85,23 @@ pub struct BlobReader<'c> {
     size: u64,
     read: u64,
     next_seq: i64,
-    current: Option<rusqlite::blob::Blob<'c>>,
+    current: Option<Chunk<'c>>,
+}
+
+/// The chunk being read: on SQLite opened in place, on PostgreSQL fetched whole (a chunk is
+/// at most [`CHUNK`] bytes).
+enum Chunk<'c> {
+    Sqlite(rusqlite::blob::Blob<'c>),
+    Fetched(std::io::Cursor<Vec<u8>>),
+}
+
+impl Read for Chunk<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Chunk::Sqlite(blob) => blob.read(buf),
+            Chunk::Fetched(bytes) => bytes.read(buf),
+        }
+    }
 }
 
 /// Opens blob `sha256` for streaming reads.
@@ -134,7 +150,15 @@ impl Read for BlobReader<'_> {
                 }
                 return Ok(0);
             };
-            self.current = Some(self.conn.sql().blob_open(rusqlite::MAIN_DB, "blob_chunks", "data", rowid, true).map_err(std::io::Error::other)?);
+            self.current = Some(match self.conn.sqlite() {
+                Some(sql) => Chunk::Sqlite(sql.blob_open(rusqlite::MAIN_DB, "blob_chunks", "data", rowid, true).map_err(std::io::Error::other)?),
+                None => Chunk::Fetched(std::io::Cursor::new(
+                    self.conn
+                        .prepare_cached("SELECT data FROM blob_chunks WHERE id = ?1")
+                        .and_then(|mut s| s.query_row([rowid], |r| r.get(0)))
+                        .map_err(std::io::Error::other)?,
+                )),
+            });
             self.next_seq += 1;
         }
     }
@@ -148,7 +172,7 @@ pub fn remove_if_unreferenced(conn: &Connection, sha256: &[u8]) -> Result<(), St
 
 /// Removes every blob no entry refers to.
 pub fn remove_all_unreferenced(conn: &Connection) -> Result<(), StoreError> {
-    conn.execute("DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM entries WHERE blob_sha256 = blobs.sha256)", [])?;
+    conn.execute("DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM entries WHERE blob_sha256 = blobs.sha256)", ())?;
     Ok(())
 }
 
@@ -173,7 +197,7 @@ mod tests {
             let chunks: i64 =
                 conn.query_row("SELECT count(*) FROM blob_chunks c JOIN blobs b ON b.id = c.blob_id WHERE b.sha256 = ?1", [&sha[..]], |r| r.get(0)).unwrap();
             assert_eq!(chunks as usize, size.div_ceil(7), "size {size}");
-            let longest: i64 = conn.query_row("SELECT coalesce(max(length(data)), 0) FROM blob_chunks", [], |r| r.get(0)).unwrap();
+            let longest: i64 = conn.query_row("SELECT coalesce(max(length(data)), 0) FROM blob_chunks", (), |r| r.get(0)).unwrap();
             assert!(longest <= 7);
             assert_eq!(read_all(&conn, &sha).unwrap(), data, "size {size}");
             // Read back in pieces smaller than, equal to and larger than a chunk.
@@ -209,7 +233,7 @@ mod tests {
         let conn = store();
         let sha = put_bytes(&conn, b"some bytes", "f").unwrap();
         remove_if_unreferenced(&conn, &sha).unwrap();
-        let left: i64 = conn.query_row("SELECT count(*) FROM blob_chunks", [], |r| r.get(0)).unwrap();
+        let left: i64 = conn.query_row("SELECT count(*) FROM blob_chunks", (), |r| r.get(0)).unwrap();
         assert_eq!(left, 0);
     }
 }

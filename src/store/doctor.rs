@@ -136,7 +136,7 @@ fn push_all(problems: &mut Vec<Problem>, check: Check, items: Vec<String>) {
 
 fn strings(conn: &Connection, sql: &str) -> Result<Vec<String>, StoreError> {
     let mut stmt = conn.prepare(sql)?;
-    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    let rows = stmt.query_map((), |r| r.get::<_, String>(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
@@ -168,7 +168,7 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
 pub fn check_database_with(conn: &Connection, progress: &mut dyn FnMut(Step)) -> Result<DatabaseReport, StoreError> {
     let mut starting = |check: Check| progress(Step { check, done: 0, total: 0 });
     let mut report = DatabaseReport { supported_version: CURRENT_VERSION, ..DatabaseReport::default() };
-    report.schema_version = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    report.schema_version = conn.query_row("PRAGMA user_version", (), |r| r.get(0))?;
     if report.schema_version > CURRENT_VERSION {
         report.problems.push(Problem::NewerSchema { version: report.schema_version });
         return Ok(report);
@@ -190,10 +190,10 @@ pub fn check_database_with(conn: &Connection, progress: &mut dyn FnMut(Step)) ->
         report.problems.push(Problem::OlderSchema { version: report.schema_version });
         return Ok(report);
     }
-    report.conversations = conn.query_row("SELECT count(*) FROM conversations", [], |r| r.get(0))?;
-    report.messages = conn.query_row("SELECT count(*) FROM messages WHERE role IS NOT NULL", [], |r| r.get(0))?;
+    report.conversations = conn.query_row("SELECT count(*) FROM conversations", (), |r| r.get(0))?;
+    report.messages = conn.query_row("SELECT count(*) FROM messages WHERE role IS NOT NULL", (), |r| r.get(0))?;
     starting(Check::FullTextIndex);
-    if let Err(e) = conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')", []) {
+    if let Err(e) = conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')", ()) {
         report.problems.push(Problem::FullTextIndexCheck(e.to_string()));
     }
     // Messages past a watermark are not damage: an import builds the indexes after its rows,
@@ -202,7 +202,7 @@ pub fn check_database_with(conn: &Connection, progress: &mut dyn FnMut(Step)) ->
     // The substring index is contentless, so its own check cannot see rows gone missing: its
     // row count (one per message, kept in its docsize table) is compared with the watermark's.
     starting(Check::SubstringIndex);
-    match conn.execute("INSERT INTO messages_substring (messages_substring) VALUES ('integrity-check')", []) {
+    match conn.execute("INSERT INTO messages_substring (messages_substring) VALUES ('integrity-check')", ()) {
         Err(e) => report.problems.push(Problem::SubstringIndexCheck(e.to_string())),
         Ok(_) => push_all(
             &mut report.problems,
@@ -296,7 +296,7 @@ pub fn check_database_with(conn: &Connection, progress: &mut dyn FnMut(Step)) ->
 fn totals_disagreements(conn: &Connection, progress: &mut dyn FnMut(Step)) -> Result<Vec<String>, StoreError> {
     let mut out = Vec::new();
     let ids: Vec<(i64, String)> =
-        conn.prepare("SELECT id, chat_id FROM conversations ORDER BY chat_id")?.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+        conn.prepare("SELECT id, chat_id FROM conversations ORDER BY chat_id")?.query_map((), |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
     let total = ids.len() as u64;
     for (done, (id, chat_id)) in ids.into_iter().enumerate() {
         progress(Step { check: Check::ListingTotals, done: done as u64, total });

@@ -17,8 +17,18 @@
 //! catches them up itself first when it can take the write lock, and otherwise says how many
 //! messages its answer could not look at ([`behind`]). Both indexes are derived and never the
 //! source of truth: [`rebuild_substring_index`] makes the substring index again from the rows.
+//!
+//! On PostgreSQL both indexes are GIN indexes over `messages` that the server keeps with every
+//! write (`schema/postgres/0015_init.sql`): nothing is ever behind, and every function here
+//! but [`message_seq`] has nothing to do there.
 
+use super::sql::Engine;
 use super::{Connection, StoreError};
+
+/// Whether the indexes are the server's own, kept by it (PostgreSQL).
+fn kept_by_server(conn: &Connection) -> bool {
+    conn.engine() == Engine::Postgres
+}
 
 /// The derived indexes: (table, watermark key, the SQL function giving the indexed text).
 const INDEXES: [(&str, &str, &str); 2] =
@@ -27,7 +37,11 @@ const INDEXES: [(&str, &str, &str); 2] =
 /// The highest message id ever handed out: the messages a transaction adds from here on have
 /// higher ones (ids are never reused).
 pub fn message_seq(conn: &Connection) -> Result<i64, StoreError> {
-    Ok(conn.prepare_cached("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0)")?.query_row([], |r| r.get(0))?)
+    let sql = match conn.engine() {
+        Engine::Sqlite => "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0)",
+        Engine::Postgres => "SELECT coalesce(max(id), 0) FROM messages",
+    };
+    Ok(conn.prepare_cached(sql)?.query_row((), |r| r.get(0))?)
 }
 
 /// The most messages waiting for the indexes that a writer indexes with its own
@@ -42,6 +56,9 @@ pub const INLINE_LAG: i64 = 2_000;
 /// before it, so costs about what it adds, never the whole import. Call inside a write
 /// transaction, before it commits.
 pub fn index_own(conn: &Connection, seq: i64) -> Result<(), StoreError> {
+    if kept_by_server(conn) {
+        return Ok(());
+    }
     let waiting: i64 = conn
         .prepare_cached(
             "SELECT count(*) FROM (SELECT 1 FROM messages
@@ -66,9 +83,12 @@ pub fn index_pending(conn: &Connection) -> Result<u64, StoreError> {
 
 /// [`index_pending`] for at most `limit` messages past each watermark.
 fn index_up_to(conn: &Connection, limit: i64) -> Result<u64, StoreError> {
+    if kept_by_server(conn) {
+        return Ok(0);
+    }
     let mut most = 0;
     for (table, key, text) in INDEXES {
-        let upto: i64 = conn.prepare_cached(&format!("SELECT value FROM store_state WHERE key = '{key}'"))?.query_row([], |r| r.get(0))?;
+        let upto: i64 = conn.prepare_cached(&format!("SELECT value FROM store_state WHERE key = '{key}'"))?.query_row((), |r| r.get(0))?;
         // The id of the last message this step indexes: the `limit`-th past the watermark, or
         // the last there is.
         let last: i64 = conn
@@ -85,11 +105,14 @@ fn index_up_to(conn: &Connection, limit: i64) -> Result<u64, StoreError> {
 
 /// Messages in the store that one of the two indexes does not hold yet (the more of the two).
 pub fn behind(conn: &Connection) -> Result<u64, StoreError> {
+    if kept_by_server(conn) {
+        return Ok(0);
+    }
     let behind: i64 = conn
         .prepare_cached(
             "SELECT count(*) FROM messages WHERE id > (SELECT min(value) FROM store_state WHERE key IN ('fts_indexed_upto', 'substring_indexed_upto'))",
         )?
-        .query_row([], |r| r.get(0))?;
+        .query_row((), |r| r.get(0))?;
     Ok(behind as u64)
 }
 
@@ -129,6 +152,10 @@ pub fn catch_up(conn: &Connection, progress: &mut dyn FnMut(u64, u64)) -> Result
 /// damaged (`doctor` reports it; `doctor --reindex` calls this). A crash midway leaves the old
 /// index as it was. Call outside any transaction.
 pub fn rebuild_substring_index(conn: &Connection) -> Result<(), StoreError> {
+    if kept_by_server(conn) {
+        conn.execute_batch("REINDEX INDEX messages_substrings")?;
+        return Ok(());
+    }
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let rebuilt = (|| -> Result<(), StoreError> {
         conn.execute_batch(SUBSTRING_INDEX)?;

@@ -1,4 +1,5 @@
-//! The SQLite working store.
+//! The working store: an SQLite file, or a PostgreSQL server's database ([`server`]), behind
+//! the same statements ([`sql`]).
 //!
 //! One database file in WAL mode holds every imported conversation. Connections come from an
 //! r2d2 pool; each has foreign keys on and a busy timeout, and every write transaction starts
@@ -11,7 +12,7 @@
 //! writes that source's conversations only; an unscoped one finds a conversation as a command
 //! names it (`SOURCE:CHAT`, or a chat id only one source has).
 //!
-//! This module is the only one that holds SQL or touches SQLite. The rest of the crate gets a
+//! This module is the only one that holds SQL or touches either engine. The rest of the crate gets a
 //! [`Connection`] (or, to write, a [`WriteBatch`] and the [`Connection`] it lends) and calls the
 //! named operations of the modules below, each in the module that owns its rows: [`ConversationWriter`] for
 //! writing a whole conversation, [`modify`] for changes in place of a stored conversation, [`pending`] for the queue of store-only changes,
@@ -31,7 +32,10 @@ pub mod ranking;
 pub mod rows;
 pub mod schema;
 pub mod search;
+#[cfg(feature = "postgres")]
+mod server;
 pub mod sources;
+pub mod sql;
 pub mod stats;
 pub mod totals;
 mod trigram_tokens;
@@ -50,10 +54,10 @@ pub use writer::{ConversationWriter, DocumentId, DocumentKind, LineDigest, LineW
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// SQLite's own message is the whole story (its `source()`, the bare result code, would
-    /// only repeat it as "Error code 5: …"), so it is worded here and not returned as a cause.
+    /// The engine's message is the whole story ([`sql::Error`]), so it is worded here and not
+    /// returned as a cause.
     #[error("database error: {0}")]
-    Sqlite(rusqlite::Error),
+    Database(sql::Error),
     #[error("connection pool error")]
     Pool(#[from] r2d2::Error),
     #[error("the database uses schema version {found}, newer than this sessiondb supports ({supported}); upgrade sessiondb")]
@@ -67,10 +71,20 @@ pub enum StoreError {
     /// The path is taken, by something SQLite cannot use as a database.
     #[error("{path} is not a database: {why}")]
     NotADatabase { path: PathBuf, why: String },
-    /// `--db` (or `SESSIONDB_DB`, or the config file's `db`) given a URL: the store is an SQLite
-    /// file, and a URL taken as a path would make one under a directory named after its scheme.
-    #[error("{url} is a URL, not a path: the database is an SQLite file (give its path); {scheme}:// databases are not supported")]
+    /// `--db` (or `SESSIONDB_DB`, or the config file's `db`) given a URL of another scheme than
+    /// PostgreSQL's: a URL taken as a path would make a file under a directory named after its
+    /// scheme.
+    #[error("{url} is a URL of a kind sessiondb does not open: give an SQLite file's path, or a postgres:// URL; {scheme}:// databases are not supported")]
     Url { url: String, scheme: String },
+    /// A command the PostgreSQL store does not run yet.
+    #[error("`sessiondb {what}` does not run on a PostgreSQL store yet; it runs on an SQLite file (`--db PATH`)")]
+    NotYetOnPostgres { what: &'static str },
+    /// A `postgres://` URL that does not parse.
+    #[error("{url} is not a usable PostgreSQL URL: {why}")]
+    BadUrl { url: String, why: String },
+    /// The server could not be reached, or refused the connection.
+    #[error("cannot connect to {url}: {why}")]
+    Server { url: String, why: String },
     #[error("{path}")]
     Io { path: String, source: std::io::Error },
     #[error("the store is inconsistent: {0}; run `sessiondb import` again from the gptme directories")]
@@ -109,9 +123,15 @@ pub enum StoreError {
     Queued(String),
 }
 
+impl From<sql::Error> for StoreError {
+    fn from(e: sql::Error) -> Self {
+        StoreError::Database(e)
+    }
+}
+
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        StoreError::Sqlite(e)
+        StoreError::Database(e.into())
     }
 }
 
@@ -127,10 +147,23 @@ pub struct Connection(Inner, std::cell::Cell<Option<i64>>);
 enum Inner {
     Pooled(r2d2::PooledConnection<SqliteConnectionManager>),
     Plain(rusqlite::Connection),
+    #[cfg(feature = "postgres")]
+    Postgres(r2d2::PooledConnection<server::Manager>),
+    /// The first connection to a server, made outside the pool ([`Store::open`]).
+    #[cfg(feature = "postgres")]
+    PostgresPlain(sql::pg::Client),
 }
 
-/// The SQLite connection, for the store's own modules only; the methods below forward to it so
-/// that their SQL reads as it would on `rusqlite::Connection`.
+/// The engine's connection within a [`Connection`].
+enum Engine<'c> {
+    Sqlite(&'c rusqlite::Connection),
+    #[cfg(feature = "postgres")]
+    Postgres(&'c sql::pg::Client),
+}
+
+/// The engine's connection, for the store's own modules only; the methods below forward to it
+/// so that their SQL reads as it would on `rusqlite::Connection`, and runs on either engine
+/// ([`sql`]).
 impl Connection {
     /// A connection opened outside the pool (see [`doctor::open_unmigrated`]).
     pub(in crate::store) fn plain(conn: rusqlite::Connection) -> Connection {
@@ -156,56 +189,102 @@ impl Connection {
         self.1.get()
     }
 
-    pub(in crate::store) fn sql(&self) -> &rusqlite::Connection {
+    fn inner(&self) -> Engine<'_> {
         match &self.0 {
-            Inner::Pooled(c) => c,
-            Inner::Plain(c) => c,
+            Inner::Pooled(c) => Engine::Sqlite(c),
+            Inner::Plain(c) => Engine::Sqlite(c),
+            #[cfg(feature = "postgres")]
+            Inner::Postgres(c) => Engine::Postgres(c),
+            #[cfg(feature = "postgres")]
+            Inner::PostgresPlain(c) => Engine::Postgres(c),
         }
     }
 
-    pub(in crate::store) fn prepare(&self, sql: &str) -> rusqlite::Result<rusqlite::Statement<'_>> {
-        self.sql().prepare(sql)
+    /// Which engine this connection talks to.
+    pub fn engine(&self) -> sql::Engine {
+        match self.inner() {
+            Engine::Sqlite(_) => sql::Engine::Sqlite,
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(_) => sql::Engine::Postgres,
+        }
     }
 
-    pub(in crate::store) fn prepare_cached(&self, sql: &str) -> rusqlite::Result<rusqlite::CachedStatement<'_>> {
-        self.sql().prepare_cached(sql)
+    /// The SQLite connection within, for what only SQLite has (its pragmas, its FTS5 word
+    /// indexes, incremental blob I/O); `None` on PostgreSQL.
+    pub(in crate::store) fn sqlite(&self) -> Option<&rusqlite::Connection> {
+        match self.inner() {
+            Engine::Sqlite(c) => Some(c),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(_) => None,
+        }
+    }
+
+    pub(in crate::store) fn prepare(&self, sql: &str) -> sql::Result<sql::Statement<'_>> {
+        match self.inner() {
+            Engine::Sqlite(c) => Ok(sql::Statement::sqlite(c.prepare(sql)?)),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(c) => Ok(sql::Statement::postgres(c, c.prepare(sql, false)?)),
+        }
+    }
+
+    pub(in crate::store) fn prepare_cached(&self, sql: &str) -> sql::Result<sql::Statement<'_>> {
+        match self.inner() {
+            Engine::Sqlite(c) => Ok(sql::Statement::sqlite_cached(c.prepare_cached(sql)?)),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(c) => Ok(sql::Statement::postgres(c, c.prepare(sql, true)?)),
+        }
     }
 
     /// Runs one statement, prepared once per connection: preparing a statement that deletes
     /// conversations compiles every cascade and trigger below them, which was an eighth of an
     /// import's writing thread when done afresh for each conversation.
-    pub(in crate::store) fn execute<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
-        self.sql().prepare_cached(sql)?.execute(params)
+    pub(in crate::store) fn execute<P: sql::Params>(&self, sql: &str, params: P) -> sql::Result<usize> {
+        self.prepare_cached(sql)?.execute(params)
     }
 
-    pub(in crate::store) fn set_busy_timeout(&self, wait: std::time::Duration) -> rusqlite::Result<()> {
-        self.sql().busy_timeout(wait)
+    /// How long a statement waits for a lock another connection holds.
+    pub(in crate::store) fn set_busy_timeout(&self, wait: std::time::Duration) -> sql::Result<()> {
+        match self.inner() {
+            Engine::Sqlite(c) => Ok(c.busy_timeout(wait)?),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(c) => c.batch_execute(&format!("SET lock_timeout = {}", wait.as_millis())),
+        }
     }
 
-    pub(in crate::store) fn execute_batch(&self, sql: &str) -> rusqlite::Result<()> {
-        self.sql().execute_batch(sql)
+    /// Runs statements separated by `;`, without parameters.
+    pub(in crate::store) fn execute_batch(&self, sql: &str) -> sql::Result<()> {
+        match self.inner() {
+            Engine::Sqlite(c) => Ok(c.execute_batch(sql)?),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(c) => c.batch_execute(sql),
+        }
     }
 
-    pub(in crate::store) fn query_row<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
+    pub(in crate::store) fn query_row<T, P, F>(&self, sql: &str, params: P, f: F) -> sql::Result<T>
     where
-        P: rusqlite::Params,
-        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+        P: sql::Params,
+        F: FnOnce(&sql::Row<'_>) -> sql::Result<T>,
     {
-        self.sql().query_row(sql, params, f)
-    }
-
-    pub(in crate::store) fn last_insert_rowid(&self) -> i64 {
-        self.sql().last_insert_rowid()
+        self.prepare(sql)?.query_row(params, f)
     }
 }
 
 /// A handle on the database: cheap to clone, safe to share between threads.
 #[derive(Clone)]
 pub struct Store {
-    pool: r2d2::Pool<SqliteConnectionManager>,
+    pool: Pool,
+    /// The SQLite file, or the server's URL (`postgres://…`).
     path: PathBuf,
     /// The source every connection is scoped to ([`Store::scoped_to`]), if any.
     scope: Option<i64>,
+}
+
+/// The connections of one engine.
+#[derive(Clone)]
+enum Pool {
+    Sqlite(r2d2::Pool<SqliteConnectionManager>),
+    #[cfg(feature = "postgres")]
+    Postgres(r2d2::Pool<server::Manager>),
 }
 
 /// How long a connection waits for another process's write lock before giving up.
@@ -218,8 +297,16 @@ pub const FLUSH_WAIT_MS: u64 = 250;
 impl Store {
     /// Opens (creating when absent, with mode 0600) the database at `path` and brings its
     /// schema up to date. For commands that write; the others take [`Store::open_existing`].
+    ///
+    /// A path that is a `postgres://` (or `postgresql://`) URL opens that server's database
+    /// instead ([`server`]), which must exist (a server's databases are made by its
+    /// administrator); its schema is created or brought up to date all the same.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         check_usable(path)?;
+        #[cfg(feature = "postgres")]
+        if let Some(url) = path.to_str().filter(|p| server::is_url(p)) {
+            return Store::open_postgres(url);
+        }
         let created = create_private_file(path).map_err(|source| StoreError::Create { path: path.to_owned(), source })?;
         if created {
             // 8 KiB pages suit rows of about a kilobyte (a message): 6% faster imports and an
@@ -252,15 +339,32 @@ impl Store {
         let mut conn = pool.get()?;
         schema::migrate(&mut conn)?;
         drop(conn);
-        Ok(Store { pool, path: path.to_owned(), scope: None })
+        Ok(Store { pool: Pool::Sqlite(pool), path: path.to_owned(), scope: None })
+    }
+
+    /// Opens the PostgreSQL database at `url` and brings its schema up to date
+    /// ([`schema::migrate_postgres`]). The first connection is made outside the pool, so that
+    /// a server that cannot be reached fails at once with what it said.
+    #[cfg(feature = "postgres")]
+    fn open_postgres(url: &str) -> Result<Store, StoreError> {
+        use r2d2::ManageConnection;
+        let shown = server::redacted(url);
+        let manager = server::Manager::new(url).map_err(|why| StoreError::BadUrl { url: shown.clone(), why })?;
+        let first = manager.connect().map_err(|e| StoreError::Server { url: shown.clone(), why: sql::Error::from(e).to_string() })?;
+        let pool = r2d2::Pool::builder().max_size(4).min_idle(Some(0)).connection_timeout(std::time::Duration::from_secs(30)).build_unchecked(manager);
+        let conn = Connection(Inner::PostgresPlain(first), Default::default());
+        schema::migrate_postgres(&conn)?;
+        drop(conn);
+        Ok(Store { pool: Pool::Postgres(pool), path: PathBuf::from(url), scope: None })
     }
 
     /// [`Store::open`] a database that must exist already: a path where there is none is
     /// [`StoreError::NoDatabase`], and nothing is created (a mistyped `--db` must not look like
-    /// an empty history).
+    /// an empty history). A server's database always exists once it can be connected to (its
+    /// administrator makes it; a mistyped name is refused by the server).
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
         check_usable(path)?;
-        if std::fs::symlink_metadata(path).is_err() {
+        if url_scheme(path).is_none() && std::fs::symlink_metadata(path).is_err() {
             return Err(StoreError::NoDatabase { path: path.to_owned() });
         }
         Store::open(path)
@@ -269,7 +373,12 @@ impl Store {
     /// A connection from the pool: unscoped, or scoped to the store's source when it is kept
     /// to one ([`Store::scoped_to`]).
     pub fn connection(&self) -> Result<Connection, StoreError> {
-        Ok(Connection(Inner::Pooled(self.pool.get()?), std::cell::Cell::new(self.scope)))
+        let inner = match &self.pool {
+            Pool::Sqlite(pool) => Inner::Pooled(pool.get()?),
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => Inner::Postgres(pool.get()?),
+        };
+        Ok(Connection(inner, std::cell::Cell::new(self.scope)))
     }
 
     /// This store with every connection it gives scoped to source `source_id`
@@ -289,6 +398,30 @@ impl Store {
         &self.path
     }
 
+    /// Whether `db` names a server's database (a `postgres://` URL) rather than an SQLite file.
+    pub fn is_server(db: &Path) -> bool {
+        matches!(url_scheme(db), Some("postgres" | "postgresql"))
+    }
+
+    /// The database as messages name it: the file's path, or the server's URL without its
+    /// password.
+    pub fn display_name(&self) -> String {
+        match self.engine() {
+            #[cfg(feature = "postgres")]
+            sql::Engine::Postgres => server::redacted(&self.path.to_string_lossy()),
+            _ => self.path.display().to_string(),
+        }
+    }
+
+    /// Which engine holds the store.
+    pub fn engine(&self) -> sql::Engine {
+        match &self.pool {
+            Pool::Sqlite(_) => sql::Engine::Sqlite,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(_) => sql::Engine::Postgres,
+        }
+    }
+
     /// Moves what it can of the write-ahead log into the database, and empties the log when no
     /// reader still needs it. Call after a large write (an import, a sync pass): connections do
     /// not checkpoint on close (that would cost every small command an fsync), and a long log
@@ -298,9 +431,10 @@ impl Store {
     /// checkpoint) keeps every writer out until the last reader of an older snapshot is done,
     /// so it is only waited for [`FLUSH_WAIT_MS`]; past that, the log is copied as far as
     /// readers allow without taking any lock (PASSIVE), and SQLite empties it at a later write.
+    /// A server has no such log: there it does nothing.
     pub fn flush_wal(&self) -> Result<(), StoreError> {
         let conn = self.connection()?;
-        let sql = conn.sql();
+        let Some(sql) = conn.sqlite() else { return Ok(()) };
         sql.busy_timeout(std::time::Duration::from_millis(FLUSH_WAIT_MS))?;
         let truncated = sql.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0));
         sql.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS as u64))?;
@@ -389,6 +523,9 @@ impl Drop for RankingFollower {
 /// opening it for its whole connection timeout).
 pub fn check_usable(path: &Path) -> Result<(), StoreError> {
     if let Some(scheme) = url_scheme(path) {
+        if cfg!(feature = "postgres") && matches!(scheme, "postgres" | "postgresql") {
+            return Ok(());
+        }
         return Err(StoreError::Url { url: path.display().to_string(), scheme: scheme.to_owned() });
     }
     if path.is_dir() {
@@ -461,11 +598,17 @@ mod tests {
     fn a_flush_never_holds_writers_behind_a_long_reader() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();
-        let write = |n: i64| store.connection().unwrap().execute("INSERT OR REPLACE INTO store_state (key, value) VALUES ('test', ?1)", [n]).unwrap();
+        let write = |n: i64| {
+            store
+                .connection()
+                .unwrap()
+                .execute("INSERT INTO store_state (key, value) VALUES ('test', ?1) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [n])
+                .unwrap()
+        };
         write(1);
         let reader = store.connection().unwrap();
         reader.execute_batch("BEGIN").unwrap();
-        let _: i64 = reader.query_row("SELECT count(*) FROM conversations", [], |r| r.get(0)).unwrap();
+        let _: i64 = reader.query_row("SELECT count(*) FROM conversations", (), |r| r.get(0)).unwrap();
         write(2); // the reader's snapshot is now an old one
         let started = std::time::Instant::now();
         let flushing = std::thread::scope(|scope| {
@@ -492,16 +635,29 @@ mod tests {
     fn a_url_is_not_taken_for_a_path() {
         let dir = tempfile::tempdir().unwrap();
         let cwd = std::env::current_dir().unwrap();
-        for url in ["postgres://me@localhost:5432/sessions", "postgresql://db.example/x?sslmode=require", "sqlite:///tmp/x.db", "file://x"] {
+        for url in ["sqlite:///tmp/x.db", "file://x", "mysql://me@localhost/x"] {
             let e = Store::open(Path::new(url)).err().expect(url);
             assert!(matches!(&e, StoreError::Url { .. }), "{url}: {e}");
             let scheme = url.split("://").next().unwrap();
             assert_eq!(
                 e.to_string(),
-                format!("{url} is a URL, not a path: the database is an SQLite file (give its path); {scheme}:// databases are not supported")
+                format!(
+                    "{url} is a URL of a kind sessiondb does not open: give an SQLite file's path, or a postgres:// URL; {scheme}:// databases are not supported"
+                )
             );
             assert!(!cwd.join(format!("{scheme}:")).exists(), "{url} made a directory");
         }
+        // A PostgreSQL URL is a server's database: one that cannot be reached is said at once,
+        // without the password, and nothing is made on disk.
+        for url in ["postgres://me:pw@127.0.0.1:1/sessions", "postgresql://me:pw@127.0.0.1:1/x?connect_timeout=5"] {
+            let e = Store::open(Path::new(url)).err().expect(url);
+            assert!(matches!(&e, StoreError::Server { .. }), "{url}: {e}");
+            assert!(e.to_string().starts_with("cannot connect to "), "{e}");
+            assert!(!e.to_string().contains("pw"), "{e}");
+            assert!(!cwd.join(url.split("://").next().unwrap().to_owned() + ":").exists(), "{url} made a directory");
+        }
+        let e = Store::open(Path::new("postgres://me@127.0.0.1:1/x?sslmode=bogus")).err().expect("a bad option");
+        assert!(matches!(&e, StoreError::BadUrl { .. }), "{e}");
         for path in [dir.path().join("a://b"), dir.path().join("plain.db")] {
             assert_eq!(url_scheme(&path), None, "{}", path.display());
         }

@@ -6,7 +6,7 @@
 //! same line is already stored), one line row, and updated counters. A regular file is stored
 //! as import stores it ([`put_file`]: its blob and its entry row together).
 
-use rusqlite::{params, OptionalExtension};
+use super::sql::{params, OptionalExtension};
 use sha2::{Digest, Sha256};
 
 use super::queries::{self, StoredLine};
@@ -57,7 +57,7 @@ pub struct Doc {
 
 const DOC_COLUMNS: &str = "d.id, d.path, d.kind, d.name, d.line_count, d.ends_with_newline, e.mode, e.size";
 
-fn doc_from_row(r: &rusqlite::Row) -> rusqlite::Result<Doc> {
+fn doc_from_row(r: &super::sql::Row) -> super::sql::Result<Doc> {
     let kind: String = r.get(2)?;
     Ok(Doc {
         id: r.get(0)?,
@@ -135,11 +135,10 @@ pub fn create_doc(conn: &Connection, conversation_id: i64, path: &str, kind: Doc
         "INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns, size) VALUES (?1, ?2, 'document', ?3, 0, 0)",
         params![conversation_id, path, mode],
     )?;
-    conn.execute(
-        "INSERT INTO documents (conversation_id, path, kind, name, ends_with_newline, line_count) VALUES (?1, ?2, ?3, ?4, 1, 0)",
-        params![conversation_id, path, kind.as_str(), name],
-    )?;
-    Ok(Doc { id: conn.last_insert_rowid(), path: path.into(), kind, name: name.into(), line_count: 0, ends_with_newline: true, mode, size: Some(0) })
+    let id = conn
+        .prepare_cached("INSERT INTO documents (conversation_id, path, kind, name, ends_with_newline, line_count) VALUES (?1, ?2, ?3, ?4, 1, 0) RETURNING id")?
+        .query_row(params![conversation_id, path, kind.as_str(), name], |r| r.get(0))?;
+    Ok(Doc { id, path: path.into(), kind, name: name.into(), line_count: 0, ends_with_newline: true, mode, size: Some(0) })
 }
 
 /// Ensures a directory entry exists (gptme creates `branches/` and `files/` on first use).
@@ -197,9 +196,9 @@ pub fn rewrites_unchanged(conn: &Connection, conversation_id: i64, doc: &Doc) ->
     Ok(conn
         .prepare_cached(
             "SELECT NOT EXISTS (SELECT 1 FROM messages m CROSS JOIN document_lines dl
-               WHERE m.conversation_id = ?2 AND m.rewrites_unchanged IS NOT 1 AND dl.message_id = m.id AND dl.document_id = ?1)
+               WHERE m.conversation_id = ?2 AND m.rewrites_unchanged IS DISTINCT FROM 1 AND dl.message_id = m.id AND dl.document_id = ?1)
                 AND NOT EXISTS (SELECT 1 FROM documents d CROSS JOIN messages m CROSS JOIN document_lines dl
-               WHERE d.id = ?1 AND m.conversation_id = ?2 AND m.rewrites_unchanged IS NOT 1
+               WHERE d.id = ?1 AND m.conversation_id = ?2 AND m.rewrites_unchanged IS DISTINCT FROM 1
                  AND dl.message_id = m.id AND dl.document_id = d.base_id AND dl.line_no < d.base_len)",
         )?
         .query_row(params![doc.id, conversation_id], |r| r.get(0))?)
@@ -512,7 +511,7 @@ pub fn mark_unchanged(conn: &Connection, conversation_id: i64, fingerprint: &[u8
 /// Marks a conversation whose directory is gone as deleted; its rows stay until it is removed
 /// ([`delete_conversation`]), or its directory is found again ([`mark_unchanged`]).
 pub fn mark_deleted(conn: &Connection, conversation_id: i64) -> Result<(), StoreError> {
-    conn.execute("UPDATE conversations SET deleted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1", [conversation_id])?;
+    conn.execute("UPDATE conversations SET deleted_at = ?2 WHERE id = ?1", params![conversation_id, super::sql::now_utc()])?;
     Ok(())
 }
 
@@ -573,10 +572,10 @@ mod tests {
         super::super::fts::register_functions(&conn).unwrap();
         super::super::schema::migrate(&mut conn).unwrap();
         let conn = Connection::plain(conn);
-        conn.execute("INSERT INTO sources (name, root) VALUES ('s', '/')", []).unwrap();
+        conn.execute("INSERT INTO sources (name, root) VALUES ('s', '/')", ()).unwrap();
         conn.execute(
             "INSERT INTO conversations (source_id, chat_id, source_dir, fingerprint, imported_at, created, modified) VALUES (1, 'c', '/c', x'', '', 0, 0)",
-            [],
+            (),
         )
         .unwrap();
         conn
@@ -701,7 +700,7 @@ mod tests {
                 world.check()?;
             }
             delete_conversation(&world.conn, 1).unwrap();
-            let left: i64 = world.conn.query_row("SELECT (SELECT count(*) FROM document_lines) + (SELECT count(*) FROM documents)", [], |r| r.get(0)).unwrap();
+            let left: i64 = world.conn.query_row("SELECT (SELECT count(*) FROM document_lines) + (SELECT count(*) FROM documents)", (), |r| r.get(0)).unwrap();
             prop_assert_eq!(left, 0);
         }
     }

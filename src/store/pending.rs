@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::params;
+use super::sql::params;
 
 use super::{Connection, StoreError};
 

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{params, OptionalExtension, Row};
+use super::sql::{params, OptionalExtension, Row};
 
 use super::writer::DocumentKind;
 use super::{Connection, StoreError};
@@ -47,7 +47,7 @@ const SUMMARY_COLUMNS: &str = "chat_id, coalesce(name, chat_id), source_dir, wor
     message_count, branch_count, model, total_cost, input_tokens, output_tokens, cache_read_tokens,
     cache_creation_tokens, models_usage, last_role, last_preview, (SELECT s.name FROM sources s WHERE s.id = source_id)";
 
-fn summary_from_row(r: &Row) -> rusqlite::Result<ConversationSummary> {
+fn summary_from_row(r: &Row) -> super::sql::Result<ConversationSummary> {
     Ok(ConversationSummary {
         chat_id: r.get(0)?,
         name: r.get(1)?,
@@ -125,9 +125,9 @@ pub fn list_filtered(conn: &Connection, f: &ListFilter) -> Result<Vec<Conversati
 pub fn visit_filtered<E: From<StoreError>>(conn: &Connection, f: &ListFilter, mut visit: impl FnMut(ConversationSummary) -> Result<(), E>) -> Result<(), E> {
     let (sql, args) = listing_sql(f);
     let mut stmt = conn.prepare(&sql).map_err(StoreError::from)?;
-    let mut rows = stmt.query(rusqlite::params_from_iter(args)).map_err(StoreError::from)?;
+    let mut rows = stmt.query(super::sql::params_from_iter(args)).map_err(StoreError::from)?;
     while let Some(row) = rows.next().map_err(StoreError::from)? {
-        visit(summary_from_row(row).map_err(StoreError::from)?)?;
+        visit(summary_from_row(&row).map_err(StoreError::from)?)?;
     }
     Ok(())
 }
@@ -135,15 +135,15 @@ pub fn visit_filtered<E: From<StoreError>>(conn: &Connection, f: &ListFilter, mu
 /// How many conversations [`visit_filtered`] would list without `f.limit`.
 pub fn count_filtered(conn: &Connection, f: &ListFilter) -> Result<usize, StoreError> {
     let (sql, args) = listing_sql(&ListFilter { limit: None, ..f.clone() });
-    let n: i64 = conn.query_row(&format!("SELECT count(*) FROM ({sql})"), rusqlite::params_from_iter(args), |r| r.get(0))?;
+    let n: i64 = conn.query_row(&format!("SELECT count(*) FROM ({sql})"), super::sql::params_from_iter(args), |r| r.get(0))?;
     Ok(n as usize)
 }
 
 /// The listing's statement and its arguments.
-fn listing_sql(f: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
+fn listing_sql(f: &ListFilter) -> (String, Vec<super::sql::Value>) {
     let mut filters: Vec<String> = Vec::new();
-    let mut args: Vec<rusqlite::types::Value> = Vec::new();
-    let mut arg = |v: rusqlite::types::Value| {
+    let mut args: Vec<super::sql::Value> = Vec::new();
+    let mut arg = |v: super::sql::Value| {
         args.push(v);
         format!("?{}", args.len())
     };
@@ -156,7 +156,7 @@ fn listing_sql(f: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
     if let Some(m) = &f.model {
         let p = arg(m.to_lowercase().into());
         // SQLite's lower() folds ASCII only, as model names are.
-        filters.push(if m.contains(['*', '?']) { format!("lower(model) GLOB {p}") } else { format!("instr(lower(model), {p}) > 0") });
+        filters.push(if m.contains(['*', '?']) { format!("glob({p}, lower(model))") } else { format!("instr(lower(model), {p}) > 0") });
     }
     if let Some(t) = f.since {
         filters.push(format!("modified >= {}", arg(t.into())));
@@ -169,7 +169,7 @@ fn listing_sql(f: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
     }
     if let Some(g) = &f.name {
         let p = arg(g.clone().into());
-        filters.push(format!("(coalesce(name, chat_id) GLOB {p} OR chat_id GLOB {p})"));
+        filters.push(format!("(glob({p}, coalesce(name, chat_id)) OR glob({p}, chat_id))"));
     }
     let filter = if filters.is_empty() { String::new() } else { format!("WHERE {}", filters.join(" AND ")) };
     let key = match f.sort {
@@ -182,7 +182,7 @@ fn listing_sql(f: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
     // `--reverse` is the exact reverse of the listing, ties included, so that each sort key's
     // index (schema 0006) serves both directions.
     let (direction, tie) = if f.reverse { ("ASC", "DESC") } else { ("DESC", "ASC") };
-    let limit = arg((f.limit.map_or(-1, |l| l as i64)).into());
+    let limit = arg((f.limit.map_or(i64::MAX, |l| l as i64)).into());
     let sql = format!("SELECT {SUMMARY_COLUMNS} FROM conversations {filter} ORDER BY {key} {direction}, chat_id {tie} LIMIT {limit}");
     (sql, args)
 }
@@ -194,19 +194,19 @@ fn listing_sql(f: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
 /// with `source`, so are other sources' conversations.
 pub fn list_page(conn: &Connection, source: Option<i64>, after: Option<(f64, Option<&str>)>, limit: usize) -> Result<Vec<ConversationSummary>, StoreError> {
     let test = crate::layout::test_ids_sql("chat_id");
-    let (cursor, args): (&str, Vec<rusqlite::types::Value>) = match after {
+    let (cursor, args): (&str, Vec<super::sql::Value>) = match after {
         None => ("", vec![]),
         Some((t, None)) => ("AND modified < ?3", vec![t.into()]),
         Some((t, Some(id))) => ("AND (modified < ?3 OR (modified = ?3 AND chat_id < ?4))", vec![t.into(), id.to_owned().into()]),
     };
     let sql = format!(
-        "SELECT {SUMMARY_COLUMNS} FROM conversations WHERE deleted_at IS NULL AND NOT {test} AND (?2 IS NULL OR source_id = ?2) {cursor}
+        "SELECT {SUMMARY_COLUMNS} FROM conversations WHERE deleted_at IS NULL AND NOT {test} AND (source_id = ?2 OR ?2 IS NULL) {cursor}
          ORDER BY modified DESC, chat_id DESC LIMIT ?1"
     );
-    let mut params: Vec<rusqlite::types::Value> = vec![(limit as i64).into(), source.map_or(rusqlite::types::Value::Null, Into::into)];
+    let mut params: Vec<super::sql::Value> = vec![(limit as i64).into(), source.map_or(super::sql::Value::Null, Into::into)];
     params.extend(args);
     let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(rusqlite::params_from_iter(params), summary_from_row)?;
+    let rows = stmt.query_map(super::sql::params_from_iter(params), summary_from_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
@@ -231,14 +231,14 @@ pub fn chat_ids(conn: &Connection) -> Result<Vec<String>, StoreError> {
         "SELECT CASE WHEN (SELECT count(*) FROM conversations o WHERE o.chat_id = c.chat_id) > 1 THEN s.name || ':' || c.chat_id ELSE c.chat_id END AS named
          FROM conversations c JOIN sources s ON s.id = c.source_id ORDER BY c.chat_id, s.name",
     )?;
-    let rows = stmt.query_map([], |r| r.get(0))?;
+    let rows = stmt.query_map((), |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// The conversations with changes queued for their directories (see `sync::pending`).
 pub fn queued_chat_ids(conn: &Connection) -> Result<Vec<String>, StoreError> {
     let mut stmt = conn.prepare("SELECT chat_id FROM conversations c WHERE EXISTS (SELECT 1 FROM pending_paths p WHERE p.conversation_id = c.id)")?;
-    let rows = stmt.query_map([], |r| r.get(0))?;
+    let rows = stmt.query_map((), |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
@@ -426,14 +426,14 @@ pub fn message_timestamp(conn: &Connection, message_id: i64) -> Result<Option<St
 /// sorted.
 pub fn logs_roots(conn: &Connection) -> Result<Vec<std::path::PathBuf>, StoreError> {
     let mut stmt = conn.prepare_cached("SELECT root FROM sources s WHERE EXISTS (SELECT 1 FROM conversations c WHERE c.source_id = s.id) ORDER BY root")?;
-    let roots = stmt.query_map([], |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
+    let roots = stmt.query_map((), |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
     Ok(roots.into_iter().map(std::path::PathBuf::from).collect())
 }
 
 /// Every stored conversation's fingerprint, by chat id: of the connection's source when it is
 /// scoped to one ([`Connection::scope_to`]), else of every source.
 pub fn fingerprints(conn: &Connection) -> Result<HashMap<String, Vec<u8>>, StoreError> {
-    let mut stmt = conn.prepare("SELECT chat_id, fingerprint FROM conversations WHERE ?1 IS NULL OR source_id = ?1")?;
+    let mut stmt = conn.prepare("SELECT chat_id, fingerprint FROM conversations WHERE source_id = ?1 OR ?1 IS NULL")?;
     let rows = stmt.query_map([conn.scope()], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -505,7 +505,7 @@ fn parse_stored_json(text: Option<String>) -> Option<Json> {
 }
 
 /// Reads [`MESSAGE_COLUMNS`] starting at column `at`.
-fn message_from_row(r: &Row, at: usize) -> rusqlite::Result<MessageRow> {
+fn message_from_row(r: &Row, at: usize) -> super::sql::Result<MessageRow> {
     let raw: Option<Vec<u8>> = r.get(at + 12)?;
     let Some(role) = r.get::<_, Option<String>>(at)? else {
         return Ok(MessageRow { message: None, raw });
@@ -692,7 +692,7 @@ pub(super) const RESOLVED_LINES: &str = "SELECT l.line_no AS n, l.message_id AS 
 
 /// The lines [`with_document_lines`] hands out.
 pub struct DocumentLines<'s> {
-    rows: rusqlite::Rows<'s>,
+    rows: super::sql::Rows<'s>,
     error: Option<StoreError>,
 }
 
@@ -706,7 +706,7 @@ impl Iterator for DocumentLines<'_> {
         let next = (|| {
             let Some(row) = self.rows.next()? else { return Ok(None) };
             let message_id = row.get(13)?;
-            let row = message_from_row(row, 0)?;
+            let row = message_from_row(&row, 0)?;
             Ok(Some(StoredLine { line: row.line()?, message: row.message, message_id }))
         })();
         next.unwrap_or_else(|e: StoreError| {
@@ -736,7 +736,7 @@ pub fn branch_document(conn: &Connection, chat_id: &str, branch: &str) -> Result
 /// does not know the conversation).
 pub fn all_branch_names(conn: &Connection) -> Result<Vec<String>, StoreError> {
     let mut stmt = conn.prepare("SELECT DISTINCT name FROM documents WHERE kind = 'branch' ORDER BY name")?;
-    let rows = stmt.query_map([], |r| r.get(0))?;
+    let rows = stmt.query_map((), |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
@@ -764,7 +764,7 @@ mod tests {
             let plan: Vec<String> = conn
                 .prepare(&format!("EXPLAIN QUERY PLAN {}", lines_sql(op, order)))
                 .unwrap()
-                .query_map(params![1, 0], |r| r.get::<_, String>(3))
+                .query_map(rusqlite::params![1, 0], |r| r.get::<_, String>(3))
                 .unwrap()
                 .collect::<Result<_, _>>()
                 .unwrap();

@@ -80,12 +80,12 @@ impl StoreState {
             Ok(conn.prepare_cached("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?1), 0)")?.query_row([name], |r| r.get(0))?)
         };
         Ok(StoreState {
-            store: conn.prepare_cached("SELECT value FROM store_state WHERE key = 'ranking_store_id'")?.query_row([], |r| r.get(0))?,
+            store: conn.prepare_cached("SELECT value FROM store_state WHERE key = 'ranking_store_id'")?.query_row((), |r| r.get(0))?,
             message_seq: seq("messages")?,
-            max_message: conn.prepare_cached("SELECT coalesce(max(id), 0) FROM messages")?.query_row([], |r| r.get(0))?,
+            max_message: conn.prepare_cached("SELECT coalesce(max(id), 0) FROM messages")?.query_row((), |r| r.get(0))?,
             deletion_seq: seq("ranking_deletions")?,
-            max_deletion: conn.prepare_cached("SELECT coalesce(max(seq), 0) FROM ranking_deletions")?.query_row([], |r| r.get(0))?,
-            pruned: conn.prepare_cached("SELECT coalesce((SELECT value FROM store_state WHERE key = 'ranking_pruned_upto'), 0)")?.query_row([], |r| r.get(0))?,
+            max_deletion: conn.prepare_cached("SELECT coalesce(max(seq), 0) FROM ranking_deletions")?.query_row((), |r| r.get(0))?,
+            pruned: conn.prepare_cached("SELECT coalesce((SELECT value FROM store_state WHERE key = 'ranking_pruned_upto'), 0)")?.query_row((), |r| r.get(0))?,
         })
     }
 
@@ -162,7 +162,7 @@ pub struct RankQuery {
 
 /// The file of the database `conn` is connected to; `None` for one in memory.
 fn database_path(conn: &Connection) -> Option<PathBuf> {
-    conn.sql().path().filter(|p| !p.is_empty()).map(PathBuf::from)
+    conn.sqlite()?.path().filter(|p| !p.is_empty()).map(PathBuf::from)
 }
 
 /// Where the ranking index of the database at `db` lives.
@@ -179,8 +179,8 @@ fn opened() -> &'static Mutex<HashMap<PathBuf, Arc<RankingIndex>>> {
     OPENED.get_or_init(Default::default)
 }
 
-impl From<rusqlite::Error> for RankingError {
-    fn from(e: rusqlite::Error) -> Self {
+impl From<super::sql::Error> for RankingError {
+    fn from(e: super::sql::Error) -> Self {
         RankingError::Store(StoreError::from(e))
     }
 }
@@ -489,7 +489,7 @@ fn set_aside(dir: &Path) -> Result<(), RankingError> {
 /// when the write lock is to be had at once; otherwise a later catch-up does it (entries the
 /// index has applied are skipped by their number, so leaving them is harmless).
 fn prune_deletions(conn: &Connection, upto: i64) {
-    let sql = conn.sql();
+    let Some(sql) = conn.sqlite() else { return };
     let _ = sql.busy_timeout(std::time::Duration::from_millis(10));
     let pruned = (|| -> rusqlite::Result<()> {
         sql.execute_batch("BEGIN IMMEDIATE")?;

@@ -4,7 +4,7 @@
 
 use std::io::Read;
 
-use rusqlite::{params, OptionalExtension};
+use super::sql::{params, OptionalExtension};
 
 use super::{Connection, StoreError};
 use crate::codec::json::{self, Json};
@@ -22,48 +22,48 @@ pub fn insert_message(conn: &Connection, conversation_id: i64, digest: &LineDige
     let metadata = m.metadata.as_ref().map(json::dump);
     let extra = (!m.extra.is_empty()).then(|| json::dump(&Json::Object(m.extra.clone())));
     let usage = m.usage();
-    conn.prepare_cached(
-        "INSERT INTO messages (conversation_id, line_sha256, role, content, timestamp, files, file_hashes,
+    Ok(conn
+        .prepare_cached(
+            "INSERT INTO messages (conversation_id, line_sha256, role, content, timestamp, files, file_hashes,
             call_id, pinned, hide, ui_only, ephemeral_ttl, metadata, extra, raw,
             model, cost, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, rewrites_unchanged)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
-    )?
-    .execute(params![
-        conversation_id,
-        &digest[..],
-        m.role.as_str(),
-        m.content,
-        m.timestamp,
-        files,
-        file_hashes,
-        m.call_id,
-        m.pinned,
-        m.hide,
-        m.ui_only,
-        m.ephemeral_ttl,
-        metadata,
-        extra,
-        raw,
-        m.model(),
-        Some(usage.cost).filter(|c| c.is_finite()),
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.cache_read_tokens,
-        usage.cache_creation_tokens,
-        raw.is_none() && crate::codec::normalise::rewrites_unchanged(m),
-    ])?;
-    Ok(conn.last_insert_rowid())
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)
+         RETURNING id",
+        )?
+        .query_row(
+            params![
+                conversation_id,
+                &digest[..],
+                m.role.as_str(),
+                m.content,
+                m.timestamp,
+                files,
+                file_hashes,
+                m.call_id,
+                m.pinned,
+                m.hide,
+                m.ui_only,
+                m.ephemeral_ttl,
+                metadata,
+                extra,
+                raw,
+                m.model(),
+                Some(usage.cost).filter(|c| c.is_finite()),
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_creation_tokens,
+                raw.is_none() && crate::codec::normalise::rewrites_unchanged(m),
+            ],
+            |r| r.get(0),
+        )?)
 }
 
 /// Inserts a row for a line that is not a message (blank or damaged): only its bytes.
 pub fn insert_non_message(conn: &Connection, conversation_id: i64, digest: &LineDigest, line: &[u8], malformed: Option<&str>) -> Result<i64, StoreError> {
-    conn.prepare_cached("INSERT INTO messages (conversation_id, line_sha256, raw, malformed) VALUES (?1, ?2, ?3, ?4)")?.execute(params![
-        conversation_id,
-        &digest[..],
-        line,
-        malformed
-    ])?;
-    Ok(conn.last_insert_rowid())
+    Ok(conn
+        .prepare_cached("INSERT INTO messages (conversation_id, line_sha256, raw, malformed) VALUES (?1, ?2, ?3, ?4) RETURNING id")?
+        .query_row(params![conversation_id, &digest[..], line, malformed], |r| r.get(0))?)
 }
 
 /// The id of the row holding these line bytes in this conversation, if any.
@@ -91,8 +91,14 @@ pub fn put_file(
 ) -> Result<(), StoreError> {
     let old = entry_blob(conn, conversation_id, path)?;
     super::blobs::put(conn, sha256, size, data, path)?;
-    conn.prepare_cached("INSERT OR REPLACE INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, ?6)")?
-        .execute(params![conversation_id, path, mode, mtime_ns, &sha256[..], size as i64])?;
+    // Replaces an entry at `path` whole: what a blob has not (a link's target, the tail and
+    // inode a document's entry records) is cleared.
+    conn.prepare_cached(
+        "INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, ?6)
+         ON CONFLICT (conversation_id, path) DO UPDATE SET kind = excluded.kind, mode = excluded.mode, mtime_ns = excluded.mtime_ns,
+             blob_sha256 = excluded.blob_sha256, size = excluded.size, link_target = NULL, ino = NULL, tail_sha256 = NULL",
+    )?
+    .execute(params![conversation_id, path, mode, mtime_ns, &sha256[..], size as i64])?;
     if let Some(old) = old.filter(|o| o[..] != sha256[..]) {
         super::blobs::remove_if_unreferenced(conn, &old)?;
     }

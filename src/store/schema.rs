@@ -37,6 +37,17 @@ const MIGRATIONS: &[&str] = &[
 /// The schema version this build writes.
 pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
 
+/// The SQL files in `schema/postgres/`, by the version each brings a database to. A server's
+/// store starts at version 15 (its first file makes what SQLite's first fifteen made); every
+/// later version has a file for each engine, numbered alike. Append only.
+#[cfg(feature = "postgres")]
+const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[(15, include_str!("../../schema/postgres/0015_init.sql"))];
+
+/// The advisory lock (a key of PostgreSQL's `pg_advisory_lock`) that migrations hold, so
+/// that many hosts starting at once against a new or older database migrate it once.
+#[cfg(feature = "postgres")]
+const MIGRATION_LOCK: i64 = 0x5e55_10db_0001;
+
 /// Brings the database to [`CURRENT_VERSION`], or refuses a newer one.
 pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     migrate_to(conn, CURRENT_VERSION)
@@ -44,7 +55,7 @@ pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 
 /// Brings the database to version `target` (at most [`CURRENT_VERSION`]).
 fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), StoreError> {
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let version: i64 = conn.query_row("PRAGMA user_version", (), |r| r.get(0))?;
     if version > CURRENT_VERSION {
         return Err(StoreError::NewerSchema { found: version, supported: CURRENT_VERSION });
     }
@@ -54,7 +65,7 @@ fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), StoreError> {
     // 0014 names the sources of stored conversations after this host.
     let host = super::sources::hostname();
     conn.create_scalar_function("sessiondb_hostname", 0, rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC, move |_| Ok(host.clone()))?;
-    let foreign_keys: bool = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
+    let foreign_keys: bool = conn.query_row("PRAGMA foreign_keys", (), |r| r.get(0))?;
     conn.pragma_update(None, "foreign_keys", false)?;
     let migrated = apply(conn, version, target);
     conn.pragma_update(None, "foreign_keys", foreign_keys)?;
@@ -63,7 +74,7 @@ fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), StoreError> {
 
 /// How many rows refer to a row that is not there (SQLite's foreign key check).
 fn dangling(conn: &Connection) -> Result<i64, StoreError> {
-    Ok(conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| r.get(0))?)
+    Ok(conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", (), |r| r.get(0))?)
 }
 
 /// Applies migrations `from + 1 ..= target`, each in its own transaction (foreign keys off:
@@ -72,7 +83,7 @@ fn apply(conn: &mut Connection, from: i64, target: i64) -> Result<(), StoreError
     for (i, sql) in MIGRATIONS.iter().enumerate().take(target as usize).skip(from as usize) {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         // Another process may have migrated while we waited for the write lock.
-        let now: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let now: i64 = tx.query_row("PRAGMA user_version", (), |r| r.get(0))?;
         if now > i as i64 {
             continue;
         }
@@ -87,6 +98,60 @@ fn apply(conn: &mut Connection, from: i64, target: i64) -> Result<(), StoreError
     Ok(())
 }
 
+/// Brings a PostgreSQL database to [`CURRENT_VERSION`], or refuses a newer one. The version
+/// lives in `sessiondb_schema` (PostgreSQL has no `user_version`). A database that is up to
+/// date is only read; otherwise the migrations run holding [`MIGRATION_LOCK`] (a session-level
+/// advisory lock), each in its own transaction, after reading the version again: a host that
+/// waited behind another finds the work done, and two hosts never race in the catalog.
+#[cfg(feature = "postgres")]
+pub fn migrate_postgres(conn: &super::Connection) -> Result<(), StoreError> {
+    const READ: &str = "SELECT coalesce((SELECT max(version) FROM sessiondb_schema), 0)";
+    // 42P01: no such table (a new database).
+    let found = match conn.query_row(READ, (), |r| r.get::<_, i64>(0)) {
+        Ok(found) => found,
+        Err(e) if e.sqlstate() == Some("42P01") => 0,
+        Err(e) => return Err(e.into()),
+    };
+    if found > CURRENT_VERSION {
+        return Err(StoreError::NewerSchema { found, supported: CURRENT_VERSION });
+    }
+    if found == CURRENT_VERSION {
+        return Ok(());
+    }
+    conn.query_row("SELECT pg_advisory_lock(?1)", [MIGRATION_LOCK], |_| Ok(()))?;
+    let migrated = migrate_postgres_locked(conn, READ);
+    let unlocked = conn.query_row("SELECT pg_advisory_unlock(?1)", [MIGRATION_LOCK], |_| Ok(()));
+    migrated?;
+    Ok(unlocked?)
+}
+
+/// [`migrate_postgres`] once the lock is held.
+#[cfg(feature = "postgres")]
+fn migrate_postgres_locked(conn: &super::Connection, read: &str) -> Result<(), StoreError> {
+    conn.execute_batch("CREATE TABLE IF NOT EXISTS sessiondb_schema (version BIGINT NOT NULL)")?;
+    let found: i64 = conn.query_row(read, (), |r| r.get(0))?;
+    if found > CURRENT_VERSION {
+        return Err(StoreError::NewerSchema { found, supported: CURRENT_VERSION });
+    }
+    for &(target, sql) in POSTGRES_MIGRATIONS.iter().filter(|(target, _)| *target > found) {
+        conn.execute_batch("BEGIN")?;
+        let applied = (|| -> Result<(), StoreError> {
+            conn.execute_batch(sql)?;
+            conn.execute("DELETE FROM sessiondb_schema", ())?;
+            conn.execute("INSERT INTO sessiondb_schema (version) VALUES (?1)", [target])?;
+            Ok(())
+        })();
+        match applied {
+            Ok(()) => conn.execute_batch("COMMIT")?,
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,7 +162,7 @@ mod tests {
         super::super::fts::register_functions(&conn).unwrap();
         migrate(&mut conn).unwrap();
         migrate(&mut conn).unwrap();
-        let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        let v: i64 = conn.query_row("PRAGMA user_version", (), |r| r.get(0)).unwrap();
         assert_eq!(v, CURRENT_VERSION);
         conn.pragma_update(None, "user_version", CURRENT_VERSION + 1).unwrap();
         assert!(matches!(migrate(&mut conn), Err(StoreError::NewerSchema { .. })));
@@ -111,12 +176,12 @@ mod tests {
         super::super::fts::register_functions(&conn).unwrap();
         migrate_to(&mut conn, 12).unwrap();
         conn.pragma_update(None, "foreign_keys", false).unwrap();
-        conn.execute("INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns) VALUES (99, 'x', 'dir', 448, 0)", []).unwrap();
+        conn.execute("INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns) VALUES (99, 'x', 'dir', 448, 0)", ()).unwrap();
         conn.pragma_update(None, "foreign_keys", true).unwrap();
         migrate(&mut conn).unwrap();
-        let on: bool = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0)).unwrap();
+        let on: bool = conn.query_row("PRAGMA foreign_keys", (), |r| r.get(0)).unwrap();
         assert!(on, "foreign keys back as they were");
-        let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        let v: i64 = conn.query_row("PRAGMA user_version", (), |r| r.get(0)).unwrap();
         assert_eq!(v, CURRENT_VERSION);
         assert_eq!(dangling(&conn).unwrap(), 1, "as it was");
     }
@@ -139,10 +204,10 @@ mod tests {
         assert_eq!(super::super::blobs::read_all(&conn, &sha).unwrap(), data);
         assert_eq!(super::super::blobs::read_all(&conn, &empty).unwrap(), b"");
         let columns: Vec<String> =
-            conn.prepare("SELECT name FROM pragma_table_info('blobs')").unwrap().query_map([], |r| r.get(0)).unwrap().map(|c| c.unwrap()).collect();
+            conn.prepare("SELECT name FROM pragma_table_info('blobs')").unwrap().query_map((), |r| r.get(0)).unwrap().map(|c| c.unwrap()).collect();
         assert_eq!(columns, ["id", "sha256", "size"], "the bytes live only in chunks");
-        conn.execute("DELETE FROM blobs", []).unwrap();
-        let chunks: i64 = conn.query_row("SELECT count(*) FROM blob_chunks", [], |r| r.get(0)).unwrap();
+        conn.execute("DELETE FROM blobs", ()).unwrap();
+        let chunks: i64 = conn.query_row("SELECT count(*) FROM blob_chunks", (), |r| r.get(0)).unwrap();
         assert_eq!(chunks, 0, "chunks go with their blob");
     }
 }

@@ -27,7 +27,7 @@
 //! Filters that name nothing in the store are refused ([`StoreError::NoSuchFilter`]) rather than
 //! answered with nothing.
 
-use rusqlite::{params_from_iter, types::Value, OptionalExtension};
+use super::sql::{params, params_from_iter, OptionalExtension, Value};
 
 use super::fts::is_cjk;
 use super::{Connection, StoreError};
@@ -364,7 +364,7 @@ fn fold_chars(word: &str) -> impl Iterator<Item = char> + '_ {
         .map(|c| if c.is_ascii() { c } else { FROM.chars().position(|f| f == c).and_then(|i| TO.chars().nth(i)).unwrap_or(c) })
 }
 
-fn is_syntax_error(e: &rusqlite::Error) -> bool {
+fn is_syntax_error(e: &super::sql::Error) -> bool {
     let text = e.to_string();
     text.contains("fts5: syntax error") || text.contains("unterminated string") || text.contains("no such column") || text.contains("unknown special query")
 }
@@ -433,6 +433,9 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
     if q.text.len() > MAX_QUERY_BYTES {
         return Err(StoreError::QueryTooLarge { what: "bytes", found: q.text.len(), limit: MAX_QUERY_BYTES });
     }
+    if conn.engine() == super::sql::Engine::Postgres {
+        return Err(StoreError::NotYetOnPostgres { what: "search" });
+    }
     let chat = check_filters(conn, q)?;
     let unindexed = index_what_is_behind(conn)?;
     let mut result = search_indexed(conn, &Resolved { q, chat })?;
@@ -475,7 +478,7 @@ fn index_what_is_behind(conn: &Connection) -> Result<u64, StoreError> {
     conn.set_busy_timeout(std::time::Duration::from_millis(u64::from(super::BUSY_TIMEOUT_MS)))?;
     match caught {
         Ok(_) => Ok(0),
-        Err(StoreError::Sqlite(_)) => super::fts::behind(conn),
+        Err(StoreError::Database(_)) => super::fts::behind(conn),
         Err(e) => Err(e),
     }
 }
@@ -505,7 +508,7 @@ fn search_indexed(conn: &Connection, q: &Resolved) -> Result<SearchResult, Store
                         unindexed: 0,
                     });
                 }
-                Err(StoreError::Sqlite(e)) if is_syntax_error(&e) => {}
+                Err(StoreError::Database(e)) if is_syntax_error(&e) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -568,7 +571,7 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
     } else {
         let ids = conn
             .prepare_cached("SELECT rowid FROM messages_substring WHERE messages_substring MATCH ?1 LIMIT ?2")?
-            .query_map(rusqlite::params![trigrams, FEW_CANDIDATES as i64 + 1], |r| r.get::<_, i64>(0))?
+            .query_map(params![trigrams, FEW_CANDIDATES as i64 + 1], |r| r.get::<_, i64>(0))?
             .collect::<Result<Vec<_>, _>>()?;
         (ids.len() <= FEW_CANDIDATES).then_some(ids)
     };
@@ -654,7 +657,7 @@ fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<Option<i64>, Stor
     let exists = |sql: &str, value: &str| -> Result<bool, StoreError> { Ok(conn.prepare_cached(sql)?.exists([value])?) };
     let listed = |sql: &str| -> Result<String, StoreError> {
         let mut stmt = conn.prepare_cached(sql)?;
-        let names = stmt.query_map([], |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
+        let names = stmt.query_map((), |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
         Ok(names.join(", "))
     };
     let chat_row = match &q.chat_id {
@@ -758,7 +761,7 @@ fn run_ranked(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Convers
         // a word found in half of all messages.
         let mut ranked =
             conn.prepare_cached("SELECT rowid, bm25(messages_fts) AS score FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY score, rowid LIMIT ?2")?;
-        let candidates: Vec<(i64, f64)> = ranked.query_map(rusqlite::params![fts, window as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+        let candidates: Vec<(i64, f64)> = ranked.query_map(params![fts, window as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
         let exhausted = candidates.len() < window;
         let out = place(conn, q, &candidates, q.offset, wanted - q.offset)?;
         if out.len() >= wanted - q.offset || exhausted {
@@ -1018,7 +1021,7 @@ fn run_filtered(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Conve
 /// view (the `--branch` one, if given), as [`place`] places a match, and if so gives its
 /// conversation's row id. The cheap question a search asks of matches it only counts or skips.
 struct Stands<'c> {
-    stmt: rusqlite::CachedStatement<'c>,
+    stmt: super::sql::Statement<'c>,
     args: Vec<Value>,
 }
 

@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{params, OptionalExtension};
+use super::sql::{params, OptionalExtension};
 
 use super::{Connection, StoreError};
 
@@ -59,7 +59,7 @@ pub fn check_name(name: &str) -> Result<(), StoreError> {
     Err(StoreError::BadSourceName { name: name.to_owned(), why })
 }
 
-fn source_from_row(r: &rusqlite::Row) -> rusqlite::Result<Source> {
+fn source_from_row(r: &super::sql::Row) -> super::sql::Result<Source> {
     Ok(Source { id: r.get(0)?, name: r.get(1)?, root: PathBuf::from(r.get::<_, String>(2)?) })
 }
 
@@ -133,8 +133,8 @@ pub fn register(conn: &Connection, root: &Path, name: Option<&str>) -> Result<So
     if let Some(other) = by_name(conn, &name)? {
         return Err(StoreError::SourceName { name, root: root.to_owned(), other: other.root });
     }
-    conn.prepare_cached("INSERT INTO sources (name, root) VALUES (?1, ?2)")?.execute(params![name, root_text(root)?])?;
-    Ok(Source { id: conn.last_insert_rowid(), name, root: root_key(root) })
+    let id = conn.prepare_cached("INSERT INTO sources (name, root) VALUES (?1, ?2) RETURNING id")?.query_row(params![name, root_text(root)?], |r| r.get(0))?;
+    Ok(Source { id, name, root: root_key(root) })
 }
 
 /// The source whose root holds conversation directory `dir` (its parent), registered under
@@ -164,14 +164,14 @@ pub fn named(conn: &Connection, name: &str) -> Result<Source, StoreError> {
 /// Every source, by name.
 pub fn all(conn: &Connection) -> Result<Vec<Source>, StoreError> {
     let mut stmt = conn.prepare_cached("SELECT id, name, root FROM sources ORDER BY name")?;
-    let rows = stmt.query_map([], source_from_row)?;
+    let rows = stmt.query_map((), source_from_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// How many sources have conversations: listings show the source only when there are two or
 /// more.
 pub fn count_in_use(conn: &Connection) -> Result<usize, StoreError> {
-    let n: i64 = conn.query_row("SELECT count(*) FROM sources s WHERE EXISTS (SELECT 1 FROM conversations c WHERE c.source_id = s.id)", [], |r| r.get(0))?;
+    let n: i64 = conn.query_row("SELECT count(*) FROM sources s WHERE EXISTS (SELECT 1 FROM conversations c WHERE c.source_id = s.id)", (), |r| r.get(0))?;
     Ok(n as usize)
 }
 
@@ -251,7 +251,7 @@ pub fn resolve(conn: &Connection, text: &str) -> Result<Named, StoreError> {
     }
 }
 
-fn named_from_row(r: &rusqlite::Row) -> rusqlite::Result<Named> {
+fn named_from_row(r: &super::sql::Row) -> super::sql::Result<Named> {
     Ok(Named { id: r.get(0)?, source_id: r.get(1)?, source: r.get(2)?, chat_id: r.get(3)? })
 }
 
@@ -290,7 +290,7 @@ mod tests {
         let rows: Vec<(String, String)> = conn
             .prepare("SELECT s.name, c.source_dir FROM conversations c JOIN sources s ON s.id = c.source_id ORDER BY s.name")
             .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_map((), |r| Ok((r.get(0)?, r.get(1)?)))
             .unwrap()
             .map(|r| r.unwrap())
             .collect();

@@ -148,7 +148,7 @@ pub fn overview(conn: &Connection, since: Option<(f64, String)>, include_test: b
 /// Messages by role on the main branches of `convs`, from their totals.
 fn role_counts(conn: &Connection, convs: &[&ConversationSummary]) -> Result<Value, StoreError> {
     let mut stmt = conn.prepare_cached("SELECT s.name, c.chat_id, c.role_counts FROM conversations c JOIN sources s ON s.id = c.source_id")?;
-    let stored: std::collections::HashMap<(String, String), String> = stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?)))?.collect::<Result<_, _>>()?;
+    let stored: std::collections::HashMap<(String, String), String> = stmt.query_map((), |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?)))?.collect::<Result<_, _>>()?;
     let mut totals: BTreeMap<String, i64> = BTreeMap::new();
     for c in convs {
         let counts: BTreeMap<String, i64> = stored.get(&(c.source.clone(), c.chat_id.clone())).and_then(|t| serde_json::from_str(t).ok()).unwrap_or_default();

@@ -6,7 +6,7 @@
 //! read from lines containing `"metadata"`). The accumulator is fed the same bytes, line by line,
 //! so totals can be kept up to date on append without re-reading anything.
 
-use rusqlite::params;
+use super::sql::params;
 
 use super::{Connection, StoreError};
 use crate::codec::json::{self, Json};

@@ -13,7 +13,7 @@ use crate::fs::watermark::Watermark;
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
 
-use rusqlite::{params, OptionalExtension};
+use super::sql::{params, OptionalExtension};
 
 use super::rows;
 use super::totals::ListingTotals;
@@ -124,12 +124,12 @@ impl<'c> ConversationWriter<'c> {
             .collect::<Result<HashSet<_>, _>>()?;
         tx.execute("DELETE FROM documents WHERE base_id IS NOT NULL AND conversation_id = ?1", [previous])?; // see modify::delete_borrowers
         tx.execute("DELETE FROM conversations WHERE id = ?1", [previous])?;
-        tx.execute(
-            "INSERT INTO conversations (source_id, chat_id, source_dir, fingerprint, imported_at, created, modified)
-             VALUES (?1, ?2, ?3, ?4, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 0, 0)",
-            params![source, chat_id, source_dir, fingerprint],
-        )?;
-        let conversation_id = tx.last_insert_rowid();
+        let conversation_id: i64 = tx
+            .prepare_cached(
+                "INSERT INTO conversations (source_id, chat_id, source_dir, fingerprint, imported_at, created, modified)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 0, 0) RETURNING id",
+            )?
+            .query_row(params![source, chat_id, source_dir, fingerprint, super::sql::now_utc()], |r| r.get(0))?;
         let stats = WriteStats::default();
         Ok(ConversationWriter { tx, conversation_id, message_ids: HashMap::new(), resumed: false, previous_messages, previous_blobs, stats })
     }
@@ -226,18 +226,19 @@ impl<'c> ConversationWriter<'c> {
     /// Starts a JSONL document; its lines follow through the `add_*_line` methods.
     pub fn start_document(&mut self, path: &str, kind: DocumentKind, name: &str, mode: u32, mtime_ns: i64) -> Result<DocumentId, StoreError> {
         self.entry(path, "document", mode, mtime_ns, None)?;
-        self.tx
+        let id = self
+            .tx
             .prepare_cached(
                 "INSERT INTO documents (conversation_id, path, kind, name, ends_with_newline, line_count)
-                 VALUES (?1, ?2, ?3, ?4, 1, 0)",
+                 VALUES (?1, ?2, ?3, ?4, 1, 0) RETURNING id",
             )?
-            .execute(params![self.conversation_id, path, kind.as_str(), name])?;
+            .query_row(params![self.conversation_id, path, kind.as_str(), name], |r| r.get(0))?;
         match kind {
             DocumentKind::Branch => self.stats.branches += 1,
             DocumentKind::View => self.stats.views += 1,
             _ => {}
         }
-        Ok(DocumentId(self.tx.last_insert_rowid()))
+        Ok(DocumentId(id))
     }
 
     /// Ends a document: how many lines it has, whether its last one ended with a newline, and
@@ -298,8 +299,8 @@ impl<'c> ConversationWriter<'c> {
             super::totals::save(&self.tx, self.conversation_id, totals, modified)?;
         }
         self.tx.execute(
-            "UPDATE conversations SET fingerprint = ?2, deleted_at = NULL, imported_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1",
-            params![self.conversation_id, fingerprint],
+            "UPDATE conversations SET fingerprint = ?2, deleted_at = NULL, imported_at = ?3 WHERE id = ?1",
+            params![self.conversation_id, fingerprint, super::sql::now_utc()],
         )?;
         self.tx.commit()?;
         Ok(self.stats)

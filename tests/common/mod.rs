@@ -168,3 +168,70 @@ pub fn output_within(mut child: std::process::Child, limit: std::time::Duration,
     }
     child.wait_with_output().unwrap()
 }
+
+/// A database a test runs against: an SQLite file, or a fresh PostgreSQL database on the test
+/// server (dropped when this is). Tests of the store's guarantees run once per engine
+/// ([`databases`]).
+pub struct TestDb {
+    /// What `--db` is given: the file's path, or the database's URL.
+    pub db: PathBuf,
+    /// "sqlite" or "postgres", for messages and directory names.
+    pub engine: &'static str,
+    server: Option<(String, String)>,
+}
+
+impl TestDb {
+    /// The SQLite file `sessions.db` in `dir`.
+    pub fn sqlite(dir: &Path) -> TestDb {
+        TestDb { db: dir.join("sessions.db"), engine: "sqlite", server: None }
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let Some((admin, name)) = &self.server {
+            if let Ok(mut client) = postgres::Client::connect(admin, postgres::NoTls) {
+                let _ = client.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"));
+            }
+        }
+    }
+}
+
+/// The PostgreSQL server the tests use: `SESSIONDB_TEST_POSTGRES_URL` (`tools/test.sh` starts
+/// one and sets it). Unset, the tests fail, saying so, rather than quietly test SQLite alone;
+/// `none` leaves PostgreSQL out on purpose.
+pub fn postgres_server() -> Option<String> {
+    match std::env::var("SESSIONDB_TEST_POSTGRES_URL") {
+        Ok(url) if url == "none" => None,
+        Ok(url) => Some(url),
+        Err(_) => panic!(
+            "SESSIONDB_TEST_POSTGRES_URL is not set: run the tests through tools/test.sh (which starts a PostgreSQL server), \
+             point it at a server's database whose user may create databases, or set it to `none` to test SQLite alone"
+        ),
+    }
+}
+
+/// A fresh, empty PostgreSQL database on the test server, or `None` when PostgreSQL is left out.
+pub fn postgres_db() -> Option<TestDb> {
+    let admin = postgres_server()?;
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let name = format!("sessiondb_test_{}_{}_{nanos}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let mut client = postgres::Client::connect(&admin, postgres::NoTls).unwrap_or_else(|e| panic!("the test server at {admin}: {e}"));
+    client.batch_execute(&format!("CREATE DATABASE \"{name}\"")).unwrap();
+    let (base, query) = match admin.split_once('?') {
+        Some((base, query)) => (base, format!("?{query}")),
+        None => (admin.as_str(), String::new()),
+    };
+    let server_part = &base[..base.rfind('/').expect("a URL with a database")];
+    let url = format!("{server_part}/{name}{query}");
+    Some(TestDb { db: PathBuf::from(url), engine: "postgres", server: Some((admin.clone(), name)) })
+}
+
+/// Every database a store test runs against: an SQLite file in `dir`, then (unless left out:
+/// [`postgres_server`]) a fresh PostgreSQL database.
+pub fn databases(dir: &Path) -> Vec<TestDb> {
+    let mut all = vec![TestDb::sqlite(dir)];
+    all.extend(postgres_db());
+    all
+}
