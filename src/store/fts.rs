@@ -20,7 +20,7 @@
 //!
 //! On PostgreSQL both indexes are GIN indexes over `messages` that the server keeps with every
 //! write (`schema/postgres/0015_init.sql`): nothing is ever behind, and every function here
-//! but [`message_seq`] has nothing to do there.
+//! has nothing to do there.
 
 use super::sql::Engine;
 use super::{Connection, StoreError};
@@ -35,13 +35,13 @@ const INDEXES: [(&str, &str, &str); 2] =
     [("messages_fts", "fts_indexed_upto", "sessiondb_fts_text"), ("messages_substring", "substring_indexed_upto", "sessiondb_lower")];
 
 /// The highest message id ever handed out: the messages a transaction adds from here on have
-/// higher ones (ids are never reused).
+/// higher ones (ids are never reused). For [`index_own`] only, so on PostgreSQL (which indexes
+/// every write itself) nothing is asked and the answer is 0.
 pub fn message_seq(conn: &Connection) -> Result<i64, StoreError> {
-    let sql = match conn.engine() {
-        Engine::Sqlite => "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0)",
-        Engine::Postgres => "SELECT coalesce(max(id), 0) FROM messages",
-    };
-    Ok(conn.prepare_cached(sql)?.query_row((), |r| r.get(0))?)
+    if kept_by_server(conn) {
+        return Ok(0);
+    }
+    Ok(conn.prepare_cached("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0)")?.query_row((), |r| r.get(0))?)
 }
 
 /// The most messages waiting for the indexes that a writer indexes with its own
@@ -132,15 +132,9 @@ pub fn catch_up(conn: &Connection, progress: &mut dyn FnMut(u64, u64)) -> Result
     }
     let mut done = 0;
     loop {
-        conn.execute_batch("BEGIN IMMEDIATE")?;
-        let step = index_up_to(conn, CATCH_UP_STEP).and_then(|n| Ok(conn.execute_batch("COMMIT").map(|()| n)?));
-        match step {
-            Ok(0) => return Ok(done),
-            Ok(n) => done += n,
-            Err(e) => {
-                let _ = conn.execute_batch("ROLLBACK");
-                return Err(e);
-            }
+        match conn.in_transaction(|| index_up_to(conn, CATCH_UP_STEP))? {
+            0 => return Ok(done),
+            n => done += n,
         }
         progress(done, of.max(done));
     }
@@ -156,19 +150,11 @@ pub fn rebuild_substring_index(conn: &Connection) -> Result<(), StoreError> {
         conn.execute_batch("REINDEX INDEX messages_substrings")?;
         return Ok(());
     }
-    conn.execute_batch("BEGIN IMMEDIATE")?;
-    let rebuilt = (|| -> Result<(), StoreError> {
+    conn.in_transaction(|| {
         conn.execute_batch(SUBSTRING_INDEX)?;
         index_pending(conn)?;
         Ok(())
-    })();
-    match rebuilt {
-        Ok(()) => Ok(conn.execute_batch("COMMIT")?),
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            Err(e)
-        }
-    }
+    })
 }
 
 /// The migration that last made the substring index, which makes it again from the rows

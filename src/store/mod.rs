@@ -155,7 +155,7 @@ enum Inner {
 }
 
 /// The engine's connection within a [`Connection`].
-enum Engine<'c> {
+enum EngineConn<'c> {
     Sqlite(&'c rusqlite::Connection),
     #[cfg(feature = "postgres")]
     Postgres(&'c sql::pg::Client),
@@ -189,23 +189,23 @@ impl Connection {
         self.1.get()
     }
 
-    fn inner(&self) -> Engine<'_> {
+    fn inner(&self) -> EngineConn<'_> {
         match &self.0 {
-            Inner::Pooled(c) => Engine::Sqlite(c),
-            Inner::Plain(c) => Engine::Sqlite(c),
+            Inner::Pooled(c) => EngineConn::Sqlite(c),
+            Inner::Plain(c) => EngineConn::Sqlite(c),
             #[cfg(feature = "postgres")]
-            Inner::Postgres(c) => Engine::Postgres(c),
+            Inner::Postgres(c) => EngineConn::Postgres(c),
             #[cfg(feature = "postgres")]
-            Inner::PostgresPlain(c) => Engine::Postgres(c),
+            Inner::PostgresPlain(c) => EngineConn::Postgres(c),
         }
     }
 
     /// Which engine this connection talks to.
     pub fn engine(&self) -> sql::Engine {
         match self.inner() {
-            Engine::Sqlite(_) => sql::Engine::Sqlite,
+            EngineConn::Sqlite(_) => sql::Engine::Sqlite,
             #[cfg(feature = "postgres")]
-            Engine::Postgres(_) => sql::Engine::Postgres,
+            EngineConn::Postgres(_) => sql::Engine::Postgres,
         }
     }
 
@@ -213,25 +213,25 @@ impl Connection {
     /// indexes, incremental blob I/O); `None` on PostgreSQL.
     pub(in crate::store) fn sqlite(&self) -> Option<&rusqlite::Connection> {
         match self.inner() {
-            Engine::Sqlite(c) => Some(c),
+            EngineConn::Sqlite(c) => Some(c),
             #[cfg(feature = "postgres")]
-            Engine::Postgres(_) => None,
+            EngineConn::Postgres(_) => None,
         }
     }
 
     pub(in crate::store) fn prepare(&self, sql: &str) -> sql::Result<sql::Statement<'_>> {
         match self.inner() {
-            Engine::Sqlite(c) => Ok(sql::Statement::sqlite(c.prepare(sql)?)),
+            EngineConn::Sqlite(c) => Ok(sql::Statement::sqlite(c.prepare(sql)?)),
             #[cfg(feature = "postgres")]
-            Engine::Postgres(c) => Ok(sql::Statement::postgres(c, c.prepare(sql, false)?)),
+            EngineConn::Postgres(c) => Ok(sql::Statement::postgres(c, c.prepare(sql, false)?)),
         }
     }
 
     pub(in crate::store) fn prepare_cached(&self, sql: &str) -> sql::Result<sql::Statement<'_>> {
         match self.inner() {
-            Engine::Sqlite(c) => Ok(sql::Statement::sqlite_cached(c.prepare_cached(sql)?)),
+            EngineConn::Sqlite(c) => Ok(sql::Statement::sqlite_cached(c.prepare_cached(sql)?)),
             #[cfg(feature = "postgres")]
-            Engine::Postgres(c) => Ok(sql::Statement::postgres(c, c.prepare(sql, true)?)),
+            EngineConn::Postgres(c) => Ok(sql::Statement::postgres(c, c.prepare(sql, true)?)),
         }
     }
 
@@ -245,19 +245,31 @@ impl Connection {
     /// How long a statement waits for a lock another connection holds.
     pub(in crate::store) fn set_busy_timeout(&self, wait: std::time::Duration) -> sql::Result<()> {
         match self.inner() {
-            Engine::Sqlite(c) => Ok(c.busy_timeout(wait)?),
+            EngineConn::Sqlite(c) => Ok(c.busy_timeout(wait)?),
             #[cfg(feature = "postgres")]
-            Engine::Postgres(c) => c.batch_execute(&format!("SET lock_timeout = {}", wait.as_millis())),
+            EngineConn::Postgres(c) => c.batch_execute(&format!("SET lock_timeout = {}", wait.as_millis())),
         }
     }
 
     /// Runs statements separated by `;`, without parameters.
     pub(in crate::store) fn execute_batch(&self, sql: &str) -> sql::Result<()> {
         match self.inner() {
-            Engine::Sqlite(c) => Ok(c.execute_batch(sql)?),
+            EngineConn::Sqlite(c) => Ok(c.execute_batch(sql)?),
             #[cfg(feature = "postgres")]
-            Engine::Postgres(c) => c.batch_execute(sql),
+            EngineConn::Postgres(c) => c.batch_execute(sql),
         }
+    }
+
+    /// Runs `work` in one write transaction (`BEGIN IMMEDIATE`: SQLite's write lock from the
+    /// start), committed when it succeeds; rolled back when it or the commit fails (a commit
+    /// SQLite refuses leaves the transaction open). Call outside any transaction.
+    pub(in crate::store) fn in_transaction<T>(&self, work: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
+        self.execute_batch("BEGIN IMMEDIATE")?;
+        let done = work().and_then(|done| Ok(self.execute_batch("COMMIT").map(|()| done)?));
+        if done.is_err() {
+            let _ = self.execute_batch("ROLLBACK");
+        }
+        done
     }
 
     pub(in crate::store) fn query_row<T, P, F>(&self, sql: &str, params: P, f: F) -> sql::Result<T>
@@ -304,7 +316,7 @@ impl Store {
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         check_usable(path)?;
         #[cfg(feature = "postgres")]
-        if let Some(url) = path.to_str().filter(|p| server::is_url(p)) {
+        if let Some(url) = path.to_str().filter(|_| Store::is_server(path)) {
             return Store::open_postgres(url);
         }
         let created = create_private_file(path).map_err(|source| StoreError::Create { path: path.to_owned(), source })?;
@@ -364,7 +376,7 @@ impl Store {
     /// administrator makes it; a mistyped name is refused by the server).
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
         check_usable(path)?;
-        if url_scheme(path).is_none() && std::fs::symlink_metadata(path).is_err() {
+        if !Store::is_server(path) && std::fs::symlink_metadata(path).is_err() {
             return Err(StoreError::NoDatabase { path: path.to_owned() });
         }
         Store::open(path)
@@ -398,28 +410,10 @@ impl Store {
         &self.path
     }
 
-    /// Whether `db` names a server's database (a `postgres://` URL) rather than an SQLite file.
+    /// Whether `db` names a server's database (a `postgres://` or `postgresql://` URL, in a
+    /// build with PostgreSQL) rather than an SQLite file.
     pub fn is_server(db: &Path) -> bool {
-        matches!(url_scheme(db), Some("postgres" | "postgresql"))
-    }
-
-    /// The database as messages name it: the file's path, or the server's URL without its
-    /// password.
-    pub fn display_name(&self) -> String {
-        match self.engine() {
-            #[cfg(feature = "postgres")]
-            sql::Engine::Postgres => server::redacted(&self.path.to_string_lossy()),
-            _ => self.path.display().to_string(),
-        }
-    }
-
-    /// Which engine holds the store.
-    pub fn engine(&self) -> sql::Engine {
-        match &self.pool {
-            Pool::Sqlite(_) => sql::Engine::Sqlite,
-            #[cfg(feature = "postgres")]
-            Pool::Postgres(_) => sql::Engine::Postgres,
-        }
+        cfg!(feature = "postgres") && matches!(url_scheme(db), Some("postgres" | "postgresql"))
     }
 
     /// Moves what it can of the write-ahead log into the database, and empties the log when no
@@ -518,14 +512,15 @@ impl Drop for RankingFollower {
     }
 }
 
-/// Fails at once, naming `path`, when it cannot name a database: a URL (`postgres://…`, which
-/// as a path would create `./postgres:/…`), or a directory (the pool would otherwise retry
+/// Fails at once, naming `path`, when it cannot name a database: a URL of another kind than a
+/// server's ([`Store::is_server`]; `mysql://…`, which as a path would create `./mysql:/…`), or
+/// a directory (the pool would otherwise retry
 /// opening it for its whole connection timeout).
 pub fn check_usable(path: &Path) -> Result<(), StoreError> {
+    if Store::is_server(path) {
+        return Ok(());
+    }
     if let Some(scheme) = url_scheme(path) {
-        if cfg!(feature = "postgres") && matches!(scheme, "postgres" | "postgresql") {
-            return Ok(());
-        }
         return Err(StoreError::Url { url: path.display().to_string(), scheme: scheme.to_owned() });
     }
     if path.is_dir() {
@@ -662,6 +657,8 @@ mod tests {
             assert_eq!(url_scheme(&path), None, "{}", path.display());
         }
         assert_eq!(url_scheme(Path::new("1x://y")), None);
+        assert!(Store::is_server(Path::new("postgresql://x")) && Store::is_server(Path::new("postgres://x")));
+        assert!(!Store::is_server(Path::new("/tmp/postgres.db")) && !Store::is_server(Path::new("mysql://x")));
         assert_eq!(url_scheme(Path::new("://y")), None);
     }
 

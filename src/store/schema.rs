@@ -134,20 +134,12 @@ fn migrate_postgres_locked(conn: &super::Connection, read: &str) -> Result<(), S
         return Err(StoreError::NewerSchema { found, supported: CURRENT_VERSION });
     }
     for &(target, sql) in POSTGRES_MIGRATIONS.iter().filter(|(target, _)| *target > found) {
-        conn.execute_batch("BEGIN")?;
-        let applied = (|| -> Result<(), StoreError> {
+        conn.in_transaction(|| {
             conn.execute_batch(sql)?;
             conn.execute("DELETE FROM sessiondb_schema", ())?;
             conn.execute("INSERT INTO sessiondb_schema (version) VALUES (?1)", [target])?;
             Ok(())
-        })();
-        match applied {
-            Ok(()) => conn.execute_batch("COMMIT")?,
-            Err(e) => {
-                let _ = conn.execute_batch("ROLLBACK");
-                return Err(e);
-            }
-        }
+        })?;
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //!
 //! `--db postgres://…` (or `postgresql://…`) names a database on a server; everything after the
 //! scheme is libpq's URL syntax (user, password, host, port, database, `?options`). A password
-//! in the URL is never printed: [`redacted`] is what errors and `status` show. Each connection
+//! in the URL is never printed: [`redacted`] is what errors show. Each connection
 //! starts with the settings the store relies on: UTC, and a lock timeout equal to SQLite's busy
 //! timeout, so that a writer held up by another host fails with a clear error instead of
 //! waiting for ever.
@@ -34,20 +34,12 @@ impl r2d2::ManageConnection for Manager {
     }
 
     fn is_valid(&self, conn: &mut Client) -> Result<(), postgres::Error> {
-        conn.batch_execute("").map_err(|e| match e {
-            super::sql::Error::Postgres(e) => e,
-            _ => unreachable!("a PostgreSQL connection fails with PostgreSQL's errors"),
-        })
+        conn.ping()
     }
 
     fn has_broken(&self, conn: &mut Client) -> bool {
         conn.is_broken()
     }
-}
-
-/// Whether `db` names a PostgreSQL database rather than an SQLite file.
-pub fn is_url(db: &str) -> bool {
-    db.starts_with("postgres://") || db.starts_with("postgresql://")
 }
 
 /// `url` with its password, if any, replaced by `***`, for messages.
@@ -91,6 +83,5 @@ mod tests {
         assert_eq!(redacted("postgresql://me@db/x?sslmode=require&password=pw"), "postgresql://me@db/x?sslmode=require&password=***");
         assert_eq!(redacted("postgres://db/x?password=pw"), "postgres://db/x?password=***");
         assert_eq!(redacted("postgres://me@db"), "postgres://me@db");
-        assert!(is_url("postgresql://x") && is_url("postgres://x") && !is_url("/tmp/postgres.db"));
     }
 }

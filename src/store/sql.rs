@@ -35,8 +35,8 @@ pub enum Value {
     Blob(Vec<u8>),
 }
 
-impl Value {
-    fn as_ref(&self) -> ValueRef<'_> {
+impl ToSql for Value {
+    fn to_sql(&self) -> ValueRef<'_> {
         match self {
             Value::Null => ValueRef::Null,
             Value::Integer(i) => ValueRef::Integer(*i),
@@ -62,18 +62,6 @@ impl From<f64> for Value {
 impl From<String> for Value {
     fn from(s: String) -> Self {
         Value::Text(s)
-    }
-}
-
-impl From<&str> for Value {
-    fn from(s: &str) -> Self {
-        Value::Text(s.to_owned())
-    }
-}
-
-impl From<Vec<u8>> for Value {
-    fn from(b: Vec<u8>) -> Self {
-        Value::Blob(b)
     }
 }
 
@@ -152,13 +140,6 @@ fn postgres_message(e: &postgres::Error) -> String {
 }
 
 impl Error {
-    /// Whether this is SQLite saying the statement does not parse (for a search query given
-    /// in FTS5's syntax).
-    pub fn is_sqlite_syntax_error(&self) -> bool {
-        matches!(self, Error::Sqlite(rusqlite::Error::SqliteFailure(e, _)) if e.code == rusqlite::ErrorCode::Unknown)
-            || matches!(self, Error::Sqlite(rusqlite::Error::SqlInputError { .. }))
-    }
-
     /// The SQLSTATE of a PostgreSQL error, if this is one.
     pub fn sqlstate(&self) -> Option<&str> {
         match self {
@@ -185,19 +166,6 @@ macro_rules! integer_to_sql {
     )*};
 }
 integer_to_sql!(i8, i16, i32, i64, u8, u16, u32, isize);
-
-impl ToSql for u64 {
-    /// Sizes and counts: never past `i64::MAX` in a store.
-    fn to_sql(&self) -> ValueRef<'_> {
-        ValueRef::Integer(i64::try_from(*self).unwrap_or(i64::MAX))
-    }
-}
-
-impl ToSql for usize {
-    fn to_sql(&self) -> ValueRef<'_> {
-        ValueRef::Integer(i64::try_from(*self).unwrap_or(i64::MAX))
-    }
-}
 
 impl ToSql for bool {
     fn to_sql(&self) -> ValueRef<'_> {
@@ -259,24 +227,6 @@ impl<T: ToSql> ToSql for Option<T> {
 impl<T: ToSql + ?Sized> ToSql for &T {
     fn to_sql(&self) -> ValueRef<'_> {
         (**self).to_sql()
-    }
-}
-
-impl<T: ToSql + ?Sized> ToSql for Box<T> {
-    fn to_sql(&self) -> ValueRef<'_> {
-        (**self).to_sql()
-    }
-}
-
-impl ToSql for Value {
-    fn to_sql(&self) -> ValueRef<'_> {
-        self.as_ref()
-    }
-}
-
-impl ToSql for ValueRef<'_> {
-    fn to_sql(&self) -> ValueRef<'_> {
-        *self
     }
 }
 
@@ -392,33 +342,12 @@ impl FromSql for Vec<u8> {
     }
 }
 
-impl<const N: usize> FromSql for [u8; N] {
-    fn from_sql(value: ValueRef<'_>) -> Result<Self, String> {
-        match value {
-            ValueRef::Blob(b) => b.try_into().map_err(|_| format!("a blob of {} bytes where {N} were expected", b.len())),
-            v => wrong_type(v, "a blob"),
-        }
-    }
-}
-
 impl<T: FromSql> FromSql for Option<T> {
     fn from_sql(value: ValueRef<'_>) -> Result<Self, String> {
         match value {
             ValueRef::Null => Ok(None),
             v => T::from_sql(v).map(Some),
         }
-    }
-}
-
-impl FromSql for Value {
-    fn from_sql(value: ValueRef<'_>) -> Result<Self, String> {
-        Ok(match value {
-            ValueRef::Null => Value::Null,
-            ValueRef::Integer(i) => Value::Integer(i),
-            ValueRef::Real(f) => Value::Real(f),
-            ValueRef::Text(s) => Value::Text(s.to_owned()),
-            ValueRef::Blob(b) => Value::Blob(b.to_vec()),
-        })
     }
 }
 
@@ -464,7 +393,7 @@ impl Row<'_> {
         let index = index.index();
         let read = |value: ValueRef<'_>| T::from_sql(value).map_err(|why| Error::Column { index, why });
         match &self.0 {
-            RowInner::Sqlite(_) => read(self.sqlite_value(index)?),
+            RowInner::Sqlite(r) => read(sqlite_value(r, index)?),
             #[cfg(feature = "postgres")]
             RowInner::Postgres(r) => {
                 if index >= r.len() {
@@ -475,23 +404,19 @@ impl Row<'_> {
             }
         }
     }
+}
 
-    /// Column `index` of an SQLite row as it is stored.
-    fn sqlite_value(&self, index: usize) -> Result<ValueRef<'_>> {
-        match &self.0 {
-            RowInner::Sqlite(r) => Ok(match r.get_ref(index)? {
-                rusqlite::types::ValueRef::Null => ValueRef::Null,
-                rusqlite::types::ValueRef::Integer(i) => ValueRef::Integer(i),
-                rusqlite::types::ValueRef::Real(f) => ValueRef::Real(f),
-                rusqlite::types::ValueRef::Text(t) => {
-                    ValueRef::Text(std::str::from_utf8(t).map_err(|e| Error::Column { index, why: format!("text that is not UTF-8: {e}") })?)
-                }
-                rusqlite::types::ValueRef::Blob(b) => ValueRef::Blob(b),
-            }),
-            #[cfg(feature = "postgres")]
-            RowInner::Postgres(_) => unreachable!("an SQLite row"),
+/// Column `index` of an SQLite row as it is stored.
+fn sqlite_value<'r>(row: &'r rusqlite::Row<'_>, index: usize) -> Result<ValueRef<'r>> {
+    Ok(match row.get_ref(index)? {
+        rusqlite::types::ValueRef::Null => ValueRef::Null,
+        rusqlite::types::ValueRef::Integer(i) => ValueRef::Integer(i),
+        rusqlite::types::ValueRef::Real(f) => ValueRef::Real(f),
+        rusqlite::types::ValueRef::Text(t) => {
+            ValueRef::Text(std::str::from_utf8(t).map_err(|e| Error::Column { index, why: format!("text that is not UTF-8: {e}") })?)
         }
-    }
+        rusqlite::types::ValueRef::Blob(b) => ValueRef::Blob(b),
+    })
 }
 
 /// Rows of a query, read one at a time.
@@ -783,13 +708,11 @@ pub(in crate::store) mod pg {
         }
 
         pub fn execute(&self, stmt: &postgres::Statement, values: &[ValueRef<'_>]) -> super::Result<usize> {
-            let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-            Ok(self.client.borrow_mut().execute(stmt, &params)? as usize)
+            Ok(self.client.borrow_mut().execute(stmt, &bound(values))? as usize)
         }
 
         pub fn query(&self, stmt: &postgres::Statement, values: &[ValueRef<'_>]) -> super::Result<Vec<postgres::Row>> {
-            let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-            Ok(self.client.borrow_mut().query(stmt, &params)?)
+            Ok(self.client.borrow_mut().query(stmt, &bound(values))?)
         }
 
         /// Runs statements separated by `;`, none with parameters (in the shared dialect).
@@ -797,9 +720,19 @@ pub(in crate::store) mod pg {
             Ok(self.client.borrow_mut().batch_execute(&super::postgres_dialect(sql))?)
         }
 
+        /// Asks the server whether the connection still works (for the pool).
+        pub fn ping(&self) -> Result<(), postgres::Error> {
+            self.client.borrow_mut().batch_execute("")
+        }
+
         pub fn is_broken(&self) -> bool {
             self.client.borrow().is_closed()
         }
+    }
+
+    /// `values` as the `postgres` crate takes parameters.
+    fn bound<'v>(values: &'v [ValueRef<'_>]) -> Vec<&'v (dyn ToSql + Sync)> {
+        values.iter().map(|v| v as &(dyn ToSql + Sync)).collect()
     }
 
     fn mismatch(value: &ValueRef<'_>, ty: &Type) -> Box<dyn std::error::Error + Sync + Send> {
