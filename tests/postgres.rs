@@ -132,5 +132,99 @@ fn three_hosts_import_into_one_database_at_once() {
     for host in hosts {
         assert!(said.contains(&format!("{host}:2026-07-05-branches")), "{said}");
     }
-    assert!(fs::read_dir(work.path()).unwrap().count() >= 6);
+}
+
+/// The multi-host test: three hosts, each with its own logs root (the same chat ids in
+/// all three) where real gptme keeps appending, sync into one database at once, over and over;
+/// one host's syncs are killed (SIGKILL) at random moments. After a last sync of each, every
+/// message gptme acknowledged on each host is in the store once, under that host's source, and
+/// each source written out is its host's root, byte for byte.
+#[test]
+fn three_hosts_sync_while_gptme_writes_and_one_is_killed() {
+    let Some(pg) = common::postgres_db() else { return };
+    let (kills_wanted, mut rng) = common::crash::plan(20);
+    let work = tempfile::tempdir().unwrap();
+    let hosts = ["alpha", "beta", "gamma"];
+    let killed = "beta";
+    let chats = ["2026-12-01-host-new", "2026-07-01-basic-chat"];
+    let mut appenders = Vec::new();
+    for host in hosts {
+        let root = work.path().join(host);
+        copy_tree(&fixtures(), &root);
+        let ack = work.path().join(format!("{host}.acks"));
+        appenders.push(
+            Command::new(common::gptme_python())
+                .arg(common::tool("gptme_appender.py"))
+                .arg(&root)
+                .arg(&ack)
+                .arg("100000")
+                .args(chats)
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+    }
+    let sync = |host: &str| {
+        let mut cmd = sessiondb(&pg.db);
+        cmd.arg("sync").arg(work.path().join(host)).args(["--source", host]).stdout(Stdio::null()).stderr(Stdio::piped());
+        cmd
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let (mut kills, mut rounds) = (0u32, 0u32);
+    while kills < kills_wanted || rounds < 10 {
+        assert!(std::time::Instant::now() < deadline, "too slow: {kills} kills in {rounds} rounds");
+        rounds += 1;
+        // The hosts sync at once; the killed host's sync dies somewhere in its first 300 ms.
+        let children: Vec<_> = hosts.iter().map(|host| (*host, sync(host).spawn().unwrap())).collect();
+        for (host, mut child) in children {
+            if host == killed {
+                std::thread::sleep(std::time::Duration::from_micros(rng.next() % 300_000));
+                if child.try_wait().unwrap().is_none() {
+                    child.kill().unwrap();
+                    child.wait().unwrap();
+                    kills += 1;
+                    continue;
+                }
+            }
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{host}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    for mut appender in appenders {
+        // SIGTERM: the appender finishes the append in hand and records it.
+        unsafe { libc::kill(appender.id() as i32, libc::SIGTERM) };
+        assert!(appender.wait().unwrap().success());
+    }
+    for host in hosts {
+        let out = sync(host).output().unwrap();
+        assert!(out.status.success(), "{host}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    let store = sessiondb::store::Store::open(&pg.db).unwrap();
+    let conn = store.connection().unwrap();
+    let mut acknowledged_in_all = 0;
+    for host in hosts {
+        let acknowledged: Vec<String> = fs::read_to_string(work.path().join(format!("{host}.acks"))).unwrap().lines().map(str::to_owned).collect();
+        acknowledged_in_all += acknowledged.len();
+        for chat in chats {
+            let main = sessiondb::store::queries::branch_messages(&conn, &format!("{host}:{chat}"), "main").unwrap();
+            for a in acknowledged.iter().filter(|a| a.starts_with(&format!("ack {chat} "))) {
+                let found = main.iter().filter(|(m, _)| &m.content == a).count();
+                assert_eq!(found, 1, "{host}: {a:?} is in its store copy {found} times");
+            }
+        }
+        let out = work.path().join(format!("out-{host}"));
+        run_ok(sessiondb(&pg.db).args(["export", "--source", host, "--to"]).arg(&out));
+        assert_same_tree(&work.path().join(host), &out, &[".lock"]);
+    }
+    // A query across all sources sees every host's conversations, each under its host.
+    let listed: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&pg.db).args(["list", "--json", "--all"])).stdout).unwrap();
+    for host in hosts {
+        for chat in chats {
+            let rows = listed.as_array().unwrap().iter().filter(|c| c["source"] == host && c["id"] == chat).count();
+            assert_eq!(rows, 1, "{host}:{chat} listed {rows} times");
+        }
+    }
+    println!("rounds: {rounds}, kills: {kills}, messages acknowledged by gptme: {acknowledged_in_all}");
+    assert!(acknowledged_in_all > 30, "gptme appended too little to test anything: {acknowledged_in_all}");
 }

@@ -17,6 +17,10 @@ struct Root {
     logs: PathBuf,
     db: PathBuf,
     home: PathBuf,
+    /// "sqlite" or "postgres" ([`roots_with_fixtures`]).
+    engine: &'static str,
+    /// The PostgreSQL database `db` names, dropped with the root.
+    _server: Option<common::TestDb>,
 }
 
 fn root_with_fixtures() -> Root {
@@ -25,7 +29,21 @@ fn root_with_fixtures() -> Root {
     run_ok(Command::new("cp").arg("-a").arg(common::fixtures()).arg(&logs));
     let home = temp.path().join("home");
     fs::create_dir(&home).unwrap();
-    Root { db: temp.path().join("db.sqlite"), logs, home, _temp: temp }
+    Root { db: temp.path().join("db.sqlite"), logs, home, _temp: temp, engine: "sqlite", _server: None }
+}
+
+/// A fixtures root on each engine: one with an SQLite file, one with a fresh PostgreSQL
+/// database (unless PostgreSQL is left out: [`common::postgres_server`]).
+fn roots_with_fixtures() -> Vec<Root> {
+    let mut roots = vec![root_with_fixtures()];
+    if let Some(server) = common::postgres_db() {
+        let mut root = root_with_fixtures();
+        root.db = server.db.clone();
+        root.engine = server.engine;
+        root._server = Some(server);
+        roots.push(root);
+    }
+    roots
 }
 
 impl Root {
@@ -75,81 +93,83 @@ fn conflicts(report: &Value) -> Vec<(String, String, String)> {
 
 #[test]
 fn gptme_and_sessiondb_taking_turns_lose_nothing() {
-    let root = root_with_fixtures();
-    let chat = "2026-12-01-sync-turns";
-    let first = root.sync();
-    assert_eq!(first["ingest"]["new_conversations"], 18);
+    for root in roots_with_fixtures() {
+        eprintln!("on {}", root.engine);
+        let chat = "2026-12-01-sync-turns";
+        let first = root.sync();
+        assert_eq!(first["ingest"]["new_conversations"], 18);
 
-    // gptme: a new conversation, appends, an edit, an undo, a branch.
-    root.gptme(serde_json::json!([
-        {"op": "new", "id": chat},
-        {"op": "append", "id": chat, "role": "user", "content": "u1", "timestamp": "2026-12-01T10:00:00+00:00"},
-        {"op": "append", "id": chat, "role": "assistant", "content": "u2", "timestamp": "2026-12-01T10:00:01+00:00"},
-        {"op": "append", "id": chat, "role": "user", "content": "u3", "timestamp": "2026-12-01T10:00:02+00:00"},
-        {"op": "edit", "id": chat, "messages": [user("u1"), user("e1")]},
-        {"op": "append", "id": chat, "role": "user", "content": "u4", "timestamp": "2026-12-01T10:00:03+00:00"},
-        {"op": "undo", "id": chat, "n": 1},
-        {"op": "branch", "id": chat, "name": "side"},
-        {"op": "append", "id": chat, "branch": "side", "role": "user", "content": "s1", "timestamp": "2026-12-01T10:00:04+00:00"},
-    ]));
-    let report = root.sync();
-    assert_eq!(report["ingest"]["new_conversations"], 1, "{report}");
-    assert!(conflicts(&report).is_empty());
-    assert_store_matches_directory(&root, chat);
+        // gptme: a new conversation, appends, an edit, an undo, a branch.
+        root.gptme(serde_json::json!([
+            {"op": "new", "id": chat},
+            {"op": "append", "id": chat, "role": "user", "content": "u1", "timestamp": "2026-12-01T10:00:00+00:00"},
+            {"op": "append", "id": chat, "role": "assistant", "content": "u2", "timestamp": "2026-12-01T10:00:01+00:00"},
+            {"op": "append", "id": chat, "role": "user", "content": "u3", "timestamp": "2026-12-01T10:00:02+00:00"},
+            {"op": "edit", "id": chat, "messages": [user("u1"), user("e1")]},
+            {"op": "append", "id": chat, "role": "user", "content": "u4", "timestamp": "2026-12-01T10:00:03+00:00"},
+            {"op": "undo", "id": chat, "n": 1},
+            {"op": "branch", "id": chat, "name": "side"},
+            {"op": "append", "id": chat, "branch": "side", "role": "user", "content": "s1", "timestamp": "2026-12-01T10:00:04+00:00"},
+        ]));
+        let report = root.sync();
+        assert_eq!(report["ingest"]["new_conversations"], 1, "{report}");
+        assert!(conflicts(&report).is_empty());
+        assert_store_matches_directory(&root, chat);
 
-    // sessiondb writes through; gptme loads what it wrote and appends again.
-    run_ok(root.sessiondb().args(["append", chat, "--role", "user", "--content", "sd1"]));
-    run_ok(root.sessiondb().args(["append", chat, "--branch", "side", "--role", "user", "--content", "sd2"]));
-    root.gptme(serde_json::json!([{"op": "append", "id": chat, "role": "assistant", "content": "g1", "timestamp": "2026-12-01T10:00:05+00:00"}]));
-    let report = root.sync();
-    assert_eq!(report["ingest"]["conversations"], 1, "{report}");
-    assert_eq!(report["ingest"]["messages"], 1, "only gptme's new message is new to the store: {report}");
-    assert_store_matches_directory(&root, chat);
+        // sessiondb writes through; gptme loads what it wrote and appends again.
+        run_ok(root.sessiondb().args(["append", chat, "--role", "user", "--content", "sd1"]));
+        run_ok(root.sessiondb().args(["append", chat, "--branch", "side", "--role", "user", "--content", "sd2"]));
+        root.gptme(serde_json::json!([{"op": "append", "id": chat, "role": "assistant", "content": "g1", "timestamp": "2026-12-01T10:00:05+00:00"}]));
+        let report = root.sync();
+        assert_eq!(report["ingest"]["conversations"], 1, "{report}");
+        assert_eq!(report["ingest"]["messages"], 1, "only gptme's new message is new to the store: {report}");
+        assert_store_matches_directory(&root, chat);
 
-    // Both sides change main: sessiondb queues an append, gptme appends meanwhile.
-    run_ok(root.sessiondb().args(["append", chat, "--queue", "--role", "user", "--content", "sq1"]));
-    assert!(!common::transcript_contents(&root.logs.join(chat)).contains("sq1"), "a queued change waits for sync");
-    root.gptme(serde_json::json!([{"op": "append", "id": chat, "role": "user", "content": "g2", "timestamp": "2026-12-01T10:00:06+00:00"}]));
-    let report = root.sync();
-    let found = conflicts(&report);
-    assert_eq!(
-        found,
-        vec![
-            (chat.into(), "conversation.jsonl".into(), "branches/main-conflict-1.jsonl".into()),
-            (chat.into(), "events.jsonl".into(), "branches/main-conflict-1/events.jsonl".into()),
-        ],
-        "{report}"
-    );
-    let main: Vec<String> = fs::read_to_string(root.logs.join(chat).join("conversation.jsonl")).unwrap().lines().map(str::to_owned).collect();
-    assert!(main.last().unwrap().contains("\"g2\""), "the directory's version stays the branch");
-    let kept = fs::read_to_string(root.logs.join(chat).join("branches/main-conflict-1.jsonl")).unwrap();
-    assert!(kept.lines().last().unwrap().contains("\"sq1\""), "the store's version is kept: {kept}");
-    assert_store_matches_directory(&root, chat);
+        // Both sides change main: sessiondb queues an append, gptme appends meanwhile.
+        run_ok(root.sessiondb().args(["append", chat, "--queue", "--role", "user", "--content", "sq1"]));
+        assert!(!common::transcript_contents(&root.logs.join(chat)).contains("sq1"), "a queued change waits for sync");
+        root.gptme(serde_json::json!([{"op": "append", "id": chat, "role": "user", "content": "g2", "timestamp": "2026-12-01T10:00:06+00:00"}]));
+        let report = root.sync();
+        let found = conflicts(&report);
+        assert_eq!(
+            found,
+            vec![
+                (chat.into(), "conversation.jsonl".into(), "branches/main-conflict-1.jsonl".into()),
+                (chat.into(), "events.jsonl".into(), "branches/main-conflict-1/events.jsonl".into()),
+            ],
+            "{report}"
+        );
+        let main: Vec<String> = fs::read_to_string(root.logs.join(chat).join("conversation.jsonl")).unwrap().lines().map(str::to_owned).collect();
+        assert!(main.last().unwrap().contains("\"g2\""), "the directory's version stays the branch");
+        let kept = fs::read_to_string(root.logs.join(chat).join("branches/main-conflict-1.jsonl")).unwrap();
+        assert!(kept.lines().last().unwrap().contains("\"sq1\""), "the store's version is kept: {kept}");
+        assert_store_matches_directory(&root, chat);
 
-    // Both sides edit the same branch: a queued undo against gptme's edit of `side`.
-    run_ok(root.sessiondb().args(["undo", chat, "--branch", "side", "--queue"]));
-    root.gptme(serde_json::json!([{"op": "edit", "id": chat, "branch": "side", "messages": [user("u1"), user("side edited by gptme")]}]));
-    let report = root.sync();
-    let found = conflicts(&report);
-    assert!(found.iter().any(|(_, path, kept)| path == "branches/side.jsonl" && kept == "branches/side-conflict-1.jsonl"), "{report}");
-    assert_store_matches_directory(&root, chat);
+        // Both sides edit the same branch: a queued undo against gptme's edit of `side`.
+        run_ok(root.sessiondb().args(["undo", chat, "--branch", "side", "--queue"]));
+        root.gptme(serde_json::json!([{"op": "edit", "id": chat, "branch": "side", "messages": [user("u1"), user("side edited by gptme")]}]));
+        let report = root.sync();
+        let found = conflicts(&report);
+        assert!(found.iter().any(|(_, path, kept)| path == "branches/side.jsonl" && kept == "branches/side-conflict-1.jsonl"), "{report}");
+        assert_store_matches_directory(&root, chat);
 
-    // A further pass finds nothing to do, and every acknowledged message is on both sides.
-    let report = root.sync();
-    assert_eq!(report["ingest"]["conversations"], 0, "{report}");
-    assert_eq!(report["materialise"]["conversations"], 0, "{report}");
-    let acknowledged = ["u1", "u2", "u3", "e1", "u4", "s1", "sd1", "sd2", "g1", "sq1", "g2", "side edited by gptme"];
-    let on_disk = common::transcript_contents(&root.logs.join(chat));
-    let in_store = store_contents(&root.store(), chat);
-    for m in acknowledged {
-        assert!(on_disk.contains(m), "{m} missing from the directory: {on_disk:?}");
-        assert!(in_store.contains(m), "{m} missing from the store: {in_store:?}");
+        // A further pass finds nothing to do, and every acknowledged message is on both sides.
+        let report = root.sync();
+        assert_eq!(report["ingest"]["conversations"], 0, "{report}");
+        assert_eq!(report["materialise"]["conversations"], 0, "{report}");
+        let acknowledged = ["u1", "u2", "u3", "e1", "u4", "s1", "sd1", "sd2", "g1", "sq1", "g2", "side edited by gptme"];
+        let on_disk = common::transcript_contents(&root.logs.join(chat));
+        let in_store = store_contents(&root.store(), chat);
+        for m in acknowledged {
+            assert!(on_disk.contains(m), "{m} missing from the directory: {on_disk:?}");
+            assert!(in_store.contains(m), "{m} missing from the store: {in_store:?}");
+        }
+        assert_eq!(on_disk, in_store);
+        // And real gptme reads every file of the result.
+        let out = Command::new(gptme_python()).arg(tool("gptme_check.py")).arg("reads").arg(&root.logs).output().unwrap();
+        let check: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(check["ok"], true, "{check}");
     }
-    assert_eq!(on_disk, in_store);
-    // And real gptme reads every file of the result.
-    let out = Command::new(gptme_python()).arg(tool("gptme_check.py")).arg("reads").arg(&root.logs).output().unwrap();
-    let check: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(check["ok"], true, "{check}");
 }
 
 #[test]
@@ -206,81 +226,87 @@ fn appended_lines_are_read_from_the_watermark_and_half_lines_wait() {
 
 #[test]
 fn deleted_directories_are_marked_not_purged() {
-    let root = root_with_fixtures();
-    let chat = "2026-07-09-named-chat";
-    root.sync();
-    let aside = root.home.join("aside");
-    fs::rename(root.logs.join(chat), &aside).unwrap();
-    let report = root.sync();
-    assert_eq!(report["ingest"]["deleted"], 1, "{report}");
-    let list = String::from_utf8(run_ok(root.sessiondb().args(["list", "--all", "--json"])).stdout).unwrap();
-    assert!(!list.contains(chat), "a deleted conversation is not listed");
-    run_ok(root.sessiondb().args(["show", chat])); // but it is still there
-    assert_eq!(root.sync()["ingest"]["deleted"], 0, "marked once");
+    for root in roots_with_fixtures() {
+        eprintln!("on {}", root.engine);
+        let chat = "2026-07-09-named-chat";
+        root.sync();
+        let aside = root.home.join("aside");
+        fs::rename(root.logs.join(chat), &aside).unwrap();
+        let report = root.sync();
+        assert_eq!(report["ingest"]["deleted"], 1, "{report}");
+        let list = String::from_utf8(run_ok(root.sessiondb().args(["list", "--all", "--json"])).stdout).unwrap();
+        assert!(!list.contains(chat), "a deleted conversation is not listed");
+        run_ok(root.sessiondb().args(["show", chat])); // but it is still there
+        assert_eq!(root.sync()["ingest"]["deleted"], 0, "marked once");
 
-    fs::rename(&aside, root.logs.join(chat)).unwrap();
-    root.sync();
-    let list = String::from_utf8(run_ok(root.sessiondb().args(["list", "--all", "--json"])).stdout).unwrap();
-    assert!(list.contains(chat), "back when the directory is back");
+        fs::rename(&aside, root.logs.join(chat)).unwrap();
+        root.sync();
+        let list = String::from_utf8(run_ok(root.sessiondb().args(["list", "--all", "--json"])).stdout).unwrap();
+        assert!(list.contains(chat), "back when the directory is back");
 
-    fs::rename(root.logs.join(chat), &aside).unwrap();
-    root.sync();
-    run_ok(root.sessiondb().args(["rm", "--yes", chat]));
-    assert!(!root.sessiondb().args(["show", chat]).output().unwrap().status.success(), "rm purges it");
+        fs::rename(root.logs.join(chat), &aside).unwrap();
+        root.sync();
+        run_ok(root.sessiondb().args(["rm", "--yes", chat]));
+        assert!(!root.sessiondb().args(["show", chat]).output().unwrap().status.success(), "rm purges it");
+    }
 }
 
 #[test]
 fn dry_run_changes_nothing() {
-    let root = root_with_fixtures();
-    let chat = "2026-07-01-basic-chat";
-    root.sync();
-    run_ok(root.sessiondb().args(["append", chat, "--queue", "--role", "user", "--content", "queued"]));
-    fs::OpenOptions::new()
-        .append(true)
-        .open(root.logs.join("2026-07-03-message-flags/conversation.jsonl"))
-        .unwrap()
-        .write_all(b"{\"role\": \"user\", \"content\": \"by hand\", \"timestamp\": \"2026-12-01T10:00:00\"}\n")
-        .unwrap();
-    let before = common::tree::snapshot(&root.logs, &[]);
-    let out = run_ok(root.sessiondb().args(["sync", "--dry-run", "--json"]).arg(&root.logs));
-    let dry: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(common::tree::snapshot(&root.logs, &[]), before, "the directories are untouched");
-    assert_eq!(dry["materialise"]["messages"], 1, "{dry}");
-    assert_eq!(dry["ingest"]["messages"], 1, "{dry}");
-    let real = root.sync();
-    assert_eq!(real["ingest"], dry["ingest"], "the dry run reported what the sync did");
-    assert_eq!(real["materialise"], dry["materialise"]);
+    for root in roots_with_fixtures() {
+        eprintln!("on {}", root.engine);
+        let chat = "2026-07-01-basic-chat";
+        root.sync();
+        run_ok(root.sessiondb().args(["append", chat, "--queue", "--role", "user", "--content", "queued"]));
+        fs::OpenOptions::new()
+            .append(true)
+            .open(root.logs.join("2026-07-03-message-flags/conversation.jsonl"))
+            .unwrap()
+            .write_all(b"{\"role\": \"user\", \"content\": \"by hand\", \"timestamp\": \"2026-12-01T10:00:00\"}\n")
+            .unwrap();
+        let before = common::tree::snapshot(&root.logs, &[]);
+        let out = run_ok(root.sessiondb().args(["sync", "--dry-run", "--json"]).arg(&root.logs));
+        let dry: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(common::tree::snapshot(&root.logs, &[]), before, "the directories are untouched");
+        assert_eq!(dry["materialise"]["messages"], 1, "{dry}");
+        assert_eq!(dry["ingest"]["messages"], 1, "{dry}");
+        let real = root.sync();
+        assert_eq!(real["ingest"], dry["ingest"], "the dry run reported what the sync did");
+        assert_eq!(real["materialise"], dry["materialise"]);
+    }
 }
 
 #[test]
 fn a_conversation_gptme_holds_is_read_but_never_written() {
-    let root = root_with_fixtures();
-    let chat = "2026-07-01-basic-chat";
-    let other = "2026-07-04-attachments";
-    root.sync();
-    let gptme = LiveGptme::hold(&root.logs.join(other), &root.logs, &root.home);
-    let held = LiveGptme::hold(&root.logs.join(chat), &root.logs, &root.home);
-    run_ok(root.sessiondb().args(["append", chat, "--queue", "--role", "user", "--content", "waits for gptme to close"]));
-    let refused = root.sessiondb().args(["append", chat, "--role", "user", "--content", "x"]).output().unwrap();
-    assert!(!refused.status.success(), "written through only when gptme lets go");
-    let before = fs::read(root.logs.join(chat).join("conversation.jsonl")).unwrap();
-    // While held, gptme's own appends are still taken in (here: written by hand, as gptme would).
-    fs::OpenOptions::new()
-        .append(true)
-        .open(root.logs.join(other).join("conversation.jsonl"))
-        .unwrap()
-        .write_all(b"{\"role\": \"user\", \"content\": \"gptme wrote this\", \"timestamp\": \"2026-12-01T10:00:00\"}\n")
-        .unwrap();
-    let report = root.sync();
-    assert_eq!(report["materialise"]["skipped_locked"], 1, "{report}");
-    assert_eq!(report["ingest"]["messages"], 1, "{report}");
-    assert_eq!(fs::read(root.logs.join(chat).join("conversation.jsonl")).unwrap(), before, "never written while held");
-    drop(held);
-    drop(gptme);
-    let report = root.sync();
-    assert_eq!(report["materialise"]["conversations"], 1, "{report}");
-    assert!(common::transcript_contents(&root.logs.join(chat)).contains("waits for gptme to close"));
-    assert_store_matches_directory(&root, chat);
+    for root in roots_with_fixtures() {
+        eprintln!("on {}", root.engine);
+        let chat = "2026-07-01-basic-chat";
+        let other = "2026-07-04-attachments";
+        root.sync();
+        let gptme = LiveGptme::hold(&root.logs.join(other), &root.logs, &root.home);
+        let held = LiveGptme::hold(&root.logs.join(chat), &root.logs, &root.home);
+        run_ok(root.sessiondb().args(["append", chat, "--queue", "--role", "user", "--content", "waits for gptme to close"]));
+        let refused = root.sessiondb().args(["append", chat, "--role", "user", "--content", "x"]).output().unwrap();
+        assert!(!refused.status.success(), "written through only when gptme lets go");
+        let before = fs::read(root.logs.join(chat).join("conversation.jsonl")).unwrap();
+        // While held, gptme's own appends are still taken in (here: written by hand, as gptme would).
+        fs::OpenOptions::new()
+            .append(true)
+            .open(root.logs.join(other).join("conversation.jsonl"))
+            .unwrap()
+            .write_all(b"{\"role\": \"user\", \"content\": \"gptme wrote this\", \"timestamp\": \"2026-12-01T10:00:00\"}\n")
+            .unwrap();
+        let report = root.sync();
+        assert_eq!(report["materialise"]["skipped_locked"], 1, "{report}");
+        assert_eq!(report["ingest"]["messages"], 1, "{report}");
+        assert_eq!(fs::read(root.logs.join(chat).join("conversation.jsonl")).unwrap(), before, "never written while held");
+        drop(held);
+        drop(gptme);
+        let report = root.sync();
+        assert_eq!(report["materialise"]["conversations"], 1, "{report}");
+        assert!(common::transcript_contents(&root.logs.join(chat)).contains("waits for gptme to close"));
+        assert_store_matches_directory(&root, chat);
+    }
 }
 
 #[test]
@@ -312,45 +338,53 @@ fn repeat(root: &Root, times: u32, args: &[String]) -> std::process::Child {
 
 #[test]
 fn concurrent_processes_never_report_a_locked_database() {
-    let root = root_with_fixtures();
-    root.sync();
-    let chats = ["2026-07-01-basic-chat", "2026-07-03-message-flags", "2026-07-09-named-chat"];
-    let writers = |i: usize| if i == 0 { 2 } else { 1 }; // two appenders share the first
-    const APPENDS: u32 = 15;
-    let mut children = Vec::new();
-    for (i, chat) in chats.iter().enumerate() {
-        for k in 0..writers(i) {
-            // Each append's content is numbered by the shell loop: "c<k> <n>".
-            let script = format!(
-                "db=\"$1\"; for n in $(seq 1 {APPENDS}); do \"$0\" --db \"$db\" append {chat} --role user --content \"c{k} $n\" >/dev/null || exit 1; done"
-            );
-            let child =
-                Command::new("sh").args(["-c", &script, env!("CARGO_BIN_EXE_sessiondb")]).arg(&root.db).stderr(std::process::Stdio::piped()).spawn().unwrap();
-            children.push(child);
+    for root in roots_with_fixtures() {
+        eprintln!("on {}", root.engine);
+        root.sync();
+        let chats = ["2026-07-01-basic-chat", "2026-07-03-message-flags", "2026-07-09-named-chat"];
+        let writers = |i: usize| if i == 0 { 2 } else { 1 }; // two appenders share the first
+        const APPENDS: u32 = 15;
+        let mut children = Vec::new();
+        for (i, chat) in chats.iter().enumerate() {
+            for k in 0..writers(i) {
+                // Each append's content is numbered by the shell loop: "c<k> <n>".
+                let script = format!(
+                    "db=\"$1\"; for n in $(seq 1 {APPENDS}); do \"$0\" --db \"$db\" append {chat} --role user --content \"c{k} $n\" >/dev/null || exit 1; done"
+                );
+                let child =
+                    Command::new("sh").args(["-c", &script, env!("CARGO_BIN_EXE_sessiondb")]).arg(&root.db).stderr(std::process::Stdio::piped()).spawn().unwrap();
+                children.push(child);
+            }
         }
-    }
-    let logs = root.logs.display().to_string();
-    for args in [vec!["sync", &logs], vec!["list", "--json"], vec!["search", "c0"]] {
-        children.push(repeat(&root, 10, &args.iter().map(|s| s.to_string()).collect::<Vec<_>>()));
-    }
-    for child in children {
-        let out = child.wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success() && !err.contains("locked"), "a process failed: {err}");
-    }
-    let report = root.sync();
-    assert_eq!(report["ingest"]["messages"], 0, "the store already held every append: {report}");
-    let conn = root.store().connection().unwrap();
-    for (i, chat) in chats.iter().enumerate() {
-        let main = sessiondb::store::queries::branch_messages(&conn, chat, "main").unwrap();
-        let contents: Vec<&str> = main.iter().map(|(m, _)| m.content.as_str()).collect();
-        for k in 0..writers(i) {
-            let mine: Vec<String> = contents.iter().filter(|c| c.starts_with(&format!("c{k} "))).map(|c| c.to_string()).collect();
-            let expected: Vec<String> = (1..=APPENDS).map(|n| format!("c{k} {n}")).collect();
-            assert_eq!(mine, expected, "{chat}: each append once, in order");
+        let logs = root.logs.display().to_string();
+        // (search does not run on a PostgreSQL store yet)
+        let readers = if root.engine == "sqlite" {
+            vec![vec!["sync", &logs], vec!["list", "--json"], vec!["search", "c0"]]
+        } else {
+            vec![vec!["sync", &logs], vec!["list", "--json"]]
+        };
+        for args in readers {
+            children.push(repeat(&root, 10, &args.iter().map(|s| s.to_string()).collect::<Vec<_>>()));
         }
-        let summary = sessiondb::store::queries::conversation_summary(&conn, chat).unwrap();
-        assert_eq!(summary.messages as usize, main.len(), "{chat}: listing totals equal the messages stored");
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success() && !err.contains("locked"), "a process failed: {err}");
+        }
+        let report = root.sync();
+        assert_eq!(report["ingest"]["messages"], 0, "the store already held every append: {report}");
+        let conn = root.store().connection().unwrap();
+        for (i, chat) in chats.iter().enumerate() {
+            let main = sessiondb::store::queries::branch_messages(&conn, chat, "main").unwrap();
+            let contents: Vec<&str> = main.iter().map(|(m, _)| m.content.as_str()).collect();
+            for k in 0..writers(i) {
+                let mine: Vec<String> = contents.iter().filter(|c| c.starts_with(&format!("c{k} "))).map(|c| c.to_string()).collect();
+                let expected: Vec<String> = (1..=APPENDS).map(|n| format!("c{k} {n}")).collect();
+                assert_eq!(mine, expected, "{chat}: each append once, in order");
+            }
+            let summary = sessiondb::store::queries::conversation_summary(&conn, chat).unwrap();
+            assert_eq!(summary.messages as usize, main.len(), "{chat}: listing totals equal the messages stored");
+        }
     }
 }
 

@@ -10,6 +10,10 @@
 -- - There is no ranking index (SQLite's is a tantivy directory beside the file): searches on a
 --   server rank by ts_rank.
 -- - A blob's chunks go with it by the foreign key's cascade, not by a trigger.
+-- - The references to a message from a document's lines and from events are checked when the
+--   transaction commits: removing a conversation cascades to its messages and, by another path,
+--   to the lines and events that name them, and PostgreSQL would otherwise check each
+--   reference between the two (SQLite checks once the statement is done).
 
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 
@@ -133,7 +137,7 @@ CREATE INDEX messages_substrings ON messages USING gin (content gin_trgm_ops);
 CREATE TABLE document_lines (
     document_id     BIGINT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
     line_no         BIGINT NOT NULL,
-    message_id      BIGINT NOT NULL REFERENCES messages(id),
+    message_id      BIGINT NOT NULL REFERENCES messages(id) DEFERRABLE INITIALLY DEFERRED,
     PRIMARY KEY (document_id, line_no)
 );
 CREATE INDEX document_lines_by_message ON document_lines (message_id);
@@ -156,7 +160,7 @@ CREATE TABLE event_messages (
     document_id     BIGINT NOT NULL,
     line_no         BIGINT NOT NULL,
     position        BIGINT NOT NULL,
-    message_id      BIGINT NOT NULL REFERENCES messages(id),
+    message_id      BIGINT NOT NULL REFERENCES messages(id) DEFERRABLE INITIALLY DEFERRED,
     PRIMARY KEY (document_id, line_no, position),
     FOREIGN KEY (document_id, line_no) REFERENCES events(document_id, line_no) ON DELETE CASCADE
 );

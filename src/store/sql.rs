@@ -4,8 +4,9 @@
 //! Statements are written once, in the dialect both engines share (numbered parameters `?1`,
 //! `ON CONFLICT … DO …`, `RETURNING`), and prepared through a [`super::Connection`]. On
 //! PostgreSQL each is rewritten by [`postgres_dialect`] when first prepared (and cached with
-//! its server-side statement): `?N` becomes `$N`, SQLite's `BEGIN IMMEDIATE` a plain `BEGIN`,
-//! `INSERT OR IGNORE` an `ON CONFLICT DO NOTHING`. What the engines do differently in ways a
+//! its server-side statement): `?N` becomes `$N`, `INSERT OR IGNORE` an `ON CONFLICT DO
+//! NOTHING`, and SQLite's `BEGIN IMMEDIATE` a `BEGIN` that takes the store's write lock
+//! ([`WRITE_LOCK`]), so that writers take turns on the server as they do on SQLite's file. What the engines do differently in ways a
 //! rewrite cannot bridge (the word indexes, the schema's triggers) lives in per-engine code of
 //! the store's modules, which ask [`super::Connection::engine`].
 //!
@@ -574,14 +575,21 @@ impl<T> OptionalExtension<T> for Result<T> {
     }
 }
 
+/// The advisory lock (a key of PostgreSQL's `pg_advisory_xact_lock`) that a write transaction
+/// on the server holds from its start to its end: SQLite's one writer at a time, for every host
+/// writing into the database. A write transaction reads the rows it changes after taking it, so
+/// that two writers never work from the same old state (a sync reading in lines while an
+/// append adds them). Readers never take it.
+pub const WRITE_LOCK: i64 = 0x5e55_10db_0002;
+
 /// A statement of the shared dialect as PostgreSQL reads it: `?N` as `$N` (a bare `?` as the
-/// next number), `BEGIN IMMEDIATE` as `BEGIN`, `INSERT OR IGNORE INTO … ` as `INSERT INTO …
+/// next number), `BEGIN IMMEDIATE` as `BEGIN` then [`WRITE_LOCK`] taken, `INSERT OR IGNORE INTO … ` as `INSERT INTO …
 /// ON CONFLICT DO NOTHING`. Quoted text and identifiers, `--` comments and `$$`-quoted bodies
 /// are left as they are.
 pub fn postgres_dialect(sql: &str) -> String {
     let trimmed = sql.trim_start();
     if trimmed.eq_ignore_ascii_case("BEGIN IMMEDIATE") || trimmed.eq_ignore_ascii_case("BEGIN IMMEDIATE;") {
-        return "BEGIN".to_owned();
+        return format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})");
     }
     let mut out = String::with_capacity(sql.len() + 16);
     let mut next = 0usize;
@@ -940,7 +948,7 @@ mod tests {
     fn statements_read_in_postgres_dialect() {
         assert_eq!(postgres_dialect("SELECT a FROM t WHERE b = ?1 AND c = ?2"), "SELECT a FROM t WHERE b = $1 AND c = $2");
         assert_eq!(postgres_dialect("SELECT '?1', \"a?\" FROM t WHERE x = ?"), "SELECT '?1', \"a?\" FROM t WHERE x = $1");
-        assert_eq!(postgres_dialect("BEGIN IMMEDIATE"), "BEGIN");
+        assert_eq!(postgres_dialect("BEGIN IMMEDIATE"), format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"));
         assert_eq!(postgres_dialect("INSERT OR IGNORE INTO blobs (a, b) VALUES (?1, ?2)"), "INSERT INTO blobs (a, b) VALUES ($1, $2) ON CONFLICT DO NOTHING");
         assert_eq!(
             postgres_dialect("INSERT OR IGNORE INTO blobs (a) VALUES (?1) RETURNING id"),

@@ -470,7 +470,7 @@ impl<'c> ConversationWriter<'c> {
     pub fn finish(self, totals: &ListingTotals, modified: f64, branch_count: i64, complete: bool) -> Result<WriteStats, StoreError> {
         super::totals::save(&self.tx, self.conversation_id, totals, modified)?;
         if !complete {
-            self.tx.execute("UPDATE conversations SET fingerprint = x'' WHERE id = ?1", [self.conversation_id])?;
+            self.tx.execute("UPDATE conversations SET fingerprint = ?2 WHERE id = ?1", params![self.conversation_id, &b""[..]])?;
         }
         self.tx.execute("UPDATE conversations SET branch_count = ?2 WHERE id = ?1", params![self.conversation_id, branch_count])?;
         // Blobs are shared by content across conversations: one goes when nothing refers to it.

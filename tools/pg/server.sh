@@ -3,7 +3,8 @@
 # postgresql when no server is on the machine (apt-get, so as root), makes a cluster in DIR
 # (initdb, as the unprivileged user `postgres` when run as root), starts it listening on
 # loopback and on a socket in DIR only, and prints a URL for its database `sessiondb`, whose
-# owner is the superuser `sessiondb` (trust authentication, loopback only). `stop DIR` stops it.
+# owner is the superuser `sessiondb` (trust authentication, loopback only; fsync off, so it is
+# for tests, never for data worth keeping). `stop DIR` stops it.
 # Usage: tools/pg/server.sh start DIR [PORT] | tools/pg/server.sh stop DIR
 set -euo pipefail
 
