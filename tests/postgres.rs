@@ -74,7 +74,7 @@ fn many_hosts_migrate_a_new_database_once() {
     let url = pg.db.to_str().unwrap();
     let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
     let versions: Vec<i64> = client.query("SELECT version FROM sessiondb_schema", &[]).unwrap().iter().map(|r| r.get(0)).collect();
-    assert_eq!(versions, [sessiondb::store::schema::CURRENT_VERSION]);
+    assert_eq!(versions, [sessiondb::store::schema::POSTGRES_VERSION]);
 }
 
 /// Three hosts import their logs roots (the same chat ids in each) into one database at once:

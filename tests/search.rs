@@ -35,7 +35,7 @@ fn ids(results: &[Value]) -> Vec<String> {
     results.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
 }
 
-fn setup() -> (tempfile::TempDir, std::path::PathBuf) {
+fn setup() -> (tempfile::TempDir, Vec<common::TestDb>) {
     let work = tempfile::tempdir().unwrap();
     let logs = work.path().join("logs");
     conversation(
@@ -47,112 +47,141 @@ fn setup() -> (tempfile::TempDir, std::path::PathBuf) {
     conversation(&logs, "syntax", &[("user", "error: foo-bar failed at path/to:file (line 3) with \"quoted\" text*"), ("system", "system noise about foo-bar")]);
     conversation(&logs, "cjk", &[("user", "我们使用数据库存储会话"), ("assistant", "日本語のテキストも検索できます")]);
     conversation(&logs, "test-hidden", &[("user", "borrow borrow borrow")]);
-    let db = work.path().join("db");
-    run_ok(sessiondb(&db).arg("import").arg(&logs));
-    (work, db)
+    let dbs = imported(work.path(), &logs);
+    (work, dbs)
+}
+
+/// `logs` imported into a new store of each engine (`common::databases`).
+fn imported(work: &Path, logs: &Path) -> Vec<common::TestDb> {
+    let dbs = common::databases(work);
+    for store in &dbs {
+        run_ok(sessiondb(&store.db).arg("import").arg(logs));
+    }
+    dbs
 }
 
 #[test]
 fn ranks_by_relevance_and_groups_by_conversation() {
-    let (_work, db) = setup();
-    let results = search(&db, &["borrow"]);
-    assert_eq!(ids(&results), ["rust-talk", "python-talk"], "the conversation about borrowing ranks first; test ones hidden");
-    assert_eq!(results[0]["matches"], 2);
-    let snippet = results[0]["snippets"][0]["highlighted"].as_str().unwrap();
-    assert!(snippet.contains("**borrow**"), "{snippet}");
-    assert!(!results[0]["snippets"][0]["snippet"].as_str().unwrap().contains("**"));
-    assert_eq!(ids(&search(&db, &["borrow", "--all"]))[0], "test-hidden");
-    assert_eq!(search(&db, &["borrow", "-n", "1"]).len(), 1);
-    assert_eq!(search(&db, &["borrow", "-m", "2"])[0]["snippets"].as_array().unwrap().len(), 2);
+    let (_work, dbs) = setup();
+    for store in &dbs {
+        let db = store.db.clone();
+        let results = search(&db, &["borrow"]);
+        assert_eq!(ids(&results), ["rust-talk", "python-talk"], "the conversation about borrowing ranks first; test ones hidden");
+        assert_eq!(results[0]["matches"], 2);
+        let snippet = results[0]["snippets"][0]["highlighted"].as_str().unwrap();
+        assert!(snippet.contains("**borrow**"), "{snippet}");
+        assert!(!results[0]["snippets"][0]["snippet"].as_str().unwrap().contains("**"));
+        assert_eq!(ids(&search(&db, &["borrow", "--all"]))[0], "test-hidden");
+        assert_eq!(search(&db, &["borrow", "-n", "1"]).len(), 1);
+        assert_eq!(search(&db, &["borrow", "-m", "2"])[0]["snippets"].as_array().unwrap().len(), 2);
+    }
 }
 
 #[test]
 fn phrases_prefixes_and_booleans() {
-    let (_work, db) = setup();
-    assert_eq!(ids(&search(&db, &["\"borrow checker\""])), ["rust-talk"]);
-    assert_eq!(ids(&search(&db, &["decorat*"])), ["python-talk"]);
-    // Boolean operators apply to each message: python-talk's reply mentions borrowing, not the checker.
-    assert_eq!(ids(&search(&db, &["borrow NOT checker"])), ["python-talk"]);
-    let mut either = ids(&search(&db, &["decorators OR checker"]));
-    either.sort();
-    assert_eq!(either, ["python-talk", "rust-talk"]);
+    let (_work, dbs) = setup();
+    for store in &dbs {
+        let db = store.db.clone();
+        assert_eq!(ids(&search(&db, &["\"borrow checker\""])), ["rust-talk"]);
+        assert_eq!(ids(&search(&db, &["decorat*"])), ["python-talk"]);
+        // Boolean operators apply to each message: python-talk's reply mentions borrowing, not the checker.
+        assert_eq!(ids(&search(&db, &["borrow NOT checker"])), ["python-talk"]);
+        let mut either = ids(&search(&db, &["decorators OR checker"]));
+        either.sort();
+        assert_eq!(either, ["python-talk", "rust-talk"]);
+    }
 }
 
 #[test]
 fn fts_syntax_characters_are_searched_literally() {
-    let (_work, db) = setup();
-    // (`text*"` is not in the text: a query that is not word syntax is a substring, as in gptme.)
-    assert!(search(&db, &["text*\""]).is_empty());
-    for q in ["foo-bar", "path/to:file", "(line 3)", "\"quoted\" text*", "text*", "error:", "a AND", "-foo"] {
-        let found = ids(&search(&db, &[q]));
-        assert!(found.iter().any(|id| id == "syntax") || q == "-foo" || q == "a AND", "{q}: {found:?}");
+    let (_work, dbs) = setup();
+    for store in &dbs {
+        let db = store.db.clone();
+        // (`text*"` is not in the text: a query that is not word syntax is a substring, as in gptme.)
+        assert!(search(&db, &["text*\""]).is_empty());
+        for q in ["foo-bar", "path/to:file", "(line 3)", "\"quoted\" text*", "text*", "error:", "a AND", "-foo"] {
+            let found = ids(&search(&db, &[q]));
+            assert!(found.iter().any(|id| id == "syntax") || q == "-foo" || q == "a AND", "{q}: {found:?}");
+        }
+        let out = sessiondb(&db).args(["search", "((("]).output().unwrap();
+        assert!(out.status.success(), "never an FTS5 error: {}", String::from_utf8_lossy(&out.stderr));
     }
-    let out = sessiondb(&db).args(["search", "((("]).output().unwrap();
-    assert!(out.status.success(), "never an FTS5 error: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]
 fn cjk_text_is_findable() {
-    let (_work, db) = setup();
-    assert_eq!(ids(&search(&db, &["数据库"])), ["cjk"]);
-    assert_eq!(ids(&search(&db, &["テキスト"])), ["cjk"]);
-    assert!(search(&db, &["据数"]).is_empty(), "characters must be consecutive, in order");
-    let snippet = search(&db, &["数据库"])[0]["snippets"][0]["highlighted"].as_str().unwrap().to_owned();
-    assert!(snippet.contains("**数据库**"), "{snippet}");
+    let (_work, dbs) = setup();
+    for store in &dbs {
+        let db = store.db.clone();
+        assert_eq!(ids(&search(&db, &["数据库"])), ["cjk"]);
+        assert_eq!(ids(&search(&db, &["テキスト"])), ["cjk"]);
+        assert!(search(&db, &["据数"]).is_empty(), "characters must be consecutive, in order");
+        let snippet = search(&db, &["数据库"])[0]["snippets"][0]["highlighted"].as_str().unwrap().to_owned();
+        assert!(snippet.contains("**数据库**"), "{snippet}");
+    }
 }
 
 #[test]
 fn filters() {
-    let (_work, db) = setup();
-    assert_eq!(ids(&search(&db, &["foo-bar", "--role", "system"])), ["syntax"]);
-    assert!(search(&db, &["decorators", "--role", "assistant"]).is_empty());
-    assert_eq!(ids(&search(&db, &["borrow", "--chat", "python-talk"])), ["python-talk"]);
-    assert!(search(&db, &["borrow", "--since", "2100-01-01"]).is_empty());
-    assert_eq!(search(&db, &["borrow", "--since", "3650d"]).len(), 2);
+    let (_work, dbs) = setup();
+    for store in &dbs {
+        let db = store.db.clone();
+        assert_eq!(ids(&search(&db, &["foo-bar", "--role", "system"])), ["syntax"]);
+        assert!(search(&db, &["decorators", "--role", "assistant"]).is_empty());
+        assert_eq!(ids(&search(&db, &["borrow", "--chat", "python-talk"])), ["python-talk"]);
+        assert!(search(&db, &["borrow", "--since", "2100-01-01"]).is_empty());
+        assert_eq!(search(&db, &["borrow", "--since", "3650d"]).len(), 2);
+    }
 }
 
 /// Issue 15: a filter that names nothing in the store is a usage error (exit 2) that says what
 /// was wrong and what there is, not "No results".
 #[test]
 fn filters_that_name_nothing_are_refused() {
-    let (_work, db) = setup();
-    for (args, says) in [
-        (&["borrow", "--chat", "no-such"][..], "--chat \"no-such\" names nothing in the store: no such conversation (`sessiondb list` lists them)"),
-        (&["borrow", "--role", "robot"], "--role \"robot\" names nothing in the store: no message has this role; roles are system, user and assistant"),
-        (&["borrow", "--branch", "nosuch"], "--branch \"nosuch\" names nothing in the store: no conversation has such a branch"),
-        (&["borrow", "--branch", "nosuch", "--chat", "rust-talk"], "conversation \"rust-talk\" has the branches main"),
-        (&["borrow", "--model", "gpt-99"], "--model \"gpt-99\" names nothing in the store: no message names a model"),
-    ] {
-        for json in [false, true] {
-            let out = sessiondb(&db).arg("search").args(args).args(json.then_some("--json")).output().unwrap();
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-            assert!(stderr.contains(says), "{args:?}: {stderr}");
-            assert!(out.stdout.is_empty(), "{args:?}");
+    let (_work, dbs) = setup();
+    for store in &dbs {
+        let db = store.db.clone();
+        for (args, says) in [
+            (&["borrow", "--chat", "no-such"][..], "--chat \"no-such\" names nothing in the store: no such conversation (`sessiondb list` lists them)"),
+            (&["borrow", "--role", "robot"], "--role \"robot\" names nothing in the store: no message has this role; roles are system, user and assistant"),
+            (&["borrow", "--branch", "nosuch"], "--branch \"nosuch\" names nothing in the store: no conversation has such a branch"),
+            (&["borrow", "--branch", "nosuch", "--chat", "rust-talk"], "conversation \"rust-talk\" has the branches main"),
+            (&["borrow", "--model", "gpt-99"], "--model \"gpt-99\" names nothing in the store: no message names a model"),
+        ] {
+            for json in [false, true] {
+                let out = sessiondb(&db).arg("search").args(args).args(json.then_some("--json")).output().unwrap();
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+                assert!(stderr.contains(says), "{args:?}: {stderr}");
+                assert!(out.stdout.is_empty(), "{args:?}");
+            }
         }
+        // Names that exist but hold no match are an answer: nothing found.
+        assert!(search(&db, &["decorators", "--role", "system"]).is_empty());
+        assert!(search(&db, &["decorators", "--chat", "rust-talk", "--branch", "main"]).is_empty());
     }
-    // Names that exist but hold no match are an answer: nothing found.
-    assert!(search(&db, &["decorators", "--role", "system"]).is_empty());
-    assert!(search(&db, &["decorators", "--chat", "rust-talk", "--branch", "main"]).is_empty());
 }
 
 #[test]
 fn the_index_follows_every_write() {
-    let (work, db) = setup();
-    let logs = work.path().join("logs");
-    run_ok(sessiondb(&db).args(["new", "live", "--logs-dir"]).arg(&logs));
-    run_ok(sessiondb(&db).args(["append", "live", "--role", "user", "--content", "zebras are striped"]));
-    assert_eq!(ids(&search(&db, &["zebras"])), ["live"]);
-    run_ok(sessiondb(&db).args(["undo", "live"]));
-    // The undone message lives on in the backup branch, but not on main.
-    assert!(search(&db, &["zebras", "--branch", "main"]).is_empty());
-    assert_eq!(search(&db, &["zebras", "--branch", "main-undo-0"]).len(), 1);
-    let toml = work.path().join("edit.toml");
-    fs::write(&toml, "[[messages]]\nrole = \"user\"\ncontent = \"\"\"\nquokkas instead\n\"\"\"\ntimestamp = \"2026-07-16T10:00:00\"\n").unwrap();
-    run_ok(sessiondb(&db).args(["edit", "live", "--toml"]).arg(&toml));
-    assert_eq!(ids(&search(&db, &["quokkas", "--branch", "main"])), ["live"]);
-    run_ok(sessiondb(&db).args(["rm", "--yes", "live"]));
-    assert!(search(&db, &["quokkas"]).is_empty());
+    let (work, dbs) = setup();
+    for store in &dbs {
+        let db = store.db.clone();
+        let logs = work.path().join("logs");
+        run_ok(sessiondb(&db).args(["new", "live", "--logs-dir"]).arg(&logs));
+        run_ok(sessiondb(&db).args(["append", "live", "--role", "user", "--content", "zebras are striped"]));
+        assert_eq!(ids(&search(&db, &["zebras"])), ["live"]);
+        run_ok(sessiondb(&db).args(["undo", "live"]));
+        // The undone message lives on in the backup branch, but not on main.
+        assert!(search(&db, &["zebras", "--branch", "main"]).is_empty());
+        assert_eq!(search(&db, &["zebras", "--branch", "main-undo-0"]).len(), 1);
+        let toml = work.path().join("edit.toml");
+        fs::write(&toml, "[[messages]]\nrole = \"user\"\ncontent = \"\"\"\nquokkas instead\n\"\"\"\ntimestamp = \"2026-07-16T10:00:00\"\n").unwrap();
+        run_ok(sessiondb(&db).args(["edit", "live", "--toml"]).arg(&toml));
+        assert_eq!(ids(&search(&db, &["quokkas", "--branch", "main"])), ["live"]);
+        run_ok(sessiondb(&db).args(["rm", "--yes", "live"]));
+        assert!(search(&db, &["quokkas"]).is_empty());
+    }
 }
 
 #[test]
@@ -168,31 +197,35 @@ fn a_word_crowded_into_one_conversation_does_not_hide_the_others() {
     for id in ["sparse-a", "sparse-b", "sparse-c"] {
         conversation(&logs, id, &[("user", "a much longer message that mentions the needle only once, among many other words of no interest")]);
     }
-    let db = work.path().join("db");
-    run_ok(sessiondb(&db).arg("import").arg(&logs));
-    let results = search(&db, &["needle", "-n", "4", "-m", "2"]);
-    let found = ids(&results);
-    assert_eq!(found[0], "crowded");
-    let mut rest = found[1..].to_vec();
-    rest.sort();
-    assert_eq!(rest, ["sparse-a", "sparse-b", "sparse-c"]);
-    assert_eq!(results[0]["matches"], 300, "every match counted");
-    assert_eq!(results[0]["snippets"].as_array().unwrap().len(), 2);
-    assert_eq!(search(&db, &["needle", "--chat", "crowded"])[0]["matches"], 300);
-    assert_eq!(search(&db, &["needle", "--chat", "sparse-b"])[0]["matches"], 1);
-    assert_eq!(search(&db, &["needle", "--role", "assistant", "--chat", "crowded"])[0]["matches"], 150);
+    for store in &imported(work.path(), &logs) {
+        let db = store.db.clone();
+        let results = search(&db, &["needle", "-n", "4", "-m", "2"]);
+        let found = ids(&results);
+        assert_eq!(found[0], "crowded");
+        let mut rest = found[1..].to_vec();
+        rest.sort();
+        assert_eq!(rest, ["sparse-a", "sparse-b", "sparse-c"]);
+        assert_eq!(results[0]["matches"], 300, "every match counted");
+        assert_eq!(results[0]["snippets"].as_array().unwrap().len(), 2);
+        assert_eq!(search(&db, &["needle", "--chat", "crowded"])[0]["matches"], 300);
+        assert_eq!(search(&db, &["needle", "--chat", "sparse-b"])[0]["matches"], 1);
+        assert_eq!(search(&db, &["needle", "--role", "assistant", "--chat", "crowded"])[0]["matches"], 150);
+    }
 }
 
 #[test]
 fn a_filter_that_passes_everything_changes_nothing() {
     // Filtered searches rank inside one query with the filters; unfiltered ones rank the
     // index first. Both must give the same answer when the filter excludes nothing.
-    let (_work, db) = setup();
-    for q in ["borrow", "decorat*", "foo-bar", "数据库", "borrow OR decorators"] {
-        let plain = search(&db, &[q, "-m", "3"]);
-        let filtered = search(&db, &[q, "-m", "3", "--since", "36500d"]);
-        let strip = |rs: &[Value]| -> Vec<(String, Value)> { rs.iter().map(|r| (r["id"].as_str().unwrap().to_owned(), r["snippets"].clone())).collect() };
-        assert_eq!(strip(&filtered), strip(&plain), "{q}");
+    let (_work, dbs) = setup();
+    for store in &dbs {
+        let db = store.db.clone();
+        for q in ["borrow", "decorat*", "foo-bar", "数据库", "borrow OR decorators"] {
+            let plain = search(&db, &[q, "-m", "3"]);
+            let filtered = search(&db, &[q, "-m", "3", "--since", "36500d"]);
+            let strip = |rs: &[Value]| -> Vec<(String, Value)> { rs.iter().map(|r| (r["id"].as_str().unwrap().to_owned(), r["snippets"].clone())).collect() };
+            assert_eq!(strip(&filtered), strip(&plain), "{q}");
+        }
     }
 }
 
@@ -205,42 +238,49 @@ fn hostile_text_and_queries_are_answered_without_panics() {
     let work = tempfile::tempdir().unwrap();
     let logs = work.path().join("logs");
     conversation(&logs, "folding", &[("user", "İİ\u{212A} k"), ("assistant", "ΣΑΣ straße STRASSE ǅ")]);
-    let db = work.path().join("db");
-    run_ok(sessiondb(&db).arg("import").arg(&logs));
-    // A word query marks whole words (the Kelvin sign here is a letter of the word İİK); a
-    // literal one (-F) every place the text is.
-    for (q, mark) in
-        [(&["k"][..], "İİ\u{212A} **k**"), (&["-F", "k"], "İİ**\u{212A}** **k**"), (&["straße"], "**straße**"), (&["σασ"], "**ΣΑΣ**"), (&["-F", "σας"], "**ΣΑΣ**")]
-    {
-        let found = search(&db, q);
-        assert_eq!(ids(&found), ["folding"], "{q:?}");
-        let snippet = found[0]["snippets"][0]["highlighted"].as_str().unwrap();
-        assert!(snippet.contains(mark), "{q:?}: {snippet}");
-        let out = sessiondb(&db).arg("search").args(q).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{q:?}: {}", String::from_utf8_lossy(&out.stderr));
-    }
+    for store in &imported(work.path(), &logs) {
+        let db = store.db.clone();
+        // A word query marks whole words (the Kelvin sign here is a letter of the word İİK); a
+        // literal one (-F) every place the text is.
+        for (q, mark) in [
+            (&["k"][..], "İİ\u{212A} **k**"),
+            (&["-F", "k"], "İİ**\u{212A}** **k**"),
+            (&["straße"], "**straße**"),
+            (&["σασ"], "**ΣΑΣ**"),
+            (&["-F", "σας"], "**ΣΑΣ**"),
+        ] {
+            let found = search(&db, q);
+            assert_eq!(ids(&found), ["folding"], "{q:?}");
+            let snippet = found[0]["snippets"][0]["highlighted"].as_str().unwrap();
+            assert!(snippet.contains(mark), "{q:?}: {snippet}");
+            let out = sessiondb(&db).arg("search").args(q).output().unwrap();
+            assert_eq!(out.status.code(), Some(0), "{q:?}: {}", String::from_utf8_lossy(&out.stderr));
+        }
 
-    let nested = format!("{}k{}", "(".repeat(3000), ")".repeat(3000));
-    let out = sessiondb(&db).args(["search", &nested]).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "searched literally: {}", String::from_utf8_lossy(&out.stderr));
-    // Too deep for FTS5, so a substring: one no message holds.
-    assert!(stdout.contains("No results") && stdout.contains("(searched literally)"), "{stdout}");
+        let nested = format!("{}k{}", "(".repeat(3000), ")".repeat(3000));
+        let out = sessiondb(&db).args(["search", &nested]).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "searched literally: {}", String::from_utf8_lossy(&out.stderr));
+        // Too deep for FTS5, so a substring: one no message holds.
+        assert!(stdout.contains("No results") && stdout.contains("(searched literally)"), "{stdout}");
 
-    for (query, bound) in
-        [(["x*"; 20_000].join(" "), "bytes; at most 16384"), (["x*"; 9].join(" "), "9 prefixes (`*`); at most 8"), (["word"; 65].join(" "), "65 words; at most 64")]
-    {
-        let started = std::time::Instant::now();
-        let out = sessiondb(&db).args(["search", &query]).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(stderr.contains(bound), "a clear error: {stderr}");
-        assert!(started.elapsed() < std::time::Duration::from_secs(2), "refused before any work");
-    }
-    // Within the bounds, the most complex queries still run.
-    for query in [["x*"; 8].join(" "), ["word"; 64].join(" "), format!("{}k{}", "(".repeat(16), ")".repeat(16))] {
-        let out = sessiondb(&db).args(["search", &query]).output().unwrap();
-        assert!(out.status.success(), "{query}: {}", String::from_utf8_lossy(&out.stderr));
+        for (query, bound) in [
+            (["x*"; 20_000].join(" "), "bytes; at most 16384"),
+            (["x*"; 9].join(" "), "9 prefixes (`*`); at most 8"),
+            (["word"; 65].join(" "), "65 words; at most 64"),
+        ] {
+            let started = std::time::Instant::now();
+            let out = sessiondb(&db).args(["search", &query]).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{stderr}");
+            assert!(stderr.contains(bound), "a clear error: {stderr}");
+            assert!(started.elapsed() < std::time::Duration::from_secs(2), "refused before any work");
+        }
+        // Within the bounds, the most complex queries still run.
+        for query in [["x*"; 8].join(" "), ["word"; 64].join(" "), format!("{}k{}", "(".repeat(16), ")".repeat(16))] {
+            let out = sessiondb(&db).args(["search", &query]).output().unwrap();
+            assert!(out.status.success(), "{query}: {}", String::from_utf8_lossy(&out.stderr));
+        }
     }
 }
 
@@ -398,112 +438,114 @@ fn literal_search_finds_exactly_what_a_substring_search_finds() {
     let work = tempfile::tempdir().unwrap();
     let logs = work.path().join("logs");
     let generated = generated_logs(&logs, 80, 0x5eed_cafe);
-    let db = work.path().join("db");
-    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    for store in &imported(work.path(), &logs) {
+        let db = store.db.clone();
 
-    let mut queries: Vec<String> = [
-        "(x",
-        "is_locally()",
-        "C:\\Users",
-        "c:\\USERS\\ME",
-        "\\",
-        "😀",
-        "🎉",
-        "🦀",
-        "🦀🦀",
-        "👍",
-        "🏽",
-        "\"",
-        "'",
-        "\"quoted",
-        "(",
-        ")",
-        "()",
-        "{}",
-        "x)",
-        "a->",
-        "数据库",
-        "据",
-        "語の",
-        "한",
-        "ÄÖ",
-        "äö",
-        "ÄPFEL",
-        "i̇stanbul",
-        "İ",
-        "STRASSE",
-        "strasse",
-        "STRAẞE",
-        "ς",
-        "σ",
-        "οδος",
-        "ΟΔΟΣ",
-        "\u{212A}",
-        "k",
-        "ﬁ",
-        "fi",
-        "naïve",
-        "€",
-        "½",
-        "\t",
-        "s, ",
-        "!\n",
-        "x ==",
-        "--",
-        "-foo",
-        "*.",
-        "[1",
-        "_b",
-        ":\\",
-        " ",
-        "e",
-        "zz",
-        "no such text at all",
-        "about x.",
-    ]
-    .into_iter()
-    .map(str::to_owned)
-    .collect();
-    // Pieces of stored text, some with their case changed: every query of these is found.
-    let mut rng = Rng(7);
-    let contents: Vec<&String> = generated.iter().flat_map(|(_, lines)| lines.values()).collect();
-    for _ in 0..30 {
-        let text: Vec<char> = contents[rng.below(contents.len())].chars().collect();
-        if text.is_empty() {
-            continue;
+        let mut queries: Vec<String> = [
+            "(x",
+            "is_locally()",
+            "C:\\Users",
+            "c:\\USERS\\ME",
+            "\\",
+            "😀",
+            "🎉",
+            "🦀",
+            "🦀🦀",
+            "👍",
+            "🏽",
+            "\"",
+            "'",
+            "\"quoted",
+            "(",
+            ")",
+            "()",
+            "{}",
+            "x)",
+            "a->",
+            "数据库",
+            "据",
+            "語の",
+            "한",
+            "ÄÖ",
+            "äö",
+            "ÄPFEL",
+            "i̇stanbul",
+            "İ",
+            "STRASSE",
+            "strasse",
+            "STRAẞE",
+            "ς",
+            "σ",
+            "οδος",
+            "ΟΔΟΣ",
+            "\u{212A}",
+            "k",
+            "ﬁ",
+            "fi",
+            "naïve",
+            "€",
+            "½",
+            "\t",
+            "s, ",
+            "!\n",
+            "x ==",
+            "--",
+            "-foo",
+            "*.",
+            "[1",
+            "_b",
+            ":\\",
+            " ",
+            "e",
+            "zz",
+            "no such text at all",
+            "about x.",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+        // Pieces of stored text, some with their case changed: every query of these is found.
+        let mut rng = Rng(7);
+        let contents: Vec<&String> = generated.iter().flat_map(|(_, lines)| lines.values()).collect();
+        for _ in 0..30 {
+            let text: Vec<char> = contents[rng.below(contents.len())].chars().collect();
+            if text.is_empty() {
+                continue;
+            }
+            let start = rng.below(text.len());
+            let piece: String = text[start..(start + 1 + rng.below(12)).min(text.len())].iter().collect();
+            queries.push(if rng.below(2) == 0 { piece.to_uppercase() } else { piece });
         }
-        let start = rng.below(text.len());
-        let piece: String = text[start..(start + 1 + rng.below(12)).min(text.len())].iter().collect();
-        queries.push(if rng.below(2) == 0 { piece.to_uppercase() } else { piece });
+        let mut checked = 0;
+        for q in queries.iter().filter(|q| !q.trim().is_empty()) {
+            let needle = q.to_lowercase();
+            let expected: std::collections::BTreeMap<&str, usize> = generated
+                .iter()
+                .map(|(id, lines)| (id.as_str(), lines.values().filter(|c| c.to_lowercase().contains(&needle)).count()))
+                .filter(|(_, n)| *n > 0)
+                .collect();
+            let results = search(&db, &["-F", "-n", "1000", "--", q]);
+            let found: std::collections::BTreeMap<&str, usize> =
+                results.iter().map(|r| (r["id"].as_str().unwrap(), r["matches"].as_u64().unwrap() as usize)).collect();
+            assert_eq!(found, expected, "query {q:?}: conversations and matches found, against a brute-force substring search");
+            // Newest conversation first, and a limit keeps the first ones.
+            if results.len() > 2 {
+                assert_eq!(ids(&search(&db, &["-F", "-n", "2", "--", q])), ids(&results)[..2], "{q:?}");
+            }
+            // Without -F, a query that is not word syntax is found the same way.
+            // (A query with quotes may be a phrase of words, which is word syntax.)
+            if !q.chars().all(|c| c.is_alphanumeric() || c == ' ' || ('\u{300}'..='\u{36f}').contains(&c)) && !q.contains('"') {
+                let plain: Vec<String> = ids(&search(&db, &["-n", "1000", "--", q]));
+                assert_eq!(plain, ids(&results), "{q:?} without -F");
+            }
+            for r in &results {
+                let highlighted = r["snippets"][0]["highlighted"].as_str().unwrap();
+                assert!(highlighted.contains("**") || needle.contains('\n'), "{q:?}: a match is marked: {highlighted}");
+            }
+            checked += 1;
+        }
+        assert!(checked >= 50, "{checked} queries");
     }
-    let mut checked = 0;
-    for q in queries.iter().filter(|q| !q.trim().is_empty()) {
-        let needle = q.to_lowercase();
-        let expected: std::collections::BTreeMap<&str, usize> = generated
-            .iter()
-            .map(|(id, lines)| (id.as_str(), lines.values().filter(|c| c.to_lowercase().contains(&needle)).count()))
-            .filter(|(_, n)| *n > 0)
-            .collect();
-        let results = search(&db, &["-F", "-n", "1000", "--", q]);
-        let found: std::collections::BTreeMap<&str, usize> = results.iter().map(|r| (r["id"].as_str().unwrap(), r["matches"].as_u64().unwrap() as usize)).collect();
-        assert_eq!(found, expected, "query {q:?}: conversations and matches found, against a brute-force substring search");
-        // Newest conversation first, and a limit keeps the first ones.
-        if results.len() > 2 {
-            assert_eq!(ids(&search(&db, &["-F", "-n", "2", "--", q])), ids(&results)[..2], "{q:?}");
-        }
-        // Without -F, a query that is not word syntax is found the same way.
-        // (A query with quotes may be a phrase of words, which is word syntax.)
-        if !q.chars().all(|c| c.is_alphanumeric() || c == ' ' || ('\u{300}'..='\u{36f}').contains(&c)) && !q.contains('"') {
-            let plain: Vec<String> = ids(&search(&db, &["-n", "1000", "--", q]));
-            assert_eq!(plain, ids(&results), "{q:?} without -F");
-        }
-        for r in &results {
-            let highlighted = r["snippets"][0]["highlighted"].as_str().unwrap();
-            assert!(highlighted.contains("**") || needle.contains('\n'), "{q:?}: a match is marked: {highlighted}");
-        }
-        checked += 1;
-    }
-    assert!(checked >= 50, "{checked} queries");
 }
 
 /// The substring index is derived: dropped or emptied, doctor reports it, `doctor --reindex`
@@ -604,14 +646,15 @@ fn literal_text_with_nul_is_found() {
     let dir = logs.join("nul-chat");
     fs::create_dir_all(&dir).unwrap();
     fs::write(dir.join("conversation.jsonl"), "{\"role\": \"user\", \"content\": \"x A\\u0000Bcd y\", \"timestamp\": \"2026-07-16T10:00:00\"}\n").unwrap();
-    let db = work.path().join("db");
-    run_ok(sessiondb(&db).arg("import").arg(&logs));
-    let store = sessiondb::store::Store::open(&db).unwrap();
-    let conn = store.connection().unwrap();
-    for (text, found) in [("a\0b", true), ("A\0BCD Y", true), ("\0", true), ("a\0c", false), ("x a\0bcd y!", false)] {
-        let q = sessiondb::store::search::SearchQuery { text: text.into(), limit: 10, matches: 1, literal: true, ..Default::default() };
-        let result = sessiondb::store::search::search(&conn, &q).unwrap();
-        assert_eq!(result.conversations.len(), usize::from(found), "{text:?}");
+    for store in &imported(work.path(), &logs) {
+        let db = store.db.clone();
+        let store = sessiondb::store::Store::open(&db).unwrap();
+        let conn = store.connection().unwrap();
+        for (text, found) in [("a\0b", true), ("A\0BCD Y", true), ("\0", true), ("a\0c", false), ("x a\0bcd y!", false)] {
+            let q = sessiondb::store::search::SearchQuery { text: text.into(), limit: 10, matches: 1, literal: true, ..Default::default() };
+            let result = sessiondb::store::search::search(&conn, &q).unwrap();
+            assert_eq!(result.conversations.len(), usize::from(found), "{text:?}");
+        }
     }
 }
 
@@ -873,27 +916,34 @@ fn word_search_finds_what_the_reference_tokenizer_finds() {
     let work = tempfile::tempdir().unwrap();
     let logs = work.path().join("logs");
     let generated = generated_logs_of(&logs, 120, 0xface_b00c, WORD_PIECES);
-    let db = work.path().join("db");
-    run_ok(sessiondb(&db).arg("import").arg(&logs));
-    let queries = word_queries(&generated);
-    let words = tokenized(&generated);
-    assert!(queries.len() >= 50, "{} queries", queries.len());
-    let mut found_some = 0;
-    for terms in &queries {
-        let text = terms.iter().map(Term::query).collect::<Vec<_>>().join(" ");
-        let page = search_page(&db, &["-n", "1000", "--", &text]);
-        assert_eq!(page["literal"], false, "{text:?} is a word query");
-        // Words and phrases are ranked by the ranking index; prefixes by the word index.
-        let by = if terms.iter().any(|t| t.prefix) { "word index" } else { "ranking index" };
-        assert_eq!(page["ranked_by"], by, "{text:?}");
-        let mut found = ids(page["results"].as_array().unwrap());
-        found.sort();
-        let (expected, messages) = reference_found(&words, terms);
-        assert_eq!(found, expected, "query {text:?}: conversations found, against the reference tokenizer");
-        assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, messages, "{text:?}: matching messages");
-        found_some += usize::from(!expected.is_empty());
+    for store in &imported(work.path(), &logs) {
+        let db = store.db.clone();
+        let queries = word_queries(&generated);
+        let words = tokenized(&generated);
+        assert!(queries.len() >= 50, "{} queries", queries.len());
+        let mut found_some = 0;
+        for terms in &queries {
+            let text = terms.iter().map(Term::query).collect::<Vec<_>>().join(" ");
+            let page = search_page(&db, &["-n", "1000", "--", &text]);
+            assert_eq!(page["literal"], false, "{text:?} is a word query");
+            // Words and phrases are ranked by the ranking index; prefixes by the word index.
+            let by = if store.engine == "postgres" {
+                "word index (server)"
+            } else if terms.iter().any(|t| t.prefix) {
+                "word index"
+            } else {
+                "ranking index"
+            };
+            assert_eq!(page["ranked_by"], by, "{text:?}");
+            let mut found = ids(page["results"].as_array().unwrap());
+            found.sort();
+            let (expected, messages) = reference_found(&words, terms);
+            assert_eq!(found, expected, "query {text:?}: conversations found, against the reference tokenizer");
+            assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, messages, "{text:?}: matching messages");
+            found_some += usize::from(!expected.is_empty());
+        }
+        assert!(found_some >= 40, "most queries find something: {found_some} of {}", queries.len());
     }
-    assert!(found_some >= 40, "most queries find something: {found_some} of {}", queries.len());
 }
 
 /// Issue 15, item 4: `--json` counts every match (messages and conversations, exactly, as a
@@ -905,63 +955,64 @@ fn totals_are_exact_and_pages_join_up() {
     let work = tempfile::tempdir().unwrap();
     let logs = work.path().join("logs");
     let generated = generated_logs_of(&logs, 90, 0x7a9e_5eed, WORD_PIECES);
-    let db = work.path().join("db");
-    run_ok(sessiondb(&db).arg("import").arg(&logs));
-    let listed: Vec<String> = {
-        let out = run_ok(sessiondb(&db).args(["list", "--json"]));
-        let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
-        rows.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
-    };
-    let words = tokenized(&generated);
-    let word = |w: &str| vec![Term { written: vec![w.to_owned()], prefix: false }];
-    let word_cases = [("the", word("the")), ("cafe", word("cafe")), ("run*", vec![Term { written: vec!["run".into()], prefix: true }]), ("数据", word("数据"))];
-    let literal_cases = ["x)", "e.g", "_b", "\"q"];
-    let mut cases: Vec<(String, (Vec<String>, usize))> = word_cases.iter().map(|(q, terms)| (q.to_string(), reference_found(&words, terms))).collect();
-    for q in literal_cases {
-        let needle = q.to_lowercase();
-        let mut ids = Vec::new();
-        let mut messages = 0;
-        for (id, lines) in &generated {
-            let n = lines.values().filter(|c| c.to_lowercase().contains(&needle)).count();
-            if n > 0 {
-                ids.push(id.clone());
-                messages += n;
-            }
-        }
-        ids.sort();
-        cases.push((q.to_owned(), (ids, messages)));
-    }
-    for (q, (expected, messages)) in &cases {
-        assert!(expected.len() > 10, "{q:?} is found in enough conversations to page: {}", expected.len());
-        for sort in ["relevance", "newest"] {
-            let whole = search_page(&db, &["-n", "1000", "--sort", sort, "--", q]);
-            assert_eq!(whole["literal"], word_cases.iter().all(|(w, _)| w != q), "{q:?}");
-            let all = ids(whole["results"].as_array().unwrap());
-            let mut sorted = all.clone();
-            sorted.sort();
-            assert_eq!(&sorted, expected, "{q:?} --sort {sort}: every conversation");
-            for page_size in [6, 31] {
-                let mut joined = Vec::new();
-                let mut offset = 0;
-                loop {
-                    let (n, at) = (page_size.to_string(), offset.to_string());
-                    let page = search_page(&db, &["-n", &n, "--offset", &at, "--sort", sort, "--", q]);
-                    assert_eq!(page["total"]["conversations"].as_u64().unwrap() as usize, expected.len(), "{q:?} --offset {offset}: total conversations");
-                    assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, *messages, "{q:?} --offset {offset}: total messages");
-                    assert_eq!(page["offset"], offset);
-                    let got = ids(page["results"].as_array().unwrap());
-                    if got.is_empty() {
-                        break;
-                    }
-                    assert!(got.len() <= page_size);
-                    joined.extend(got);
-                    offset += page_size;
+    for store in &imported(work.path(), &logs) {
+        let db = store.db.clone();
+        let listed: Vec<String> = {
+            let out = run_ok(sessiondb(&db).args(["list", "--json"]));
+            let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+            rows.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
+        };
+        let words = tokenized(&generated);
+        let word = |w: &str| vec![Term { written: vec![w.to_owned()], prefix: false }];
+        let word_cases = [("the", word("the")), ("cafe", word("cafe")), ("run*", vec![Term { written: vec!["run".into()], prefix: true }]), ("数据", word("数据"))];
+        let literal_cases = ["x)", "e.g", "_b", "\"q"];
+        let mut cases: Vec<(String, (Vec<String>, usize))> = word_cases.iter().map(|(q, terms)| (q.to_string(), reference_found(&words, terms))).collect();
+        for q in literal_cases {
+            let needle = q.to_lowercase();
+            let mut ids = Vec::new();
+            let mut messages = 0;
+            for (id, lines) in &generated {
+                let n = lines.values().filter(|c| c.to_lowercase().contains(&needle)).count();
+                if n > 0 {
+                    ids.push(id.clone());
+                    messages += n;
                 }
-                assert_eq!(joined, all, "{q:?} --sort {sort}: pages of {page_size} join up into the whole result");
             }
-            if sort == "newest" {
-                let in_listing: Vec<String> = listed.iter().filter(|id| expected.contains(id)).cloned().collect();
-                assert_eq!(all, in_listing, "{q:?}: --sort newest is the listing's order (last modification, newest first)");
+            ids.sort();
+            cases.push((q.to_owned(), (ids, messages)));
+        }
+        for (q, (expected, messages)) in &cases {
+            assert!(expected.len() > 10, "{q:?} is found in enough conversations to page: {}", expected.len());
+            for sort in ["relevance", "newest"] {
+                let whole = search_page(&db, &["-n", "1000", "--sort", sort, "--", q]);
+                assert_eq!(whole["literal"], word_cases.iter().all(|(w, _)| w != q), "{q:?}");
+                let all = ids(whole["results"].as_array().unwrap());
+                let mut sorted = all.clone();
+                sorted.sort();
+                assert_eq!(&sorted, expected, "{q:?} --sort {sort}: every conversation");
+                for page_size in [6, 31] {
+                    let mut joined = Vec::new();
+                    let mut offset = 0;
+                    loop {
+                        let (n, at) = (page_size.to_string(), offset.to_string());
+                        let page = search_page(&db, &["-n", &n, "--offset", &at, "--sort", sort, "--", q]);
+                        assert_eq!(page["total"]["conversations"].as_u64().unwrap() as usize, expected.len(), "{q:?} --offset {offset}: total conversations");
+                        assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, *messages, "{q:?} --offset {offset}: total messages");
+                        assert_eq!(page["offset"], offset);
+                        let got = ids(page["results"].as_array().unwrap());
+                        if got.is_empty() {
+                            break;
+                        }
+                        assert!(got.len() <= page_size);
+                        joined.extend(got);
+                        offset += page_size;
+                    }
+                    assert_eq!(joined, all, "{q:?} --sort {sort}: pages of {page_size} join up into the whole result");
+                }
+                if sort == "newest" {
+                    let in_listing: Vec<String> = listed.iter().filter(|id| expected.contains(id)).cloned().collect();
+                    assert_eq!(all, in_listing, "{q:?}: --sort newest is the listing's order (last modification, newest first)");
+                }
             }
         }
     }
@@ -1009,104 +1060,115 @@ fn search_on_a_realistic_root_agrees_with_the_references() {
             break;
         }
     }
-    let db = work.path().join("db");
-    run_ok(sessiondb(&db).arg("import").arg(&logs));
-    generated.sort();
-    let contents: Vec<&String> = generated.iter().flat_map(|(_, lines)| lines.values()).collect();
+    for store in &imported(work.path(), &logs) {
+        let db = store.db.clone();
+        generated.sort();
+        let contents: Vec<&String> = generated.iter().flat_map(|(_, lines)| lines.values()).collect();
 
-    // Words by the number of messages holding them: ASCII letters only (other scripts are
-    // checked through CJK words and literal queries), not FTS5's operators.
-    let mut frequency: std::collections::BTreeMap<String, (usize, String)> = std::collections::BTreeMap::new();
-    for content in &contents {
-        let mut seen = std::collections::BTreeSet::new();
-        for w in written_words(content) {
-            if w.len() >= 3 && w.chars().all(|c| c.is_ascii_alphabetic()) && !matches!(w.as_str(), "AND" | "OR" | "NOT" | "NEAR") && seen.insert(w.to_lowercase()) {
-                frequency.entry(w.to_lowercase()).or_insert((0, w.clone())).0 += 1;
+        // Words by the number of messages holding them: ASCII letters only (other scripts are
+        // checked through CJK words and literal queries), not FTS5's operators.
+        let mut frequency: std::collections::BTreeMap<String, (usize, String)> = std::collections::BTreeMap::new();
+        for content in &contents {
+            let mut seen = std::collections::BTreeSet::new();
+            for w in written_words(content) {
+                if w.len() >= 3
+                    && w.chars().all(|c| c.is_ascii_alphabetic())
+                    && !matches!(w.as_str(), "AND" | "OR" | "NOT" | "NEAR")
+                    && seen.insert(w.to_lowercase())
+                {
+                    frequency.entry(w.to_lowercase()).or_insert((0, w.clone())).0 += 1;
+                }
             }
         }
-    }
-    let mut by_frequency: Vec<(usize, String)> = frequency.into_values().collect();
-    by_frequency.sort();
-    let word = |w: &str, prefix| vec![Term { written: vec![w.to_owned()], prefix }];
-    let mut word_queries: Vec<Vec<Term>> = Vec::new();
-    for k in 0..25 {
-        word_queries.push(word(&by_frequency[k * (by_frequency.len() - 1) / 24].1, false));
-    }
-    for k in 0..8 {
-        let w = &by_frequency[(k * 2 + 1) * (by_frequency.len() - 1) / 17].1;
-        word_queries.push(word(&w[..3], true));
-    }
-    let mut rng = Rng(0x00c0_ffee);
-    let (mut phrases, mut cjk, mut tries) = (0, 0, 0);
-    while (phrases < 15 || cjk < 5) && tries < 100_000 {
-        tries += 1;
-        let written = written_words(contents[rng.below(contents.len())]);
-        if written.len() < 3 {
-            continue;
+        let mut by_frequency: Vec<(usize, String)> = frequency.into_values().collect();
+        by_frequency.sort();
+        let word = |w: &str, prefix| vec![Term { written: vec![w.to_owned()], prefix }];
+        let mut word_queries: Vec<Vec<Term>> = Vec::new();
+        for k in 0..25 {
+            word_queries.push(word(&by_frequency[k * (by_frequency.len() - 1) / 24].1, false));
         }
-        let start = rng.below(written.len() - 2);
-        let run = &written[start..start + 2 + rng.below(2)];
-        let is_cjk = |w: &String| w.chars().count() == 1 && w.chars().all(|c| !c.is_ascii() && c.is_alphabetic() && c as u32 >= 0x3040);
-        if run.iter().all(is_cjk) && cjk < 5 {
-            word_queries.push(word(&run.concat(), false));
-            cjk += 1;
-        } else if run.iter().all(|w| w.chars().all(|c| c.is_ascii_alphanumeric()) && !matches!(w.as_str(), "AND" | "OR" | "NOT" | "NEAR")) && phrases < 15 {
-            word_queries.push(vec![Term { written: run.to_vec(), prefix: false }]);
-            phrases += 1;
+        for k in 0..8 {
+            let w = &by_frequency[(k * 2 + 1) * (by_frequency.len() - 1) / 17].1;
+            word_queries.push(word(&w[..3], true));
         }
-    }
-    assert!(cjk > 0, "the realistic root holds CJK text (man pages in zh_CN, ja, ko)");
-    let words = tokenized(&generated);
-    let mut checked = 0;
-    for terms in &word_queries {
-        let text = terms.iter().map(Term::query).collect::<Vec<_>>().join(" ");
-        let page = search_page(&db, &["-n", "1000", "--", &text]);
-        assert_eq!(page["literal"], false, "{text:?} is a word query");
-        // Words and phrases are ranked by the ranking index; prefixes by the word index.
-        let by = if terms.iter().any(|t| t.prefix) { "word index" } else { "ranking index" };
-        assert_eq!(page["ranked_by"], by, "{text:?}");
-        let mut found = ids(page["results"].as_array().unwrap());
-        found.sort();
-        let (expected, messages) = reference_found(&words, terms);
-        assert_eq!(found, expected, "word query {text:?}: conversations found, against the reference tokenizer");
-        assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, messages, "{text:?}: matching messages");
-        checked += 1;
-    }
-    // Literal: fragments of the text holding something other than letters and digits (code,
-    // paths, punctuation, emoji), some with their case changed, and each class named by hand.
-    let mut literals: Vec<String> =
-        ["(", "::", "```", "🎉", "😀", "Ran command: `", "```shell", "Saved to `", "->", "$ ", "\"", "\\"].iter().map(|s| s.to_string()).collect();
-    while literals.len() < 30 {
-        let text: Vec<char> = contents[rng.below(contents.len())].chars().collect();
-        if text.len() < 4 {
-            continue;
-        }
-        let start = rng.below(text.len() - 3);
-        let piece: String = text[start..(start + 3 + rng.below(10)).min(text.len())].iter().collect();
-        if piece.trim().is_empty() || piece.chars().all(|c| c.is_alphanumeric() || c == ' ') {
-            continue;
-        }
-        literals.push(if rng.below(2) == 0 { piece.to_uppercase() } else { piece });
-    }
-    for q in &literals {
-        let needle = q.to_lowercase();
-        let mut expected = Vec::new();
-        let mut messages = 0;
-        for (id, lines) in &generated {
-            let n = lines.values().filter(|c| c.to_lowercase().contains(&needle)).count();
-            if n > 0 {
-                expected.push(id.clone());
-                messages += n;
+        let mut rng = Rng(0x00c0_ffee);
+        let (mut phrases, mut cjk, mut tries) = (0, 0, 0);
+        while (phrases < 15 || cjk < 5) && tries < 100_000 {
+            tries += 1;
+            let written = written_words(contents[rng.below(contents.len())]);
+            if written.len() < 3 {
+                continue;
+            }
+            let start = rng.below(written.len() - 2);
+            let run = &written[start..start + 2 + rng.below(2)];
+            let is_cjk = |w: &String| w.chars().count() == 1 && w.chars().all(|c| !c.is_ascii() && c.is_alphabetic() && c as u32 >= 0x3040);
+            if run.iter().all(is_cjk) && cjk < 5 {
+                word_queries.push(word(&run.concat(), false));
+                cjk += 1;
+            } else if run.iter().all(|w| w.chars().all(|c| c.is_ascii_alphanumeric()) && !matches!(w.as_str(), "AND" | "OR" | "NOT" | "NEAR")) && phrases < 15 {
+                word_queries.push(vec![Term { written: run.to_vec(), prefix: false }]);
+                phrases += 1;
             }
         }
-        let page = search_page(&db, &["-F", "-n", "1000", "--", q]);
-        let mut found = ids(page["results"].as_array().unwrap());
-        found.sort();
-        assert_eq!(found, expected, "literal query {q:?}: conversations found, against a substring search");
-        assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, messages, "{q:?}: matching messages");
-        checked += 1;
+        assert!(cjk > 0, "the realistic root holds CJK text (man pages in zh_CN, ja, ko)");
+        let words = tokenized(&generated);
+        let mut checked = 0;
+        for terms in &word_queries {
+            let text = terms.iter().map(Term::query).collect::<Vec<_>>().join(" ");
+            let page = search_page(&db, &["-n", "1000", "--", &text]);
+            assert_eq!(page["literal"], false, "{text:?} is a word query");
+            // Words and phrases are ranked by the ranking index; prefixes by the word index.
+            let by = if store.engine == "postgres" {
+                "word index (server)"
+            } else if terms.iter().any(|t| t.prefix) {
+                "word index"
+            } else {
+                "ranking index"
+            };
+            assert_eq!(page["ranked_by"], by, "{text:?}");
+            let mut found = ids(page["results"].as_array().unwrap());
+            found.sort();
+            let (expected, messages) = reference_found(&words, terms);
+            assert_eq!(found, expected, "word query {text:?}: conversations found, against the reference tokenizer");
+            assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, messages, "{text:?}: matching messages");
+            checked += 1;
+        }
+        // Literal: fragments of the text holding something other than letters and digits (code,
+        // paths, punctuation, emoji), some with their case changed, and each class named by hand.
+        let mut literals: Vec<String> =
+            ["(", "::", "```", "🎉", "😀", "Ran command: `", "```shell", "Saved to `", "->", "$ ", "\"", "\\"].iter().map(|s| s.to_string()).collect();
+        while literals.len() < 30 {
+            let text: Vec<char> = contents[rng.below(contents.len())].chars().collect();
+            if text.len() < 4 {
+                continue;
+            }
+            let start = rng.below(text.len() - 3);
+            let piece: String = text[start..(start + 3 + rng.below(10)).min(text.len())].iter().collect();
+            if piece.trim().is_empty() || piece.chars().all(|c| c.is_alphanumeric() || c == ' ') {
+                continue;
+            }
+            literals.push(if rng.below(2) == 0 { piece.to_uppercase() } else { piece });
+        }
+        for q in &literals {
+            let needle = q.to_lowercase();
+            let mut expected = Vec::new();
+            let mut messages = 0;
+            for (id, lines) in &generated {
+                let n = lines.values().filter(|c| c.to_lowercase().contains(&needle)).count();
+                if n > 0 {
+                    expected.push(id.clone());
+                    messages += n;
+                }
+            }
+            let page = search_page(&db, &["-F", "-n", "1000", "--", q]);
+            let mut found = ids(page["results"].as_array().unwrap());
+            found.sort();
+            assert_eq!(found, expected, "literal query {q:?}: conversations found, against a substring search");
+            assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, messages, "{q:?}: matching messages");
+            checked += 1;
+        }
+        assert!(checked >= 70, "{checked} queries");
     }
-    assert!(checked >= 70, "{checked} queries");
 }
 
 /// The word queries ranked by the ranking index (plain words and phrases) over generated logs,
@@ -1268,7 +1330,9 @@ fn copy_dir(from: &Path, to: &Path) {
 /// it points to) and makes a real index.
 #[test]
 fn a_link_planted_at_the_ranking_index_is_never_followed() {
-    let (work, db) = setup();
+    let (work, dbs) = setup();
+    // The ranking index is SQLite's (a directory beside the file).
+    let db = dbs[0].db.clone();
     fs::remove_dir_all(ranking_dir(&db)).unwrap();
     let target = work.path().join("elsewhere");
     fs::create_dir(&target).unwrap();
@@ -1314,19 +1378,22 @@ fn concurrent_searches_of_a_behind_index_all_answer_right() {
 /// abort; `usize::MAX` overflowed the window's arithmetic.
 #[test]
 fn huge_offsets_limits_and_match_counts_are_answered() {
-    let (_work, db) = setup();
-    let max = usize::MAX.to_string();
-    for q in ["borrow", "decorat*", "foo-bar", "\"borrow checker\"", "数据库"] {
-        for (offset, limit, matches) in
-            [("4294967295", "20", "1"), (max.as_str(), max.as_str(), max.as_str()), ("0", max.as_str(), max.as_str()), ("1", "4294967295", "4294967295")]
-        {
-            for sort in ["relevance", "newest"] {
-                let page = search_page(&db, &["--offset", offset, "-n", limit, "-m", matches, "--sort", sort, "--", q]);
-                let results = page["results"].as_array().unwrap();
-                if offset == "0" {
-                    assert!(!results.is_empty(), "{q:?} -n {limit}: found");
-                } else if offset != "1" {
-                    assert!(results.is_empty(), "{q:?} --offset {offset}: nothing that far");
+    let (_work, dbs) = setup();
+    for store in &dbs {
+        let db = store.db.clone();
+        let max = usize::MAX.to_string();
+        for q in ["borrow", "decorat*", "foo-bar", "\"borrow checker\"", "数据库"] {
+            for (offset, limit, matches) in
+                [("4294967295", "20", "1"), (max.as_str(), max.as_str(), max.as_str()), ("0", max.as_str(), max.as_str()), ("1", "4294967295", "4294967295")]
+            {
+                for sort in ["relevance", "newest"] {
+                    let page = search_page(&db, &["--offset", offset, "-n", limit, "-m", matches, "--sort", sort, "--", q]);
+                    let results = page["results"].as_array().unwrap();
+                    if offset == "0" {
+                        assert!(!results.is_empty(), "{q:?} -n {limit}: found");
+                    } else if offset != "1" {
+                        assert!(results.is_empty(), "{q:?} --offset {offset}: nothing that far");
+                    }
                 }
             }
         }

@@ -18,14 +18,16 @@
 //! messages its answer could not look at ([`behind`]). Both indexes are derived and never the
 //! source of truth: [`rebuild_substring_index`] makes the substring index again from the rows.
 //!
-//! On PostgreSQL both indexes are GIN indexes over `messages` that the server keeps with every
-//! write (`schema/postgres/0015_init.sql`): nothing is ever behind, and every function here
-//! has nothing to do there.
+//! On PostgreSQL both are the sets of `message_terms` ([`super::message_terms`]): the server
+//! puts each new message on a waiting list in the transaction that adds it, in place of a
+//! watermark, and the same functions here index what waits, by the same rules of who indexes
+//! what and when (a writer its own and a few more, an import and a search the rest), in steps
+//! of [`super::message_terms::STEP`] messages.
 
 use super::sql::Engine;
 use super::{Connection, StoreError};
 
-/// Whether the indexes are the server's own, kept by it (PostgreSQL).
+/// Whether the indexes are `message_terms` (PostgreSQL).
 fn kept_by_server(conn: &Connection) -> bool {
     conn.engine() == Engine::Postgres
 }
@@ -57,6 +59,10 @@ pub const INLINE_LAG: i64 = 2_000;
 /// transaction, before it commits.
 pub fn index_own(conn: &Connection, seq: i64) -> Result<(), StoreError> {
     if kept_by_server(conn) {
+        // The waiting list holds this transaction's messages and those others committed.
+        if super::message_terms::behind(conn)? <= INLINE_LAG as u64 {
+            super::message_terms::index_waiting(conn, INLINE_LAG)?;
+        }
         return Ok(());
     }
     let waiting: i64 = conn
@@ -84,7 +90,7 @@ pub fn index_pending(conn: &Connection) -> Result<u64, StoreError> {
 /// [`index_pending`] for at most `limit` messages past each watermark.
 fn index_up_to(conn: &Connection, limit: i64) -> Result<u64, StoreError> {
     if kept_by_server(conn) {
-        return Ok(0);
+        return super::message_terms::index_waiting(conn, limit);
     }
     let mut most = 0;
     for (table, key, text) in INDEXES {
@@ -106,7 +112,7 @@ fn index_up_to(conn: &Connection, limit: i64) -> Result<u64, StoreError> {
 /// Messages in the store that one of the two indexes does not hold yet (the more of the two).
 pub fn behind(conn: &Connection) -> Result<u64, StoreError> {
     if kept_by_server(conn) {
-        return Ok(0);
+        return super::message_terms::behind(conn);
     }
     let behind: i64 = conn
         .prepare_cached(
@@ -130,9 +136,10 @@ pub fn catch_up(conn: &Connection, progress: &mut dyn FnMut(u64, u64)) -> Result
     if of == 0 {
         return Ok(0);
     }
+    let step = if kept_by_server(conn) { super::message_terms::STEP } else { CATCH_UP_STEP };
     let mut done = 0;
     loop {
-        match conn.in_transaction(|| index_up_to(conn, CATCH_UP_STEP))? {
+        match conn.in_transaction(|| index_up_to(conn, step))? {
             0 => return Ok(done),
             n => done += n,
         }
@@ -147,7 +154,7 @@ pub fn catch_up(conn: &Connection, progress: &mut dyn FnMut(u64, u64)) -> Result
 /// index as it was. Call outside any transaction.
 pub fn rebuild_substring_index(conn: &Connection) -> Result<(), StoreError> {
     if kept_by_server(conn) {
-        conn.execute_batch("REINDEX INDEX messages_substrings")?;
+        conn.execute_batch("REINDEX INDEX message_terms_trigrams")?;
         return Ok(());
     }
     conn.in_transaction(|| {

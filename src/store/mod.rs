@@ -25,6 +25,7 @@ mod batch;
 pub mod blobs;
 pub mod doctor;
 pub mod fts;
+mod message_terms;
 pub mod modify;
 pub mod pending;
 pub mod queries;
@@ -39,6 +40,7 @@ pub mod sql;
 pub mod stats;
 pub mod totals;
 mod trigram_tokens;
+mod word_match;
 mod word_tokens;
 mod writer;
 

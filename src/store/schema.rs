@@ -38,10 +38,13 @@ const MIGRATIONS: &[&str] = &[
 pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The SQL files in `schema/postgres/`, by the version each brings a database to. A server's
-/// store starts at version 15 (its first file makes what SQLite's first fifteen made); every
-/// later version has a file for each engine, numbered alike. Append only.
+/// store starts at version 15 (its first file makes what SQLite's first fifteen made). Versions
+/// are one sequence for both engines: a change to both has a file in each, numbered alike; a
+/// change to one engine only (16: the server's search indexes) takes the next number, which
+/// the other skips. Append only.
 #[cfg(feature = "postgres")]
-const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[(15, include_str!("../../schema/postgres/0015_init.sql"))];
+const POSTGRES_MIGRATIONS: &[(i64, &str)] =
+    &[(15, include_str!("../../schema/postgres/0015_init.sql")), (16, include_str!("../../schema/postgres/0016_message_terms.sql"))];
 
 /// The advisory lock (a key of PostgreSQL's `pg_advisory_lock`) that migrations hold, so
 /// that many hosts starting at once against a new or older database migrate it once.
@@ -98,7 +101,11 @@ fn apply(conn: &mut Connection, from: i64, target: i64) -> Result<(), StoreError
     Ok(())
 }
 
-/// Brings a PostgreSQL database to [`CURRENT_VERSION`], or refuses a newer one. The version
+/// The schema version this build writes on PostgreSQL.
+#[cfg(feature = "postgres")]
+pub const POSTGRES_VERSION: i64 = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.len() - 1].0;
+
+/// Brings a PostgreSQL database to [`POSTGRES_VERSION`], or refuses a newer one. The version
 /// lives in `sessiondb_schema` (PostgreSQL has no `user_version`). A database that is up to
 /// date is only read; otherwise the migrations run holding [`MIGRATION_LOCK`] (a session-level
 /// advisory lock), each in its own transaction, after reading the version again: a host that
@@ -112,10 +119,10 @@ pub fn migrate_postgres(conn: &super::Connection) -> Result<(), StoreError> {
         Err(e) if e.sqlstate() == Some("42P01") => 0,
         Err(e) => return Err(e.into()),
     };
-    if found > CURRENT_VERSION {
-        return Err(StoreError::NewerSchema { found, supported: CURRENT_VERSION });
+    if found > POSTGRES_VERSION {
+        return Err(StoreError::NewerSchema { found, supported: POSTGRES_VERSION });
     }
-    if found == CURRENT_VERSION {
+    if found == POSTGRES_VERSION {
         return Ok(());
     }
     conn.query_row("SELECT pg_advisory_lock(?1)", [MIGRATION_LOCK], |_| Ok(()))?;
@@ -130,8 +137,8 @@ pub fn migrate_postgres(conn: &super::Connection) -> Result<(), StoreError> {
 fn migrate_postgres_locked(conn: &super::Connection, read: &str) -> Result<(), StoreError> {
     conn.execute_batch("CREATE TABLE IF NOT EXISTS sessiondb_schema (version BIGINT NOT NULL)")?;
     let found: i64 = conn.query_row(read, (), |r| r.get(0))?;
-    if found > CURRENT_VERSION {
-        return Err(StoreError::NewerSchema { found, supported: CURRENT_VERSION });
+    if found > POSTGRES_VERSION {
+        return Err(StoreError::NewerSchema { found, supported: POSTGRES_VERSION });
     }
     for &(target, sql) in POSTGRES_MIGRATIONS.iter().filter(|(target, _)| *target > found) {
         conn.in_transaction(|| {

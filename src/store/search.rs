@@ -30,6 +30,8 @@
 use super::sql::{params, params_from_iter, OptionalExtension, Value};
 
 use super::fts::is_cjk;
+use super::sql::Engine;
+use super::word_match::WordMatch;
 use super::{Connection, StoreError};
 
 /// What to search and how many results to return.
@@ -158,6 +160,9 @@ pub enum RankedBy {
     RankingIndex,
     /// bm25 from the word index (FTS5).
     WordIndex,
+    /// bm25 computed from the matches' words and the server's word sets (PostgreSQL,
+    /// `store::word_match`).
+    ServerWordIndex,
     /// No score: newest conversation first (a literal query).
     Newest,
 }
@@ -167,6 +172,7 @@ impl RankedBy {
         match self {
             RankedBy::RankingIndex => "ranking index",
             RankedBy::WordIndex => "word index",
+            RankedBy::ServerWordIndex => "word index (server)",
             RankedBy::Newest => "newest",
         }
     }
@@ -433,9 +439,6 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
     if q.text.len() > MAX_QUERY_BYTES {
         return Err(StoreError::QueryTooLarge { what: "bytes", found: q.text.len(), limit: MAX_QUERY_BYTES });
     }
-    if conn.engine() == super::sql::Engine::Postgres {
-        return Err(StoreError::NotYetOnPostgres { what: "search" });
-    }
     let chat = check_filters(conn, q)?;
     let unindexed = index_what_is_behind(conn)?;
     let mut result = search_indexed(conn, &Resolved { q, chat })?;
@@ -496,7 +499,13 @@ fn search_indexed(conn: &Connection, q: &Resolved) -> Result<SearchResult, Store
         }
         if depth <= MAX_NESTING {
             let fts = cjk_phrases(&q.text);
-            match run(conn, q, &fts) {
+            let answered = match conn.engine() {
+                Engine::Sqlite => run(conn, q, &fts),
+                Engine::Postgres => {
+                    WordMatch::new(&fts).and_then(|matcher| run_on_server(conn, q, matcher)).map(|(page, totals, by)| (page, totals.filter(|_| q.totals), by))
+                }
+            };
+            match answered {
                 Ok((conversations, totals, ranked_by)) => {
                     return Ok(SearchResult {
                         literal: false,
@@ -515,15 +524,19 @@ fn search_indexed(conn: &Connection, q: &Resolved) -> Result<SearchResult, Store
     }
     let highlight = Highlight::literal(&q.text);
     let Highlight::Literal(needle) = &highlight else { unreachable!("a literal highlight") };
-    let trigrams = trigram_query(needle);
-    let (conversations, totals) = run_literal(conn, q, needle, &trigrams)?;
-    Ok(SearchResult { literal: true, fts_query: trigrams, highlight, conversations, totals, ranked_by: RankedBy::Newest, unindexed: 0 })
+    let trigrams = needle_trigrams(needle);
+    let index_query = match conn.engine() {
+        Engine::Sqlite => trigrams.iter().map(|t| format!("\"{}\"", t.replace('"', "\"\""))).collect::<Vec<_>>().join(" AND "),
+        Engine::Postgres => super::message_terms::trigrams_query(&trigrams),
+    };
+    let (conversations, totals) = run_literal(conn, q, needle, &index_query)?;
+    Ok(SearchResult { literal: true, fts_query: index_query, highlight, conversations, totals, ranked_by: RankedBy::Newest, unindexed: 0 })
 }
 
-/// The substring index query for `needle` (lowercased): its distinct trigrams, at most
-/// [`MAX_TRIGRAMS`], all required; empty for a needle of fewer than three characters, which
-/// the index cannot answer.
-fn trigram_query(needle: &str) -> String {
+/// The trigrams of `needle` (lowercased) the substring index is asked for: distinct, at most
+/// [`MAX_TRIGRAMS`], all required; none for a needle of fewer than three characters, which the
+/// index cannot answer.
+fn needle_trigrams(needle: &str) -> Vec<String> {
     let chars: Vec<char> = needle.chars().collect();
     let mut seen = std::collections::HashSet::new();
     let mut terms = Vec::new();
@@ -532,12 +545,12 @@ fn trigram_query(needle: &str) -> String {
     for w in chars.windows(3).filter(|w| !w.contains(&'\0')) {
         let t: String = w.iter().collect();
         if seen.insert(t.clone()) {
-            terms.push(format!("\"{}\"", t.replace('"', "\"\"")));
+            terms.push(t);
         }
     }
     // Spread over the whole needle when it has more than the lookups allowed.
     let step = terms.len().div_ceil(MAX_TRIGRAMS).max(1);
-    terms.into_iter().step_by(step).collect::<Vec<_>>().join(" AND ")
+    terms.into_iter().step_by(step).collect()
 }
 
 /// Whether lowercasing leaves `c` as it is and makes it of no other character: neither a
@@ -563,27 +576,41 @@ type Found = (i64, usize, Vec<(i64, f64)>);
 /// messages and a query found everywhere stops after the first few; with at most
 /// [`FEW_CANDIDATES`], the candidates alone are looked up and sorted.
 fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
+    let server = conn.engine() == Engine::Postgres;
     let (mut filters, mut args) = filter_sql(q, 2, false);
     // The index is asked once: up to one more candidate than "few", which are then looked up
     // by id (a list of them, as JSON) rather than by asking the index again.
     let few: Option<Vec<i64>> = if trigrams.is_empty() {
         None
     } else {
-        let ids = conn
-            .prepare_cached("SELECT rowid FROM messages_substring WHERE messages_substring MATCH ?1 LIMIT ?2")?
-            .query_map(params![trigrams, FEW_CANDIDATES as i64 + 1], |r| r.get::<_, i64>(0))?
-            .collect::<Result<Vec<_>, _>>()?;
+        let sql = if server {
+            // A message whose set was too large to keep is a candidate of every query.
+            "SELECT message_id FROM message_terms WHERE trigrams @@ ?1::text::tsquery
+             UNION ALL SELECT message_id FROM message_terms WHERE trigrams IS NULL LIMIT ?2"
+        } else {
+            "SELECT rowid FROM messages_substring WHERE messages_substring MATCH ?1 LIMIT ?2"
+        };
+        let ids = conn.prepare_cached(sql)?.query_map(params![trigrams, FEW_CANDIDATES as i64 + 1], |r| r.get::<_, i64>(0))?.collect::<Result<Vec<_>, _>>()?;
         (ids.len() <= FEW_CANDIDATES).then_some(ids)
     };
     match &few {
         Some(ids) => {
             let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
             args.insert(0, Value::Text(format!("[{list}]")));
-            filters.push("m.id IN (SELECT value FROM json_each(?1))".into());
+            filters.push(
+                if server { "m.id IN (SELECT jsonb_array_elements_text(?1::text::jsonb)::bigint)" } else { "m.id IN (SELECT value FROM json_each(?1))" }.into(),
+            );
         }
         None if !trigrams.is_empty() => {
             args.insert(0, Value::Text(trigrams.to_owned()));
-            filters.push("m.id IN (SELECT rowid FROM messages_substring WHERE messages_substring MATCH ?1)".into());
+            filters.push(
+                if server {
+                    "m.id IN (SELECT message_id FROM message_terms WHERE trigrams @@ ?1::text::tsquery OR trigrams IS NULL)"
+                } else {
+                    "m.id IN (SELECT rowid FROM messages_substring WHERE messages_substring MATCH ?1)"
+                }
+                .into(),
+            );
         }
         None => {
             // Every message is a candidate (the argument is unused, but numbered as the others).
@@ -592,9 +619,15 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
         }
     }
     let few = few.is_some();
-    // CROSS JOIN keeps conversations the outer loop, read by the listing index in its order.
-    let from =
-        if few { "messages m JOIN conversations c ON c.id = m.conversation_id" } else { "conversations c CROSS JOIN messages m ON m.conversation_id = c.id" };
+    // CROSS JOIN keeps conversations the outer loop, read by the listing index in its order
+    // (SQLite's planner; PostgreSQL's has no such hint, nor takes one).
+    let from = if few {
+        "messages m JOIN conversations c ON c.id = m.conversation_id"
+    } else if server {
+        "conversations c JOIN messages m ON m.conversation_id = c.id"
+    } else {
+        "conversations c CROSS JOIN messages m ON m.conversation_id = c.id"
+    };
     let sql = format!("SELECT m.id, c.id FROM {from} WHERE {} ORDER BY c.modified DESC, c.chat_id, c.id, m.id", filters.join(" AND "));
     // The text is read for candidates only, and kept out of the sort.
     let mut content = conn.prepare_cached("SELECT content FROM messages WHERE id = ?1")?;
@@ -1017,6 +1050,104 @@ fn run_filtered(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Conve
     Ok((out, Some(totals)))
 }
 
+/// Candidates of a server search fetched and checked at once.
+const SERVER_CHUNK: usize = 1_000;
+
+/// A word query on a server (PostgreSQL), ranked and counted exactly as [`run_filtered`] does
+/// on SQLite: the messages whose word sets can match ([`WordMatch::superset`]) are read in
+/// chunks of [`SERVER_CHUNK`], those passing the filters and standing in a branch or view are
+/// checked ([`WordMatch::matching`]) and scored ([`super::word_match::bm25`]), and the page
+/// is the first conversations by their best match (or newest first). Every match is read, so
+/// the totals are always exact.
+fn run_on_server(conn: &Connection, q: &Resolved, mut matcher: WordMatch) -> Result<(Vec<ConversationHits>, Option<Totals>, RankedBy), StoreError> {
+    use super::word_match::{bm25, Corpus};
+    let superset = matcher.superset();
+    let count = |tsquery: &str| -> Result<u64, StoreError> {
+        let n: i64 = conn.prepare_cached("SELECT count(*) FROM message_terms WHERE words @@ ?1::text::tsquery")?.query_row([tsquery], |r| r.get(0))?;
+        Ok(n as u64)
+    };
+    let (documents, tokens): (i64, i64) =
+        conn.prepare_cached("SELECT documents, tokens FROM message_terms_totals")?.query_row((), |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let (documents, tokens) = (documents.max(0) as u64, tokens.max(0) as u64);
+    let holding = matcher
+        .phrases()
+        .iter()
+        .map(|p| match super::message_terms::words_query(std::slice::from_ref(p), true) {
+            Some(t) => count(&t),
+            None => Ok(documents),
+        })
+        .collect::<Result<Vec<u64>, _>>()?;
+    let corpus = Corpus { documents, tokens, holding };
+    let mut ids: Vec<i64> = match &superset {
+        Some(t) => conn
+            .prepare_cached(
+                "SELECT message_id FROM message_terms WHERE words @@ ?1::text::tsquery
+                 UNION ALL SELECT message_id FROM message_terms WHERE words IS NULL",
+            )?
+            .query_map([t], |r| r.get(0))?
+            .collect::<Result<_, _>>()?,
+        None => conn.prepare_cached("SELECT message_id FROM message_terms")?.query_map((), |r| r.get(0))?.collect::<Result<_, _>>()?,
+    };
+    ids.sort_unstable();
+    let (filters, mut args) = filter_sql(q, 2, true);
+    args.insert(0, Value::Null);
+    let sql = format!(
+        "SELECT m.id, m.content, c.id, c.modified, c.chat_id FROM messages m JOIN conversations c ON c.id = m.conversation_id
+         WHERE m.id IN (SELECT jsonb_array_elements_text(?1::text::jsonb)::bigint) AND {}",
+        filters.join(" AND ")
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    /// A conversation's matches: how many, the best `matches` (score, id), its listing order.
+    struct Seen {
+        count: usize,
+        best: Vec<(f64, i64)>,
+        modified: f64,
+        chat_id: String,
+    }
+    let per = q.matches.max(1);
+    let mut seen: std::collections::HashMap<i64, Seen> = std::collections::HashMap::new();
+    for chunk in ids.chunks(SERVER_CHUNK) {
+        args[0] = Value::Text(format!("[{}]", chunk.iter().map(i64::to_string).collect::<Vec<_>>().join(",")));
+        let rows: Vec<(i64, Option<String>, i64, f64, String)> =
+            stmt.query_map(params_from_iter(args.iter()), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?.collect::<Result<_, _>>()?;
+        let texts: Vec<(i64, String)> = rows.iter().map(|(id, content, ..)| (*id, content.clone().unwrap_or_default())).collect();
+        let of: std::collections::HashMap<i64, &(i64, Option<String>, i64, f64, String)> = rows.iter().map(|r| (r.0, r)).collect();
+        for m in matcher.matching(&texts)? {
+            let (_, _, conversation, modified, chat_id) = of[&m.id];
+            let entry = seen.entry(*conversation).or_insert_with(|| Seen { count: 0, best: Vec::new(), modified: *modified, chat_id: chat_id.clone() });
+            entry.count += 1;
+            entry.best.push((bm25(&m, &corpus), m.id));
+            if entry.best.len() > per {
+                entry.best.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                entry.best.truncate(per);
+            }
+        }
+    }
+    for s in seen.values_mut() {
+        s.best.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    }
+    let totals = Totals { messages: seen.values().map(|s| s.count).sum(), conversations: seen.len() };
+    let mut order: Vec<i64> = seen.keys().copied().collect();
+    match q.sort {
+        Sort::Relevance => order.sort_by(|a, b| {
+            let (x, y) = (seen[a].best[0], seen[b].best[0]);
+            x.0.total_cmp(&y.0).then(x.1.cmp(&y.1))
+        }),
+        Sort::Newest => order.sort_by(|a, b| {
+            let (x, y) = (&seen[a], &seen[b]);
+            y.modified.total_cmp(&x.modified).then_with(|| x.chat_id.cmp(&y.chat_id)).then(a.cmp(b))
+        }),
+    }
+    order.truncate(q.wanted());
+    order.drain(..q.offset.min(order.len()));
+    let chosen: Vec<(i64, f64)> = order.iter().flat_map(|c| seen[c].best.iter().map(|&(score, id)| (id, score))).collect();
+    let mut out = place(conn, q, &chosen, 0, usize::MAX)?;
+    for c in &mut out {
+        c.total = seen[&c.conversation_id].count;
+    }
+    Ok((out, Some(totals), RankedBy::ServerWordIndex))
+}
+
 /// Asks, of one message at a time, whether it passes `q`'s filters and stands in a branch or
 /// view (the `--branch` one, if given), as [`place`] places a match, and if so gives its
 /// conversation's row id. The cheap question a search asks of matches it only counts or skips.
@@ -1060,11 +1191,11 @@ fn place(conn: &Connection, q: &Resolved, candidates: &[(i64, f64)], skip: usize
     // (`filter_sql` with `placed` asks the same as a cheaper EXISTS, once per match.)
     let placement = match &q.branch {
         Some(b) => format!(
-            "(SELECT d.path || char(0) || dl.line_no FROM {HOLDERS} AND d.kind = 'branch' AND d.path = ?{} ORDER BY dl.line_no LIMIT 1)",
+            "(SELECT d.path || ':' || dl.line_no FROM {HOLDERS} AND d.kind = 'branch' AND d.path = ?{} ORDER BY dl.line_no LIMIT 1)",
             arg(Value::Text(crate::layout::branch_path(b)))
         ),
         None => {
-            format!("(SELECT d.path || char(0) || dl.line_no FROM {HOLDERS} ORDER BY d.path != '{}', d.path, dl.line_no LIMIT 1)", crate::layout::MAIN_TRANSCRIPT)
+            format!("(SELECT d.path || ':' || dl.line_no FROM {HOLDERS} ORDER BY d.path != '{}', d.path, dl.line_no LIMIT 1)", crate::layout::MAIN_TRANSCRIPT)
         }
     };
     let sql = format!(
@@ -1098,7 +1229,8 @@ fn place(conn: &Connection, q: &Resolved, candidates: &[(i64, f64)], skip: usize
             continue;
         }
         let chat_id: String = r.get(0)?;
-        let (document, line) = place.split_once('\0').unwrap_or((&place, "0"));
+        // `path:line`; the line has no colon, the path may.
+        let (document, line) = place.rsplit_once(':').unwrap_or((&place, "0"));
         let hit = Hit {
             message_id: id,
             role: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
@@ -1294,13 +1426,13 @@ mod tests {
         for q in ["(x", "is_locally()", "C:\\Users", "😀", "\"", "foo-bar", "e.g.", "don't", "*x", "a)", "x * y", "\"😀\"", "\"()\" x", "\"a\" - \"b\""] {
             assert!(!is_word_query(q), "{q}");
         }
-        assert_eq!(trigram_query("abcab"), "\"abc\" AND \"bca\" AND \"cab\"");
-        assert_eq!(trigram_query("a\"b"), "\"a\"\"b\"");
-        assert_eq!(trigram_query("ab"), "");
-        assert_eq!(trigram_query("a\0bcd"), "\"bcd\"");
-        assert_eq!(trigram_query("a\0b"), "");
+        assert_eq!(needle_trigrams("abcab"), ["abc", "bca", "cab"]);
+        assert_eq!(needle_trigrams("a\"b"), ["a\"b"]);
+        assert!(needle_trigrams("ab").is_empty());
+        assert_eq!(needle_trigrams("a\0bcd"), ["bcd"]);
+        assert!(needle_trigrams("a\0b").is_empty());
         let long: String = ('a'..='z').chain('A'..='Z').chain('0'..='9').collect();
-        assert!(trigram_query(&long).matches(" AND ").count() < MAX_TRIGRAMS);
+        assert!(needle_trigrams(&long).len() <= MAX_TRIGRAMS);
     }
 
     const STARS: Marks = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**") };

@@ -139,6 +139,19 @@ unsafe extern "C" fn tokenize(
     })
 }
 
+/// The distinct trigrams of `text` (every window of three consecutive characters, NULs skipped,
+/// in order of first appearance), without the salt: what PostgreSQL's substring index holds
+/// ([`super::message_terms`]), by the rule of this tokenizer.
+pub fn trigrams(text: &str) -> Vec<String> {
+    let mut seen = Seen::default();
+    let mut out = Vec::new();
+    distinct_trigrams(text.as_bytes(), &mut seen, &mut |token, _, _| {
+        out.push(String::from_utf8_lossy(&token[2..]).into_owned());
+        ffi::SQLITE_OK
+    });
+    out
+}
+
 /// Calls `emit(token, start, end)` with the token of each distinct window of three consecutive
 /// characters of `bytes` (its [`salt`], then the three characters in UTF-8) and the byte range
 /// it came from, in order of first appearance, until

@@ -1,0 +1,183 @@
+//! The search indexes on PostgreSQL: each message's words and trigrams, made here by the rules
+//! of SQLite's indexes and kept by the server as lexeme sets (`schema/postgres/0016_message_terms.sql`).
+//!
+//! A message's *words* are the tokens FTS5's `unicode61 remove_diacritics 2` makes of it
+//! ([`super::word_tokens`]), its *trigrams* those of its text lowered as gptme's search lowers
+//! it ([`super::trigram_tokens::trigrams`]): the very rules of `messages_fts` and
+//! `messages_substring`, so a query finds on a server what it finds in a file. A set records no
+//! positions or counts, so the server answers a query with a superset of its messages
+//! ([`words_query`], [`trigrams_query`]), which the search then checks one by one.
+//!
+//! Invariants: every message has a row in `message_terms` or is waiting in
+//! `message_terms_pending` (the server adds it there with the message); a row is written once,
+//! in the transaction that takes the message off the waiting list, under the store's write lock
+//! ([`index_waiting`]), so a crash leaves nothing indexed twice or lost; a lexeme is at most
+//! [`MAX_LEXEME_BYTES`] long on both sides (the stored word and the query's word are cut alike,
+//! so a cut word is still found, by exact word or by prefix); a message whose set would not fit
+//! in a tsvector gets NULL there and is a candidate of every query.
+
+use super::sql::{params, Engine};
+use super::{Connection, StoreError};
+
+/// The longest lexeme kept, in bytes (PostgreSQL's limit is 2,047): longer words and query
+/// terms are cut to their first characters within it.
+pub const MAX_LEXEME_BYTES: usize = 2_000;
+
+/// The most lexeme bytes one message's set may hold (a tsvector holds less than 1 MiB).
+const MAX_SET_BYTES: usize = 1_000_000;
+
+/// Messages indexed per transaction: each step holds the store's write lock, so that writers
+/// of every host wait a few tens of milliseconds at most.
+pub const STEP: i64 = 1_000;
+
+/// `word` cut to at most [`MAX_LEXEME_BYTES`], on a character boundary.
+pub fn cut(word: &str) -> &str {
+    if word.len() <= MAX_LEXEME_BYTES {
+        return word;
+    }
+    let mut end = MAX_LEXEME_BYTES;
+    while !word.is_char_boundary(end) {
+        end -= 1;
+    }
+    &word[..end]
+}
+
+/// A lexeme as tsquery's input reads it: quoted, its quotes doubled and backslashes escaped.
+pub fn quoted(lexeme: &str) -> String {
+    format!("'{}'", lexeme.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// The distinct lexemes of `terms` (cut), or `None` when they would not fit in a tsvector.
+fn lexeme_set(terms: impl Iterator<Item = String>) -> Option<Vec<String>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut bytes = 0;
+    let mut out = Vec::new();
+    for term in terms {
+        let term = cut(&term).to_owned();
+        if !term.is_empty() && seen.insert(term.clone()) {
+            bytes += term.len();
+            if bytes > MAX_SET_BYTES {
+                return None;
+            }
+            out.push(term);
+        }
+    }
+    Some(out)
+}
+
+/// One message's row of `message_terms` as JSON: `[id, words or null, trigrams or null, length]`.
+fn row_of(id: i64, content: Option<&str>) -> Result<serde_json::Value, StoreError> {
+    let content = content.unwrap_or("");
+    let words = super::word_tokens::words(content).map_err(|e| StoreError::Query(e.to_string()))?;
+    let length = words.len();
+    let words = lexeme_set(words.into_iter());
+    let trigrams = lexeme_set(super::trigram_tokens::trigrams(&super::fts::lower(content)).into_iter());
+    Ok(serde_json::json!([id, words, trigrams, length]))
+}
+
+/// Messages waiting for their terms.
+pub fn behind(conn: &Connection) -> Result<u64, StoreError> {
+    let n: i64 = conn.prepare_cached("SELECT count(*) FROM message_terms_pending")?.query_row((), |r| r.get(0))?;
+    Ok(n as u64)
+}
+
+/// Indexes at most `limit` waiting messages, lowest ids first, and takes them off the waiting
+/// list. Call inside a write transaction (which holds the store's write lock, so no other
+/// process indexes the same messages meanwhile). Returns the messages indexed.
+pub fn index_waiting(conn: &Connection, limit: i64) -> Result<u64, StoreError> {
+    debug_assert_eq!(conn.engine(), Engine::Postgres);
+    let mut stmt =
+        conn.prepare_cached("SELECT p.message_id, m.content FROM message_terms_pending p JOIN messages m ON m.id = p.message_id ORDER BY p.message_id LIMIT ?1")?;
+    let waiting: Vec<(i64, Option<String>)> = stmt.query_map([limit], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+    if waiting.is_empty() {
+        return Ok(0);
+    }
+    let rows = waiting.iter().map(|(id, content)| row_of(*id, content.as_deref())).collect::<Result<Vec<_>, _>>()?;
+    let ids: Vec<i64> = waiting.iter().map(|(id, _)| *id).collect();
+    conn.prepare_cached(
+        "INSERT INTO message_terms (message_id, words, trigrams, length)
+         SELECT (e->>0)::bigint,
+                CASE WHEN jsonb_typeof(e->1) = 'array' THEN array_to_tsvector(ARRAY(SELECT jsonb_array_elements_text(e->1))) END,
+                CASE WHEN jsonb_typeof(e->2) = 'array' THEN array_to_tsvector(ARRAY(SELECT jsonb_array_elements_text(e->2))) END,
+                (e->>3)::bigint
+         FROM jsonb_array_elements(?1::text::jsonb) e
+         ON CONFLICT (message_id) DO NOTHING",
+    )?
+    .execute(params![serde_json::Value::Array(rows).to_string()])?;
+    conn.prepare_cached("DELETE FROM message_terms_pending WHERE message_id IN (SELECT jsonb_array_elements_text(?1::text::jsonb)::bigint)")?
+        .execute(params![serde_json::to_string(&ids).expect("a list of integers")])?;
+    Ok(ids.len() as u64)
+}
+
+/// A tsquery of the trigrams given, all required.
+pub fn trigrams_query(trigrams: &[String]) -> String {
+    trigrams.iter().map(|t| quoted(cut(t))).collect::<Vec<_>>().join(" & ")
+}
+
+/// One phrase of a word query as the word index reads it: its words, the last a prefix when
+/// `prefix`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phrase {
+    pub words: Vec<String>,
+    pub prefix: bool,
+}
+
+/// The tsquery (over the `words` sets) that every message matching a word query with these
+/// phrases matches: when `all_required` (the query is phrases only, FTS5's implicit AND), every
+/// phrase's words; otherwise (operators: OR, NOT, NEAR, parentheses) the words of any one phrase,
+/// since a message matches such a query only through some phrase it holds. `None` when the
+/// superset is every message (a phrase without words, or no phrase).
+pub fn words_query(phrases: &[Phrase], all_required: bool) -> Option<String> {
+    let each: Vec<Option<String>> = phrases
+        .iter()
+        .map(|p| {
+            let n = p.words.len();
+            let terms: Vec<String> =
+                p.words.iter().enumerate().map(|(i, w)| if p.prefix && i == n - 1 { format!("{}:*", quoted(cut(w))) } else { quoted(cut(w)) }).collect();
+            (!terms.is_empty()).then(|| format!("({})", terms.join(" & ")))
+        })
+        .collect();
+    if all_required {
+        let required: Vec<String> = each.into_iter().flatten().collect();
+        (!required.is_empty()).then(|| required.join(" & "))
+    } else {
+        let any: Option<Vec<String>> = each.into_iter().collect();
+        any.filter(|a| !a.is_empty()).map(|a| a.join(" | "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_words_are_cut_alike_on_both_sides() {
+        let long = "é".repeat(1_500);
+        let stored = cut(&long);
+        assert!(stored.len() <= MAX_LEXEME_BYTES && long.starts_with(stored));
+        // A prefix of any length is still a prefix of the cut word.
+        for n in [10, 999, 1_000, 1_001, 1_400] {
+            let prefix: String = long.chars().take(n).collect();
+            assert!(stored.starts_with(cut(&prefix)), "{n}");
+        }
+    }
+
+    #[test]
+    fn lexemes_are_quoted_for_tsquery() {
+        assert_eq!(quoted("it's"), "'it''s'");
+        assert_eq!(quoted("a\\b"), "'a\\\\b'");
+    }
+
+    #[test]
+    fn word_queries_give_a_superset() {
+        let p = |w: &[&str], prefix| Phrase { words: w.iter().map(|s| s.to_string()).collect(), prefix };
+        assert_eq!(words_query(&[p(&["a", "b"], false), p(&["c"], true)], true).as_deref(), Some("('a' & 'b') & ('c':*)"));
+        assert_eq!(words_query(&[p(&["a"], false), p(&["c"], false)], false).as_deref(), Some("('a') | ('c')"));
+        // A phrase with no word makes every message a candidate of an OR, and no constraint of an AND.
+        assert_eq!(words_query(&[p(&[], false), p(&["c"], false)], false), None);
+        assert_eq!(words_query(&[p(&[], false), p(&["c"], false)], true).as_deref(), Some("('c')"));
+        let sets = [lexeme_set(["x".repeat(3_000), "x".repeat(3_000)].into_iter()).unwrap(), lexeme_set((0..400_000).map(|i| format!("w{i}"))).unwrap_or_default()];
+        assert_eq!(sets[0].len(), 1);
+        assert!(sets[1].is_empty(), "a set too large for a tsvector is none");
+    }
+}
