@@ -228,3 +228,57 @@ fn three_hosts_sync_while_gptme_writes_and_one_is_killed() {
     println!("rounds: {rounds}, kills: {kills}, messages acknowledged by gptme: {acknowledged_in_all}");
     assert!(acknowledged_in_all > 30, "gptme appended too little to test anything: {acknowledged_in_all}");
 }
+
+/// `doctor` on a server's database: sound after an import and in step with the logs root; the
+/// search sets missing a message or miscounting are reported (exit 1) and `--reindex` makes
+/// them again from the rows; a blob's chunk gone is reported as on SQLite; the password is never
+/// shown.
+#[test]
+fn doctor_checks_a_server_database() {
+    let Some(pg) = common::postgres_db() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    copy_tree(&fixtures(), &logs);
+    let url = pg.db.to_str().unwrap().to_owned();
+    // The same database, named with a password the trust authentication ignores.
+    let with_password = url.replacen("://sessiondb@", "://sessiondb:hunter2@", 1);
+    let db = std::path::PathBuf::from(if with_password != url { with_password.clone() } else { url.clone() });
+    let doctor = |args: &[&str]| {
+        let out = sessiondb(&db).arg("doctor").args(args).env("NO_COLOR", "1").output().unwrap();
+        let text = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+        assert!(!text.contains("hunter2"), "the password is never shown: {text}");
+        (out.status.code(), text)
+    };
+    let (code, text) = doctor(&[]);
+    assert_eq!(code, Some(1), "a database sessiondb never used: {text}");
+    assert!(text.contains("schema version 0 is older than"), "{text}");
+
+    run_ok(sessiondb(&db).arg("import").arg(&logs).args(["--source", "host"]));
+    let (code, text) = doctor(&[logs.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("no problems found") && text.contains("conversations in step"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&doctor(&["--json"]).1).unwrap();
+    assert_eq!(json["ok"], true);
+    assert_eq!(json["schema_version"], sessiondb::store::schema::POSTGRES_VERSION);
+
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client
+        .batch_execute(
+            "DELETE FROM message_terms WHERE message_id IN (SELECT message_id FROM message_terms ORDER BY message_id LIMIT 3);
+             UPDATE message_terms_totals SET tokens = tokens + 1",
+        )
+        .unwrap();
+    let (code, text) = doctor(&[]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("search index: 3 messages are neither in it nor waiting for it"), "{text}");
+    assert!(text.contains("search index: its totals count"), "{text}");
+    let (code, text) = doctor(&["--reindex"]);
+    assert_eq!(code, Some(0), "made again from the rows: {text}");
+    let found = stdout(&run_ok(sessiondb(&db).args(["search", "--json", "--all", "the"])));
+    assert_ne!(serde_json::from_str::<serde_json::Value>(&found).unwrap()["total"]["messages"], 0);
+
+    client.batch_execute("DELETE FROM blob_chunks WHERE id = (SELECT min(id) FROM blob_chunks)").unwrap();
+    let (code, text) = doctor(&[]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("blob: ") && text.contains("bytes stored of its"), "{text}");
+}

@@ -357,13 +357,7 @@ fn concurrent_processes_never_report_a_locked_database() {
             }
         }
         let logs = root.logs.display().to_string();
-        // (search does not run on a PostgreSQL store yet)
-        let readers = if root.engine == "sqlite" {
-            vec![vec!["sync", &logs], vec!["list", "--json"], vec!["search", "c0"]]
-        } else {
-            vec![vec!["sync", &logs], vec!["list", "--json"]]
-        };
-        for args in readers {
+        for args in [vec!["sync", &logs], vec!["list", "--json"], vec!["search", "c0"]] {
             children.push(repeat(&root, 10, &args.iter().map(|s| s.to_string()).collect::<Vec<_>>()));
         }
         for child in children {

@@ -66,3 +66,6 @@ CREATE TRIGGER message_terms_added AFTER INSERT ON message_terms
     REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION message_terms_count_added();
 CREATE TRIGGER message_terms_removed AFTER DELETE ON message_terms
     REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION message_terms_count_removed();
+
+-- SQLite's hex() of a blob, as `doctor` names blobs: upper-case hexadecimal.
+CREATE FUNCTION hex(bytea) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE RETURN upper(encode($1, 'hex'));

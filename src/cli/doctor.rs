@@ -34,6 +34,16 @@ fn restore_advice(db: &Path, logs: Option<&Path>) -> String {
     )
 }
 
+/// [`restore_advice`] for a server's database, which sessiondb does not move aside.
+fn server_restore_advice(logs: Option<&Path>) -> String {
+    let logs = logs.map(|l| l.display().to_string()).unwrap_or_else(|| "LOGS_DIR".into());
+    format!(
+        "gptme's directories are the source of the history: create a new database on the server (`createdb`), then run \
+         `sessiondb --db NEW_URL import {logs} --source NAME` from each host to build it from them. Only changes queued with --queue \
+         and not yet written by `sessiondb sync` exist in the database alone."
+    )
+}
+
 /// The store against the logs root, with a progress bar on standard error while it runs (on a
 /// terminal only: indicatif draws nothing elsewhere), as import has: thousands of
 /// conversations take seconds.
@@ -55,11 +65,8 @@ fn compare_with_progress(conn: &sessiondb::store::Connection, logs: &Path) -> Re
 
 pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     sessiondb::store::check_usable(db)?;
-    if sessiondb::store::Store::is_server(db) {
-        sessiondb::store::Store::open(db)?;
-        return Err(sessiondb::store::StoreError::NotYetOnPostgres { what: "doctor" }.into());
-    }
-    if std::fs::symlink_metadata(db).is_err() {
+    let server = sessiondb::store::Store::is_server(db);
+    if !server && std::fs::symlink_metadata(db).is_err() {
         return Err(sessiondb::store::StoreError::NoDatabase { path: db.to_owned() }.into());
     }
     let logs = match args.logs_dir {
@@ -70,11 +77,14 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
         let store = sessiondb::store::Store::open(db)?;
         sessiondb::store::fts::rebuild_substring_index(&store.connection()?)?;
         if !args.json {
-            say!("rebuilt the substring index");
+            say!("{}", if server { "rebuilt the search indexes" } else { "rebuilt the substring index" });
         }
-        let ranked = sessiondb::store::ranking::RankingIndex::rebuild(&store.connection()?, &mut |_| {})?;
-        if !args.json {
-            say!("rebuilt the ranking index ({ranked} messages)");
+        // A server has no ranking index (its word search ranks from the rebuilt sets).
+        if !server {
+            let ranked = sessiondb::store::ranking::RankingIndex::rebuild(&store.connection()?, &mut |_| {})?;
+            if !args.json {
+                say!("rebuilt the ranking index ({ranked} messages)");
+            }
         }
     }
     // A plain connection, no migration: doctor changes nothing, and must work on a database
@@ -113,7 +123,7 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     };
     bar.finish_and_clear();
     let damaged = report.problems.iter().any(Problem::is_damage);
-    let advice = damaged.then(|| restore_advice(db, logs.as_deref()));
+    let advice = damaged.then(|| if server { server_restore_advice(logs.as_deref()) } else { restore_advice(db, logs.as_deref()) });
     let mut problems: Vec<String> = report.problems.iter().map(Problem::to_string).collect();
     if let Some(e) = &sync_error {
         problems.push(format!("logs root: {e}"));
@@ -133,7 +143,7 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     if args.json {
         let json = serde_json::json!({
             "ok": problems.is_empty(),
-            "database": db.display().to_string(),
+            "database": sessiondb::store::Store::shown(db),
             "schema_version": report.schema_version,
             "supported_version": report.supported_version,
             "conversations": report.conversations,
@@ -154,7 +164,7 @@ pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
 const SHOWN: usize = 5;
 
 fn print_report(db: &Path, report: &DatabaseReport, problems: &[String], state: Option<&SyncState>, advice: Option<&str>) {
-    say!("database: {}", db.display());
+    say!("database: {}", sessiondb::store::Store::shown(db));
     say!("schema version {} (this sessiondb: {})", report.schema_version, report.supported_version);
     say!("{} conversations, {} messages", report.conversations, report.messages);
     if report.unindexed > 0 {
@@ -164,7 +174,11 @@ fn print_report(db: &Path, report: &DatabaseReport, problems: &[String], state: 
         );
     }
     if problems.is_empty() {
-        say!("no problems found: integrity, foreign keys, full-text and substring indexes, orphaned rows, listing totals");
+        if sessiondb::store::Store::is_server(db) {
+            say!("no problems found: search indexes, orphaned rows, blobs, documents, listing totals (the server keeps its pages and foreign keys whole itself)");
+        } else {
+            say!("no problems found: integrity, foreign keys, full-text and substring indexes, orphaned rows, listing totals");
+        }
     } else {
         say!("{} problems:", problems.len());
         for p in problems {

@@ -1,14 +1,17 @@
 //! `sessiondb doctor`'s checks of the database itself: SQLite's integrity, the schema version,
-//! rows that nothing refers to, the full-text index, and listing totals that disagree with the
+//! rows that nothing refers to, the search indexes, and listing totals that disagree with the
 //! messages they summarise.
 //!
 //! Everything here only reads. It works on a plain connection, not through [`super::Store`],
 //! so that a database that cannot be migrated (a newer schema) or barely opens (a damaged
-//! file) can still be examined.
+//! file) can still be examined. On a PostgreSQL server the checks of the file itself (its pages,
+//! its foreign keys) are the server's own, always enforced, and are not made; the others are the
+//! same, but for the search indexes, which are the server's sets ([`super::message_terms`]).
 
 use std::path::Path;
 
 use super::schema::CURRENT_VERSION;
+use super::sql::Engine;
 use super::{modify, Connection, DocumentKind, StoreError};
 
 /// What the database checks found.
@@ -32,10 +35,10 @@ pub enum Problem {
     /// The database cannot be opened or read at all (`detail`: why).
     Unreadable(String),
     /// A schema newer than this sessiondb supports: nothing else was checked.
-    NewerSchema { version: i64 },
+    NewerSchema { version: i64, supported: i64 },
     /// A schema older than the current one (any other command migrates it): the checks that
     /// need the current schema were not made.
-    OlderSchema { version: i64 },
+    OlderSchema { version: i64, supported: i64 },
     /// The full-text index fails its own integrity check (`detail`: SQLite's error).
     FullTextIndexCheck(String),
     /// The substring index (derived, rebuilt in place) fails its own integrity check.
@@ -58,6 +61,8 @@ pub enum Check {
     SubstringIndex,
     /// The ranking index (`store::ranking`, beside the database) does not hold what its mark says.
     RankingIndex,
+    /// A server's search sets miss a message, or their totals disagree with their rows.
+    SearchSets,
     OrphanedMessage,
     OrphanedBlob,
     /// A blob whose stored chunks do not add up to it.
@@ -76,6 +81,7 @@ impl Check {
             Check::FullTextIndex => "full-text index",
             Check::SubstringIndex => "substring index",
             Check::RankingIndex => "ranking index",
+            Check::SearchSets => "search index",
             Check::OrphanedMessage => "orphaned message",
             Check::OrphanedBlob => "orphaned blob",
             Check::Blob => "blob",
@@ -103,16 +109,16 @@ impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Problem::Unreadable(detail) => write!(f, "the database cannot be read: {detail}"),
-            Problem::NewerSchema { version } => write!(
+            Problem::NewerSchema { version, supported } => write!(
                 f,
-                "the database uses schema version {version}, newer than this sessiondb supports ({CURRENT_VERSION}): upgrade sessiondb; nothing else was checked"
+                "the database uses schema version {version}, newer than this sessiondb supports ({supported}): upgrade sessiondb; nothing else was checked"
             ),
-            Problem::OlderSchema { version } => {
-                write!(f, "schema version {version} is older than {CURRENT_VERSION}: any other sessiondb command brings it up to date")
+            Problem::OlderSchema { version, supported } => {
+                write!(f, "schema version {version} is older than {supported}: any other sessiondb command brings it up to date")
             }
             Problem::FullTextIndexCheck(detail) => write!(f, "full-text index: {detail} (rebuild it with `sessiondb import` into a new database)"),
             Problem::SubstringIndexCheck(detail) => write!(f, "substring index: {detail} (rebuild it with `sessiondb doctor --reindex`)"),
-            Problem::Found { check: check @ (Check::SubstringIndex | Check::RankingIndex), detail } => {
+            Problem::Found { check: check @ (Check::SubstringIndex | Check::RankingIndex | Check::SearchSets), detail } => {
                 write!(f, "{}: {detail} (rebuild it with `sessiondb doctor --reindex`)", check.label())
             }
             Problem::Found { check, detail } => write!(f, "{}: {detail}", check.label()),
@@ -142,8 +148,13 @@ fn strings(conn: &Connection, sql: &str) -> Result<Vec<String>, StoreError> {
 
 /// Opens the database at `path` for [`check_database`] and other reads (`sync::status`): a plain
 /// connection, not through [`super::Store`] and not migrated, that waits up to 30 s for another
-/// process's write lock. Fails only when SQLite cannot open the file at all.
+/// process's write lock. Fails only when SQLite cannot open the file at all, or the server
+/// cannot be reached.
 pub fn open_unmigrated(path: &Path) -> Result<Connection, StoreError> {
+    #[cfg(feature = "postgres")]
+    if super::Store::is_server(path) {
+        return Connection::connect_server(&path.to_string_lossy());
+    }
     let conn = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
     conn.busy_timeout(std::time::Duration::from_secs(30))?;
     super::fts::register_functions(&conn)?;
@@ -167,18 +178,75 @@ pub fn check_database(conn: &Connection) -> Result<DatabaseReport, StoreError> {
 /// [`check_database`], telling `progress` each [`Step`] as it is reached.
 pub fn check_database_with(conn: &Connection, progress: &mut dyn FnMut(Step)) -> Result<DatabaseReport, StoreError> {
     let mut starting = |check: Check| progress(Step { check, done: 0, total: 0 });
-    let mut report = DatabaseReport { supported_version: CURRENT_VERSION, ..DatabaseReport::default() };
-    report.schema_version = conn.query_row("PRAGMA user_version", (), |r| r.get(0))?;
-    if report.schema_version > CURRENT_VERSION {
-        report.problems.push(Problem::NewerSchema { version: report.schema_version });
+    let server = conn.engine() == Engine::Postgres;
+    let supported = supported_version(conn);
+    let mut report = DatabaseReport { supported_version: supported, ..DatabaseReport::default() };
+    report.schema_version = schema_version(conn)?;
+    if report.schema_version > supported {
+        report.problems.push(Problem::NewerSchema { version: report.schema_version, supported });
         return Ok(report);
     }
+    if server {
+        if report.schema_version < supported {
+            report.problems.push(Problem::OlderSchema { version: report.schema_version, supported });
+            return Ok(report);
+        }
+        report.conversations = conn.query_row("SELECT count(*) FROM conversations", (), |r| r.get(0))?;
+        report.messages = conn.query_row("SELECT count(*) FROM messages WHERE role IS NOT NULL", (), |r| r.get(0))?;
+        starting(Check::SearchSets);
+        report.unindexed = super::fts::behind(conn)? as i64;
+        push_all(&mut report.problems, Check::SearchSets, strings(conn, SEARCH_SETS_CHECK)?);
+    } else {
+        if !check_file(conn, &mut report, &mut starting)? {
+            return Ok(report);
+        }
+    }
+    check_rows(conn, &mut report, progress)?;
+    Ok(report)
+}
+
+/// What the search sets of a server miss, or count wrong: a message neither in them nor waiting
+/// for them, and totals (for bm25) other than their rows add up to.
+const SEARCH_SETS_CHECK: &str = "SELECT count(*) || ' messages are neither in it nor waiting for it'
+     FROM messages m
+     WHERE NOT EXISTS (SELECT 1 FROM message_terms t WHERE t.message_id = m.id)
+       AND NOT EXISTS (SELECT 1 FROM message_terms_pending p WHERE p.message_id = m.id)
+     HAVING count(*) > 0
+     UNION ALL
+     SELECT 'its totals count ' || t.documents || ' messages of ' || t.tokens || ' words, its rows ' || r.documents || ' of ' || r.tokens
+     FROM message_terms_totals t, (SELECT count(*) AS documents, coalesce(sum(length), 0) AS tokens FROM message_terms) r
+     WHERE t.documents != r.documents OR t.tokens != r.tokens";
+
+/// The schema version this sessiondb writes on `conn`'s engine.
+fn supported_version(conn: &Connection) -> i64 {
+    #[cfg(feature = "postgres")]
+    if conn.engine() == Engine::Postgres {
+        return super::schema::POSTGRES_VERSION;
+    }
+    let _ = conn;
+    CURRENT_VERSION
+}
+
+/// The schema version of `conn`'s database (0 for a server's database sessiondb never used).
+fn schema_version(conn: &Connection) -> Result<i64, StoreError> {
+    #[cfg(feature = "postgres")]
+    if conn.engine() == Engine::Postgres {
+        return super::schema::postgres_version(conn);
+    }
+    Ok(conn.query_row("PRAGMA user_version", (), |r| r.get(0))?)
+}
+
+/// The checks of an SQLite file itself, made before its rows are trusted: its integrity, its
+/// foreign keys, and (at the current schema) its search indexes. Returns whether the rows can
+/// be checked next: not in a damaged file, nor at an older schema.
+fn check_file(conn: &Connection, report: &mut DatabaseReport, starting: &mut dyn FnMut(Check)) -> Result<bool, StoreError> {
+    let supported = report.supported_version;
     starting(Check::Integrity);
     let integrity = strings(conn, "PRAGMA integrity_check")?;
     if integrity != ["ok"] {
         push_all(&mut report.problems, Check::Integrity, integrity);
         // Nothing else can be trusted in a damaged file.
-        return Ok(report);
+        return Ok(false);
     }
     starting(Check::ForeignKey);
     push_all(
@@ -186,9 +254,9 @@ pub fn check_database_with(conn: &Connection, progress: &mut dyn FnMut(Step)) ->
         Check::ForeignKey,
         strings(conn, "SELECT \"table\" || ' row ' || coalesce(rowid, '?') || ' refers to a missing ' || parent FROM pragma_foreign_key_check")?,
     );
-    if report.schema_version < CURRENT_VERSION {
-        report.problems.push(Problem::OlderSchema { version: report.schema_version });
-        return Ok(report);
+    if report.schema_version < supported {
+        report.problems.push(Problem::OlderSchema { version: report.schema_version, supported });
+        return Ok(false);
     }
     report.conversations = conn.query_row("SELECT count(*) FROM conversations", (), |r| r.get(0))?;
     report.messages = conn.query_row("SELECT count(*) FROM messages WHERE role IS NOT NULL", (), |r| r.get(0))?;
@@ -218,7 +286,13 @@ pub fn check_database_with(conn: &Connection, progress: &mut dyn FnMut(Step)) ->
     }
     starting(Check::RankingIndex);
     push_all(&mut report.problems, Check::RankingIndex, super::ranking::check(conn)?);
-    starting(Check::OrphanedMessage);
+    Ok(true)
+}
+
+/// The checks of the rows, on either engine: rows nothing refers to, blobs, documents, and the
+/// listing totals.
+fn check_rows(conn: &Connection, report: &mut DatabaseReport, progress: &mut dyn FnMut(Step)) -> Result<(), StoreError> {
+    progress(Step { check: Check::OrphanedMessage, done: 0, total: 0 });
     push_all(
         &mut report.problems,
         Check::OrphanedMessage,
@@ -257,7 +331,7 @@ pub fn check_database_with(conn: &Connection, progress: &mut dyn FnMut(Step)) ->
              WHERE e.kind = 'blob' AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = e.blob_sha256)",
         )?,
     );
-    starting(Check::Document);
+    progress(Step { check: Check::Document, done: 0, total: 0 });
     push_all(
         &mut report.problems,
         Check::Document,
@@ -277,7 +351,7 @@ pub fn check_database_with(conn: &Connection, progress: &mut dyn FnMut(Step)) ->
              FROM documents d JOIN conversations c ON c.id = d.conversation_id
              WHERE EXISTS (SELECT 1 FROM document_lines dl WHERE dl.document_id = d.id AND dl.line_no < d.base_len)
              UNION ALL
-             SELECT c.chat_id || ': ' || d.path || ' borrows ' || d.base_len || ' lines from ' || coalesce(b.path, 'document ' || coalesce(d.base_id, 'none')) || ', which ' ||
+             SELECT c.chat_id || ': ' || d.path || ' borrows ' || d.base_len || ' lines from ' || coalesce(b.path, 'document ' || coalesce(CAST(d.base_id AS TEXT), 'none')) || ', which ' ||
                     CASE WHEN (d.base_id IS NULL) != (d.base_len = 0) THEN 'cannot be: a base and a length go together'
                          WHEN b.id IS NULL OR b.conversation_id != d.conversation_id THEN 'is not one of its conversation''s documents'
                          WHEN b.base_id IS NOT NULL THEN 'borrows lines itself'
@@ -289,7 +363,7 @@ pub fn check_database_with(conn: &Connection, progress: &mut dyn FnMut(Step)) ->
         )?,
     );
     push_all(&mut report.problems, Check::ListingTotals, totals_disagreements(conn, progress)?);
-    Ok(report)
+    Ok(())
 }
 
 /// Conversations whose stored listing totals are not what their main branch's lines add up to.

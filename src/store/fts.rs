@@ -151,10 +151,21 @@ pub fn catch_up(conn: &Connection, progress: &mut dyn FnMut(u64, u64)) -> Result
 /// (whatever state it was in, even gone), created as `schema/0013_distinct_trigrams.sql` creates
 /// it, filled with every message, its watermark at the last one. For an index that was lost or
 /// damaged (`doctor` reports it; `doctor --reindex` calls this). A crash midway leaves the old
-/// index as it was. Call outside any transaction.
+/// index as it was. On a server, both sets of every message are made again (emptied and every
+/// message put back on the waiting list in one transaction, then caught up). Call outside any
+/// transaction.
 pub fn rebuild_substring_index(conn: &Connection) -> Result<(), StoreError> {
     if kept_by_server(conn) {
-        conn.execute_batch("REINDEX INDEX message_terms_trigrams")?;
+        // The sets made again from the rows: every message back on the waiting list.
+        conn.in_transaction(|| {
+            conn.execute_batch(
+                "DELETE FROM message_terms;
+                 UPDATE message_terms_totals SET documents = 0, tokens = 0;
+                 INSERT INTO message_terms_pending (message_id) SELECT id FROM messages ON CONFLICT DO NOTHING",
+            )?;
+            Ok(())
+        })?;
+        catch_up(conn, &mut |_, _| {})?;
         return Ok(());
     }
     conn.in_transaction(|| {

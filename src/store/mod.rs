@@ -78,9 +78,6 @@ pub enum StoreError {
     /// scheme.
     #[error("{url} is a URL of a kind sessiondb does not open: give an SQLite file's path, or a postgres:// URL; {scheme}:// databases are not supported")]
     Url { url: String, scheme: String },
-    /// A command the PostgreSQL store does not run yet.
-    #[error("`sessiondb {what}` does not run on a PostgreSQL store yet; it runs on an SQLite file (`--db PATH`)")]
-    NotYetOnPostgres { what: &'static str },
     /// A `postgres://` URL that does not parse.
     #[error("{url} is not a usable PostgreSQL URL: {why}")]
     BadUrl { url: String, why: String },
@@ -170,6 +167,24 @@ impl Connection {
     /// A connection opened outside the pool (see [`doctor::open_unmigrated`]).
     pub(in crate::store) fn plain(conn: rusqlite::Connection) -> Connection {
         Connection(Inner::Plain(conn), Default::default())
+    }
+
+    /// A connection of its own to the PostgreSQL database at `url`, outside any pool and not
+    /// migrated: a bad URL is [`StoreError::BadUrl`], a server that cannot be reached
+    /// [`StoreError::Server`] with what it said (the password never shown).
+    #[cfg(feature = "postgres")]
+    pub(in crate::store) fn connect_server(url: &str) -> Result<Connection, StoreError> {
+        Ok(Connection::connect_server_with(url)?.1)
+    }
+
+    /// [`Connection::connect_server`], and the pool's manager for more connections like it.
+    #[cfg(feature = "postgres")]
+    fn connect_server_with(url: &str) -> Result<(server::Manager, Connection), StoreError> {
+        use r2d2::ManageConnection;
+        let shown = server::redacted(url);
+        let manager = server::Manager::new(url).map_err(|why| StoreError::BadUrl { url: shown.clone(), why })?;
+        let first = manager.connect().map_err(|e| StoreError::Server { url: shown, why: sql::Error::from(e).to_string() })?;
+        Ok((manager, Connection(Inner::PostgresPlain(first), Default::default())))
     }
 
     /// Keeps this connection to the conversations of one source from now on: chat ids are
@@ -361,12 +376,8 @@ impl Store {
     /// a server that cannot be reached fails at once with what it said.
     #[cfg(feature = "postgres")]
     fn open_postgres(url: &str) -> Result<Store, StoreError> {
-        use r2d2::ManageConnection;
-        let shown = server::redacted(url);
-        let manager = server::Manager::new(url).map_err(|why| StoreError::BadUrl { url: shown.clone(), why })?;
-        let first = manager.connect().map_err(|e| StoreError::Server { url: shown.clone(), why: sql::Error::from(e).to_string() })?;
+        let (manager, conn) = Connection::connect_server_with(url)?;
         let pool = r2d2::Pool::builder().max_size(4).min_idle(Some(0)).connection_timeout(std::time::Duration::from_secs(30)).build_unchecked(manager);
-        let conn = Connection(Inner::PostgresPlain(first), Default::default());
         schema::migrate_postgres(&conn)?;
         drop(conn);
         Ok(Store { pool: Pool::Postgres(pool), path: PathBuf::from(url), scope: None })
@@ -410,6 +421,15 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// How `db` is shown in messages: a file's path, or a server's URL without its password.
+    pub fn shown(db: &Path) -> String {
+        #[cfg(feature = "postgres")]
+        if Store::is_server(db) {
+            return server::redacted(&db.to_string_lossy());
+        }
+        db.display().to_string()
     }
 
     /// Whether `db` names a server's database (a `postgres://` or `postgresql://` URL, in a

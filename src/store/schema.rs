@@ -101,6 +101,21 @@ fn apply(conn: &mut Connection, from: i64, target: i64) -> Result<(), StoreError
     Ok(())
 }
 
+/// The schema version of a PostgreSQL database, from `sessiondb_schema`.
+#[cfg(feature = "postgres")]
+const READ_VERSION: &str = "SELECT coalesce((SELECT max(version) FROM sessiondb_schema), 0)";
+
+/// The schema version of the PostgreSQL database of `conn`: 0 for one sessiondb never used.
+#[cfg(feature = "postgres")]
+pub fn postgres_version(conn: &super::Connection) -> Result<i64, StoreError> {
+    // 42P01: no such table (a new database).
+    match conn.query_row(READ_VERSION, (), |r| r.get::<_, i64>(0)) {
+        Ok(found) => Ok(found),
+        Err(e) if e.sqlstate() == Some("42P01") => Ok(0),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The schema version this build writes on PostgreSQL.
 #[cfg(feature = "postgres")]
 pub const POSTGRES_VERSION: i64 = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.len() - 1].0;
@@ -112,13 +127,7 @@ pub const POSTGRES_VERSION: i64 = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.len() 
 /// waited behind another finds the work done, and two hosts never race in the catalog.
 #[cfg(feature = "postgres")]
 pub fn migrate_postgres(conn: &super::Connection) -> Result<(), StoreError> {
-    const READ: &str = "SELECT coalesce((SELECT max(version) FROM sessiondb_schema), 0)";
-    // 42P01: no such table (a new database).
-    let found = match conn.query_row(READ, (), |r| r.get::<_, i64>(0)) {
-        Ok(found) => found,
-        Err(e) if e.sqlstate() == Some("42P01") => 0,
-        Err(e) => return Err(e.into()),
-    };
+    let found = postgres_version(conn)?;
     if found > POSTGRES_VERSION {
         return Err(StoreError::NewerSchema { found, supported: POSTGRES_VERSION });
     }
@@ -126,7 +135,7 @@ pub fn migrate_postgres(conn: &super::Connection) -> Result<(), StoreError> {
         return Ok(());
     }
     conn.query_row("SELECT pg_advisory_lock(?1)", [MIGRATION_LOCK], |_| Ok(()))?;
-    let migrated = migrate_postgres_locked(conn, READ);
+    let migrated = migrate_postgres_locked(conn, READ_VERSION);
     let unlocked = conn.query_row("SELECT pg_advisory_unlock(?1)", [MIGRATION_LOCK], |_| Ok(()));
     migrated?;
     Ok(unlocked?)
