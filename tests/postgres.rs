@@ -282,3 +282,127 @@ fn doctor_checks_a_server_database() {
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("blob: ") && text.contains("bytes stored of its"), "{text}");
 }
+
+/// Roles made for one test on the shared test server (roles belong to the server, not to a
+/// database), dropped at the end whatever happens.
+struct Roles {
+    admin: String,
+    db: String,
+    names: Vec<String>,
+}
+
+impl Drop for Roles {
+    fn drop(&mut self) {
+        if let Ok(mut client) = postgres::Client::connect(&self.db, postgres::NoTls) {
+            for name in &self.names {
+                let _ = client.batch_execute(&format!("DROP OWNED BY \"{name}\""));
+            }
+        }
+        if let Ok(mut client) = postgres::Client::connect(&self.admin, postgres::NoTls) {
+            for name in &self.names {
+                let _ = client.batch_execute(&format!("DROP ROLE IF EXISTS \"{name}\""));
+            }
+        }
+    }
+}
+
+/// `url` logged in as `role` instead.
+fn as_role(url: &str, role: &str) -> std::path::PathBuf {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let host = rest.split_once('@').map_or(rest, |(_, host)| host);
+    std::path::PathBuf::from(format!("{scheme}://{role}@{host}"))
+}
+
+fn psql_file(url: &str, file: &str, vars: &[(&str, &str)]) {
+    let mut cmd = Command::new("psql");
+    cmd.arg(url).args(["-q", "-f"]).arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file));
+    for (k, v) in vars {
+        cmd.arg("-v").arg(format!("{k}={v}"));
+    }
+    let out = cmd.output().expect("psql runs");
+    assert!(out.status.success(), "psql -f {file}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The README's access recipes, run as written (tools/pg/reader-role.sql, own-sources.sql): a
+/// reader lists, shows, searches and exports everything and writes nothing (refused, saying
+/// why, the store unchanged); with row-level security each person sees only the sources named
+/// for them, in every command and in every table, while the owner still sees all.
+#[test]
+fn a_reader_reads_all_and_each_person_only_their_sources() {
+    let Some(pg) = common::postgres_db() else { return };
+    let owner = pg.db.to_str().unwrap().to_owned();
+    let work = tempfile::tempdir().unwrap();
+    for host in ["alice-laptop", "bob-laptop"] {
+        let logs = work.path().join(host);
+        copy_tree(&fixtures(), &logs);
+        run_ok(sessiondb(&pg.db).arg("import").arg(&logs).args(["--source", host]));
+    }
+    let tag = format!("{}_{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos());
+    let (reader, alice) = (format!("reader_{tag}"), format!("alice_{tag}"));
+    let _roles = Roles { admin: common::postgres_server().unwrap(), db: owner.clone(), names: vec![reader.clone(), alice.clone()] };
+    let mut client = postgres::Client::connect(&owner, postgres::NoTls).unwrap();
+    client.batch_execute(&format!("CREATE ROLE \"{reader}\" LOGIN; CREATE ROLE \"{alice}\" LOGIN")).unwrap();
+    let count = |client: &mut postgres::Client, sql: &str| -> i64 { client.query_one(sql, &[]).unwrap().get(0) };
+    let messages = count(&mut client, "SELECT count(*) FROM messages");
+    let listed = |db: &Path| -> Vec<String> {
+        let rows: serde_json::Value = serde_json::from_str(&stdout(&run_ok(sessiondb(db).args(["list", "--json", "--all"])))).unwrap();
+        // Each conversation as HOST:CHAT, the host from the logs root it was read from.
+        let mut ids: Vec<String> = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let path = Path::new(r["path"].as_str().unwrap());
+                let host = path.parent().unwrap().parent().unwrap().file_name().unwrap().to_str().unwrap();
+                format!("{host}:{}", r["id"].as_str().unwrap())
+            })
+            .collect();
+        ids.sort();
+        ids
+    };
+    let everything = listed(&pg.db);
+    assert!(everything.iter().any(|id| id.starts_with("bob-laptop:")) && everything.iter().any(|id| id.starts_with("alice-laptop:")), "{everything:?}");
+
+    psql_file(&owner, "tools/pg/reader-role.sql", &[("role", &reader)]);
+    let as_reader = as_role(&owner, &reader);
+    assert_eq!(listed(&as_reader), everything, "a reader sees every source");
+    let chat = "alice-laptop:2026-07-01-basic-chat";
+    for args in [vec!["show", chat], vec!["stats"], vec!["search", "the"], vec!["export", chat, "--format", "markdown"]] {
+        let (a, b) = (run_ok(sessiondb(&pg.db).args(&args).env("NO_COLOR", "1")), run_ok(sessiondb(&as_reader).args(&args).env("NO_COLOR", "1")));
+        assert_eq!(stdout(&a), stdout(&b), "{args:?}: the owner's output, then the reader's");
+    }
+    let out = sessiondb(&as_reader).args(["append", chat, "--role", "user", "--content", "not allowed"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("does not let this role do that") && err.contains("only reads"), "{err}");
+    assert_eq!(count(&mut client, "SELECT count(*) FROM messages"), messages, "nothing written");
+
+    psql_file(&owner, "tools/pg/own-sources.sql", &[]);
+    psql_file(&owner, "tools/pg/reader-role.sql", &[("role", &alice)]);
+    client.execute("INSERT INTO source_readers (role_name, source_id) SELECT $1, id FROM sources WHERE name = 'alice-laptop'", &[&alice]).unwrap();
+    let as_alice = as_role(&owner, &alice);
+    let hers: Vec<String> = listed(&as_alice);
+    assert!(!hers.is_empty() && hers.iter().all(|id| !id.starts_with("bob-laptop:")), "{hers:?}");
+    assert_eq!(hers.len() * 2, everything.len(), "her source's conversations, every one");
+    let found: serde_json::Value = serde_json::from_str(&stdout(&run_ok(sessiondb(&as_alice).args(["search", "--json", "--all", "-n", "1000", "the"])))).unwrap();
+    let mine: serde_json::Value = serde_json::from_str(&stdout(&run_ok(sessiondb(&pg.db).args(["search", "--json", "--all", "-n", "1000", "the"])))).unwrap();
+    assert_eq!(found["total"]["messages"].as_u64().unwrap() * 2, mine["total"]["messages"].as_u64().unwrap(), "she finds her half");
+    let out = sessiondb(&as_alice).args(["show", "bob-laptop:2026-07-01-basic-chat"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "bob's conversation is not there for her");
+    let stats: serde_json::Value = serde_json::from_str(&stdout(&run_ok(sessiondb(&as_alice).args(["stats", "--json"])))).unwrap();
+    let all_stats: serde_json::Value = serde_json::from_str(&stdout(&run_ok(sessiondb(&pg.db).args(["stats", "--json"])))).unwrap();
+    assert_ne!(stats, all_stats);
+    // Every table, read directly as her: only her source's rows.
+    let mut hers_db = postgres::Client::connect(as_alice.to_str().unwrap(), postgres::NoTls).unwrap();
+    for (table, all) in [("sources", 2), ("conversations", everything.len() as i64), ("messages", messages)] {
+        assert_eq!(count(&mut hers_db, &format!("SELECT count(*) FROM {table}")) * 2, all, "{table}");
+    }
+    for table in ["documents", "document_lines", "events", "event_messages", "entries", "message_terms", "branches", "attachments", "blobs", "blob_chunks"] {
+        let (hers, all) = (count(&mut hers_db, &format!("SELECT count(*) FROM {table}")), count(&mut client, &format!("SELECT count(*) FROM {table}")));
+        assert!(hers > 0, "{table}: her rows");
+        if !table.starts_with("blob") {
+            assert_eq!(hers * 2, all, "{table}: her source's rows only");
+        }
+    }
+    assert_eq!(listed(&pg.db), everything, "the owner still sees every source");
+}

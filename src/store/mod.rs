@@ -78,6 +78,9 @@ pub enum StoreError {
     /// scheme.
     #[error("{url} is a URL of a kind sessiondb does not open: give an SQLite file's path, or a postgres:// URL; {scheme}:// databases are not supported")]
     Url { url: String, scheme: String },
+    /// The server refused a statement to this URL's role.
+    #[error("the server does not let this role do that ({0}): a reader's role (tools/pg/reader-role.sql) only reads; write with the role the store's hosts use")]
+    NotAllowed(sql::Error),
     /// A `postgres://` URL that does not parse.
     #[error("{url} is not a usable PostgreSQL URL: {why}")]
     BadUrl { url: String, why: String },
@@ -124,6 +127,10 @@ pub enum StoreError {
 
 impl From<sql::Error> for StoreError {
     fn from(e: sql::Error) -> Self {
+        // 42501: insufficient privilege (a reader's role, or one row-level security keeps out).
+        if e.sqlstate() == Some("42501") {
+            return StoreError::NotAllowed(e);
+        }
         StoreError::Database(e)
     }
 }

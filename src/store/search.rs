@@ -481,7 +481,7 @@ fn index_what_is_behind(conn: &Connection) -> Result<u64, StoreError> {
     conn.set_busy_timeout(std::time::Duration::from_millis(u64::from(super::BUSY_TIMEOUT_MS)))?;
     match caught {
         Ok(_) => Ok(0),
-        Err(StoreError::Database(_)) => super::fts::behind(conn),
+        Err(StoreError::Database(_) | StoreError::NotAllowed(_)) => super::fts::behind(conn),
         Err(e) => Err(e),
     }
 }
