@@ -1,7 +1,7 @@
 //! 8 processes × 500 appends, over conversations some of them share and some they have alone,
 //! while `sessiondb list`, `search` and `sync` run in a loop beside them: no message lost,
 //! duplicated or reordered, positions contiguous, no "database is locked" reaching anyone, and
-//! listing totals equal to the messages stored.
+//! listing totals equal to the messages stored. On an SQLite file and on a PostgreSQL store.
 //!
 //! The appending processes are this test binary run again as children (the
 //! `concurrency::concurrency_child` test, which does nothing unless `SESSIONDB_CONCURRENCY_CHILD` is set), so
@@ -42,9 +42,19 @@ fn concurrency_child() {
 
 #[test]
 fn eight_processes_appending_lose_and_duplicate_nothing() {
+    eight_processes_appending("sqlite");
+}
+
+#[test]
+fn eight_processes_appending_lose_and_duplicate_nothing_on_postgres() {
+    eight_processes_appending("postgres");
+}
+
+fn eight_processes_appending(engine: &str) {
     let work = tempfile::tempdir().unwrap();
+    let Some(test_db) = common::TestDb::of(engine, work.path()) else { return };
     let logs = work.path().join("logs");
-    let db = work.path().join("db.sqlite");
+    let db = test_db.db.clone();
     for p in [0, 4, 6, 7] {
         run_ok(sessiondb(&db).args(["new", conversation_of(p), "--logs-dir"]).arg(&logs));
     }
@@ -109,7 +119,6 @@ fn eight_processes_appending_lose_and_duplicate_nothing() {
 
     let store = sessiondb::store::Store::open(&db).unwrap();
     let conn = store.connection().unwrap();
-    let raw = rusqlite::Connection::open(&db).unwrap();
     let mut stored_total = 0;
     for chat in ["2026-12-01-shared-by-four", "2026-12-01-shared-by-two", "2026-12-01-alone-a", "2026-12-01-alone-b"] {
         let main = sessiondb::store::queries::branch_messages(&conn, chat, "main").unwrap();
@@ -122,14 +131,11 @@ fn eight_processes_appending_lose_and_duplicate_nothing() {
             assert_eq!(per_process.remove(&p).unwrap_or_default(), (0..APPENDS).collect::<Vec<_>>(), "{chat}: process {p}'s appends, each once, in order");
         }
         assert!(per_process.is_empty(), "{chat}: appends from elsewhere");
-        let (lines, last): (i64, i64) = raw
-            .query_row(
-                "SELECT count(*), max(dl.line_no) FROM document_lines dl JOIN documents d ON d.id = dl.document_id
-                 JOIN conversations c ON c.id = d.conversation_id WHERE c.chat_id = ?1 AND d.path = 'conversation.jsonl'",
-                [chat],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .unwrap();
+        let (lines, last) = test_db.query_pair(
+            "SELECT count(*), max(dl.line_no) FROM document_lines dl JOIN documents d ON d.id = dl.document_id
+             JOIN conversations c ON c.id = d.conversation_id WHERE c.chat_id = ?1 AND d.path = 'conversation.jsonl'",
+            chat,
+        );
         assert_eq!(last + 1, lines, "{chat}: positions contiguous");
         let summary = sessiondb::store::queries::conversation_summary(&conn, chat).unwrap();
         assert_eq!(summary.messages as usize, main.len(), "{chat}: listing totals equal the messages stored");
@@ -139,10 +145,9 @@ fn eight_processes_appending_lose_and_duplicate_nothing() {
         assert_same_tree(&logs.join(chat), &out.path().join(chat), &[".lock"]);
     }
     assert_eq!(stored_total, PROCESSES * APPENDS);
-    let integrity: String = raw.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
-    assert_eq!(integrity, "ok");
+    test_db.assert_sound("after the appends");
     println!(
-        "{} appends by {PROCESSES} processes in {:.1} s ({:.0}/s), alongside {reads} list/search/sync/stats runs; lost 0, duplicated 0",
+        "{engine}: {} appends by {PROCESSES} processes in {:.1} s ({:.0}/s), alongside {reads} list/search/sync/stats runs; lost 0, duplicated 0",
         PROCESSES * APPENDS,
         appending.as_secs_f64(),
         (PROCESSES * APPENDS) as f64 / appending.as_secs_f64()

@@ -1,6 +1,7 @@
 //! Killing `sessiondb sync` at random moments while real gptme keeps appending: afterwards one
 //! more sync must leave every message gptme acknowledged in the store exactly once, the store
-//! equal to the directories, and SQLite's integrity check clean.
+//! equal to the directories, and the store sound (SQLite's integrity check; doctor's checks on
+//! a PostgreSQL store, where the same test runs).
 //!
 //! The CI form makes at least 60 kills; set `SESSIONDB_CRASH_KILLS` for a longer run.
 
@@ -15,11 +16,21 @@ use common::{gptme_python, run_ok, sessiondb, tool, tree::assert_same_tree};
 
 #[test]
 fn killed_syncs_lose_and_duplicate_nothing() {
+    killed_syncs("sqlite");
+}
+
+#[test]
+fn killed_syncs_lose_and_duplicate_nothing_on_postgres() {
+    killed_syncs("postgres");
+}
+
+fn killed_syncs(engine: &str) {
     let (kills_wanted, mut rng) = common::crash::plan(60);
     let temp = tempfile::tempdir().unwrap();
+    let Some(test_db) = common::TestDb::of(engine, temp.path()) else { return };
     let logs = temp.path().join("logs");
     run_ok(Command::new("cp").arg("-a").arg(common::fixtures()).arg(&logs));
-    let db = temp.path().join("db.sqlite");
+    let db = test_db.db.clone();
     let ack = temp.path().join("acknowledged.txt");
     let chats = ["2026-12-01-crash-a", "2026-12-01-crash-b", "2026-07-01-basic-chat"];
     let mut appender =
@@ -74,8 +85,7 @@ fn killed_syncs_lose_and_duplicate_nothing() {
     assert!(acknowledged.len() > 10, "gptme appended too little to test anything: {}", acknowledged.len());
     let store = sessiondb::store::Store::open(&db).unwrap();
     let conn = store.connection().unwrap();
-    let integrity: String = rusqlite::Connection::open(&db).unwrap().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
-    assert_eq!(integrity, "ok");
+    test_db.assert_sound("after the kills");
     let mut lost = 0;
     let mut duplicated = 0;
     // Every queued append reached its directory: in main, or in a conflict branch.
@@ -112,7 +122,7 @@ fn killed_syncs_lose_and_duplicate_nothing() {
         assert_same_tree(&logs.join(chat), &out.path().join(chat), &[".lock"]);
     }
     println!(
-        "kills: {kills}, syncs completed: {completed}, messages acknowledged by gptme: {}, appends queued by sessiondb: {}, lost: {lost}, duplicated: {duplicated}",
+        "{engine}: kills: {kills}, syncs completed: {completed}, messages acknowledged by gptme: {}, appends queued by sessiondb: {}, lost: {lost}, duplicated: {duplicated}",
         acknowledged.len(),
         queued.len()
     );

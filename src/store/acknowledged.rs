@@ -102,9 +102,10 @@ pub fn any_missing_from_store(conn: &Connection, chat_id: &str) -> Result<bool, 
     Ok(!missing_from_store(conn, chat_id)?.is_empty())
 }
 
-/// The recorded appends of `chat_id` that no transcript the store holds for it contains. Each
-/// is looked up by its line's digest (an index), and only if that fails by role, content and
-/// timestamp (a rewrite may re-encode a line).
+/// The recorded appends of `chat_id` that no transcript the store holds for it contains. They
+/// are looked up by their lines' digests (an index) in one statement, whatever their number
+/// (every append asks this, and on a server each statement is a round trip), and those not
+/// found so by role, content and timestamp (a rewrite may re-encode a line).
 pub fn missing_from_store(conn: &Connection, chat_id: &str) -> Result<Vec<Acknowledged>, StoreError> {
     use crate::codec::message_line::{decode_line, LineContent};
     let conversation_id = match super::sources::conversation_id(conn, chat_id) {
@@ -112,20 +113,27 @@ pub fn missing_from_store(conn: &Connection, chat_id: &str) -> Result<Vec<Acknow
         Err(StoreError::NoConversation(_)) => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
-    let mut by_digest = conn.prepare_cached(
-        "SELECT EXISTS (SELECT 1 FROM messages m JOIN document_lines dl ON dl.message_id = m.id
-                        WHERE m.conversation_id = ?1 AND m.line_sha256 = ?2)",
+    let Some(source) = source_of(conn, chat_id)? else { return Ok(Vec::new()) };
+    // `sha256()`: PostgreSQL's own; on SQLite, `store::fts::register_functions`.
+    let mut not_by_digest = conn.prepare_cached(
+        "SELECT a.path, a.message_key, a.line, a.event_seq, a.appended_at FROM acknowledged_lines a
+         WHERE a.chat_id = ?1 AND a.source_id = ?2
+           AND NOT EXISTS (SELECT 1 FROM messages m JOIN document_lines dl ON dl.message_id = m.id
+                           WHERE m.conversation_id = ?3 AND m.line_sha256 = sha256(a.line))
+         ORDER BY a.event_seq, a.appended_at",
     )?;
+    let candidates = not_by_digest
+        .query_map(params![chat_id, source, conversation_id], |r| {
+            let key: Vec<u8> = r.get(1)?;
+            Ok(Acknowledged { path: r.get(0)?, key: key.as_slice().try_into().unwrap_or([0; 32]), line: r.get(2)?, event_seq: r.get(3)?, appended_at: r.get(4)? })
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
     let mut by_content = conn.prepare_cached(
         "SELECT EXISTS (SELECT 1 FROM messages m JOIN document_lines dl ON dl.message_id = m.id
                         WHERE m.conversation_id = ?1 AND m.role = ?2 AND m.content = ?3 AND coalesce(m.timestamp, '') = ?4)",
     )?;
     let mut missing = Vec::new();
-    for a in of_conversation(conn, chat_id)? {
-        let digest: [u8; 32] = Sha256::digest(&a.line).into();
-        if by_digest.query_row(params![conversation_id, &digest[..]], |r| r.get::<_, bool>(0))? {
-            continue;
-        }
+    for a in candidates {
         let found = match decode_line(&a.line).content {
             LineContent::Message(m) => {
                 by_content.query_row(params![conversation_id, m.role.as_str(), m.content, m.timestamp.as_deref().unwrap_or("")], |r| r.get(0))?

@@ -215,7 +215,7 @@ pub fn fts_text(content: &str) -> String {
     out
 }
 
-/// Registers `sessiondb_fts_text(text)` and `sessiondb_lower(text)` ([`lower`]), which
+/// Registers `sessiondb_fts_text(text)`, `sessiondb_lower(text)` ([`lower`]) and `sha256(blob)`, which
 /// migrations and writers use, and the substring index's tokenizer
 /// ([`super::trigram_tokens`]), without which the index cannot be opened, on a connection.
 pub fn register_functions(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
@@ -223,6 +223,11 @@ pub fn register_functions(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     super::trigram_tokens::register(conn)?;
     let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
     conn.create_scalar_function("sessiondb_fts_text", 1, flags, |ctx| Ok(ctx.get::<Option<String>>(0)?.map(|t| fts_text(&t))))?;
+    // PostgreSQL's sha256(bytea), so that a statement asking for digests is one for both engines.
+    conn.create_scalar_function("sha256", 1, flags, |ctx| {
+        use sha2::Digest;
+        Ok(ctx.get::<Option<Vec<u8>>>(0)?.map(|b| sha2::Sha256::digest(&b).to_vec()))
+    })?;
     conn.create_scalar_function("sessiondb_lower", 1, flags, |ctx| Ok(ctx.get::<Option<String>>(0)?.map(|t| lower(&t))))
 }
 

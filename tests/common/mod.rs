@@ -185,6 +185,43 @@ impl TestDb {
     pub fn sqlite(dir: &Path) -> TestDb {
         TestDb { db: dir.join("sessions.db"), engine: "sqlite", server: None }
     }
+
+    /// The database of `engine` ("sqlite": a file in `dir`; "postgres": a fresh database on
+    /// the test server), or `None` when PostgreSQL is left out ([`postgres_server`]).
+    pub fn of(engine: &str, dir: &Path) -> Option<TestDb> {
+        match engine {
+            "sqlite" => Some(TestDb::sqlite(dir)),
+            _ => postgres_db(),
+        }
+    }
+
+    /// Fails the test unless the database is sound: SQLite's integrity check on a file; on a
+    /// server (whose pages and keys the server keeps whole) `sessiondb doctor`'s checks of the
+    /// rows and search indexes.
+    pub fn assert_sound(&self, after: &str) {
+        if self.engine == "sqlite" {
+            let conn = rusqlite::Connection::open(&self.db).unwrap();
+            let integrity: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+            assert_eq!(integrity, "ok", "{after}");
+        } else {
+            let out = sessiondb(&self.db).args(["doctor", "--json"]).output().unwrap();
+            let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            assert_eq!(report["problems"], serde_json::json!([]), "{after}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+
+    /// Two integers a query of the store's tables gives for `arg` (`?1` in it), read directly
+    /// from the database.
+    pub fn query_pair(&self, sql: &str, arg: &str) -> (i64, i64) {
+        if self.engine == "sqlite" {
+            let conn = rusqlite::Connection::open(&self.db).unwrap();
+            conn.query_row(sql, [arg], |r| Ok((r.get(0)?, r.get(1)?))).unwrap()
+        } else {
+            let mut client = postgres::Client::connect(self.db.to_str().unwrap(), postgres::NoTls).unwrap();
+            let row = client.query_one(&sql.replace("?1", "$1"), &[&arg]).unwrap();
+            (row.get(0), row.get(1))
+        }
+    }
 }
 
 impl Drop for TestDb {
