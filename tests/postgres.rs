@@ -406,3 +406,73 @@ fn a_reader_reads_all_and_each_person_only_their_sources() {
     }
     assert_eq!(listed(&pg.db), everything, "the owner still sees every source");
 }
+
+/// TLS as libpq's `sslmode` and `sslrootcert` mean it, against the test server (which offers
+/// TLS with a certificate for localhost and 127.0.0.1 signed by DIR/root.crt, `tools/pg/server.sh`):
+/// `require` encrypts (seen from the server), `verify-full` with the server's root connects,
+/// another root is refused saying why, `verify-full` without roots asks for them, `disable`
+/// connects in the clear.
+#[test]
+fn tls_as_libpq_means_it() {
+    let Some(pg) = common::postgres_db() else { return };
+    let url = pg.db.to_str().unwrap().to_owned();
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let ssl: String = client.query_one("SHOW ssl", &[]).unwrap().get(0);
+    assert_eq!(ssl, "on", "the test server offers no TLS: tools/pg/server.sh starts one that does");
+    let server_cert: String = client.query_one("SHOW ssl_cert_file", &[]).unwrap().get(0);
+    let cert = Path::new(&server_cert).with_file_name("root.crt").display().to_string();
+    let with = |query: &str| std::path::PathBuf::from(format!("{url}{}{query}", if url.contains('?') { '&' } else { '?' }));
+    let list = |db: &Path, home: &Path| sessiondb(db).args(["list", "--json"]).env("HOME", home).output().unwrap();
+    let work = tempfile::tempdir().unwrap();
+
+    for query in ["sslmode=require".to_owned(), format!("sslmode=verify-full&sslrootcert={cert}"), format!("sslrootcert={cert}"), "sslmode=disable".to_owned()] {
+        let out = list(&with(&query), work.path());
+        assert!(out.status.success(), "{query}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let other = work.path().join("other.crt");
+    run_ok(
+        Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout"])
+            .arg(work.path().join("other.key"))
+            .arg("-out")
+            .arg(&other),
+    );
+    let out = list(&with(&format!("sslmode=verify-ca&sslrootcert={}", other.display())), work.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot connect to") && err.contains("certificate"), "another root is refused, saying why: {err}");
+    let out = list(&with("sslmode=verify-full"), work.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains(".postgresql/root.crt"), "no roots: {err}");
+
+    // Seen from the server: the connections of a `serve` (which rescans the logs root every
+    // second, and keeps its connections) with sslmode=require are encrypted.
+    let logs = work.path().join("logs");
+    fs::create_dir(&logs).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let watcher = sessiondb(&with("sslmode=require&application_name=sessiondb_tls_probe"))
+        .args(["serve", "--port", &port.to_string(), "--rescan", "1"])
+        .arg(&logs)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _watcher = Killed(watcher);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let encrypted: Vec<bool> = loop {
+        let rows =
+            client.query("SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a ON a.pid = s.pid WHERE a.application_name = 'sessiondb_tls_probe'", &[]).unwrap();
+        if !rows.is_empty() || std::time::Instant::now() > deadline {
+            break rows.iter().map(|r| r.get(0)).collect();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(!encrypted.is_empty() && encrypted.iter().all(|&e| e), "serve's connections, encrypted: {encrypted:?}");
+}

@@ -66,6 +66,10 @@ fn compare_with_progress(conn: &sessiondb::store::Connection, logs: &Path) -> Re
 pub fn run(db: &Path, args: Args) -> Result<i32, Failure> {
     sessiondb::store::check_usable(db)?;
     let server = sessiondb::store::Store::is_server(db);
+    if server {
+        // A server that cannot be reached is said as every command says it, not as a report.
+        drop(open_unmigrated(db)?);
+    }
     if !server && std::fs::symlink_metadata(db).is_err() {
         return Err(sessiondb::store::StoreError::NoDatabase { path: db.to_owned() }.into());
     }

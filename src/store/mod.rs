@@ -35,6 +35,8 @@ pub mod schema;
 pub mod search;
 #[cfg(feature = "postgres")]
 mod server;
+#[cfg(feature = "postgres")]
+mod server_tls;
 pub mod sources;
 pub mod sql;
 pub mod stats;

@@ -1,8 +1,9 @@
 //! A PostgreSQL server as the store: connections by URL, pooled like SQLite's.
 //!
 //! `--db postgres://…` (or `postgresql://…`) names a database on a server; everything after the
-//! scheme is libpq's URL syntax (user, password, host, port, database, `?options`). A password
-//! in the URL is never printed: [`redacted`] is what errors show. Each connection
+//! scheme is libpq's URL syntax (user, password, host, port, database, `?options`), TLS with
+//! libpq's `sslmode` and `sslrootcert` (`store::server_tls`). A password in the URL is never
+//! printed: [`redacted`] is what errors show. Each connection
 //! starts with the settings the store relies on: UTC, and a lock timeout equal to SQLite's busy
 //! timeout, so that a writer held up by another host fails with a clear error instead of
 //! waiting for ever.
@@ -10,16 +11,18 @@
 use super::sql::pg::Client;
 
 /// Opens connections to one server for the pool.
-#[derive(Debug)]
 pub struct Manager {
     config: postgres::Config,
+    /// How connections are encrypted; `None` with `sslmode=disable`.
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
 }
 
 impl Manager {
     /// A manager for `url`, or why the URL cannot be used.
     pub fn new(url: &str) -> Result<Manager, String> {
+        let (url, tls) = super::server_tls::split(url)?;
         let config: postgres::Config = url.parse().map_err(|e: postgres::Error| e.to_string())?;
-        Ok(Manager { config })
+        Ok(Manager { config, tls })
     }
 }
 
@@ -28,7 +31,10 @@ impl r2d2::ManageConnection for Manager {
     type Error = postgres::Error;
 
     fn connect(&self) -> Result<Client, postgres::Error> {
-        let mut client = self.config.connect(postgres::NoTls)?;
+        let mut client = match &self.tls {
+            Some(tls) => self.config.connect(tls.clone())?,
+            None => self.config.connect(postgres::NoTls)?,
+        };
         client.batch_execute(&format!("SET TIME ZONE 'UTC'; SET lock_timeout = {}; SET client_min_messages = warning", super::BUSY_TIMEOUT_MS))?;
         Ok(Client::new(client))
     }

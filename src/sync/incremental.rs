@@ -57,16 +57,25 @@ impl Planned {
     }
 }
 
-/// Compares directory `dir` with what the store holds of conversation `conversation_id`.
-pub fn plan(conn: &crate::store::Connection, conversation_id: i64, dir: &Path) -> Result<Planned, IngestError> {
+/// Compares directory `dir` with what the store holds of conversation `conversation_id`, whose
+/// stored fingerprint is `known` when the caller has read it already (a sync reads every
+/// conversation's at once: on a server each question is a round trip, and an unchanged
+/// conversation then costs none).
+pub fn plan(conn: &crate::store::Connection, conversation_id: i64, dir: &Path, known: Option<&[u8]>) -> Result<Planned, IngestError> {
     let dir = std::path::absolute(dir).map_err(|source| IngestError::Io { path: dir.to_owned(), source })?;
     let Listing { entries: found, debris } = walk(&dir)?;
     let mut dir_mtimes = Vec::new();
     let planned = |plan, fingerprint, dir_mtimes| Ok(Planned { plan, fingerprint, debris, dir_mtimes });
     let fingerprint = fingerprint(&dir, &found);
-    let known = queries::fingerprint(conn, conversation_id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
+    let known = match known {
+        Some(known) => known.to_vec(),
+        None => queries::fingerprint(conn, conversation_id).map_err(|source| IngestError::Store { path: dir.clone(), source })?,
+    };
     if known == fingerprint {
         // Nothing to read; directories' mtimes are outside the fingerprint, so compare them.
+        if !found.iter().any(|f| f.meta.is_dir()) {
+            return planned(Plan::Unchanged, fingerprint, dir_mtimes);
+        }
         let stored = queries::dir_mtimes(conn, conversation_id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
         for f in found.iter().filter(|f| f.meta.is_dir()) {
             if stored.get(&f.rel).is_some_and(|&m| m != f.mtime_ns()) {

@@ -289,7 +289,8 @@ fn pass(
         };
         // Decided inside the write transaction: a queue committed after the out phase looked
         // (an `append --queue` racing this pass) must not be replaced by a re-read.
-        if crate::store::pending::has_pending(batch.conn(), s.id)? {
+        // (`stored` was read inside this transaction, so its `queued` is the queue as it stands.)
+        if s.queued {
             match tried.get(name) {
                 Some(WriteOut::Locked) if !dry_run => report.ingest.skipped_locked += 1,
                 Some(_) => {} // failed (reported), or a dry run
@@ -304,17 +305,22 @@ fn pass(
             full.push(dir.clone());
             continue;
         }
-        let outcome = incremental::plan(batch.conn(), s.id, dir).and_then(|planned| {
+        let outcome = incremental::plan(batch.conn(), s.id, dir, Some(&s.fingerprint)).and_then(|planned| {
             // Removing files moves their directories' mtimes: plan again, so that the mtimes
             // recorded are the ones the directory has from now on.
-            let planned =
-                if planned.debris && !dry_run && direction == Direction::Both && clear_debris(dir) { incremental::plan(batch.conn(), s.id, dir)? } else { planned };
+            let planned = if planned.debris && !dry_run && direction == Direction::Both && clear_debris(dir) {
+                incremental::plan(batch.conn(), s.id, dir, Some(&s.fingerprint))?
+            } else {
+                planned
+            };
             planned.record_dir_mtimes(batch.conn(), s.id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
             Ok((planned.plan, planned.fingerprint))
         });
         let outcome = outcome.and_then(|(plan, fingerprint)| match plan {
             Plan::Unchanged => {
-                modify::mark_unchanged(batch.conn(), s.id, &fingerprint).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
+                if fingerprint != s.fingerprint || s.deleted {
+                    modify::mark_unchanged(batch.conn(), s.id, &fingerprint).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
+                }
                 Ok(Some(None))
             }
             Plan::Grow(grown) => incremental::apply_growth(&mut batch, s.id, dir, &grown, &fingerprint).map(|o| o.map(Some)),

@@ -154,7 +154,7 @@ pub fn behind(conn: &crate::store::Connection, logs_root: &Path) -> Result<Behin
 /// Whether the only change to stored conversation `id` in `dir` is an unfinished last line
 /// (see [`super::incremental::only_unfinished_lines`]): `sync` would read nothing there.
 fn unfinished_only(conn: &crate::store::Connection, id: i64, dir: &Path) -> Result<bool, IngestError> {
-    match super::incremental::plan(conn, id, dir)?.plan {
+    match super::incremental::plan(conn, id, dir, None)?.plan {
         super::incremental::Plan::Grow(grown) => {
             super::incremental::only_unfinished_lines(dir, &grown).map_err(|source| IngestError::Io { path: dir.to_owned(), source })
         }
