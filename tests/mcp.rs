@@ -24,6 +24,8 @@ struct Setup {
     work: tempfile::TempDir,
     logs: PathBuf,
     db: PathBuf,
+    /// The database `db` names, kept (a server's is dropped with it).
+    _store: common::TestDb,
 }
 
 /// Writes conversation `id` under `logs` with gptme's line format.
@@ -44,7 +46,13 @@ fn message_line(role: &str, content: &str, timestamp: &str) -> String {
 
 /// The bundled gptme logs plus conversations that the queries find in several places, imported.
 fn setup() -> Setup {
+    setup_on("sqlite").expect("an SQLite file")
+}
+
+/// [`setup`] on a store of `engine`; `None` when PostgreSQL is left out.
+fn setup_on(engine: &str) -> Option<Setup> {
     let work = tempfile::tempdir().unwrap();
+    let store = common::TestDb::of(engine, work.path())?;
     let logs = work.path().join("logs");
     run_ok(Command::new("cp").arg("-r").arg(common::fixtures()).arg(&logs));
     conversation(
@@ -62,9 +70,9 @@ fn setup() -> Setup {
         &[("user", "print(repr(value)) and a borrow of the capital"), ("assistant", "我们使用数据库存储会话 — the session is stored; see src/main.rs")],
     );
     conversation(&logs, "mcp-cjk", &[("user", "数据库的会话 and the capital of Japan"), ("assistant", "日本語: 数据库 again; sessiondb borrow checker notes")]);
-    let db = work.path().join("db");
+    let db = store.db.clone();
     run_ok(sessiondb(&db).arg("import").arg(&logs));
-    Setup { work, logs, db }
+    Some(Setup { work, logs, db, _store: store })
 }
 
 /// gptme's user configuration enabling the server, exactly as the README gives it.
@@ -138,7 +146,17 @@ fn search_rows(rows: &[Value]) -> Vec<Value> {
 
 #[test]
 fn gptmes_client_lists_the_tools_and_every_answer_agrees_with_the_command_line() {
-    let setup = setup();
+    answers_agree_with_the_command_line(setup());
+}
+
+#[test]
+fn gptmes_client_lists_the_tools_and_every_answer_agrees_with_the_command_line_on_postgres() {
+    if let Some(setup) = setup_on("postgres") {
+        answers_agree_with_the_command_line(setup);
+    }
+}
+
+fn answers_agree_with_the_command_line(setup: Setup) {
     let cli_list = cli_json(&setup.db, &["list", "--json"]);
     let chat_ids = ids(cli_list.as_array().unwrap());
     let mut calls = Vec::new();

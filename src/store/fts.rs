@@ -69,7 +69,7 @@ pub fn index_own(conn: &Connection, seq: i64) -> Result<(), StoreError> {
         .prepare_cached(
             "SELECT count(*) FROM (SELECT 1 FROM messages
               WHERE id > (SELECT min(value) FROM store_state WHERE key IN ('fts_indexed_upto', 'substring_indexed_upto')) AND id <= ?1
-              LIMIT ?2)",
+              LIMIT ?2) AS waiting",
         )?
         .query_row([seq, INLINE_LAG + 1], |r| r.get(0))?;
     if waiting <= INLINE_LAG {

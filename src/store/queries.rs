@@ -135,7 +135,7 @@ pub fn visit_filtered<E: From<StoreError>>(conn: &Connection, f: &ListFilter, mu
 /// How many conversations [`visit_filtered`] would list without `f.limit`.
 pub fn count_filtered(conn: &Connection, f: &ListFilter) -> Result<usize, StoreError> {
     let (sql, args) = listing_sql(&ListFilter { limit: None, ..f.clone() });
-    let n: i64 = conn.query_row(&format!("SELECT count(*) FROM ({sql})"), super::sql::params_from_iter(args), |r| r.get(0))?;
+    let n: i64 = conn.query_row(&format!("SELECT count(*) FROM ({sql}) AS listed"), super::sql::params_from_iter(args), |r| r.get(0))?;
     Ok(n as usize)
 }
 
