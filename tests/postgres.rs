@@ -476,3 +476,50 @@ fn tls_as_libpq_means_it() {
     };
     assert!(!encrypted.is_empty() && encrypted.iter().all(|&e| e), "serve's connections, encrypted: {encrypted:?}");
 }
+
+/// A database whose locale sorts text otherwise than byte by byte (ICU's en-US: `a_b` before
+/// `aB`, case and punctuation weighed last) lists, pages and names conversations as SQLite
+/// does: the store's text is compared in byte order whatever the database's locale.
+#[test]
+fn a_database_of_another_locale_orders_as_sqlite_does() {
+    let Some(admin) = common::postgres_server() else { return };
+    let Some(pg) = common::postgres_db() else { return };
+    // The test database again, made with ICU's en-US collation.
+    let url = pg.db.to_str().unwrap().to_owned();
+    let name = url.rsplit('/').next().unwrap().split('?').next().unwrap().to_owned();
+    let mut client = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+    client.batch_execute(&format!("DROP DATABASE \"{name}\" WITH (FORCE)")).unwrap();
+    client.batch_execute(&format!("CREATE DATABASE \"{name}\" TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'")).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let ids = ["a_b", "aB", "Ab", "a-b", "ab", "a.b", "B", "b", "é", "z"];
+    let when = filetime::FileTime::from_unix_time(1_780_000_000, 0);
+    for id in ids {
+        let dir = logs.join(id);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("conversation.jsonl"), format!("{{\"role\": \"user\", \"content\": \"hello {id}\", \"timestamp\": \"2026-07-01T10:00:00\"}}\n"))
+            .unwrap();
+        filetime::set_file_mtime(dir.join("conversation.jsonl"), when).unwrap();
+    }
+    let sqlite = common::TestDb::sqlite(work.path());
+    for db in [&sqlite.db, &pg.db] {
+        run_ok(sessiondb(db).arg("import").arg(&logs));
+    }
+    for args in [vec!["list", "--json"], vec!["list", "--reverse"], vec!["list", "-n", "3", "--json"]] {
+        let (a, b) = (stdout(&run_ok(sessiondb(&sqlite.db).args(&args))), stdout(&run_ok(sessiondb(&pg.db).args(&args))));
+        assert_eq!(a, b, "{args:?}: SQLite's order, then PostgreSQL's");
+    }
+    // A search newest first breaks ties by chat id too (what ranked it is the engine's own).
+    let search = |db: &Path| -> serde_json::Value {
+        let mut page: serde_json::Value =
+            serde_json::from_str(&stdout(&run_ok(sessiondb(db).args(["search", "hello", "--sort", "newest", "--json", "-n", "4"])))).unwrap();
+        page.as_object_mut().unwrap().remove("ranked_by");
+        page
+    };
+    assert_eq!(search(&sqlite.db), search(&pg.db));
+    let listed: serde_json::Value = serde_json::from_str(&stdout(&run_ok(sessiondb(&pg.db).args(["list", "--json"])))).unwrap();
+    let order: Vec<&str> = listed.as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    let mut bytes: Vec<&str> = ids.to_vec();
+    bytes.sort();
+    assert_eq!(order, bytes, "ties broken by chat id in byte order");
+}

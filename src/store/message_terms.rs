@@ -1,5 +1,5 @@
 //! The search indexes on PostgreSQL: each message's words and trigrams, made here by the rules
-//! of SQLite's indexes and kept by the server as lexeme sets (`schema/postgres/0016_message_terms.sql`).
+//! of SQLite's indexes and kept by the server as lexeme sets (`schema/postgres/0016_search_sets_and_byte_order.sql`).
 //!
 //! A message's *words* are the tokens FTS5's `unicode61 remove_diacritics 2` makes of it
 //! ([`super::word_tokens`]), its *trigrams* those of its text lowered as gptme's search lowers

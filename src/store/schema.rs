@@ -44,7 +44,7 @@ pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
 /// the other skips. Append only.
 #[cfg(feature = "postgres")]
 const POSTGRES_MIGRATIONS: &[(i64, &str)] =
-    &[(15, include_str!("../../schema/postgres/0015_init.sql")), (16, include_str!("../../schema/postgres/0016_message_terms.sql"))];
+    &[(15, include_str!("../../schema/postgres/0015_init.sql")), (16, include_str!("../../schema/postgres/0016_search_sets_and_byte_order.sql"))];
 
 /// The advisory lock (a key of PostgreSQL's `pg_advisory_lock`) that migrations hold, so
 /// that many hosts starting at once against a new or older database migrate it once.

@@ -1,4 +1,7 @@
--- The search indexes on PostgreSQL at schema version 16: each message's words and trigrams,
+-- Schema version 16 on PostgreSQL: the search indexes made by sessiondb, SQLite's hex(), and
+-- text in byte order (below).
+--
+-- The search indexes: each message's words and trigrams,
 -- made by sessiondb itself (`store::message_terms`) with the very rules of the SQLite indexes
 -- (FTS5's unicode61 words, the trigrams of the text lowered as Python lowers it), and kept as
 -- lexeme sets in GIN indexes. The server's own parsers (a `simple` tsvector, pg_trgm) split
@@ -69,3 +72,32 @@ CREATE TRIGGER message_terms_removed AFTER DELETE ON message_terms
 
 -- SQLite's hex() of a blob, as `doctor` names blobs: upper-case hexadecimal.
 CREATE FUNCTION hex(bytea) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE RETURN upper(encode($1, 'hex'));
+
+-- Text compares and sorts as SQLite compares it (byte by byte: code point order in UTF-8),
+-- whatever the database's locale: every text column takes the "C" collation, so that `list`,
+-- its ties and pages, and every name and path order, are the same on both engines (an en_US
+-- database sorts `a_b` before `aB`, SQLite after). The views over these columns are made again
+-- as they were.
+DO $$
+DECLARE
+    v record;
+    c record;
+BEGIN
+    CREATE TEMP TABLE sessiondb_saved_views ON COMMIT DROP AS
+        SELECT k.relname AS name, pg_get_viewdef(k.oid) AS definition
+        FROM pg_class k JOIN pg_namespace n ON n.oid = k.relnamespace
+        WHERE k.relkind = 'v' AND n.nspname = current_schema();
+    FOR v IN SELECT name FROM sessiondb_saved_views LOOP
+        EXECUTE format('DROP VIEW %I', v.name);
+    END LOOP;
+    FOR c IN
+        SELECT col.table_name, col.column_name
+        FROM information_schema.columns col JOIN pg_tables t ON t.tablename = col.table_name AND t.schemaname = col.table_schema
+        WHERE col.table_schema = current_schema() AND col.data_type = 'text'
+    LOOP
+        EXECUTE format('ALTER TABLE %I ALTER COLUMN %I TYPE text COLLATE "C"', c.table_name, c.column_name);
+    END LOOP;
+    FOR v IN SELECT name, definition FROM sessiondb_saved_views LOOP
+        EXECUTE format('CREATE VIEW %I AS %s', v.name, v.definition);
+    END LOOP;
+END $$;
