@@ -906,6 +906,30 @@ fn word_queries(generated: &[(String, std::collections::BTreeMap<String, String>
     queries
 }
 
+/// Searches `store` for word query `terms` and checks the answer against the reference
+/// tokenizer over `words`: a word query, ranked by what ranks it on that engine, the same
+/// conversations and as many matching messages. Returns whether it found any.
+fn finds_what_the_reference_finds(store: &common::TestDb, words: &[(String, Vec<Vec<String>>)], terms: &[Term]) -> bool {
+    let text = terms.iter().map(Term::query).collect::<Vec<_>>().join(" ");
+    let page = search_page(&store.db, &["-n", "1000", "--", &text]);
+    assert_eq!(page["literal"], false, "{text:?} is a word query");
+    // On SQLite words and phrases are ranked by the ranking index, prefixes by the word index.
+    let by = if store.engine == "postgres" {
+        "word index (server)"
+    } else if terms.iter().any(|t| t.prefix) {
+        "word index"
+    } else {
+        "ranking index"
+    };
+    assert_eq!(page["ranked_by"], by, "{text:?}");
+    let mut found = ids(page["results"].as_array().unwrap());
+    found.sort();
+    let (expected, messages) = reference_found(words, terms);
+    assert_eq!(found, expected, "{} query {text:?}: conversations found, against the reference tokenizer", store.engine);
+    assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, messages, "{text:?}: matching messages");
+    !expected.is_empty()
+}
+
 /// Issue 15, correctness: on generated text (main, branches and views), every word, phrase and
 /// prefix query finds exactly the conversations, and counts exactly the messages, that the
 /// reference tokenizer ([`reference_words`]) finds over the contents of every message. It fails
@@ -917,30 +941,12 @@ fn word_search_finds_what_the_reference_tokenizer_finds() {
     let logs = work.path().join("logs");
     let generated = generated_logs_of(&logs, 120, 0xface_b00c, WORD_PIECES);
     for store in &imported(work.path(), &logs) {
-        let db = store.db.clone();
         let queries = word_queries(&generated);
         let words = tokenized(&generated);
         assert!(queries.len() >= 50, "{} queries", queries.len());
         let mut found_some = 0;
         for terms in &queries {
-            let text = terms.iter().map(Term::query).collect::<Vec<_>>().join(" ");
-            let page = search_page(&db, &["-n", "1000", "--", &text]);
-            assert_eq!(page["literal"], false, "{text:?} is a word query");
-            // Words and phrases are ranked by the ranking index; prefixes by the word index.
-            let by = if store.engine == "postgres" {
-                "word index (server)"
-            } else if terms.iter().any(|t| t.prefix) {
-                "word index"
-            } else {
-                "ranking index"
-            };
-            assert_eq!(page["ranked_by"], by, "{text:?}");
-            let mut found = ids(page["results"].as_array().unwrap());
-            found.sort();
-            let (expected, messages) = reference_found(&words, terms);
-            assert_eq!(found, expected, "query {text:?}: conversations found, against the reference tokenizer");
-            assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, messages, "{text:?}: matching messages");
-            found_some += usize::from(!expected.is_empty());
+            found_some += usize::from(finds_what_the_reference_finds(store, &words, terms));
         }
         assert!(found_some >= 40, "most queries find something: {found_some} of {}", queries.len());
     }
@@ -1114,23 +1120,7 @@ fn search_on_a_realistic_root_agrees_with_the_references() {
         let words = tokenized(&generated);
         let mut checked = 0;
         for terms in &word_queries {
-            let text = terms.iter().map(Term::query).collect::<Vec<_>>().join(" ");
-            let page = search_page(&db, &["-n", "1000", "--", &text]);
-            assert_eq!(page["literal"], false, "{text:?} is a word query");
-            // Words and phrases are ranked by the ranking index; prefixes by the word index.
-            let by = if store.engine == "postgres" {
-                "word index (server)"
-            } else if terms.iter().any(|t| t.prefix) {
-                "word index"
-            } else {
-                "ranking index"
-            };
-            assert_eq!(page["ranked_by"], by, "{text:?}");
-            let mut found = ids(page["results"].as_array().unwrap());
-            found.sort();
-            let (expected, messages) = reference_found(&words, terms);
-            assert_eq!(found, expected, "word query {text:?}: conversations found, against the reference tokenizer");
-            assert_eq!(page["total"]["messages"].as_u64().unwrap() as usize, messages, "{text:?}: matching messages");
+            finds_what_the_reference_finds(store, &words, terms);
             checked += 1;
         }
         // Literal: fragments of the text holding something other than letters and digits (code,

@@ -191,8 +191,7 @@ pub fn check_database_with(conn: &Connection, progress: &mut dyn FnMut(Step)) ->
             report.problems.push(Problem::OlderSchema { version: report.schema_version, supported });
             return Ok(report);
         }
-        report.conversations = conn.query_row("SELECT count(*) FROM conversations", (), |r| r.get(0))?;
-        report.messages = conn.query_row("SELECT count(*) FROM messages WHERE role IS NOT NULL", (), |r| r.get(0))?;
+        count(conn, &mut report)?;
         starting(Check::SearchSets);
         report.unindexed = super::fts::behind(conn)? as i64;
         push_all(&mut report.problems, Check::SearchSets, strings(conn, SEARCH_SETS_CHECK)?);
@@ -203,6 +202,13 @@ pub fn check_database_with(conn: &Connection, progress: &mut dyn FnMut(Step)) ->
     }
     check_rows(conn, &mut report, progress)?;
     Ok(report)
+}
+
+/// The report's counts of conversations and messages.
+fn count(conn: &Connection, report: &mut DatabaseReport) -> Result<(), StoreError> {
+    report.conversations = conn.query_row("SELECT count(*) FROM conversations", (), |r| r.get(0))?;
+    report.messages = conn.query_row("SELECT count(*) FROM messages WHERE role IS NOT NULL", (), |r| r.get(0))?;
+    Ok(())
 }
 
 /// What the search sets of a server miss, or count wrong: a message neither in them nor waiting
@@ -258,8 +264,7 @@ fn check_file(conn: &Connection, report: &mut DatabaseReport, starting: &mut dyn
         report.problems.push(Problem::OlderSchema { version: report.schema_version, supported });
         return Ok(false);
     }
-    report.conversations = conn.query_row("SELECT count(*) FROM conversations", (), |r| r.get(0))?;
-    report.messages = conn.query_row("SELECT count(*) FROM messages WHERE role IS NOT NULL", (), |r| r.get(0))?;
+    count(conn, report)?;
     starting(Check::FullTextIndex);
     if let Err(e) = conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')", ()) {
         report.problems.push(Problem::FullTextIndexCheck(e.to_string()));
