@@ -60,7 +60,7 @@ pub const INLINE_LAG: i64 = 2_000;
 pub fn index_own(conn: &Connection, seq: i64) -> Result<(), StoreError> {
     if kept_by_server(conn) {
         // The waiting list holds this transaction's messages and those others committed.
-        if super::message_terms::behind(conn)? <= INLINE_LAG as u64 {
+        if super::message_terms::waiting_at_most(conn, INLINE_LAG + 1)? <= INLINE_LAG {
             super::message_terms::index_waiting(conn, INLINE_LAG)?;
         }
         return Ok(());

@@ -81,6 +81,12 @@ pub fn behind(conn: &Connection) -> Result<u64, StoreError> {
     Ok(n as u64)
 }
 
+/// Messages waiting for their terms, counted up to `limit` at most (a writer asks whether a few
+/// or many wait: an import's hundreds of thousands are not counted one by one).
+pub fn waiting_at_most(conn: &Connection, limit: i64) -> Result<i64, StoreError> {
+    Ok(conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM message_terms_pending LIMIT ?1) AS waiting")?.query_row([limit], |r| r.get(0))?)
+}
+
 /// Indexes at most `limit` waiting messages, lowest ids first, and takes them off the waiting
 /// list. Call inside a write transaction (which holds the store's write lock, so no other
 /// process indexes the same messages meanwhile). Returns the messages indexed.

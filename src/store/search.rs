@@ -20,6 +20,11 @@
 //! match a term of the query (a phrase's words only where the whole phrase stands), for a word
 //! query — never letters inside another word.
 //!
+//! On PostgreSQL the same queries get the same answers from other indexes: each message's sets
+//! of words and of trigrams ([`super::message_terms`]) give a superset of the messages a query
+//! can match, and each is checked — a word query by [`super::word_match`] (FTS5's own rules,
+//! ranked by FTS5's bm25 formula), a literal one against the lowered text as here.
+//!
 //! Invariants: no query and no stored text makes a search panic; a word query reaches FTS5 only
 //! within [`MAX_QUERY_BYTES`], [`MAX_QUERY_WORDS`], [`MAX_PREFIXES`] and [`MAX_NESTING`], a literal
 //! one with at most [`MAX_TRIGRAMS`] index lookups, so every search is bounded; snippets are cut
