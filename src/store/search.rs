@@ -1113,12 +1113,17 @@ fn run_on_server(conn: &Connection, q: &Resolved, mut matcher: WordMatch) -> Res
     let mut seen: std::collections::HashMap<i64, Seen> = std::collections::HashMap::new();
     for chunk in ids.chunks(SERVER_CHUNK) {
         args[0] = Value::Text(format!("[{}]", chunk.iter().map(i64::to_string).collect::<Vec<_>>().join(",")));
-        let rows: Vec<(i64, Option<String>, i64, f64, String)> =
-            stmt.query_map(params_from_iter(args.iter()), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?.collect::<Result<_, _>>()?;
-        let texts: Vec<(i64, String)> = rows.iter().map(|(id, content, ..)| (*id, content.clone().unwrap_or_default())).collect();
-        let of: std::collections::HashMap<i64, &(i64, Option<String>, i64, f64, String)> = rows.iter().map(|r| (r.0, r)).collect();
+        // Each candidate's text, and apart from it where it stands in the listing: the text is
+        // moved to the matcher, not copied.
+        let mut texts: Vec<(i64, String)> = Vec::new();
+        let mut of: std::collections::HashMap<i64, (i64, f64, String)> = std::collections::HashMap::new();
+        for row in stmt.query_map(params_from_iter(args.iter()), |r| Ok((r.get(0)?, r.get::<_, Option<String>>(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))? {
+            let (id, content, conversation, modified, chat_id): (i64, Option<String>, i64, f64, String) = row?;
+            texts.push((id, content.unwrap_or_default()));
+            of.insert(id, (conversation, modified, chat_id));
+        }
         for m in matcher.matching(&texts)? {
-            let (_, _, conversation, modified, chat_id) = of[&m.id];
+            let (conversation, modified, chat_id) = &of[&m.id];
             let entry = seen.entry(*conversation).or_insert_with(|| Seen { count: 0, best: Vec::new(), modified: *modified, chat_id: chat_id.clone() });
             entry.count += 1;
             entry.best.push((bm25(&m, &corpus), m.id));
