@@ -30,14 +30,25 @@ def main() -> int:
 
     def load(logdir: Path) -> LogManager:
         # gptme refuses a conversation another process holds (sessiondb writing it out, say):
-        # as a person would, try again shortly.
+        # as a person would, try again shortly. gptme reads the transcript and then stats it by
+        # name; once in a long CI run that name was missing in between (nothing in sessiondb
+        # unlinks or renames a transcript outside an operation, as strace shows), so a missing
+        # transcript is also tried again, never created anew, and said on stderr: a transcript
+        # that stays gone fails the run, and one that came back changed fails the test's checks.
         deadline = time.monotonic() + 30
+        create = not (logdir / "conversation.jsonl").exists()
         while True:
             try:
-                return LogManager.load(logdir, create=True)
+                return LogManager.load(logdir, create=create)
             except RuntimeError:
                 if time.monotonic() > deadline:
                     raise
+                time.sleep(0.01)
+            except FileNotFoundError as e:
+                if time.monotonic() > deadline:
+                    raise
+                print(f"gptme_appender: {e}; trying again", file=sys.stderr, flush=True)
+                create = False
                 time.sleep(0.01)
 
     def on_term(*_):
