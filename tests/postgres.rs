@@ -416,6 +416,108 @@ fn a_reader_reads_all_and_each_person_only_their_sources() {
     assert_eq!(listed(&pg.db), everything, "the owner still sees every source");
 }
 
+/// Each host writes only its own sources, enforced by the server (schema 17): two hosts with
+/// roles of their own (tools/pg/host-role.sql) sync their roots; neither sessiondb run as one
+/// host, nor SQL typed as it, adds to, changes or removes the other's rows, while removing its
+/// own conversation keeps the attachments the other still holds. A source the owner made is
+/// written by the owner until handed over. With tools/pg/own-sources.sql a host still writes
+/// its own and sees just its own.
+#[test]
+fn each_host_writes_only_its_own_sources() {
+    let Some(pg) = common::postgres_db() else { return };
+    let owner = pg.db.to_str().unwrap().to_owned();
+    let work = tempfile::tempdir().unwrap();
+    let root = |name: &str| {
+        let logs = work.path().join(name);
+        copy_tree(&fixtures(), &logs);
+        logs
+    };
+    let (root_a, root_b, root_owner) = (root("a"), root("b"), root("owned"));
+    run_ok(sessiondb(&pg.db).arg("import").arg(&root_owner).args(["--source", "owned"]));
+    let tag = format!("{}_{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos());
+    let (a, b) = (format!("host_a_{tag}"), format!("host_b_{tag}"));
+    let _roles = Roles { admin: common::postgres_server().unwrap(), db: owner.clone(), names: vec![a.clone(), b.clone()] };
+    let mut client = postgres::Client::connect(&owner, postgres::NoTls).unwrap();
+    client.batch_execute(&format!("CREATE ROLE \"{a}\" LOGIN; CREATE ROLE \"{b}\" LOGIN")).unwrap();
+    for role in [&a, &b] {
+        psql_file(&owner, "tools/pg/host-role.sql", &[("role", role)]);
+    }
+    let (as_a, as_b) = (as_role(&owner, &a), as_role(&owner, &b));
+    run_ok(sessiondb(&as_a).arg("sync").arg(&root_a).args(["--source", "a"]));
+    run_ok(sessiondb(&as_b).arg("sync").arg(&root_b).args(["--source", "b"]));
+    let count = |client: &mut postgres::Client, sql: &str| -> i64 { client.query_one(sql, &[]).unwrap().get(0) };
+    let rows_of_a = |client: &mut postgres::Client| -> Vec<i64> {
+        let of_a = "SELECT c.id FROM conversations c JOIN sources s ON s.id = c.source_id WHERE s.name = 'a'";
+        let mut queries: Vec<String> = ["messages", "documents", "entries", "pending_paths"].iter().map(|t| format!("SELECT count(*) FROM {t} WHERE conversation_id IN ({of_a})")).collect();
+        queries.push(format!("SELECT count(*) FROM document_lines WHERE document_id IN (SELECT id FROM documents WHERE conversation_id IN ({of_a}))"));
+        queries.extend(["SELECT count(*) FROM blob_chunks".to_owned(), "SELECT count(*) FROM conversations".to_owned()]);
+        queries.iter().map(|q| count(client, q)).collect()
+    };
+    let before = rows_of_a(&mut client);
+    assert!(before[0] > 0 && before[2] > 0, "{before:?}");
+
+    // sessiondb as host b: refused before anything is written, naming both roles.
+    let chat = "a:2026-07-04-attachments";
+    for args in [vec!["rm", "--yes", chat], vec!["append", chat, "--role", "user", "--content", "not b's"], vec!["rename", chat, "2026-07-04-renamed"]] {
+        let out = sessiondb(&as_b).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("source \"a\" is written by role") && err.contains(&a) && err.contains(&b), "{args:?}: {err}");
+    }
+    let out = sessiondb(&as_b).arg("sync").arg(&root_a).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("is written by role"), "host b syncing host a's root");
+    // SQL typed as host b: updates and deletes of a's rows find none, inserts are refused.
+    let mut typed = postgres::Client::connect(as_b.to_str().unwrap(), postgres::NoTls).unwrap();
+    let a_conversations = "(SELECT c.id FROM conversations c JOIN sources s ON s.id = c.source_id WHERE s.name = 'a')";
+    for sql in [
+        format!("UPDATE messages SET content = 'changed by b' WHERE conversation_id IN {a_conversations}"),
+        format!("DELETE FROM document_lines WHERE document_id IN (SELECT id FROM documents WHERE conversation_id IN {a_conversations})"),
+        format!("DELETE FROM conversations WHERE id IN {a_conversations}"),
+        "UPDATE sources SET writer = current_user WHERE name = 'a'".to_owned(),
+        "DELETE FROM blobs".to_owned(),
+        "DELETE FROM blob_chunks".to_owned(),
+    ] {
+        assert_eq!(typed.execute(sql.as_str(), &[]).unwrap(), 0, "{sql}");
+    }
+    for sql in [
+        format!("INSERT INTO pending_paths (conversation_id, path) SELECT id, 'conversation.jsonl' FROM {a_conversations} x"),
+        format!("INSERT INTO sources (name, root, writer) VALUES ('c', '/c', '{a}')"),
+        "INSERT INTO blob_chunks (blob_id, seq, data) SELECT id, 1000, '\\x00' FROM blobs LIMIT 1".to_owned(),
+    ] {
+        let e = typed.execute(sql.as_str(), &[]).unwrap_err();
+        assert_eq!(e.code(), Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE), "{sql}: {e}");
+    }
+    assert_eq!(rows_of_a(&mut client), before, "host a's rows as they were");
+
+    // Host b removes its own copy of the conversation with attachments: the blobs host a's copy
+    // holds stay, and a's source is written out byte for byte.
+    run_ok(sessiondb(&as_b).args(["rm", "--yes", "b:2026-07-04-attachments"]));
+    let out = work.path().join("out-a");
+    run_ok(sessiondb(&as_a).args(["export", "--source", "a", "--to"]).arg(&out));
+    assert_same_tree(&root_a, &out, &[".lock"]);
+
+    // The owner's source: the owner's until handed over.
+    let out = sessiondb(&as_a).arg("sync").arg(&root_owner).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("source \"owned\" is written by role") && err.contains("UPDATE sources SET writer"), "{err}");
+    client.execute("UPDATE sources SET writer = $1 WHERE name = 'owned'", &[&a]).unwrap();
+    run_ok(sessiondb(&as_a).args(["append", "owned:2026-07-01-basic-chat", "--role", "user", "--content", "handed over"]));
+
+    // Each host seeing its own sources only: it still writes them, attachments and all.
+    psql_file(&owner, "tools/pg/own-sources.sql", &[]);
+    run_ok(sessiondb(&as_a).args(["append", "a:2026-07-01-basic-chat", "--role", "user", "--content", "seen by a alone"]));
+    copy_tree(&fixtures().join("2026-07-04-attachments"), &root_b.join("2026-07-04-attachments-again"));
+    run_ok(sessiondb(&as_b).arg("sync").arg(&root_b));
+    let listed: serde_json::Value = serde_json::from_str(&stdout(&run_ok(sessiondb(&as_b).args(["list", "--json", "--all"])))).unwrap();
+    let sources: std::collections::BTreeSet<&str> = listed.as_array().unwrap().iter().map(|c| c["source"].as_str().unwrap_or("b")).collect();
+    assert!(sources.iter().all(|s| *s == "b"), "host b sees its own source only: {sources:?}");
+    let out = work.path().join("out-b");
+    run_ok(sessiondb(&as_b).args(["export", "--source", "b", "--to"]).arg(&out));
+    assert_same_tree(&root_b, &out, &[".lock"]);
+    let found: serde_json::Value = serde_json::from_str(&stdout(&run_ok(sessiondb(&pg.db).args(["search", "--json", "--all", "seen by a alone"])))).unwrap();
+    assert_eq!(found["total"]["messages"], 1, "the owner finds what host a wrote");
+}
+
 /// TLS as libpq's `sslmode` and `sslrootcert` mean it, against the test server (which offers
 /// TLS with a certificate for localhost and 127.0.0.1 signed by DIR/root.crt, `tools/pg/server.sh`):
 /// `require` encrypts (seen from the server), `verify-full` with the server's root connects,

@@ -156,7 +156,7 @@ fn remove_with(store: &Store, chat_id: &str, force: bool, only_unchanged: bool) 
     let mut conn = store.connection()?;
     let conv = modify::load_conversation(&conn, chat_id)?;
     // From here on, the chat id of this conversation's source (see `store::sources`).
-    conn.scope_to(conv.source_id);
+    conn.scope_to(conv.source_id)?;
     let chat_id = conv.chat_id.as_str();
     let _lock = if conv.dir.exists() { Some(gptme_lock::acquire_path(&conv.dir)?) } else { None };
     let batch = WriteBatch::begin(&mut conn)?;

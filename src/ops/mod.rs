@@ -79,7 +79,7 @@ pub fn with_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Sessio
 
 fn with_session_in<T>(store: &Store, named: &crate::store::sources::Named, op: impl FnOnce(&mut Session) -> Result<T, OpsError>) -> Result<T, OpsError> {
     let mut conn = store.connection()?;
-    conn.scope_to(named.source_id);
+    conn.scope_to(named.source_id)?;
     let chat_id = named.chat_id.as_str();
     let conv = modify::load_conversation(&conn, chat_id)?;
     let dir = conv.dir;
@@ -163,7 +163,7 @@ pub fn run<T>(store: &Store, chat_id: &str, queued: bool, op: impl FnOnce(&mut S
 pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut Session) -> Result<T, OpsError>) -> Result<T, OpsError> {
     let mut conn = store.connection()?;
     let named = crate::store::sources::resolve(&conn, chat_id)?;
-    conn.scope_to(named.source_id);
+    conn.scope_to(named.source_id)?;
     let chat_id = named.chat_id.as_str();
     let mut batch = WriteBatch::begin(&mut conn)?;
     let conv = modify::load_conversation(batch.conn(), chat_id)?;

@@ -81,8 +81,12 @@ pub enum StoreError {
     #[error("{url} is a URL of a kind sessiondb does not open: give an SQLite file's path, or a postgres:// URL; {scheme}:// databases are not supported")]
     Url { url: String, scheme: String },
     /// The server refused a statement to this URL's role.
-    #[error("the server does not let this role do that ({0}): a reader's role (tools/pg/reader-role.sql) only reads; write with the role the store's hosts use")]
+    #[error("the server does not let this role do that ({0}): a reader's role (tools/pg/reader-role.sql) only reads, and a host's role (tools/pg/host-role.sql) writes only the sources it made")]
     NotAllowed(sql::Error),
+    /// A write into a source that another role writes (PostgreSQL, schema 17: `sources.writer`):
+    /// refused before anything is written, as the server would refuse each write.
+    #[error("source {source_name:?} is written by role {writer:?}, and this connection is role {role:?}: each host writes only its own sources; connect as {writer:?}, or have the store's owner give the source to {role:?} (UPDATE sources SET writer = '{role}' WHERE name = '{source_name}')")]
+    NotWriter { source_name: String, writer: String, role: String },
     /// A `postgres://` URL that does not parse.
     #[error("{url} is not a usable PostgreSQL URL: {why}")]
     BadUrl { url: String, why: String },
@@ -196,12 +200,16 @@ impl Connection {
         Ok((manager, Connection(Inner::PostgresPlain(first), Default::default())))
     }
 
-    /// Keeps this connection to the conversations of one source from now on: chat ids are
-    /// looked up in that source only, and conversations written are written into it (see
-    /// [`sources`]). For a sync or import of one logs root, and for an operation on one
+    /// Keeps this connection to the conversations of one source from now on, to write them:
+    /// chat ids are looked up in that source only, and conversations written are written into
+    /// it (see [`sources`]). For a sync or import of one logs root, and for an operation on one
     /// conversation once it is found. A connection is unscoped when taken from the store.
-    pub fn scope_to(&self, source_id: i64) {
+    /// Refused ([`StoreError::NotWriter`]) when this connection's role may not write the source
+    /// ([`sources::check_writer`]).
+    pub fn scope_to(&self, source_id: i64) -> Result<(), StoreError> {
+        sources::check_writer(self, source_id)?;
         self.1.set(Some(source_id));
+        Ok(())
     }
 
     /// Sets the source this connection is kept to (`None`: none), returning the one before,

@@ -96,6 +96,33 @@ fn by_name(conn: &Connection, name: &str) -> Result<Option<Source>, StoreError> 
     Ok(conn.prepare_cached("SELECT id, name, root FROM sources WHERE name = ?1")?.query_row([name], source_from_row).optional()?)
 }
 
+/// Whether this connection may write source `source_id`, as the server judges it (schema 17):
+/// on PostgreSQL a role writes a source when it is the source's `writer`, or owns the tables
+/// (PostgreSQL never holds a table's owner by its row policies), or is a superuser or a role
+/// that bypasses row security. [`StoreError::NotWriter`] otherwise, naming both roles. A role
+/// that may not write at all (a reader's) is left to the server, whose refusal says so. SQLite
+/// has no roles: always allowed there.
+pub fn check_writer(conn: &Connection, source_id: i64) -> Result<(), StoreError> {
+    if conn.engine() != super::sql::Engine::Postgres {
+        return Ok(());
+    }
+    let found = conn
+        .prepare_cached(
+            "SELECT s.name, s.writer, current_user::text,
+                    s.writer = current_user
+                    OR NOT has_table_privilege('messages', 'INSERT')
+                    OR (SELECT r.rolsuper OR r.rolbypassrls FROM pg_roles r WHERE r.rolname = current_user)
+                    OR (SELECT c.relowner FROM pg_class c WHERE c.oid = 'conversations'::regclass) = (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user)
+             FROM sources s WHERE s.id = ?1",
+        )?
+        .query_row([source_id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, bool>(3)?)))
+        .optional()?;
+    match found {
+        Some((source_name, writer, role, false)) => Err(StoreError::NotWriter { source_name, writer, role }),
+        _ => Ok(()), // allowed, or a source not (or not yet) there: the write decides
+    }
+}
+
 /// A logs root as `sources.root` holds it: absolute, as given, without `.` components or a
 /// trailing `/` (so that `logs/` and `logs` are one root). Symbolic links are not resolved:
 /// conversation directories are recorded under the root as it was given.
@@ -278,7 +305,7 @@ mod tests {
         let source_b = register(batch.conn(), b, None).unwrap();
         assert_eq!(source_b.name, default_name(b));
         batch.conversation("c", "/logs/b/c", b"fp").unwrap().finish(&Default::default(), 0.0, 1, true).unwrap();
-        batch.conn().scope_to(source_a.id);
+        batch.conn().scope_to(source_a.id).unwrap();
         match batch.conversation("c", "/logs/b/c", b"fp") {
             Err(StoreError::OutsideSource { source_name, .. }) => assert_eq!(source_name, "a"),
             other => panic!("expected OutsideSource, got {:?}", other.map(|_| ())),
@@ -297,7 +324,7 @@ mod tests {
         assert_eq!(rows, [("a".to_owned(), "/logs/a/c".to_owned()), (default_name(b), "/logs/b/c".to_owned())]);
         assert!(matches!(resolve(&conn, "c"), Err(StoreError::Ambiguous { .. })));
         assert_eq!(resolve(&conn, "a:c").unwrap().source, "a");
-        conn.scope_to(source_b.id);
+        conn.scope_to(source_b.id).unwrap();
         assert_eq!(resolve(&conn, "c").unwrap().source_id, source_b.id, "scoped: the chat id of that source");
     }
 

@@ -154,7 +154,7 @@ fn import_batches(
     let mut batch = WriteBatch::begin_unindexed(&mut conn)?;
     // Scoped to the root's source: the directories read replace that source's rows only.
     let source = crate::store::sources::register(batch.conn(), root, source)?;
-    batch.conn().scope_to(source.id);
+    batch.conn().scope_to(source.id)?;
     let mut in_batch = 0;
     ingest::import_dirs(&mut batch, dirs, ReadMode::Whole, false, &mut |batch, dir, outcome| {
         match outcome {

@@ -254,7 +254,7 @@ fn pass(
     // in the in-phase's transaction (so that a dry run makes none).
     let known = sources::find(&conn, &root, source)?;
     if let Some(known) = &known {
-        conn.scope_to(known.id);
+        conn.scope_to(known.id)?;
     }
 
     // Out: queued store changes, each conversation in its own transaction.
@@ -272,7 +272,7 @@ fn pass(
     // inside it: another process (a second watcher) may have replaced rows since.
     let mut batch = WriteBatch::begin(&mut conn)?;
     let source = sources::register(batch.conn(), &root, source)?;
-    batch.conn().scope_to(source.id);
+    batch.conn().scope_to(source.id)?;
     let stored = queries::conversations_in(batch.conn(), &root)?;
     let acknowledged = crate::store::acknowledged::chat_ids(batch.conn())?;
     let mut full = Vec::new();
