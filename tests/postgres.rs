@@ -274,7 +274,8 @@ fn doctor_checks_a_server_database() {
     client
         .batch_execute(
             "DELETE FROM message_terms WHERE message_id IN (SELECT message_id FROM message_terms ORDER BY message_id LIMIT 3);
-             UPDATE message_terms_totals SET tokens = tokens + 1",
+             INSERT INTO message_terms_counts AS t (slot, documents, tokens) VALUES (0, 0, 1)
+                 ON CONFLICT (slot) DO UPDATE SET tokens = t.tokens + 1",
         )
         .unwrap();
     let (code, text) = doctor(&[]);

@@ -1,7 +1,8 @@
 //! A write transaction that holds any number of whole conversations.
 //!
-//! [`WriteBatch::begin`] takes the database's write lock up front (`BEGIN IMMEDIATE`), so
-//! concurrent writers queue instead of failing midway. Each conversation is written inside its
+//! [`WriteBatch::begin`] takes the database's write lock up front ([`Connection::begin_write`]:
+//! on a server, the lock of the source the connection is scoped to), so concurrent writers
+//! queue instead of failing midway. Each conversation is written inside its
 //! own savepoint ([`WriteBatch::conversation`]): a conversation that fails is rolled back alone
 //! and the batch goes on. [`WriteBatch::commit`] brings the full-text indexes up to date and
 //! commits (a batch begun with [`WriteBatch::begin_unindexed`] leaves them to
@@ -33,7 +34,7 @@ impl<'c> WriteBatch<'c> {
     }
 
     fn begin_with(conn: &'c mut Connection, indexed: bool) -> Result<Self, StoreError> {
-        conn.execute_batch("BEGIN IMMEDIATE")?;
+        conn.begin_write()?;
         let mut batch = WriteBatch { conn, open: true, indexed, seq: 0 };
         batch.seq = fts::message_seq(batch.conn)?;
         Ok(batch)
@@ -58,7 +59,7 @@ impl<'c> WriteBatch<'c> {
     /// transaction so the batch can go on.
     pub fn commit(&mut self) -> Result<(), StoreError> {
         self.commit_inner()?;
-        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        self.conn.begin_write()?;
         self.open = true;
         self.seq = fts::message_seq(self.conn)?;
         Ok(())

@@ -130,7 +130,9 @@ pub const CATCH_UP_STEP: i64 = 40_000;
 /// Brings both indexes up to the messages table, in transactions of [`CATCH_UP_STEP`] messages
 /// each, telling `progress` (messages indexed so far, messages behind at the start) after each.
 /// Another process catching up meanwhile is no harm: each step starts from the watermarks as
-/// its transaction finds them. Call outside any transaction. Returns the messages indexed.
+/// its transaction finds them (on a server, from the waiting messages no other writer has
+/// taken, beside the writers of every source). Call outside any transaction. Returns the
+/// messages indexed.
 pub fn catch_up(conn: &Connection, progress: &mut dyn FnMut(u64, u64)) -> Result<u64, StoreError> {
     let of = behind(conn)?;
     if of == 0 {
@@ -139,7 +141,7 @@ pub fn catch_up(conn: &Connection, progress: &mut dyn FnMut(u64, u64)) -> Result
     let step = if kept_by_server(conn) { super::message_terms::STEP } else { CATCH_UP_STEP };
     let mut done = 0;
     loop {
-        match conn.in_transaction(|| index_up_to(conn, step))? {
+        match conn.in_transaction_beside_writers(|| index_up_to(conn, step))? {
             0 => return Ok(done),
             n => done += n,
         }
@@ -160,7 +162,7 @@ pub fn rebuild_substring_index(conn: &Connection) -> Result<(), StoreError> {
         conn.in_transaction(|| {
             conn.execute_batch(
                 "DELETE FROM message_terms;
-                 UPDATE message_terms_totals SET documents = 0, tokens = 0;
+                 DELETE FROM message_terms_counts;
                  INSERT INTO message_terms_pending (message_id) SELECT id FROM messages ON CONFLICT DO NOTHING",
             )?;
             Ok(())

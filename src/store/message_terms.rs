@@ -88,12 +88,15 @@ pub fn waiting_at_most(conn: &Connection, limit: i64) -> Result<i64, StoreError>
 }
 
 /// Indexes at most `limit` waiting messages, lowest ids first, and takes them off the waiting
-/// list. Call inside a write transaction (which holds the store's write lock, so no other
-/// process indexes the same messages meanwhile). Returns the messages indexed.
+/// list. Call inside a write transaction. Writers of different sources index at once, each the
+/// waiting messages no other has taken (`FOR UPDATE SKIP LOCKED`: held until it commits), so
+/// that none indexes a message twice or waits for another. Returns the messages indexed.
 pub fn index_waiting(conn: &Connection, limit: i64) -> Result<u64, StoreError> {
     debug_assert_eq!(conn.engine(), Engine::Postgres);
-    let mut stmt =
-        conn.prepare_cached("SELECT p.message_id, m.content FROM message_terms_pending p JOIN messages m ON m.id = p.message_id ORDER BY p.message_id LIMIT ?1")?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT p.message_id, m.content FROM message_terms_pending p JOIN messages m ON m.id = p.message_id
+         ORDER BY p.message_id LIMIT ?1 FOR UPDATE OF p SKIP LOCKED",
+    )?;
     let waiting: Vec<(i64, Option<String>)> = stmt.query_map([limit], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
     if waiting.is_empty() {
         return Ok(0);

@@ -3,7 +3,8 @@
 //!
 //! One database file in WAL mode holds every imported conversation. Connections come from an
 //! r2d2 pool; each has foreign keys on and a busy timeout, and every write transaction starts
-//! with `BEGIN IMMEDIATE` so concurrent writers queue for the lock instead of failing midway.
+//! by taking its write lock ([`Connection::begin_write`]) so concurrent writers queue for the
+//! lock instead of failing midway.
 //! A conversation is always written whole in one transaction: readers see it before or after,
 //! never half-imported.
 //!
@@ -129,6 +130,16 @@ pub enum StoreError {
     /// they must be written out (or kept as conflicts) first, by `sessiondb sync`.
     #[error("conversation {0:?} has changes queued in the store that its directory does not hold yet; run `sessiondb sync` to write them out first")]
     Queued(String),
+}
+
+impl StoreError {
+    /// Whether the server gave up the statement only for meeting another writer: a deadlock
+    /// it broke (40P01) or a serialization failure (40001). Writers of different sources write
+    /// at once on a server ([`sql::WRITE_LOCK`]) and can still meet over rows they share (an
+    /// attachment both hold); the same write again, in a new transaction, usually succeeds.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Database(e) if matches!(e.sqlstate(), Some("40P01" | "40001")))
+    }
 }
 
 impl From<sql::Error> for StoreError {
@@ -294,11 +305,36 @@ impl Connection {
         }
     }
 
-    /// Runs `work` in one write transaction (`BEGIN IMMEDIATE`: SQLite's write lock from the
-    /// start), committed when it succeeds; rolled back when it or the commit fails (a commit
-    /// SQLite refuses leaves the transaction open). Call outside any transaction.
+    /// Begins a write transaction, its write lock taken from the start: SQLite's (`BEGIN
+    /// IMMEDIATE`), or on the server the locks of this connection's scope ([`sql::WRITE_LOCK`]:
+    /// its source's alone when it is scoped to one, every writer's otherwise).
+    pub(in crate::store) fn begin_write(&self) -> sql::Result<()> {
+        self.begin_write_taking(self.scope().map_or(sql::WriteLocks::Exclusive, sql::WriteLocks::Source))
+    }
+
+    fn begin_write_taking(&self, locks: sql::WriteLocks) -> sql::Result<()> {
+        match self.engine() {
+            sql::Engine::Sqlite => self.execute_batch("BEGIN IMMEDIATE"),
+            sql::Engine::Postgres => self.execute_batch(&sql::begin_write_on_server(locks)),
+        }
+    }
+
+    /// Runs `work` in one write transaction ([`Connection::begin_write`]), committed when it
+    /// succeeds; rolled back when it or the commit fails (a commit SQLite refuses leaves the
+    /// transaction open). Call outside any transaction.
     pub(in crate::store) fn in_transaction<T>(&self, work: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
-        self.execute_batch("BEGIN IMMEDIATE")?;
+        self.in_transaction_taking(self.scope().map_or(sql::WriteLocks::Exclusive, sql::WriteLocks::Source), work)
+    }
+
+    /// [`Connection::in_transaction`] for a write that takes the rows it changes so that it
+    /// never meets another writer's ([`sql::WriteLocks::Shared`]): on a server it runs beside
+    /// the writers of every source. SQLite has one writer at a time all the same.
+    pub(in crate::store) fn in_transaction_beside_writers<T>(&self, work: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
+        self.in_transaction_taking(sql::WriteLocks::Shared, work)
+    }
+
+    fn in_transaction_taking<T>(&self, locks: sql::WriteLocks, work: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
+        self.begin_write_taking(locks)?;
         let done = work().and_then(|done| Ok(self.execute_batch("COMMIT").map(|()| done)?));
         if done.is_err() {
             let _ = self.execute_batch("ROLLBACK");

@@ -149,9 +149,23 @@ pub fn find(conn: &Connection, root: &Path, name: Option<&str>) -> Result<Option
     }
 }
 
+/// Scopes `conn` ([`Connection::scope_to`]) to the source that reads logs root `root` (named
+/// `name` when given), made as [`register`] makes it when there is none, in a transaction of its
+/// own. Call before the write transaction that writes the root's conversations begins, so that
+/// it takes that source's write lock alone (on a server: hosts syncing their own sources write
+/// at once; see [`super::sql::WRITE_LOCK`]).
+pub fn scope_to_root(conn: &Connection, root: &Path, name: Option<&str>) -> Result<Source, StoreError> {
+    let source = match find(conn, root, name)? {
+        Some(found) => found,
+        None => conn.in_transaction(|| register(conn, root, name))?,
+    };
+    conn.scope_to(source.id)?;
+    Ok(source)
+}
+
 /// [`find`], making the source when there is none (named `name`, else [`default_name`]). Call
-/// inside the write transaction that will write its conversations, so that a dry run or a
-/// failure leaves no source behind.
+/// inside a write transaction: the one that will write its conversations (so that a dry run
+/// leaves no source behind), or one of its own ([`scope_to_root`]).
 pub fn register(conn: &Connection, root: &Path, name: Option<&str>) -> Result<Source, StoreError> {
     if let Some(found) = find(conn, root, name)? {
         return Ok(found);

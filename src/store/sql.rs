@@ -5,8 +5,8 @@
 //! `ON CONFLICT … DO …`, `RETURNING`), and prepared through a [`super::Connection`]. On
 //! PostgreSQL each is rewritten by [`postgres_dialect`] when first prepared (and cached with
 //! its server-side statement): `?N` becomes `$N`, `INSERT OR IGNORE` an `ON CONFLICT DO
-//! NOTHING`, and SQLite's `BEGIN IMMEDIATE` a `BEGIN` that takes the store's write lock
-//! ([`WRITE_LOCK`]), so that writers take turns on the server as they do on SQLite's file. What the engines do differently in ways a
+//! NOTHING`. A write transaction begins through [`super::Connection::begin_write`] (SQLite's
+//! `BEGIN IMMEDIATE`; on the server a `BEGIN` that takes the write locks, [`WRITE_LOCK`]). What the engines do differently in ways a
 //! rewrite cannot bridge (the word indexes, the schema's triggers) lives in per-engine code of
 //! the store's modules, which ask [`super::Connection::engine`].
 //!
@@ -576,21 +576,48 @@ impl<T> OptionalExtension<T> for Result<T> {
 }
 
 /// The advisory lock (a key of PostgreSQL's `pg_advisory_xact_lock`) that a write transaction
-/// on the server holds from its start to its end: SQLite's one writer at a time, for every host
-/// writing into the database. A write transaction reads the rows it changes after taking it, so
-/// that two writers never work from the same old state (a sync reading in lines while an
-/// append adds them). Readers never take it.
+/// on the server holds from its start to its end. A write scoped to one source (a sync, an
+/// import, an operation on one conversation) holds it shared, with that source's own lock
+/// ([`SOURCE_LOCK`]) exclusive: writers of one source take turns, as SQLite's one writer does,
+/// while hosts writing their own sources write at once. Any other write (the search sets'
+/// catch-up, a rebuild, registering a source) holds it exclusive, alone. A write transaction
+/// reads the rows it changes after taking its locks, so that two writers never work from the
+/// same old state (a sync reading in lines while an append adds them). Readers take neither.
 pub const WRITE_LOCK: i64 = 0x5e55_10db_0002;
 
+/// The first of the two 32-bit keys of a source's lock (`pg_advisory_xact_lock(SOURCE_LOCK,
+/// source id)`); two-key locks never collide with one-key ones such as [`WRITE_LOCK`].
+pub const SOURCE_LOCK: i32 = 0x5e55_10db;
+
+/// Which write locks ([`WRITE_LOCK`]) a write transaction on the server takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteLocks {
+    /// A write scoped to one source (its id): beside the writers of other sources.
+    Source(i64),
+    /// A write that takes its rows so that it never meets another writer's (the search sets'
+    /// catch-up, `FOR UPDATE SKIP LOCKED`): beside every writer but an exclusive one.
+    Shared,
+    /// Any other write: alone.
+    Exclusive,
+}
+
+/// How a write transaction begins on PostgreSQL, taking `locks`.
+pub fn begin_write_on_server(locks: WriteLocks) -> String {
+    match locks {
+        // Source ids past 2^31 share locks (harmlessly) with smaller ones.
+        WriteLocks::Source(id) => {
+            format!("BEGIN; SELECT pg_advisory_xact_lock_shared({WRITE_LOCK}), pg_advisory_xact_lock({SOURCE_LOCK}, {})", (id & 0x7fff_ffff) as i32)
+        }
+        WriteLocks::Shared => format!("BEGIN; SELECT pg_advisory_xact_lock_shared({WRITE_LOCK})"),
+        WriteLocks::Exclusive => format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"),
+    }
+}
+
 /// A statement of the shared dialect as PostgreSQL reads it: `?N` as `$N` (a bare `?` as the
-/// next number), `BEGIN IMMEDIATE` as `BEGIN` then [`WRITE_LOCK`] taken, `INSERT OR IGNORE INTO … ` as `INSERT INTO …
+/// next number), `INSERT OR IGNORE INTO … ` as `INSERT INTO …
 /// ON CONFLICT DO NOTHING`. Quoted text and identifiers, `--` comments and `$$`-quoted bodies
 /// are left as they are.
 pub fn postgres_dialect(sql: &str) -> String {
-    let trimmed = sql.trim_start();
-    if trimmed.eq_ignore_ascii_case("BEGIN IMMEDIATE") || trimmed.eq_ignore_ascii_case("BEGIN IMMEDIATE;") {
-        return format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})");
-    }
     let mut out = String::with_capacity(sql.len() + 16);
     let mut next = 0usize;
     let mut chars = sql.char_indices().peekable();
@@ -948,7 +975,6 @@ mod tests {
     fn statements_read_in_postgres_dialect() {
         assert_eq!(postgres_dialect("SELECT a FROM t WHERE b = ?1 AND c = ?2"), "SELECT a FROM t WHERE b = $1 AND c = $2");
         assert_eq!(postgres_dialect("SELECT '?1', \"a?\" FROM t WHERE x = ?"), "SELECT '?1', \"a?\" FROM t WHERE x = $1");
-        assert_eq!(postgres_dialect("BEGIN IMMEDIATE"), format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"));
         assert_eq!(postgres_dialect("INSERT OR IGNORE INTO blobs (a, b) VALUES (?1, ?2)"), "INSERT INTO blobs (a, b) VALUES ($1, $2) ON CONFLICT DO NOTHING");
         assert_eq!(
             postgres_dialect("INSERT OR IGNORE INTO blobs (a) VALUES (?1) RETURNING id"),

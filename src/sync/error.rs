@@ -64,3 +64,15 @@ pub enum SyncError {
     )]
     NotALogsRoot { dir: PathBuf },
 }
+
+impl SyncError {
+    /// Whether the store gave up a write only for meeting another writer
+    /// ([`StoreError::is_transient`]): the same work again usually succeeds.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            SyncError::Store(e) => e.is_transient(),
+            SyncError::Ingest(e) => e.is_transient(),
+            _ => false,
+        }
+    }
+}

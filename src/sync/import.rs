@@ -151,51 +151,66 @@ fn import_batches(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<(), SyncError> {
     let mut conn = store.connection()?;
+    // Scoped to the root's source: the directories read replace that source's rows only, under
+    // that source's write lock.
+    crate::store::sources::scope_to_root(&conn, root, source)?;
     let mut batch = WriteBatch::begin_unindexed(&mut conn)?;
-    // Scoped to the root's source: the directories read replace that source's rows only.
-    let source = crate::store::sources::register(batch.conn(), root, source)?;
-    batch.conn().scope_to(source.id)?;
     let mut in_batch = 0;
-    ingest::import_dirs(&mut batch, dirs, ReadMode::Whole, false, &mut |batch, dir, outcome| {
-        match outcome {
-            Ok(Outcome::Imported(stats)) => {
-                report.conversations += 1;
-                report.messages += stats.messages;
-                report.branches += stats.branches;
-                report.views += stats.views;
-                report.events += stats.events;
-                report.attachments += stats.attachments;
-                report.bytes += stats.bytes;
-                report.warnings += stats.warnings.len() as u64 + stats.more_warnings;
-                for (path, messages, kept_as) in &stats.rescued {
-                    progress(Progress::Rescued { dir, path, messages: *messages, kept_as });
+    // A conversation whose write met another writer's (on a server, hosts importing at once
+    // meet over attachments they share; the server breaks a deadlock by failing one) is
+    // imported again once the others are done.
+    let mut todo = std::borrow::Cow::Borrowed(dirs);
+    for attempt in 0..2 {
+        let mut retry = Vec::new();
+        ingest::import_dirs(&mut batch, &todo, ReadMode::Whole, false, &mut |batch, dir, outcome| {
+            match outcome {
+                Ok(Outcome::Imported(stats)) => {
+                    report.conversations += 1;
+                    report.messages += stats.messages;
+                    report.branches += stats.branches;
+                    report.views += stats.views;
+                    report.events += stats.events;
+                    report.attachments += stats.attachments;
+                    report.bytes += stats.bytes;
+                    report.warnings += stats.warnings.len() as u64 + stats.more_warnings;
+                    for (path, messages, kept_as) in &stats.rescued {
+                        progress(Progress::Rescued { dir, path, messages: *messages, kept_as });
+                    }
+                    for warning in &stats.warnings {
+                        progress(Progress::Warning { dir, warning });
+                    }
+                    if stats.more_warnings > 0 {
+                        progress(Progress::MoreWarnings { dir, count: stats.more_warnings });
+                    }
+                    in_batch += stats.bytes;
+                    if in_batch > batch_bytes {
+                        batch.commit()?;
+                        in_batch = 0;
+                    }
                 }
-                for warning in &stats.warnings {
-                    progress(Progress::Warning { dir, warning });
+                Ok(Outcome::Unchanged) => report.unchanged += 1,
+                // Re-reading it would replace its queued changes (the store refuses): `sync` merges.
+                Err(IngestError::Store { source: StoreError::Queued(_), .. }) => {
+                    report.skipped += 1;
+                    progress(Progress::Queued { dir });
                 }
-                if stats.more_warnings > 0 {
-                    progress(Progress::MoreWarnings { dir, count: stats.more_warnings });
+                Err(error) if error.is_transient() && attempt == 0 => {
+                    retry.push(dir.to_owned());
+                    return Ok(());
                 }
-                in_batch += stats.bytes;
-                if in_batch > batch_bytes {
-                    batch.commit()?;
-                    in_batch = 0;
+                Err(error) => {
+                    report.failed += 1;
+                    progress(Progress::Failed { dir, error: &error });
                 }
             }
-            Ok(Outcome::Unchanged) => report.unchanged += 1,
-            // Re-reading it would replace its queued changes (the store refuses): `sync` merges.
-            Err(IngestError::Store { source: StoreError::Queued(_), .. }) => {
-                report.skipped += 1;
-                progress(Progress::Queued { dir });
-            }
-            Err(error) => {
-                report.failed += 1;
-                progress(Progress::Failed { dir, error: &error });
-            }
+            progress(Progress::Done { dir });
+            Ok(())
+        })?;
+        todo = std::borrow::Cow::Owned(retry);
+        if todo.is_empty() {
+            break;
         }
-        progress(Progress::Done { dir });
-        Ok(())
-    })?;
+    }
     batch.finish()?;
     Ok(())
 }

@@ -691,6 +691,12 @@ impl IngestError {
     pub fn vanished(&self) -> bool {
         matches!(self, IngestError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
     }
+
+    /// Whether writing failed only for meeting another writer ([`StoreError::is_transient`]):
+    /// the same write again usually succeeds.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, IngestError::Store { source, .. } if source.is_transient())
+    }
 }
 
 /// How often [`import_conversation`] reads a directory whose files keep vanishing under it.

@@ -194,9 +194,23 @@ const MAX_WARNINGS: usize = 100;
 /// new), else the one the store has for the root, else a new one named by default
 /// ([`crate::store::sources::default_name`]). With `dry_run`, reports what the pass would do
 /// and changes nothing, in the store or on disk.
+///
+/// A pass the store gave up for meeting another writer (hosts syncing their own sources into
+/// one server at once: [`SyncError::is_transient`]) runs again, up to [`ATTEMPTS`] times in
+/// all: what the first committed stays, and the next reads on from there.
 pub fn sync_pass(store: &Store, logs_root: &Path, source: Option<&str>, only: Option<&HashSet<String>>, dry_run: bool) -> Result<SyncReport, SyncError> {
-    pass(store, logs_root, source, only, dry_run, Direction::Both)
+    let mut attempt = 1;
+    loop {
+        match pass(store, logs_root, source, only, dry_run, Direction::Both) {
+            Err(e) if e.is_transient() && attempt < ATTEMPTS => attempt += 1,
+            done => return done,
+        }
+    }
 }
+
+/// How many times a pass is tried when the store gives it up for meeting another writer (a
+/// conversation in it is tried twice, as one whose files vanish is).
+const ATTEMPTS: u32 = 3;
 
 /// A pass over conversations `only` of `logs_root` that only reads their directories in (into
 /// the root's source, named `source` when it is new): see [`super::catch_up`] and
@@ -250,11 +264,16 @@ fn pass(
     let on_disk: HashMap<String, PathBuf> =
         dirs.into_iter().filter_map(|d| Some((d.file_name()?.to_str()?.to_owned(), d))).filter(|(name, _)| in_scope(name)).collect();
     let mut conn = store.connection()?;
-    // A root the store has no source for yet has no stored conversations: its source is made
-    // in the in-phase's transaction (so that a dry run makes none).
-    let known = sources::find(&conn, &root, source)?;
-    if let Some(known) = &known {
-        conn.scope_to(known.id)?;
+    // Scoped before any write transaction begins, which then takes that source's write lock
+    // alone. A root the store has no source for yet has no stored conversations: its source is
+    // made first, in a transaction of its own (in a dry run, in the in-phase's, which is rolled
+    // back, so that a dry run makes none).
+    if dry_run {
+        if let Some(known) = sources::find(&conn, &root, source)? {
+            conn.scope_to(known.id)?;
+        }
+    } else {
+        sources::scope_to_root(&conn, &root, source)?;
     }
 
     // Out: queued store changes, each conversation in its own transaction.
@@ -334,7 +353,7 @@ fn pass(
                 report.ingest.messages += stats.new_messages;
             }
             Ok(None) => full.push(dir.clone()),
-            Err(e) if e.vanished() => full.push(dir.clone()), // read whole, below (with a retry)
+            Err(e) if e.vanished() || e.is_transient() => full.push(dir.clone()), // read whole, below (with a retry)
             Err(e) => {
                 report.ingest.failed += 1;
                 report.errors.push(ConversationError::Update(e));
@@ -343,7 +362,8 @@ fn pass(
     }
     // gptme writes through temporary files renamed into place, so a file listed a moment ago
     // may be gone when it is opened: such a conversation is read again at once, and if it is
-    // still changing, left for the next pass (not a failure).
+    // still changing, left for the next pass (not a failure). One whose write met another
+    // writer's (a server's deadlock, broken by failing one of them) is written again at once.
     let mut batch_bytes = 0;
     // The ranking index follows the batches as they commit (many when a root is read in
     // whole: a first sync, `serve`'s first start), on the other core.
@@ -375,7 +395,7 @@ fn pass(
                 Ok(Outcome::Unchanged) => {}
                 Err(IngestError::Store { source: StoreError::Queued(chat_id), .. }) if direction == Direction::Both => late.push(chat_id),
                 Err(IngestError::Store { source: StoreError::Queued(_), .. }) => {} // the store's copy stands until `sync`
-                Err(e) if e.vanished() && attempt == 0 => retry.push(dir.to_owned()),
+                Err(e) if (e.vanished() || e.is_transient()) && attempt == 0 => retry.push(dir.to_owned()),
                 Err(e) if e.vanished() => report.ingest.changing += 1,
                 Err(e) => {
                     report.ingest.failed += 1;

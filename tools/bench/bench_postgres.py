@@ -3,6 +3,7 @@
 
     python3 tools/bench/bench_postgres.py [--conversations N] [--messages M] [--runs R]
         [--hosts "1 4 16"] [--host-conversations C] [--rounds K] [--bin PATH] [--url URL]
+        [--parts "1 2"]
 
 Part 1, one logs root of N conversations x M messages (tools/bench/make_bench_logs.py, seed 1,
 cached as target/bench-logs-N-M like the other benchmarks), into a new SQLite file and a new
@@ -245,6 +246,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--bin", default=str(ROOT / "target" / "release" / "sessiondb"))
     p.add_argument("--url", default=os.environ.get("SESSIONDB_BENCH_POSTGRES_URL"))
+    p.add_argument("--parts", default="1 2", help='which parts to run: "1", "2" or "1 2"')
     a = p.parse_args()
     if not Path(a.bin).is_file():
         raise SystemExit(f"bench_postgres: no binary at {a.bin}: run `cargo build --release` first, or give --bin")
@@ -252,18 +254,22 @@ def main() -> None:
     server = Server(a.url)
     work = Path(tempfile.mkdtemp(prefix="sessiondb-bench-"))
     try:
-        one = part_one(a.bin, server, a.conversations, a.messages, a.runs, work)
-        two = part_two(a.bin, server, cached, [int(h) for h in a.hosts.split()], a.host_conversations, a.rounds, work)
+        parts = a.parts.split()
+        one = part_one(a.bin, server, a.conversations, a.messages, a.runs, work) if "1" in parts else []
+        two = part_two(a.bin, server, cached, [int(h) for h in a.hosts.split()], a.host_conversations, a.rounds, work) if "2" in parts else []
     finally:
         server.close()
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{a.conversations} conversations x {a.messages} messages; medians of {a.runs} runs, engines alternating")
-    print()
-    print("| operation | SQLite s | PostgreSQL s | PostgreSQL / SQLite |")
-    print("|---|---:|---:|---:|")
-    for label, s, pg in one:
-        print(f"| {label} | {s:.3f} | {pg:.3f} | {pg / s:.2f}x |")
-    print()
+    if one:
+        print(f"{a.conversations} conversations x {a.messages} messages; medians of {a.runs} runs, engines alternating")
+        print()
+        print("| operation | SQLite s | PostgreSQL s | PostgreSQL / SQLite |")
+        print("|---|---:|---:|---:|")
+        for label, s, pg in one:
+            print(f"| {label} | {s:.3f} | {pg:.3f} | {pg / s:.2f}x |")
+        print()
+    if not two:
+        return
     print(f"hosts syncing at once: {a.host_conversations} conversations each, {a.rounds} rounds of 5 appended messages and a sync")
     print()
     print("| hosts | engine | messages/s | sync median s | sync p99 s |")
