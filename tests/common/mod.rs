@@ -265,6 +265,18 @@ pub fn postgres_db() -> Option<TestDb> {
     Some(TestDb { db: PathBuf::from(url), engine: "postgres", server: Some((admin.clone(), name)) })
 }
 
+/// Runs `test` once per engine, as [`databases`] lists them, each run with a work directory of
+/// its own (`test(work, db)`): for a test that changes its logs root, so that each engine starts
+/// from the same files. Which engine a failure is on is said on stderr.
+pub fn on_each_engine(test: impl Fn(&Path, &Path)) {
+    for engine in ["sqlite", "postgres"] {
+        let work = tempfile::tempdir().unwrap();
+        let Some(db) = TestDb::of(engine, work.path()) else { continue };
+        eprintln!("on {engine}:");
+        test(work.path(), &db.db);
+    }
+}
+
 /// Every database a store test runs against: an SQLite file in `dir`, then (unless left out:
 /// [`postgres_server`]) a fresh PostgreSQL database.
 pub fn databases(dir: &Path) -> Vec<TestDb> {
