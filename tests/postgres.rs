@@ -519,6 +519,76 @@ fn each_host_writes_only_its_own_sources() {
     assert_eq!(found["total"]["messages"], 1, "the owner finds what host a wrote");
 }
 
+/// Hosts write at once and share attachments: a host removing the last of its conversations
+/// that hold an attachment while another host's write has just come to hold it (its entry not
+/// yet committed, so the removal finds the attachment unreferenced and waits on that entry's
+/// key lock) keeps the attachment, and the removal succeeds once the other write commits.
+#[test]
+fn a_removal_keeps_an_attachment_another_host_has_just_come_to_hold() {
+    let Some(pg) = common::postgres_db() else { return };
+    let url = pg.db.to_str().unwrap().to_owned();
+    let work = tempfile::tempdir().unwrap();
+    let (root_a, root_b) = (work.path().join("a"), work.path().join("b"));
+    copy_tree(&fixtures(), &root_a);
+    fs::create_dir_all(&root_b).unwrap();
+    copy_tree(&fixtures().join("2026-07-01-basic-chat"), &root_b.join("2026-07-01-basic-chat"));
+    run_ok(sessiondb(&pg.db).arg("import").arg(&root_a).args(["--source", "a"]));
+    run_ok(sessiondb(&pg.db).arg("import").arg(&root_b).args(["--source", "b"]));
+    let chat = "2026-07-04-attachments";
+    let held_only_there = format!(
+        "SELECT DISTINCT e.blob_sha256 FROM entries e JOIN conversations c ON c.id = e.conversation_id JOIN sources s ON s.id = c.source_id
+         WHERE s.name = 'a' AND c.chat_id = '{chat}' AND e.blob_sha256 IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM entries o WHERE o.blob_sha256 = e.blob_sha256 AND o.conversation_id != c.id)"
+    );
+    let mut watcher = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let blobs: Vec<Vec<u8>> = watcher.query(held_only_there.as_str(), &[]).unwrap().iter().map(|r| r.get(0)).collect();
+    assert!(!blobs.is_empty(), "the fixture's attachments are held by {chat} alone");
+
+    // Host b's write, left open: an entry of its conversation comes to hold those attachments.
+    let mut other = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut write = other.transaction().unwrap();
+    let added = write
+        .execute(
+            format!(
+                "INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size)
+                 SELECT (SELECT c.id FROM conversations c JOIN sources s ON s.id = c.source_id WHERE s.name = 'b'), 'files/held-' || md5(sha::text), 'blob', 420, 0, sha,
+                        (SELECT size FROM blobs WHERE sha256 = sha)
+                 FROM ({held_only_there}) AS held(sha)"
+            )
+            .as_str(),
+            &[],
+        )
+        .unwrap();
+    assert_eq!(added as usize, blobs.len());
+    let mut rm = sessiondb(&pg.db).args(["rm", "--yes", &format!("a:{chat}")]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    // The removal finds the attachments unreferenced and waits on the open write's key lock.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let waiting: i64 =
+            watcher.query_one("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'", &[]).unwrap().get(0);
+        if waiting > 0 {
+            break;
+        }
+        assert!(rm.try_wait().unwrap().is_none(), "rm finished without meeting the open write");
+        assert!(std::time::Instant::now() < deadline, "rm never came to wait on the open write");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    write.commit().unwrap();
+    let out = rm.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let gone: i64 = watcher.query_one(format!("SELECT count(*) FROM conversations WHERE chat_id = '{chat}'").as_str(), &[]).unwrap().get(0);
+    assert_eq!(gone, 0, "removed");
+    for sha in &blobs {
+        let (size, stored): (i64, i64) = {
+            let row = watcher
+                .query_one("SELECT b.size, (SELECT coalesce(sum(length(data)), 0) FROM blob_chunks WHERE blob_id = b.id)::bigint FROM blobs b WHERE b.sha256 = $1", &[sha])
+                .unwrap();
+            (row.get(0), row.get(1))
+        };
+        assert_eq!(size, stored, "the attachment host b holds is kept whole");
+    }
+}
+
 /// TLS as libpq's `sslmode` and `sslrootcert` mean it, against the test server (which offers
 /// TLS with a certificate for localhost and 127.0.0.1 signed by DIR/root.crt, `tools/pg/server.sh`):
 /// `require` encrypts (seen from the server), `verify-full` with the server's root connects,

@@ -166,14 +166,39 @@ impl Read for BlobReader<'_> {
 
 /// Removes blob `sha256` when no entry refers to it any more (its chunks go with it).
 pub fn remove_if_unreferenced(conn: &Connection, sha256: &[u8]) -> Result<(), StoreError> {
-    conn.prepare_cached("DELETE FROM blobs WHERE sha256 = ?1 AND NOT EXISTS (SELECT 1 FROM entries WHERE blob_sha256 = ?1)")?.execute([sha256])?;
-    Ok(())
+    keeping_blobs_in_use(conn, || {
+        conn.prepare_cached("DELETE FROM blobs WHERE sha256 = ?1 AND NOT EXISTS (SELECT 1 FROM entries WHERE blob_sha256 = ?1)")?.execute([sha256])?;
+        Ok(())
+    })
 }
 
 /// Removes every blob no entry refers to.
 pub fn remove_all_unreferenced(conn: &Connection) -> Result<(), StoreError> {
-    conn.execute("DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM entries WHERE blob_sha256 = blobs.sha256)", ())?;
-    Ok(())
+    keeping_blobs_in_use(conn, || {
+        conn.execute("DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM entries WHERE blob_sha256 = blobs.sha256)", ())?;
+        Ok(())
+    })
+}
+
+/// Runs `remove`, a removal of blobs no entry refers to, inside a write transaction. On a
+/// server, writers of other sources write at the same time: one may have just come to hold a
+/// blob this transaction finds unreferenced (its entry not committed when the removal looked).
+/// The server then refuses the removal on the entries' foreign key once that writer commits;
+/// the blobs are in use after all, so they stay, and the transaction goes on (the removal is
+/// undone to a savepoint). SQLite has one writer at a time: no such writer can be there.
+fn keeping_blobs_in_use(conn: &Connection, remove: impl FnOnce() -> Result<(), StoreError>) -> Result<(), StoreError> {
+    if conn.engine() != super::sql::Engine::Postgres {
+        return remove();
+    }
+    conn.execute_batch("SAVEPOINT blob_removal")?;
+    match remove() {
+        Ok(()) => Ok(conn.execute_batch("RELEASE SAVEPOINT blob_removal")?),
+        Err(StoreError::Database(e)) if e.sqlstate() == Some("23503") => Ok(conn.execute_batch("ROLLBACK TO SAVEPOINT blob_removal; RELEASE SAVEPOINT blob_removal")?),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK TO SAVEPOINT blob_removal; RELEASE SAVEPOINT blob_removal");
+            Err(e)
+        }
+    }
 }
 
 #[cfg(test)]

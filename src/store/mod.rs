@@ -134,11 +134,20 @@ pub enum StoreError {
 
 impl StoreError {
     /// Whether the server gave up the statement only for meeting another writer: a deadlock
-    /// it broke (40P01) or a serialization failure (40001). Writers of different sources write
-    /// at once on a server ([`sql::WRITE_LOCK`]) and can still meet over rows they share (an
-    /// attachment both hold); the same write again, in a new transaction, usually succeeds.
+    /// it broke (40P01), a serialization failure (40001), or an attachment this write came to
+    /// hold that another writer removed meanwhile, as no longer held (23503 on the entries'
+    /// blob key). Writers of different sources write at once on a server
+    /// ([`sql::WRITE_LOCK`]) and can still meet over rows they share (an attachment both hold);
+    /// the same write again usually succeeds.
     pub fn is_transient(&self) -> bool {
-        matches!(self, StoreError::Database(e) if matches!(e.sqlstate(), Some("40P01" | "40001")))
+        match self {
+            StoreError::Database(e) => match e.sqlstate() {
+                Some("40P01" | "40001") => true,
+                Some("23503") => e.constraint() == Some("entries_blob_sha256_fkey"),
+                _ => false,
+            },
+            _ => false,
+        }
     }
 }
 

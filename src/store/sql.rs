@@ -150,6 +150,16 @@ impl Error {
             _ => None,
         }
     }
+
+    /// The constraint a PostgreSQL error names (a key or check that refused a row), if any.
+    pub fn constraint(&self) -> Option<&str> {
+        match self {
+            #[cfg(feature = "postgres")]
+            Error::Postgres(e) => e.as_db_error().and_then(|db| db.constraint()),
+            Error::Prepare { source, .. } => source.constraint(),
+            _ => None,
+        }
+    }
 }
 
 /// A Rust value bound as a parameter.
