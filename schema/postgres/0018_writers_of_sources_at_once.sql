@@ -1,4 +1,5 @@
--- Schema version 18 on PostgreSQL: writers of different sources write at once.
+-- Schema version 18 on PostgreSQL: writers of different sources write at once; token sums that
+-- do not overflow.
 --
 -- A write scoped to one source now holds that source's write lock, not the whole store's
 -- (`store::sql::WRITE_LOCK`), so hosts syncing their own sources write side by side. What they
@@ -9,6 +10,10 @@
 --   (the view `message_terms_totals`, read as before).
 -- - Writers take the waiting messages they index with `FOR UPDATE SKIP LOCKED`, each its own
 --   (`store::message_terms::index_waiting`).
+--
+-- And the listing's order by tokens is indexed on their sum as numeric: token counts saturate
+-- at bigint's maximum, and version 15's bigint sum made such a conversation fail to import
+-- ("bigint out of range"); SQLite makes the same sum a float.
 --
 -- Invariant (as in version 16): the sums of `message_terms_counts` are the count and the summed
 -- lengths of message_terms' rows.
@@ -37,3 +42,6 @@ BEGIN
         ON CONFLICT (slot) DO UPDATE SET documents = t.documents + excluded.documents, tokens = t.tokens + excluded.tokens;
     RETURN NULL;
 END $$;
+
+DROP INDEX conversations_by_tokens;
+CREATE INDEX conversations_by_tokens ON conversations ((input_tokens::numeric + output_tokens) DESC, chat_id);

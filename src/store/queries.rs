@@ -123,7 +123,7 @@ pub fn list_filtered(conn: &Connection, f: &ListFilter) -> Result<Vec<Conversati
 /// a listing of ten thousand conversations is written out without being held in memory twice.
 /// An error from `visit` stops the listing and is returned.
 pub fn visit_filtered<E: From<StoreError>>(conn: &Connection, f: &ListFilter, mut visit: impl FnMut(ConversationSummary) -> Result<(), E>) -> Result<(), E> {
-    let (sql, args) = listing_sql(f);
+    let (sql, args) = listing_sql(f, conn.engine());
     let mut stmt = conn.prepare(&sql).map_err(StoreError::from)?;
     let mut rows = stmt.query(super::sql::params_from_iter(args)).map_err(StoreError::from)?;
     while let Some(row) = rows.next().map_err(StoreError::from)? {
@@ -134,13 +134,13 @@ pub fn visit_filtered<E: From<StoreError>>(conn: &Connection, f: &ListFilter, mu
 
 /// How many conversations [`visit_filtered`] would list without `f.limit`.
 pub fn count_filtered(conn: &Connection, f: &ListFilter) -> Result<usize, StoreError> {
-    let (sql, args) = listing_sql(&ListFilter { limit: None, ..f.clone() });
+    let (sql, args) = listing_sql(&ListFilter { limit: None, ..f.clone() }, conn.engine());
     let n: i64 = conn.query_row(&format!("SELECT count(*) FROM ({sql}) AS listed"), super::sql::params_from_iter(args), |r| r.get(0))?;
     Ok(n as usize)
 }
 
-/// The listing's statement and its arguments.
-fn listing_sql(f: &ListFilter) -> (String, Vec<super::sql::Value>) {
+/// The listing's statement and its arguments, on `engine`.
+fn listing_sql(f: &ListFilter, engine: super::sql::Engine) -> (String, Vec<super::sql::Value>) {
     let mut filters: Vec<String> = Vec::new();
     let mut args: Vec<super::sql::Value> = Vec::new();
     let mut arg = |v: super::sql::Value| {
@@ -176,6 +176,9 @@ fn listing_sql(f: &ListFilter) -> (String, Vec<super::sql::Value>) {
         SortBy::Modified => "modified",
         SortBy::Created => "created",
         SortBy::Cost => "coalesce(total_cost, 0)",
+        // The sort key of each engine's index: counts saturate at i64's maximum, whose sum
+        // SQLite makes a float, and PostgreSQL refuses as a bigint (so adds as numeric).
+        SortBy::Tokens if engine == super::sql::Engine::Postgres => "(input_tokens::numeric + output_tokens)",
         SortBy::Tokens => "input_tokens + output_tokens",
         SortBy::Messages => "message_count",
     };

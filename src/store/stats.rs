@@ -298,7 +298,7 @@ pub fn conversation(conn: &Connection, chat_id: &str) -> Result<Value, StoreErro
             "output_tokens": summary.total_output_tokens,
             "cache_read_tokens": summary.total_cache_read_tokens,
             "cache_creation_tokens": summary.total_cache_creation_tokens,
-            "total_tokens": summary.total_input_tokens + summary.total_output_tokens,
+            "total_tokens": summary.total_input_tokens.saturating_add(summary.total_output_tokens),
             "cost": cost_json(summary.total_cost.unwrap_or(f64::NAN)),
         },
         "last_message": last,
