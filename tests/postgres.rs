@@ -37,11 +37,21 @@ fn both_engines_answer_alike() {
     let listed: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&sqlite.db).args(["list", "--json", "--all"])).stdout).unwrap();
     let ids: Vec<String> = listed.as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap().to_owned()).collect();
     assert!(ids.len() >= 15, "{ids:?}");
-    let mut commands: Vec<Vec<String>> =
-        ["list", "list --json", "list --all --sort cost", "list --name 2026-07-0*", "list --model sonnet", "stats", "stats --json"]
-            .iter()
-            .map(|c| c.split(' ').map(str::to_owned).collect())
-            .collect();
+    let mut commands: Vec<Vec<String>> = [
+        "list",
+        "list --json",
+        "list --all --sort cost",
+        "list --all --sort tokens",
+        "list --all --sort tokens --reverse",
+        "list --all --sort messages",
+        "list --name 2026-07-0*",
+        "list --model sonnet",
+        "stats",
+        "stats --json",
+    ]
+    .iter()
+    .map(|c| c.split(' ').map(str::to_owned).collect())
+    .collect();
     for id in &ids {
         for c in ["show", "show --json", "read", "stats", "export --format markdown", "export --format toml"] {
             let mut args: Vec<String> = c.split(' ').map(str::to_owned).collect();
@@ -136,15 +146,29 @@ fn three_hosts_import_into_one_database_at_once() {
 
 /// The multi-host test: three hosts, each with its own logs root (the same chat ids in
 /// all three) where real gptme keeps appending, sync into one database at once, over and over;
-/// one host's syncs are killed (SIGKILL) at random moments. After a last sync of each, every
-/// message gptme acknowledged on each host is in the store once, under that host's source, and
-/// each source written out is its host's root, byte for byte.
+/// one host's syncs are killed (SIGKILL) at random moments. Each host connects with a role of
+/// its own (tools/pg/host-role.sql), so each writes its own source alone, under the server's
+/// row-level security, beside the others. After a last sync of each, every message gptme
+/// acknowledged on each host is in the store once, under that host's source, and each source
+/// written out is its host's root, byte for byte.
 #[test]
 fn three_hosts_sync_while_gptme_writes_and_one_is_killed() {
     let Some(pg) = common::postgres_db() else { return };
     let (kills_wanted, mut rng) = common::crash::plan(20);
     let work = tempfile::tempdir().unwrap();
     let hosts = ["alpha", "beta", "gamma"];
+    // The store's owner makes the schema; each host then has a role of its own.
+    let owner = pg.db.to_str().unwrap().to_owned();
+    run_ok(sessiondb(&pg.db).args(["list", "--all"]));
+    let tag = format!("{}_{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos());
+    let role_of = |host: &str| format!("{host}_{tag}");
+    let _roles = Roles { admin: common::postgres_server().unwrap(), db: owner.clone(), names: hosts.iter().map(|h| role_of(h)).collect() };
+    let mut client = postgres::Client::connect(&owner, postgres::NoTls).unwrap();
+    for host in hosts {
+        client.batch_execute(&format!("CREATE ROLE \"{}\" LOGIN", role_of(host))).unwrap();
+        psql_file(&owner, "tools/pg/host-role.sql", &[("role", &role_of(host))]);
+    }
+    let as_host: std::collections::HashMap<&str, std::path::PathBuf> = hosts.iter().map(|h| (*h, as_role(&owner, &role_of(h)))).collect();
     let killed = "beta";
     let chats = ["2026-12-01-host-new", "2026-07-01-basic-chat"];
     let mut appenders = Vec::new();
@@ -168,7 +192,7 @@ fn three_hosts_sync_while_gptme_writes_and_one_is_killed() {
         );
     }
     let sync = |host: &str| {
-        let mut cmd = sessiondb(&pg.db);
+        let mut cmd = sessiondb(&as_host[host]);
         cmd.arg("sync").arg(work.path().join(host)).args(["--source", host]).stdout(Stdio::null()).stderr(Stdio::piped());
         cmd
     };
@@ -449,7 +473,8 @@ fn each_host_writes_only_its_own_sources() {
     let count = |client: &mut postgres::Client, sql: &str| -> i64 { client.query_one(sql, &[]).unwrap().get(0) };
     let rows_of_a = |client: &mut postgres::Client| -> Vec<i64> {
         let of_a = "SELECT c.id FROM conversations c JOIN sources s ON s.id = c.source_id WHERE s.name = 'a'";
-        let mut queries: Vec<String> = ["messages", "documents", "entries", "pending_paths"].iter().map(|t| format!("SELECT count(*) FROM {t} WHERE conversation_id IN ({of_a})")).collect();
+        let mut queries: Vec<String> =
+            ["messages", "documents", "entries", "pending_paths"].iter().map(|t| format!("SELECT count(*) FROM {t} WHERE conversation_id IN ({of_a})")).collect();
         queries.push(format!("SELECT count(*) FROM document_lines WHERE document_id IN (SELECT id FROM documents WHERE conversation_id IN ({of_a}))"));
         queries.extend(["SELECT count(*) FROM blob_chunks".to_owned(), "SELECT count(*) FROM conversations".to_owned()]);
         queries.iter().map(|q| count(client, q)).collect()
@@ -581,7 +606,10 @@ fn a_removal_keeps_an_attachment_another_host_has_just_come_to_hold() {
     for sha in &blobs {
         let (size, stored): (i64, i64) = {
             let row = watcher
-                .query_one("SELECT b.size, (SELECT coalesce(sum(length(data)), 0) FROM blob_chunks WHERE blob_id = b.id)::bigint FROM blobs b WHERE b.sha256 = $1", &[sha])
+                .query_one(
+                    "SELECT b.size, (SELECT coalesce(sum(length(data)), 0) FROM blob_chunks WHERE blob_id = b.id)::bigint FROM blobs b WHERE b.sha256 = $1",
+                    &[sha],
+                )
                 .unwrap();
             (row.get(0), row.get(1))
         };

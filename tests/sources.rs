@@ -34,71 +34,83 @@ fn stdout(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Two roots `a` and `b`, both with `my-chat` (saying different things), `b` also `only-b`.
+/// Two roots `a` and `b`, both with `my-chat` (saying different things), `b` also `only-b`,
+/// and a database for them.
 struct TwoRoots {
-    _work: tempfile::TempDir,
     db: PathBuf,
     a: PathBuf,
     b: PathBuf,
+    _db: common::TestDb,
+    _work: tempfile::TempDir,
 }
 
-fn two_roots() -> TwoRoots {
-    let work = tempfile::tempdir().unwrap();
-    let (a, b) = (work.path().join("a"), work.path().join("b"));
-    conversation(&a, "my-chat", "alpha words");
-    conversation(&b, "my-chat", "beta words");
-    conversation(&b, "only-b", "gamma words");
-    TwoRoots { db: work.path().join("db"), a, b, _work: work }
+/// [`TwoRoots`] once per engine (an SQLite file, a fresh PostgreSQL database), each in a work
+/// directory of its own.
+fn two_roots() -> Vec<TwoRoots> {
+    ["sqlite", "postgres"]
+        .into_iter()
+        .filter_map(|engine| {
+            let work = tempfile::tempdir().unwrap();
+            let test_db = common::TestDb::of(engine, work.path())?;
+            let (a, b) = (work.path().join("a"), work.path().join("b"));
+            conversation(&a, "my-chat", "alpha words");
+            conversation(&b, "my-chat", "beta words");
+            conversation(&b, "only-b", "gamma words");
+            Some(TwoRoots { db: test_db.db.clone(), a, b, _db: test_db, _work: work })
+        })
+        .collect()
 }
 
 #[test]
 fn two_roots_with_the_same_chat_id_are_both_kept() {
-    let t = two_roots();
-    run_ok(sessiondb(&t.db).arg("import").arg(&t.a));
-    run_ok(sessiondb(&t.db).arg("import").arg(&t.b).args(["--source", "laptop"]));
-    let listed = json(&run_ok(sessiondb(&t.db).args(["list", "--json"])));
-    let mut rows: Vec<(String, String)> =
-        listed.as_array().unwrap().iter().map(|c| (c["source"].as_str().unwrap().to_owned(), c["id"].as_str().unwrap().to_owned())).collect();
-    rows.sort();
-    let a = default_name(&t.a);
-    let mut expected = vec![(a.clone(), "my-chat".to_owned()), ("laptop".to_owned(), "my-chat".to_owned()), ("laptop".to_owned(), "only-b".to_owned())];
-    expected.sort();
-    assert_eq!(rows, expected, "both my-chats, each under its source (the first named by default)");
+    for t in two_roots() {
+        run_ok(sessiondb(&t.db).arg("import").arg(&t.a));
+        run_ok(sessiondb(&t.db).arg("import").arg(&t.b).args(["--source", "laptop"]));
+        let listed = json(&run_ok(sessiondb(&t.db).args(["list", "--json"])));
+        let mut rows: Vec<(String, String)> =
+            listed.as_array().unwrap().iter().map(|c| (c["source"].as_str().unwrap().to_owned(), c["id"].as_str().unwrap().to_owned())).collect();
+        rows.sort();
+        let a = default_name(&t.a);
+        let mut expected = vec![(a.clone(), "my-chat".to_owned()), ("laptop".to_owned(), "my-chat".to_owned()), ("laptop".to_owned(), "only-b".to_owned())];
+        expected.sort();
+        assert_eq!(rows, expected, "both my-chats, each under its source (the first named by default)");
 
-    // SOURCE:CHAT names each; a bare id that only one source has names that one.
-    let read = |name: &str| stdout(&run_ok(sessiondb(&t.db).args(["show", name, "--json"])));
-    assert!(read("laptop:my-chat").contains("beta words"));
-    assert!(read(&format!("{a}:my-chat")).contains("alpha words"));
-    assert!(read("only-b").contains("gamma words"));
+        // SOURCE:CHAT names each; a bare id that only one source has names that one.
+        let read = |name: &str| stdout(&run_ok(sessiondb(&t.db).args(["show", name, "--json"])));
+        assert!(read("laptop:my-chat").contains("beta words"));
+        assert!(read(&format!("{a}:my-chat")).contains("alpha words"));
+        assert!(read("only-b").contains("gamma words"));
 
-    // Written back byte for byte, each from its own source.
-    let out = t.db.parent().unwrap().join("out");
-    run_ok(sessiondb(&t.db).args(["export", "laptop:my-chat", "--to"]).arg(&out));
-    assert_eq!(fs::read(out.join("my-chat/conversation.jsonl")).unwrap(), fs::read(t.b.join("my-chat/conversation.jsonl")).unwrap());
+        // Written back byte for byte, each from its own source.
+        let out = t.db.parent().unwrap().join("out");
+        run_ok(sessiondb(&t.db).args(["export", "laptop:my-chat", "--to"]).arg(&out));
+        assert_eq!(fs::read(out.join("my-chat/conversation.jsonl")).unwrap(), fs::read(t.b.join("my-chat/conversation.jsonl")).unwrap());
 
-    // `doctor` passes on a store of two sources.
-    run_ok(sessiondb(&t.db).arg("doctor"));
+        // `doctor` passes on a store of two sources.
+        run_ok(sessiondb(&t.db).arg("doctor"));
+    }
 }
 
 #[test]
 fn a_bare_chat_id_in_two_sources_is_refused_naming_both() {
-    let t = two_roots();
-    run_ok(sessiondb(&t.db).arg("import").arg(&t.a));
-    run_ok(sessiondb(&t.db).arg("import").arg(&t.b).args(["--source", "laptop"]));
-    for command in [vec!["read", "my-chat"], vec!["show", "my-chat"], vec!["stats", "my-chat"], vec!["export", "my-chat", "--format", "markdown"]] {
-        let out = sessiondb(&t.db).args(&command).output().unwrap();
-        assert_eq!(out.status.code(), Some(1), "{command:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(
-            err.trim(),
-            format!("sessiondb: \"my-chat\" names more than one conversation; give one of: laptop:my-chat, {}:my-chat", default_name(&t.a)),
-            "{command:?}: one error, listing the candidates as SOURCE:CHAT"
-        );
+    for t in two_roots() {
+        run_ok(sessiondb(&t.db).arg("import").arg(&t.a));
+        run_ok(sessiondb(&t.db).arg("import").arg(&t.b).args(["--source", "laptop"]));
+        for command in [vec!["read", "my-chat"], vec!["show", "my-chat"], vec!["stats", "my-chat"], vec!["export", "my-chat", "--format", "markdown"]] {
+            let out = sessiondb(&t.db).args(&command).output().unwrap();
+            assert_eq!(out.status.code(), Some(1), "{command:?}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                err.trim(),
+                format!("sessiondb: \"my-chat\" names more than one conversation; give one of: laptop:my-chat, {}:my-chat", default_name(&t.a)),
+                "{command:?}: one error, listing the candidates as SOURCE:CHAT"
+            );
+        }
+        // A source that does not exist names nothing.
+        let out = sessiondb(&t.db).args(["show", "desktop:my-chat"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("no conversation \"desktop:my-chat\""));
     }
-    // A source that does not exist names nothing.
-    let out = sessiondb(&t.db).args(["show", "desktop:my-chat"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no conversation \"desktop:my-chat\""));
 }
 
 /// Chat ids may hold `:` (gptme allows it). `SOURCE:CHAT` is read first, so that the names the
@@ -129,54 +141,55 @@ fn a_chat_id_with_a_colon_is_still_a_chat_id() {
 
 #[test]
 fn list_search_and_stats_filter_by_source_and_show_it_only_when_there_are_several() {
-    let t = two_roots();
-    run_ok(sessiondb(&t.db).arg("import").arg(&t.a));
-    // One source: output as before, no source anywhere.
-    let one = stdout(&run_ok(sessiondb(&t.db).args(["list", "--json"])));
-    assert!(!one.contains("\"source\""), "{one}");
-    assert!(!stdout(&run_ok(sessiondb(&t.db).arg("list"))).contains("SOURCE"));
-    assert!(!stdout(&run_ok(sessiondb(&t.db).args(["search", "words", "--json"]))).contains("\"source\""));
-    assert!(json(&run_ok(sessiondb(&t.db).args(["stats", "--json"]))).get("by_source").is_none());
+    for t in two_roots() {
+        run_ok(sessiondb(&t.db).arg("import").arg(&t.a));
+        // One source: output as before, no source anywhere.
+        let one = stdout(&run_ok(sessiondb(&t.db).args(["list", "--json"])));
+        assert!(!one.contains("\"source\""), "{one}");
+        assert!(!stdout(&run_ok(sessiondb(&t.db).arg("list"))).contains("SOURCE"));
+        assert!(!stdout(&run_ok(sessiondb(&t.db).args(["search", "words", "--json"]))).contains("\"source\""));
+        assert!(json(&run_ok(sessiondb(&t.db).args(["stats", "--json"]))).get("by_source").is_none());
 
-    run_ok(sessiondb(&t.db).arg("import").arg(&t.b).args(["--source", "laptop"]));
-    let table = stdout(&run_ok(sessiondb(&t.db).arg("list")));
-    assert!(table.lines().next().unwrap().contains("SOURCE"), "{table}");
-    assert!(table.lines().any(|l| l.contains("laptop") && l.contains("only-b")), "{table}");
+        run_ok(sessiondb(&t.db).arg("import").arg(&t.b).args(["--source", "laptop"]));
+        let table = stdout(&run_ok(sessiondb(&t.db).arg("list")));
+        assert!(table.lines().next().unwrap().contains("SOURCE"), "{table}");
+        assert!(table.lines().any(|l| l.contains("laptop") && l.contains("only-b")), "{table}");
 
-    let only: Vec<String> = json(&run_ok(sessiondb(&t.db).args(["list", "--json", "--source", "laptop"])))
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["id"].as_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(only.len(), 2);
-    assert!(only.iter().all(|id| id == "my-chat" || id == "only-b"));
+        let only: Vec<String> = json(&run_ok(sessiondb(&t.db).args(["list", "--json", "--source", "laptop"])))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(only.len(), 2);
+        assert!(only.iter().all(|id| id == "my-chat" || id == "only-b"));
 
-    let found = json(&run_ok(sessiondb(&t.db).args(["search", "words", "--json"])));
-    let mut hits: Vec<String> =
-        found["results"].as_array().unwrap().iter().map(|r| format!("{}:{}", r["source"].as_str().unwrap(), r["id"].as_str().unwrap())).collect();
-    hits.sort();
-    assert_eq!(hits.len(), 3, "both my-chats found, apart: {hits:?}");
-    let filtered = json(&run_ok(sessiondb(&t.db).args(["search", "words", "--json", "--source", &default_name(&t.a)])));
-    let ids: Vec<&str> = filtered["results"].as_array().unwrap().iter().map(|r| r["snippets"][0]["snippet"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["   1| alpha words"]);
-    let chat = json(&run_ok(sessiondb(&t.db).args(["search", "words", "--json", "--chat", "laptop:my-chat"])));
-    assert_eq!(chat["results"][0]["snippets"][0]["snippet"], "   1| beta words");
+        let found = json(&run_ok(sessiondb(&t.db).args(["search", "words", "--json"])));
+        let mut hits: Vec<String> =
+            found["results"].as_array().unwrap().iter().map(|r| format!("{}:{}", r["source"].as_str().unwrap(), r["id"].as_str().unwrap())).collect();
+        hits.sort();
+        assert_eq!(hits.len(), 3, "both my-chats found, apart: {hits:?}");
+        let filtered = json(&run_ok(sessiondb(&t.db).args(["search", "words", "--json", "--source", &default_name(&t.a)])));
+        let ids: Vec<&str> = filtered["results"].as_array().unwrap().iter().map(|r| r["snippets"][0]["snippet"].as_str().unwrap()).collect();
+        assert_eq!(ids, ["   1| alpha words"]);
+        let chat = json(&run_ok(sessiondb(&t.db).args(["search", "words", "--json", "--chat", "laptop:my-chat"])));
+        assert_eq!(chat["results"][0]["snippets"][0]["snippet"], "   1| beta words");
 
-    let stats = json(&run_ok(sessiondb(&t.db).args(["stats", "--json"])));
-    assert_eq!(stats["total_conversations"], 3);
-    assert_eq!(stats["by_source"]["laptop"]["conversations"], 2);
-    assert_eq!(stats["by_source"][default_name(&t.a)]["conversations"], 1);
-    let laptop = json(&run_ok(sessiondb(&t.db).args(["stats", "--json", "--source", "laptop"])));
-    assert_eq!(laptop["total_conversations"], 2);
-    assert_eq!(json(&run_ok(sessiondb(&t.db).args(["stats", "laptop:my-chat", "--json"])))["source"], "laptop");
+        let stats = json(&run_ok(sessiondb(&t.db).args(["stats", "--json"])));
+        assert_eq!(stats["total_conversations"], 3);
+        assert_eq!(stats["by_source"]["laptop"]["conversations"], 2);
+        assert_eq!(stats["by_source"][default_name(&t.a)]["conversations"], 1);
+        let laptop = json(&run_ok(sessiondb(&t.db).args(["stats", "--json", "--source", "laptop"])));
+        assert_eq!(laptop["total_conversations"], 2);
+        assert_eq!(json(&run_ok(sessiondb(&t.db).args(["stats", "laptop:my-chat", "--json"])))["source"], "laptop");
 
-    // A source that is not there is a bad argument, as other filters that name nothing.
-    let out = sessiondb(&t.db).args(["search", "words", "--source", "desktop"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--source \"desktop\" names nothing in the store"));
-    let out = sessiondb(&t.db).args(["list", "--source", "desktop"]).output().unwrap();
-    assert_ne!(out.status.code(), Some(0));
+        // A source that is not there is a bad argument, as other filters that name nothing.
+        let out = sessiondb(&t.db).args(["search", "words", "--source", "desktop"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--source \"desktop\" names nothing in the store"));
+        let out = sessiondb(&t.db).args(["list", "--source", "desktop"]).output().unwrap();
+        assert_ne!(out.status.code(), Some(0));
+    }
 }
 
 /// A sync of root R writes R's source only: the same chat id in another root is never
@@ -184,71 +197,74 @@ fn list_search_and_stats_filter_by_source_and_show_it_only_when_there_are_severa
 /// second, while the first keeps its rows until its own sync finds the directory gone.
 #[test]
 fn a_sync_of_a_root_writes_only_its_own_source() {
-    let t = two_roots();
-    conversation(&t.a, "moving", "moving words");
-    run_ok(sessiondb(&t.db).arg("sync").arg(&t.a));
-    run_ok(sessiondb(&t.db).arg("sync").arg(&t.b).args(["--source", "laptop"]));
-    let a = default_name(&t.a);
-    let show = |name: &str| stdout(&run_ok(sessiondb(&t.db).args(["show", name, "--json"])));
-    assert!(show(&format!("{a}:my-chat")).contains("alpha words"), "b's sync left a's my-chat as it was");
-    assert!(show("laptop:my-chat").contains("beta words"));
+    for t in two_roots() {
+        conversation(&t.a, "moving", "moving words");
+        run_ok(sessiondb(&t.db).arg("sync").arg(&t.a));
+        run_ok(sessiondb(&t.db).arg("sync").arg(&t.b).args(["--source", "laptop"]));
+        let a = default_name(&t.a);
+        let show = |name: &str| stdout(&run_ok(sessiondb(&t.db).args(["show", name, "--json"])));
+        assert!(show(&format!("{a}:my-chat")).contains("alpha words"), "b's sync left a's my-chat as it was");
+        assert!(show("laptop:my-chat").contains("beta words"));
 
-    // b's my-chat grows; a sync of b changes b's only.
-    let mut grown = fs::read(t.b.join("my-chat/conversation.jsonl")).unwrap();
-    grown.extend_from_slice(b"{\"role\": \"assistant\", \"content\": \"more beta\", \"timestamp\": \"2026-01-01T00:00:01\"}\n");
-    fs::write(t.b.join("my-chat/conversation.jsonl"), &grown).unwrap();
-    run_ok(sessiondb(&t.db).arg("sync").arg(&t.b));
-    assert!(show("laptop:my-chat").contains("more beta"));
-    assert!(!show(&format!("{a}:my-chat")).contains("more beta"));
+        // b's my-chat grows; a sync of b changes b's only.
+        let mut grown = fs::read(t.b.join("my-chat/conversation.jsonl")).unwrap();
+        grown.extend_from_slice(b"{\"role\": \"assistant\", \"content\": \"more beta\", \"timestamp\": \"2026-01-01T00:00:01\"}\n");
+        fs::write(t.b.join("my-chat/conversation.jsonl"), &grown).unwrap();
+        run_ok(sessiondb(&t.db).arg("sync").arg(&t.b));
+        assert!(show("laptop:my-chat").contains("more beta"));
+        assert!(!show(&format!("{a}:my-chat")).contains("more beta"));
 
-    // `moving` goes from a to b: a sync of b takes it in as b's, and leaves a's alone.
-    fs::rename(t.a.join("moving"), t.b.join("moving")).unwrap();
-    run_ok(sessiondb(&t.db).arg("sync").arg(&t.b));
-    assert!(show("laptop:moving").contains("moving words"));
-    assert!(show(&format!("{a}:moving")).contains("moving words"), "a's row is a's sync's to judge");
-    // a's sync then finds it gone: hidden from list, kept until `rm`.
-    run_ok(sessiondb(&t.db).arg("sync").arg(&t.a));
-    let listed: Vec<String> = json(&run_ok(sessiondb(&t.db).args(["list", "--json"])))
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| format!("{}:{}", c["source"].as_str().unwrap(), c["id"].as_str().unwrap()))
-        .collect();
-    assert!(listed.contains(&"laptop:moving".to_owned()) && !listed.contains(&format!("{a}:moving")), "{listed:?}");
-    assert!(show(&format!("{a}:moving")).contains("moving words"), "marked deleted, not purged");
+        // `moving` goes from a to b: a sync of b takes it in as b's, and leaves a's alone.
+        fs::rename(t.a.join("moving"), t.b.join("moving")).unwrap();
+        run_ok(sessiondb(&t.db).arg("sync").arg(&t.b));
+        assert!(show("laptop:moving").contains("moving words"));
+        assert!(show(&format!("{a}:moving")).contains("moving words"), "a's row is a's sync's to judge");
+        // a's sync then finds it gone: hidden from list, kept until `rm`.
+        run_ok(sessiondb(&t.db).arg("sync").arg(&t.a));
+        let listed: Vec<String> = json(&run_ok(sessiondb(&t.db).args(["list", "--json"])))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| format!("{}:{}", c["source"].as_str().unwrap(), c["id"].as_str().unwrap()))
+            .collect();
+        assert!(listed.contains(&"laptop:moving".to_owned()) && !listed.contains(&format!("{a}:moving")), "{listed:?}");
+        assert!(show(&format!("{a}:moving")).contains("moving words"), "marked deleted, not purged");
+    }
 }
 
 /// One root, one source: a second name for a root, or a name that reads another root, is
 /// refused before anything is written.
 #[test]
 fn a_source_reads_one_root() {
-    let t = two_roots();
-    run_ok(sessiondb(&t.db).arg("import").arg(&t.a).args(["--source", "desk"]));
-    let out = sessiondb(&t.db).arg("import").arg(&t.b).args(["--source", "desk"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("source \"desk\" reads"), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = sessiondb(&t.db).arg("sync").arg(&t.a).args(["--source", "other"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("is read as source \"desk\" already"), "{}", String::from_utf8_lossy(&out.stderr));
-    // Without --source, the root's source is the one the store has for it.
-    run_ok(sessiondb(&t.db).arg("sync").arg(&t.a));
-    let listed = json(&run_ok(sessiondb(&t.db).args(["list", "--json"])));
-    assert_eq!(listed.as_array().unwrap().len(), 1);
-    assert!(listed[0].get("source").is_none(), "still one source");
+    for t in two_roots() {
+        run_ok(sessiondb(&t.db).arg("import").arg(&t.a).args(["--source", "desk"]));
+        let out = sessiondb(&t.db).arg("import").arg(&t.b).args(["--source", "desk"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("source \"desk\" reads"), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = sessiondb(&t.db).arg("sync").arg(&t.a).args(["--source", "other"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("is read as source \"desk\" already"), "{}", String::from_utf8_lossy(&out.stderr));
+        // Without --source, the root's source is the one the store has for it.
+        run_ok(sessiondb(&t.db).arg("sync").arg(&t.a));
+        let listed = json(&run_ok(sessiondb(&t.db).args(["list", "--json"])));
+        assert_eq!(listed.as_array().unwrap().len(), 1);
+        assert!(listed[0].get("source").is_none(), "still one source");
+    }
 }
 
 /// Operations on a conversation named `SOURCE:CHAT` change that one, in its own directory.
 #[test]
 fn an_operation_on_source_chat_changes_that_conversation_only() {
-    let t = two_roots();
-    run_ok(sessiondb(&t.db).arg("import").arg(&t.a));
-    run_ok(sessiondb(&t.db).arg("import").arg(&t.b).args(["--source", "laptop"]));
-    let a_before = fs::read(t.a.join("my-chat/conversation.jsonl")).unwrap();
-    run_ok(sessiondb(&t.db).args(["append", "laptop:my-chat", "--role", "user", "--content", "appended to b"]));
-    assert!(fs::read_to_string(t.b.join("my-chat/conversation.jsonl")).unwrap().contains("appended to b"));
-    assert_eq!(fs::read(t.a.join("my-chat/conversation.jsonl")).unwrap(), a_before, "a's directory untouched");
-    assert!(stdout(&run_ok(sessiondb(&t.db).args(["show", "laptop:my-chat", "--json"]))).contains("appended to b"));
-    run_ok(sessiondb(&t.db).arg("doctor"));
+    for t in two_roots() {
+        run_ok(sessiondb(&t.db).arg("import").arg(&t.a));
+        run_ok(sessiondb(&t.db).arg("import").arg(&t.b).args(["--source", "laptop"]));
+        let a_before = fs::read(t.a.join("my-chat/conversation.jsonl")).unwrap();
+        run_ok(sessiondb(&t.db).args(["append", "laptop:my-chat", "--role", "user", "--content", "appended to b"]));
+        assert!(fs::read_to_string(t.b.join("my-chat/conversation.jsonl")).unwrap().contains("appended to b"));
+        assert_eq!(fs::read(t.a.join("my-chat/conversation.jsonl")).unwrap(), a_before, "a's directory untouched");
+        assert!(stdout(&run_ok(sessiondb(&t.db).args(["show", "laptop:my-chat", "--json"]))).contains("appended to b"));
+        run_ok(sessiondb(&t.db).arg("doctor"));
+    }
 }
 
 /// A store written by the sessiondb before sources (schema 12, commit 40f7269, from the fixture
@@ -280,37 +296,39 @@ fn a_store_of_the_previous_schema_still_round_trips_exactly() {
 /// root's conversations, byte for byte.
 #[test]
 fn export_writes_one_source_per_directory() {
-    let t = two_roots();
-    run_ok(sessiondb(&t.db).arg("import").arg(&t.a));
-    run_ok(sessiondb(&t.db).arg("import").arg(&t.b).args(["--source", "laptop"]));
-    let out = t.db.parent().unwrap().join("out");
-    let refused = sessiondb(&t.db).arg("export").arg("--to").arg(&out).output().unwrap();
-    assert_eq!(refused.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(err.contains("would both be written to") && err.contains("laptop:my-chat"), "{err}");
-    assert!(!out.join("my-chat").exists(), "nothing written");
-    run_ok(sessiondb(&t.db).arg("export").arg("--to").arg(&out).args(["--source", "laptop"]));
-    common::tree::assert_same_tree(&t.b, &out, &[".lock"]);
-    let out_a = t.db.parent().unwrap().join("out-a");
-    run_ok(sessiondb(&t.db).arg("export").arg("--to").arg(&out_a).args(["--source", &default_name(&t.a)]));
-    common::tree::assert_same_tree(&t.a, &out_a, &[".lock"]);
+    for t in two_roots() {
+        run_ok(sessiondb(&t.db).arg("import").arg(&t.a));
+        run_ok(sessiondb(&t.db).arg("import").arg(&t.b).args(["--source", "laptop"]));
+        let out = t.db.parent().unwrap().join("out");
+        let refused = sessiondb(&t.db).arg("export").arg("--to").arg(&out).output().unwrap();
+        assert_eq!(refused.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(err.contains("would both be written to") && err.contains("laptop:my-chat"), "{err}");
+        assert!(!out.join("my-chat").exists(), "nothing written");
+        run_ok(sessiondb(&t.db).arg("export").arg("--to").arg(&out).args(["--source", "laptop"]));
+        common::tree::assert_same_tree(&t.b, &out, &[".lock"]);
+        let out_a = t.db.parent().unwrap().join("out-a");
+        run_ok(sessiondb(&t.db).arg("export").arg("--to").arg(&out_a).args(["--source", &default_name(&t.a)]));
+        common::tree::assert_same_tree(&t.a, &out_a, &[".lock"]);
+    }
 }
 
 /// The catch-up before a command that names a conversation reads that conversation's own
 /// directory: `SOURCE:CHAT` of a changed one, and of one new under that source's root.
 #[test]
 fn the_catch_up_before_a_command_reads_the_named_sources_directory() {
-    let t = two_roots();
-    run_ok(sessiondb(&t.db).arg("import").arg(&t.a));
-    run_ok(sessiondb(&t.db).arg("import").arg(&t.b).args(["--source", "laptop"]));
-    let mut grown = fs::read(t.b.join("my-chat/conversation.jsonl")).unwrap();
-    grown.extend_from_slice(b"{\"role\": \"assistant\", \"content\": \"written since\", \"timestamp\": \"2026-01-01T00:00:01\"}\n");
-    fs::write(t.b.join("my-chat/conversation.jsonl"), &grown).unwrap();
-    let show = |name: &str| stdout(&run_ok(sessiondb(&t.db).args(["show", name, "--json"])));
-    assert!(show("laptop:my-chat").contains("written since"));
-    assert!(!show(&format!("{}:my-chat", default_name(&t.a))).contains("written since"));
-    conversation(&t.b, "new-one", "brand new");
-    assert!(show("laptop:new-one").contains("brand new"), "taken in from laptop's root");
+    for t in two_roots() {
+        run_ok(sessiondb(&t.db).arg("import").arg(&t.a));
+        run_ok(sessiondb(&t.db).arg("import").arg(&t.b).args(["--source", "laptop"]));
+        let mut grown = fs::read(t.b.join("my-chat/conversation.jsonl")).unwrap();
+        grown.extend_from_slice(b"{\"role\": \"assistant\", \"content\": \"written since\", \"timestamp\": \"2026-01-01T00:00:01\"}\n");
+        fs::write(t.b.join("my-chat/conversation.jsonl"), &grown).unwrap();
+        let show = |name: &str| stdout(&run_ok(sessiondb(&t.db).args(["show", name, "--json"])));
+        assert!(show("laptop:my-chat").contains("written since"));
+        assert!(!show(&format!("{}:my-chat", default_name(&t.a))).contains("written since"));
+        conversation(&t.b, "new-one", "brand new");
+        assert!(show("laptop:new-one").contains("brand new"), "taken in from laptop's root");
+    }
 }
 
 /// One directory is one source whatever path names it: read again through a link to it, with
