@@ -82,7 +82,7 @@ fn two_roots_with_the_same_chat_id_are_both_kept() {
         assert!(read("only-b").contains("gamma words"));
 
         // Written back byte for byte, each from its own source.
-        let out = t.db.parent().unwrap().join("out");
+        let out = t.a.parent().unwrap().join("out");
         run_ok(sessiondb(&t.db).args(["export", "laptop:my-chat", "--to"]).arg(&out));
         assert_eq!(fs::read(out.join("my-chat/conversation.jsonl")).unwrap(), fs::read(t.b.join("my-chat/conversation.jsonl")).unwrap());
 
@@ -299,7 +299,7 @@ fn export_writes_one_source_per_directory() {
     for t in two_roots() {
         run_ok(sessiondb(&t.db).arg("import").arg(&t.a));
         run_ok(sessiondb(&t.db).arg("import").arg(&t.b).args(["--source", "laptop"]));
-        let out = t.db.parent().unwrap().join("out");
+        let out = t.a.parent().unwrap().join("out");
         let refused = sessiondb(&t.db).arg("export").arg("--to").arg(&out).output().unwrap();
         assert_eq!(refused.status.code(), Some(1));
         let err = String::from_utf8_lossy(&refused.stderr);
@@ -307,7 +307,7 @@ fn export_writes_one_source_per_directory() {
         assert!(!out.join("my-chat").exists(), "nothing written");
         run_ok(sessiondb(&t.db).arg("export").arg("--to").arg(&out).args(["--source", "laptop"]));
         common::tree::assert_same_tree(&t.b, &out, &[".lock"]);
-        let out_a = t.db.parent().unwrap().join("out-a");
+        let out_a = t.a.parent().unwrap().join("out-a");
         run_ok(sessiondb(&t.db).arg("export").arg("--to").arg(&out_a).args(["--source", &default_name(&t.a)]));
         common::tree::assert_same_tree(&t.a, &out_a, &[".lock"]);
     }
