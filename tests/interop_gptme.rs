@@ -81,8 +81,8 @@ fn messages_written_by_sessiondb_load_in_gptme_unchanged() {
         fs::write(logs.join("bookmarked/config.toml"), "[chat]\nname = \"Bookmarked ✓\"\n").unwrap();
 
         let out = work.join("out");
-        run_ok(sessiondb(&db).arg("import").arg(&logs));
-        run_ok(sessiondb(&db).arg("export").arg("--to").arg(&out));
+        run_ok(sessiondb(db).arg("import").arg(&logs));
+        run_ok(sessiondb(db).arg("export").arg("--to").arg(&out));
         assert_same_tree(&logs, &out, &[".lock"]);
 
         let report = gptme_check(&["reads", "--strict"], &out);
@@ -99,8 +99,8 @@ fn messages_written_by_sessiondb_load_in_gptme_unchanged() {
 fn gptme_reads_exported_fixtures() {
     common::on_each_engine(|work, db| {
         let out = work.join("out");
-        run_ok(sessiondb(&db).arg("import").arg(fixtures()));
-        run_ok(sessiondb(&db).arg("export").arg("--to").arg(&out));
+        run_ok(sessiondb(db).arg("import").arg(fixtures()));
+        run_ok(sessiondb(db).arg("export").arg("--to").arg(&out));
         let exported = gptme_check(&["reads"], &out);
         let original = gptme_check(&["reads"], &fixtures());
         // gptme sees the same differences (legacy lines it would rewrite) in both, and no more.
@@ -209,19 +209,19 @@ fn branch_counts_follow_gptmes_glob() {
         }
         fs::create_dir_all(logs.join("odd/branches/alt")).unwrap();
         assert_listing_matches_gptme(&logs);
-        run_ok(sessiondb(&db).arg("import").arg(&logs));
-        run_ok(sessiondb(&db).args(["branch", "odd", "new"]));
+        run_ok(sessiondb(db).arg("import").arg(&logs));
+        run_ok(sessiondb(db).args(["branch", "odd", "new"]));
         // A stray branches/main.jsonl is not main: gptme never loads it, and sessiondb appends to
         // and undoes conversation.jsonl alone, leaving it as it was.
         let stray = fs::read(logs.join("odd/branches/main.jsonl")).unwrap();
-        run_ok(sessiondb(&db).args(["append", "odd", "--role", "assistant", "--content", "to main"]));
-        run_ok(sessiondb(&db).args(["append", "odd", "--role", "user", "--content", "undone"]));
-        run_ok(sessiondb(&db).args(["undo", "odd"]));
+        run_ok(sessiondb(db).args(["append", "odd", "--role", "assistant", "--content", "to main"]));
+        run_ok(sessiondb(db).args(["append", "odd", "--role", "user", "--content", "undone"]));
+        run_ok(sessiondb(db).args(["undo", "odd"]));
         let main = String::from_utf8(fs::read(logs.join("odd/conversation.jsonl")).unwrap()).unwrap();
         assert!(main.contains("to main") && !main.contains("undone"), "{main}");
         assert_eq!(fs::read(logs.join("odd/branches/main.jsonl")).unwrap(), stray);
         assert_listing_matches_gptme(&logs);
-        let ours: Vec<serde_json::Value> = serde_json::from_slice(&run_ok(sessiondb(&db).args(["list", "--json", "--all"])).stdout).unwrap();
+        let ours: Vec<serde_json::Value> = serde_json::from_slice(&run_ok(sessiondb(db).args(["list", "--json", "--all"])).stdout).unwrap();
         assert_eq!(ours[0]["branches"], 6, "1 + main.jsonl, .jsonl, alt.jsonl, new.jsonl, main-undo-0.jsonl: {}", ours[0]);
     })
 }
@@ -231,13 +231,13 @@ fn export_refuses_a_conversation_a_live_gptme_holds() {
     common::on_each_engine(|work, db| {
         let logs = work.join("logs");
         write_lines(&logs.join("busy/conversation.jsonl"), [r#"{"role": "user", "content": "hi", "timestamp": "2026-01-01T00:00:00"}"#.to_owned()]);
-        run_ok(sessiondb(&db).arg("import").arg(&logs));
+        run_ok(sessiondb(db).arg("import").arg(&logs));
 
         // A real gptme loads the conversation (taking its lock) and keeps it open.
         let gptme = common::LiveGptme::hold(&logs.join("busy"), &logs, work);
         let before = fs::read(logs.join("busy/conversation.jsonl")).unwrap();
 
-        let out = sessiondb(&db).arg("export").arg("--to").arg(&logs).output().unwrap();
+        let out = sessiondb(db).arg("export").arg("--to").arg(&logs).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{stderr}");
         assert!(stderr.contains(&format!("in use by gptme (process {})", gptme.pid())), "{stderr}");
@@ -245,7 +245,7 @@ fn export_refuses_a_conversation_a_live_gptme_holds() {
 
         drop(gptme);
         // Once gptme is gone its lock is free (flock dies with the process) and export proceeds.
-        run_ok(sessiondb(&db).arg("export").arg("--to").arg(&logs));
+        run_ok(sessiondb(db).arg("export").arg("--to").arg(&logs));
     })
 }
 
@@ -291,19 +291,19 @@ fn on_imported_fixtures(test: impl Fn(&Path, &Path, &Path)) {
 #[test]
 fn stats_match_gptme() {
     on_imported_fixtures(|_work, logs, db| {
-        let theirs = gptme_stats(&logs, None);
-        let ours: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["stats", "--json"])).stdout).unwrap();
+        let theirs = gptme_stats(logs, None);
+        let ours: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(db).args(["stats", "--json"])).stdout).unwrap();
         for (key, value) in theirs.as_object().unwrap() {
             assert_eq!(&ours[key], value, "overview {key}");
         }
-        let ids: Vec<String> = serde_json::from_slice::<Vec<serde_json::Value>>(&run_ok(sessiondb(&db).args(["list", "--json", "--all"])).stdout)
+        let ids: Vec<String> = serde_json::from_slice::<Vec<serde_json::Value>>(&run_ok(sessiondb(db).args(["list", "--json", "--all"])).stdout)
             .unwrap()
             .iter()
             .map(|c| c["id"].as_str().unwrap().to_owned())
             .collect();
         for id in ids {
-            let theirs = gptme_stats(&logs, Some(&id));
-            let ours: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["stats", &id, "--json"])).stdout).unwrap();
+            let theirs = gptme_stats(logs, Some(&id));
+            let ours: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(db).args(["stats", &id, "--json"])).stdout).unwrap();
             for (key, value) in theirs.as_object().unwrap() {
                 let ours = if key == "usage" {
                     // sessiondb reports cache creation tokens too.
@@ -334,7 +334,7 @@ fn read_matches_gptme_chats_read() {
         for (id, ours_args, [limit, system, context, start]) in cases {
             let copy = tempfile::tempdir().unwrap();
             let copy_logs = copy.path().join("logs");
-            assert!(Command::new("cp").arg("-a").arg(&logs).arg(&copy_logs).status().unwrap().success());
+            assert!(Command::new("cp").arg("-a").arg(logs).arg(&copy_logs).status().unwrap().success());
             let out = Command::new(gptme_python())
                 .args(["-c", script, id, limit, system, context, start])
                 .env("GPTME_LOGS_HOME", &copy_logs)
@@ -346,7 +346,7 @@ fn read_matches_gptme_chats_read() {
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
             // gptme prints control characters raw; sessiondb shows them escaped (src/cli/term.rs).
             let theirs = sessiondb::render::terminal::visible(&String::from_utf8_lossy(&out.stdout)).into_owned();
-            let ours = run_ok(sessiondb(&db).args(["read", id]).args(*ours_args).env_remove("COLUMNS"));
+            let ours = run_ok(sessiondb(db).args(["read", id]).args(*ours_args).env_remove("COLUMNS"));
             assert_eq!(String::from_utf8_lossy(&ours.stdout), theirs, "{id} {ours_args:?}");
         }
     })
@@ -359,7 +359,7 @@ fn markdown_export_matches_gptme() {
         for id in ["2026-07-01-basic-chat", "2026-07-02-unicode-stress", "2026-07-03-message-flags", "2026-07-10-compacted-view", "2024-01-15-legacy-flat-tokens"] {
             let copy = tempfile::tempdir().unwrap();
             let copy_logs = copy.path().join("logs");
-            assert!(Command::new("cp").arg("-a").arg(&logs).arg(&copy_logs).status().unwrap().success());
+            assert!(Command::new("cp").arg("-a").arg(logs).arg(&copy_logs).status().unwrap().success());
             let theirs = copy.path().join("out.md");
             let out = Command::new(gptme_python())
                 .args(["-c", script])
@@ -372,7 +372,7 @@ fn markdown_export_matches_gptme() {
                 .output()
                 .unwrap();
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-            let ours = run_ok(sessiondb(&db).args(["export", "--format", "markdown", id]));
+            let ours = run_ok(sessiondb(db).args(["export", "--format", "markdown", id]));
             assert_eq!(String::from_utf8_lossy(&ours.stdout), fs::read_to_string(&theirs).unwrap(), "{id}");
         }
     })
@@ -396,8 +396,8 @@ fn line_of<'t>(text: &'t str, label: &str) -> Option<&'t str> {
 #[test]
 fn stats_text_shows_what_gptme_shows() {
     on_imported_fixtures(|_work, logs, db| {
-        let ours = String::from_utf8(run_ok(sessiondb(&db).args(["stats"]).env("TZ", "UTC").env("COLUMNS", "80")).stdout).unwrap();
-        let theirs = gptme_stats_text(&logs, None);
+        let ours = String::from_utf8(run_ok(sessiondb(db).args(["stats"]).env("TZ", "UTC").env("COLUMNS", "80")).stdout).unwrap();
+        let theirs = gptme_stats_text(logs, None);
         for label in [
             "Total conversations:",
             "Avg messages/conv:",
@@ -447,8 +447,8 @@ fn stats_text_shows_what_gptme_shows() {
         assert_eq!(days(&ours), days(&theirs), "daily activity");
 
         let chat = "2026-07-01-basic-chat";
-        let ours = String::from_utf8(run_ok(sessiondb(&db).args(["stats", chat]).env("TZ", "UTC")).stdout).unwrap();
-        let theirs = gptme_stats_text(&logs, Some(chat));
+        let ours = String::from_utf8(run_ok(sessiondb(db).args(["stats", chat]).env("TZ", "UTC")).stdout).unwrap();
+        let theirs = gptme_stats_text(logs, Some(chat));
         for label in ["ID:", "Model:", "Messages:", "By role:", "Tool calls:", "Started:", "Ended:", "Duration:", "Workspace:", "Output tokens:", "Total tokens:"] {
             assert_eq!(
                 line_of(&ours, label).map(|l| l.split_whitespace().collect::<Vec<_>>()),
@@ -466,9 +466,9 @@ fn stats_text_shows_what_gptme_shows() {
 #[test]
 fn list_metadata_matches_gptme() {
     on_imported_fixtures(|work, logs, db| {
-        let ours = String::from_utf8(run_ok(sessiondb(&db).args(["list", "--metadata", "-n", "18"]).env("TZ", "UTC")).stdout).unwrap();
+        let ours = String::from_utf8(run_ok(sessiondb(db).args(["list", "--metadata", "-n", "18"]).env("TZ", "UTC")).stdout).unwrap();
         let copy = work.join("copy");
-        assert!(Command::new("cp").arg("-a").arg(&logs).arg(&copy).status().unwrap().success());
+        assert!(Command::new("cp").arg("-a").arg(logs).arg(&copy).status().unwrap().success());
         let util = gptme_python().parent().unwrap().join("gptme-util");
         let out =
             Command::new(util).args(["chats", "list", "--metadata", "-n", "18"]).env("GPTME_LOGS_HOME", &copy).env("HOME", work).env("TZ", "UTC").output().unwrap();
@@ -484,15 +484,15 @@ fn list_metadata_matches_gptme() {
 #[test]
 fn search_numbers_messages_as_gptme() {
     on_imported_fixtures(|work, logs, db| {
-        let ours = String::from_utf8(run_ok(sessiondb(&db).args(["search", "welcome"])).stdout).unwrap();
+        let ours = String::from_utf8(run_ok(sessiondb(db).args(["search", "welcome"])).stdout).unwrap();
         let util = gptme_python().parent().unwrap().join("gptme-util");
-        let out = Command::new(util).args(["chats", "search", "welcome"]).env("GPTME_LOGS_HOME", &logs).env("HOME", work).output().unwrap();
+        let out = Command::new(util).args(["chats", "search", "welcome"]).env("GPTME_LOGS_HOME", logs).env("HOME", work).output().unwrap();
         let theirs = String::from_utf8_lossy(&out.stdout).into_owned();
         let numbers =
             |text: &str| -> Vec<String> { text.lines().filter_map(|l| l.split("message ").nth(1)).map(|r| r.split(',').next().unwrap().to_owned()).collect() };
         assert_eq!(numbers(&ours), numbers(&theirs), "ours:\n{ours}\ngptme's:\n{theirs}");
         assert!(!numbers(&ours).is_empty());
-        let json: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["search", "welcome", "--json"])).stdout).unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(db).args(["search", "welcome", "--json"])).stdout).unwrap();
         assert_eq!(json["results"][0]["snippets"][0]["index"].to_string(), numbers(&ours)[0]);
     })
 }

@@ -193,7 +193,9 @@ fn keeping_blobs_in_use(conn: &Connection, remove: impl FnOnce() -> Result<(), S
     conn.execute_batch("SAVEPOINT blob_removal")?;
     match remove() {
         Ok(()) => Ok(conn.execute_batch("RELEASE SAVEPOINT blob_removal")?),
-        Err(StoreError::Database(e)) if e.sqlstate() == Some("23503") => Ok(conn.execute_batch("ROLLBACK TO SAVEPOINT blob_removal; RELEASE SAVEPOINT blob_removal")?),
+        Err(StoreError::Database(e)) if e.sqlstate() == Some("23503") => {
+            Ok(conn.execute_batch("ROLLBACK TO SAVEPOINT blob_removal; RELEASE SAVEPOINT blob_removal")?)
+        }
         Err(e) => {
             let _ = conn.execute_batch("ROLLBACK TO SAVEPOINT blob_removal; RELEASE SAVEPOINT blob_removal");
             Err(e)

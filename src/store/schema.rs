@@ -40,8 +40,8 @@ pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
 /// The SQL files in `schema/postgres/`, by the version each brings a database to. A server's
 /// store starts at version 15 (its first file makes what SQLite's first fifteen made). Versions
 /// are one sequence for both engines: a change to both has a file in each, numbered alike; a
-/// change to one engine only (16: the server's search indexes; 17: each source's writer; 18: writers of sources at once) takes the next number, which
-/// the other skips. Append only.
+/// change to one engine only (16: the server's search indexes; 17: each source's writer; 18:
+/// writers of sources at once) takes the next number, which the other skips. Append only.
 #[cfg(feature = "postgres")]
 const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (15, include_str!("../../schema/postgres/0015_init.sql")),
