@@ -69,14 +69,14 @@ fn symlinks_leading_outside_where_a_file_is_expected_are_refused() {
 
 #[test]
 fn a_workspace_symlink_anywhere_is_kept_as_a_link() {
-    let work = tempfile::tempdir().unwrap();
-    let logs = work.path().join("logs");
-    good(&logs, "with-workspace");
-    std::os::unix::fs::symlink("/", logs.join("with-workspace/workspace")).unwrap();
-    let db = work.path().join("db");
-    run_ok(sessiondb(&db).arg("import").arg(&logs));
-    run_ok(sessiondb(&db).arg("export").arg("--to").arg(work.path().join("out")));
-    assert_eq!(fs::read_link(work.path().join("out/with-workspace/workspace")).unwrap(), Path::new("/"));
+    common::on_each_engine(|work, db| {
+        let logs = work.join("logs");
+        good(&logs, "with-workspace");
+        std::os::unix::fs::symlink("/", logs.join("with-workspace/workspace")).unwrap();
+        run_ok(sessiondb(db).arg("import").arg(&logs));
+        run_ok(sessiondb(db).arg("export").arg("--to").arg(work.join("out")));
+        assert_eq!(fs::read_link(work.join("out/with-workspace/workspace")).unwrap(), Path::new("/"));
+    })
 }
 
 #[test]
@@ -95,16 +95,16 @@ fn special_files_fail_the_conversation() {
 
 #[test]
 fn a_failed_reimport_keeps_the_previous_copy() {
-    let work = tempfile::tempdir().unwrap();
-    let logs = work.path().join("logs");
-    good(&logs, "chat");
-    let db = work.path().join("db");
-    run_ok(sessiondb(&db).arg("import").arg(&logs));
-    // Now break it: a FIFO appears. The re-import fails; the first copy must remain whole.
-    let status = std::process::Command::new("mkfifo").arg(logs.join("chat/zz-fifo")).status().unwrap();
-    assert!(status.success());
-    let out = sessiondb(&db).arg("import").arg(&logs).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let show = run_ok(sessiondb(&db).args(["show", "chat", "--json"]));
-    assert_eq!(String::from_utf8_lossy(&show.stdout), "{\"role\": \"user\", \"content\": \"hello\", \"timestamp\": \"2026-01-01T00:00:00\"}\n");
+    common::on_each_engine(|work, db| {
+        let logs = work.join("logs");
+        good(&logs, "chat");
+        run_ok(sessiondb(db).arg("import").arg(&logs));
+        // Now break it: a FIFO appears. The re-import fails; the first copy must remain whole.
+        let status = std::process::Command::new("mkfifo").arg(logs.join("chat/zz-fifo")).status().unwrap();
+        assert!(status.success());
+        let out = sessiondb(db).arg("import").arg(&logs).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let show = run_ok(sessiondb(db).args(["show", "chat", "--json"]));
+        assert_eq!(String::from_utf8_lossy(&show.stdout), "{\"role\": \"user\", \"content\": \"hello\", \"timestamp\": \"2026-01-01T00:00:00\"}\n");
+    })
 }

@@ -25,67 +25,68 @@ fn searchable(db: &std::path::Path, word: &str, within: Duration) -> Duration {
 
 #[test]
 fn watch_takes_in_what_gptme_writes_and_stops_on_ctrl_c() {
-    let temp = tempfile::tempdir().unwrap();
-    let logs = temp.path().join("logs");
-    run_ok(Command::new("cp").arg("-a").arg(common::fixtures()).arg(&logs));
-    let db = temp.path().join("db.sqlite");
-    let mut watch = sessiondb(&db).arg("sync").arg(&logs).args(["--watch", "--json"]).stdout(Stdio::piped()).spawn().unwrap();
-    let mut passes = BufReader::new(watch.stdout.take().unwrap()).lines();
-    let first: serde_json::Value = serde_json::from_str(&passes.next().unwrap().unwrap()).unwrap();
-    assert_eq!(first["ingest"]["new_conversations"], 18, "the first pass takes in the whole root");
+    common::on_each_engine(|dir, db| {
+        let logs = dir.join("logs");
+        run_ok(Command::new("cp").arg("-a").arg(common::fixtures()).arg(&logs));
+        let mut watch = sessiondb(db).arg("sync").arg(&logs).args(["--watch", "--json"]).stdout(Stdio::piped()).spawn().unwrap();
+        let mut passes = BufReader::new(watch.stdout.take().unwrap()).lines();
+        let first: serde_json::Value = serde_json::from_str(&passes.next().unwrap().unwrap()).unwrap();
+        assert_eq!(first["ingest"]["new_conversations"], 18, "the first pass takes in the whole root");
 
-    // gptme appends to an existing conversation, then starts a new one.
-    let append = |chat: &str| {
-        let ack = temp.path().join("ack.txt");
-        run_ok(Command::new(gptme_python()).arg(tool("gptme_appender.py")).arg(&logs).arg(&ack).arg("1").arg(chat));
-    };
-    append("2026-07-01-basic-chat");
-    let lag = searchable(&db, "\"ack 2026-07-01-basic-chat 0\"", Duration::from_secs(10));
-    println!("an appended message was searchable {lag:?} after gptme wrote it");
-    append("2026-12-01-started-while-watching");
-    searchable(&db, "\"ack 2026-12-01-started-while-watching 0\"", Duration::from_secs(10));
+        // gptme appends to an existing conversation, then starts a new one.
+        let append = |chat: &str| {
+            let ack = dir.join("ack.txt");
+            run_ok(Command::new(gptme_python()).arg(tool("gptme_appender.py")).arg(&logs).arg(&ack).arg("1").arg(chat));
+        };
+        append("2026-07-01-basic-chat");
+        let lag = searchable(db, "\"ack 2026-07-01-basic-chat 0\"", Duration::from_secs(10));
+        println!("an appended message was searchable {lag:?} after gptme wrote it");
+        append("2026-12-01-started-while-watching");
+        searchable(db, "\"ack 2026-12-01-started-while-watching 0\"", Duration::from_secs(10));
 
-    // Ctrl-C: a clean stop.
-    unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = watch.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "watch did not stop on SIGINT");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    // On failure, the passes that reported errors say why.
-    let rest: Vec<String> = passes.map_while(Result::ok).filter(|l| l.contains("\"errors\":[\"")).collect();
-    assert!(status.success(), "{status:?}: {rest:?}");
-    let store = sessiondb::store::Store::open(&db).unwrap();
-    let integrity: String = rusqlite::Connection::open(store.path()).unwrap().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
-    assert_eq!(integrity, "ok");
+        // Ctrl-C: a clean stop.
+        unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = watch.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "watch did not stop on SIGINT");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // On failure, the passes that reported errors say why.
+        let rest: Vec<String> = passes.map_while(Result::ok).filter(|l| l.contains("\"errors\":[\"")).collect();
+        assert!(status.success(), "{status:?}: {rest:?}");
+        // Sound: SQLite's integrity check on a file, the row checks on a server.
+        let doctor: serde_json::Value = serde_json::from_slice(&sessiondb(db).args(["doctor", "--json"]).output().unwrap().stdout).unwrap();
+        assert_eq!(doctor["problems"], serde_json::json!([]), "{doctor}");
+    });
 }
 
 /// `sync --watch --source NAME` reads its root into that source, beside another root's
 /// conversation of the same chat id; a conversation gptme writes meanwhile lands there too.
 #[test]
 fn watch_reads_into_the_source_it_is_given() {
-    let temp = tempfile::tempdir().unwrap();
-    let (home, work, db) = (temp.path().join("home"), temp.path().join("work"), temp.path().join("db.sqlite"));
-    for (root, said) in [(&home, "at home"), (&work, "at work")] {
-        std::fs::create_dir_all(root.join("same")).unwrap();
-        std::fs::write(root.join("same/conversation.jsonl"), format!("{{\"role\": \"user\", \"content\": \"{said}\"}}\n")).unwrap();
-    }
-    run_ok(sessiondb(&db).arg("sync").arg(&home));
-    let mut watch = sessiondb(&db).arg("sync").arg(&work).args(["--watch", "--json", "--source", "work"]).stdout(Stdio::piped()).spawn().unwrap();
-    let mut passes = BufReader::new(watch.stdout.take().unwrap()).lines();
-    let first: serde_json::Value = serde_json::from_str(&passes.next().unwrap().unwrap()).unwrap();
-    assert_eq!(first["ingest"]["new_conversations"], 1);
-    let ack = temp.path().join("ack.txt");
-    run_ok(Command::new(gptme_python()).arg(tool("gptme_appender.py")).arg(&work).arg(&ack).arg("1").arg("started-while-watching"));
-    searchable(&db, "\"ack started-while-watching 0\"", Duration::from_secs(10));
-    unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
-    assert!(watch.wait().unwrap().success());
-    let show = |name: &str| String::from_utf8_lossy(&run_ok(sessiondb(&db).args(["show", name, "--json"])).stdout).into_owned();
-    assert!(show("work:same").contains("at work"));
-    assert!(show("work:started-while-watching").contains("ack started-while-watching 0"));
-    let home_source = format!("{}:{}", sessiondb::store::sources::hostname(), std::fs::canonicalize(&home).unwrap().display());
-    assert!(show(&format!("{home_source}:same")).contains("at home"), "the other root's `same` untouched");
+    common::on_each_engine(|dir, db| {
+        let (home, work) = (dir.join("home"), dir.join("work"));
+        for (root, said) in [(&home, "at home"), (&work, "at work")] {
+            std::fs::create_dir_all(root.join("same")).unwrap();
+            std::fs::write(root.join("same/conversation.jsonl"), format!("{{\"role\": \"user\", \"content\": \"{said}\"}}\n")).unwrap();
+        }
+        run_ok(sessiondb(db).arg("sync").arg(&home));
+        let mut watch = sessiondb(db).arg("sync").arg(&work).args(["--watch", "--json", "--source", "work"]).stdout(Stdio::piped()).spawn().unwrap();
+        let mut passes = BufReader::new(watch.stdout.take().unwrap()).lines();
+        let first: serde_json::Value = serde_json::from_str(&passes.next().unwrap().unwrap()).unwrap();
+        assert_eq!(first["ingest"]["new_conversations"], 1);
+        let ack = dir.join("ack.txt");
+        run_ok(Command::new(gptme_python()).arg(tool("gptme_appender.py")).arg(&work).arg(&ack).arg("1").arg("started-while-watching"));
+        searchable(db, "\"ack started-while-watching 0\"", Duration::from_secs(10));
+        unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+        assert!(watch.wait().unwrap().success());
+        let show = |name: &str| String::from_utf8_lossy(&run_ok(sessiondb(db).args(["show", name, "--json"])).stdout).into_owned();
+        assert!(show("work:same").contains("at work"));
+        assert!(show("work:started-while-watching").contains("ack started-while-watching 0"));
+        let home_source = format!("{}:{}", sessiondb::store::sources::hostname(), std::fs::canonicalize(&home).unwrap().display());
+        assert!(show(&format!("{home_source}:same")).contains("at home"), "the other root's `same` untouched");
+    });
 }

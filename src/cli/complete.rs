@@ -3,7 +3,8 @@
 //! shell asks `sessiondb` itself at each Tab, so new conversations complete at once).
 //!
 //! Completion only reads: the database is opened only when it exists (`SESSIONDB_DB`, else
-//! the config file's or the default path), and any error yields no candidates rather than noise on the terminal.
+//! the config file's or the default path; a server's database is there to ask), and any error
+//! yields no candidates rather than noise on the terminal.
 
 use std::ffi::OsString;
 
@@ -36,10 +37,11 @@ fn with_candidates(cmd: clap::Command) -> clap::Command {
     names.iter().fold(cmd, |cmd, name| cmd.mut_subcommand(name, with_candidates))
 }
 
-/// The store, when there is one to read (completion never creates a database).
+/// The store, when there is one to read: an SQLite file that exists (completion never creates
+/// one), or a server's database.
 fn store() -> Option<Store> {
     let path = std::env::var_os("SESSIONDB_DB").filter(|p| !p.is_empty()).map(Into::into).or_else(|| super::config::default_db_path().ok().flatten())?;
-    path.is_file().then(|| Store::open(&path).ok()).flatten()
+    (path.is_file() || Store::is_server(&path)).then(|| Store::open(&path).ok()).flatten()
 }
 
 fn chat_ids() -> Vec<CompletionCandidate> {
