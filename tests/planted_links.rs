@@ -22,16 +22,25 @@ const LINE_2: &str = r#"{"role": "assistant", "content": "written by gptme meanw
 const SIDE: &str = r#"{"role": "user", "content": "on a side branch", "timestamp": "2026-12-01T10:02:00"}"#;
 
 struct Lab {
-    _temp: tempfile::TempDir,
     logs: PathBuf,
     out: PathBuf,
     db: PathBuf,
     home: PathBuf,
     sentinel: PathBuf,
+    _db: common::TestDb,
+    _temp: tempfile::TempDir,
 }
 
-fn lab() -> Lab {
+/// The lab once per engine ([`lab_on`]): its store an SQLite file, then a fresh PostgreSQL
+/// database.
+fn labs() -> Vec<Lab> {
+    ["sqlite", "postgres"].into_iter().filter_map(lab_on).collect()
+}
+
+fn lab_on(engine: &str) -> Option<Lab> {
     let temp = tempfile::tempdir().unwrap();
+    let test_db = common::TestDb::of(engine, temp.path())?;
+    eprintln!("on {engine}:");
     let t = temp.path();
     let (logs, out, home, sentinel) = (t.join("logs"), t.join("out"), t.join("home"), t.join("sentinel"));
     for d in [&logs, &out, &home, &sentinel] {
@@ -47,7 +56,7 @@ fn lab() -> Lab {
     for p in ["victim", "sticky/inside", "sticky", "empty", ""] {
         filetime::set_file_mtime(sentinel.join(p), old).unwrap();
     }
-    Lab { db: t.join("db.sqlite"), logs, out, home, sentinel, _temp: temp }
+    Some(Lab { db: test_db.db.clone(), logs, out, home, sentinel, _db: test_db, _temp: temp })
 }
 
 /// Kind, mode, mtime and content digest of every entry below `dir` (links not followed).
@@ -157,107 +166,118 @@ fn output_of(cmd: &mut Command) -> Output {
 
 #[test]
 fn export_refuses_a_conversation_directory_that_is_a_link() {
-    let lab = lab();
-    lab.conversation("c1", true);
-    lab.conversation("c2", false);
-    lab.ok(lab.cmd().arg("import").arg(&lab.logs));
-    symlink(lab.sentinel.join("empty"), lab.out.join("c1")).unwrap();
-    let output = lab.refused(lab.cmd().args(["export", "--to"]).arg(&lab.out));
-    assert!(output.contains(&lab.out.join("c1").display().to_string()), "{output}");
-    // The other conversation is exported as usual.
-    assert_eq!(fs::read_to_string(lab.out.join("c2/conversation.jsonl")).unwrap(), format!("{LINE_1}\n"));
+    for lab in labs() {
+        lab.conversation("c1", true);
+        lab.conversation("c2", false);
+        lab.ok(lab.cmd().arg("import").arg(&lab.logs));
+        symlink(lab.sentinel.join("empty"), lab.out.join("c1")).unwrap();
+        let output = lab.refused(lab.cmd().args(["export", "--to"]).arg(&lab.out));
+        assert!(output.contains(&lab.out.join("c1").display().to_string()), "{output}");
+        // The other conversation is exported as usual.
+        assert_eq!(fs::read_to_string(lab.out.join("c2/conversation.jsonl")).unwrap(), format!("{LINE_1}\n"));
+    }
 }
 
 #[test]
 fn export_never_opens_a_lock_file_that_is_a_link() {
-    let lab = lab();
-    lab.conversation("c1", false);
-    lab.ok(lab.cmd().arg("import").arg(&lab.logs));
-    fs::create_dir(lab.out.join("c1")).unwrap();
-    symlink(lab.sentinel.join("victim"), lab.out.join("c1/.lock")).unwrap();
-    lab.refused(lab.cmd().args(["export", "--to"]).arg(&lab.out));
+    for lab in labs() {
+        lab.conversation("c1", false);
+        lab.ok(lab.cmd().arg("import").arg(&lab.logs));
+        fs::create_dir(lab.out.join("c1")).unwrap();
+        symlink(lab.sentinel.join("victim"), lab.out.join("c1/.lock")).unwrap();
+        lab.refused(lab.cmd().args(["export", "--to"]).arg(&lab.out));
+    }
 }
 
 #[test]
 fn export_never_writes_through_a_subdirectory_link() {
-    let lab = lab();
-    lab.conversation("c1", true);
-    lab.ok(lab.cmd().arg("import").arg(&lab.logs));
-    fs::create_dir(lab.out.join("c1")).unwrap();
-    symlink(lab.sentinel.join("sticky"), lab.out.join("c1/branches")).unwrap();
-    lab.refused(lab.cmd().args(["export", "--to"]).arg(&lab.out));
-    assert_eq!(fs::metadata(lab.sentinel.join("sticky")).unwrap().mode() & 0o7777, 0o1777);
+    for lab in labs() {
+        lab.conversation("c1", true);
+        lab.ok(lab.cmd().arg("import").arg(&lab.logs));
+        fs::create_dir(lab.out.join("c1")).unwrap();
+        symlink(lab.sentinel.join("sticky"), lab.out.join("c1/branches")).unwrap();
+        lab.refused(lab.cmd().args(["export", "--to"]).arg(&lab.out));
+        assert_eq!(fs::metadata(lab.sentinel.join("sticky")).unwrap().mode() & 0o7777, 0o1777);
+    }
 }
 
 #[test]
 fn a_stored_link_is_recreated_but_nothing_is_written_through_it() {
-    let lab = lab();
-    let dir = lab.conversation("c1", false);
-    symlink(lab.sentinel.join("empty"), dir.join("files")).unwrap();
-    lab.ok(lab.cmd().arg("import").arg(&lab.logs));
-    // Exported into an empty directory, the link is recreated as it was.
-    lab.ok(lab.cmd().args(["export", "--to"]).arg(&lab.out));
-    assert_eq!(fs::read_link(lab.out.join("c1/files")).unwrap(), lab.sentinel.join("empty"));
-    common::tree::assert_same_tree(&dir, &lab.out.join("c1"), &[".lock"]);
-    // An attachment is never stored through it.
-    let attachment = lab.home.join("notes.txt");
-    fs::write(&attachment, "attached").unwrap();
-    lab.refused(lab.cmd().args(["append", "c1", "--role", "user", "--content", "see file", "--file"]).arg(&attachment));
-    assert_eq!(fs::read_to_string(dir.join("conversation.jsonl")).unwrap(), format!("{LINE_1}\n"), "nothing was appended");
+    for lab in labs() {
+        let dir = lab.conversation("c1", false);
+        symlink(lab.sentinel.join("empty"), dir.join("files")).unwrap();
+        lab.ok(lab.cmd().arg("import").arg(&lab.logs));
+        // Exported into an empty directory, the link is recreated as it was.
+        lab.ok(lab.cmd().args(["export", "--to"]).arg(&lab.out));
+        assert_eq!(fs::read_link(lab.out.join("c1/files")).unwrap(), lab.sentinel.join("empty"));
+        common::tree::assert_same_tree(&dir, &lab.out.join("c1"), &[".lock"]);
+        // An attachment is never stored through it.
+        let attachment = lab.home.join("notes.txt");
+        fs::write(&attachment, "attached").unwrap();
+        lab.refused(lab.cmd().args(["append", "c1", "--role", "user", "--content", "see file", "--file"]).arg(&attachment));
+        assert_eq!(fs::read_to_string(dir.join("conversation.jsonl")).unwrap(), format!("{LINE_1}\n"), "nothing was appended");
+    }
 }
 
 #[test]
 fn a_queued_attachment_is_never_stored_through_a_stored_link() {
-    let lab = lab();
-    let dir = lab.conversation("c1", false);
-    symlink(lab.sentinel.join("empty"), dir.join("files")).unwrap();
-    lab.ok(lab.cmd().arg("import").arg(&lab.logs));
-    // The queued operation runs on a copy exported from the store, link included.
-    let attachment = lab.home.join("notes.txt");
-    fs::write(&attachment, "attached").unwrap();
-    lab.refused(lab.cmd().args(["append", "c1", "--queue", "--role", "user", "--content", "see file", "--file"]).arg(&attachment));
+    for lab in labs() {
+        let dir = lab.conversation("c1", false);
+        symlink(lab.sentinel.join("empty"), dir.join("files")).unwrap();
+        lab.ok(lab.cmd().arg("import").arg(&lab.logs));
+        // The queued operation runs on a copy exported from the store, link included.
+        let attachment = lab.home.join("notes.txt");
+        fs::write(&attachment, "attached").unwrap();
+        lab.refused(lab.cmd().args(["append", "c1", "--queue", "--role", "user", "--content", "see file", "--file"]).arg(&attachment));
+    }
 }
 
 #[test]
 fn export_refuses_stored_entries_beneath_a_stored_link() {
-    let lab = lab();
-    let dir = lab.conversation("c1", false);
-    symlink(lab.sentinel.join("empty"), dir.join("files")).unwrap();
-    lab.ok(lab.cmd().arg("import").arg(&lab.logs));
-    // What an older sessiondb could leave in the store: a file beneath the stored link.
-    let store = sessiondb::store::Store::open(&lab.db).unwrap();
-    let sha = sessiondb::store::blobs::put_bytes(&store.connection().unwrap(), b"x", "files/x").unwrap().to_vec();
-    let conn = rusqlite::Connection::open(&lab.db).unwrap();
-    conn.execute(
-        "INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size)
-         SELECT id, 'files/x', 'blob', 420, 0, ?1, 1 FROM conversations WHERE chat_id = 'c1'",
-        [&sha],
-    )
-    .unwrap();
-    drop(conn);
-    let (code, output) = lab.run(lab.cmd().args(["export", "--to"]).arg(&lab.out), 0o022);
-    assert_ne!(code, 0, "{output}");
-    assert!(output.contains("\"files/x\" lies beneath the stored symbolic link \"files\""), "{output}");
+    for lab in labs() {
+        let dir = lab.conversation("c1", false);
+        symlink(lab.sentinel.join("empty"), dir.join("files")).unwrap();
+        lab.ok(lab.cmd().arg("import").arg(&lab.logs));
+        // What an older sessiondb could leave in the store: a file beneath the stored link.
+        let store = sessiondb::store::Store::open(&lab.db).unwrap();
+        let sha = sessiondb::store::blobs::put_bytes(&store.connection().unwrap(), b"x", "files/x").unwrap().to_vec();
+        let insert = "INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size)
+                      SELECT id, 'files/x', 'blob', 420, 0, ?1, 1 FROM conversations WHERE chat_id = 'c1'";
+        match lab.db.to_str().filter(|url| url.starts_with("postgres")) {
+            Some(url) => {
+                let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+                client.execute(insert.replace("?1", "$1").as_str(), &[&sha]).unwrap();
+            }
+            None => {
+                rusqlite::Connection::open(&lab.db).unwrap().execute(insert, [&sha]).unwrap();
+            }
+        }
+        let (code, output) = lab.run(lab.cmd().args(["export", "--to"]).arg(&lab.out), 0o022);
+        assert_ne!(code, 0, "{output}");
+        assert!(output.contains("\"files/x\" lies beneath the stored symbolic link \"files\""), "{output}");
+    }
 }
 
 #[test]
 fn an_operation_never_writes_through_a_planted_branches_link() {
-    let lab = lab();
-    let dir = lab.conversation("c1", false);
-    lab.ok(lab.cmd().arg("import").arg(&lab.logs));
-    symlink(lab.sentinel.join("sticky"), dir.join("branches")).unwrap();
-    lab.refused(lab.cmd().args(["branch", "c1", "copy"]));
+    for lab in labs() {
+        let dir = lab.conversation("c1", false);
+        lab.ok(lab.cmd().arg("import").arg(&lab.logs));
+        symlink(lab.sentinel.join("sticky"), dir.join("branches")).unwrap();
+        lab.refused(lab.cmd().args(["branch", "c1", "copy"]));
+    }
 }
 
 #[test]
 fn sync_with_debris_never_stamps_a_lock_file_that_is_a_link() {
-    let lab = lab();
-    let dir = lab.conversation("c1", false);
-    lab.ok(lab.cmd().arg("import").arg(&lab.logs));
-    symlink(lab.sentinel.join("victim"), dir.join(".lock")).unwrap();
-    fs::write(dir.join(".sessiondb-tmp-interrupted"), "debris").unwrap();
-    let (code, output) = lab.run(lab.cmd().arg("sync").arg(&lab.logs), 0o022);
-    assert!(code == 0 || output.contains("is a symbolic link"), "{output}");
+    for lab in labs() {
+        let dir = lab.conversation("c1", false);
+        lab.ok(lab.cmd().arg("import").arg(&lab.logs));
+        symlink(lab.sentinel.join("victim"), dir.join(".lock")).unwrap();
+        fs::write(dir.join(".sessiondb-tmp-interrupted"), "debris").unwrap();
+        let (code, output) = lab.run(lab.cmd().arg("sync").arg(&lab.logs), 0o022);
+        assert!(code == 0 || output.contains("is a symbolic link"), "{output}");
+    }
 }
 
 /// A conversation with a change queued in the store while "gptme" appended to the same
@@ -273,14 +293,15 @@ fn queued_conflict(lab: &Lab) -> PathBuf {
 
 #[test]
 fn conflict_copies_are_never_written_through_a_branches_link() {
-    let lab = lab();
-    let dir = queued_conflict(&lab);
-    symlink(lab.sentinel.join("sticky"), dir.join("branches")).unwrap();
-    lab.refused(lab.cmd().arg("sync").arg(&lab.logs));
-    // The queue is kept for a later sync, once the link is gone.
-    fs::remove_file(dir.join("branches")).unwrap();
-    lab.ok(lab.cmd().arg("sync").arg(&lab.logs));
-    assert!(fs::read_to_string(dir.join("branches/main-conflict-1.jsonl")).unwrap().contains("queued"));
+    for lab in labs() {
+        let dir = queued_conflict(&lab);
+        symlink(lab.sentinel.join("sticky"), dir.join("branches")).unwrap();
+        lab.refused(lab.cmd().arg("sync").arg(&lab.logs));
+        // The queue is kept for a later sync, once the link is gone.
+        fs::remove_file(dir.join("branches")).unwrap();
+        lab.ok(lab.cmd().arg("sync").arg(&lab.logs));
+        assert!(fs::read_to_string(dir.join("branches/main-conflict-1.jsonl")).unwrap().contains("queued"));
+    }
 }
 
 /// [`queued_conflict`] with `plant` called on the first conflict name before the sync, which
@@ -297,71 +318,75 @@ fn sync_with_a_planted_conflict_name(lab: &Lab, plant: impl FnOnce(&Path)) -> (P
 
 #[test]
 fn a_fifo_at_a_conflict_name_is_never_opened() {
-    let lab = lab();
-    let (dir, _) = sync_with_a_planted_conflict_name(&lab, |name| {
-        let fifo = std::ffi::CString::new(name.to_str().unwrap()).unwrap();
-        // SAFETY: mkfifo with a valid C string.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
-    });
-    // Nothing was left holding the database.
-    let list = output_of(lab.cmd().arg("list"));
-    assert!(list.status.success(), "{}", String::from_utf8_lossy(&list.stderr));
-    // Once the FIFO is gone, the conflict is kept under the first free name.
-    fs::remove_file(dir.join("branches/main-conflict-1.jsonl")).unwrap();
-    lab.ok(lab.cmd().arg("sync").arg(&lab.logs));
-    assert!(fs::read_to_string(dir.join("branches/main-conflict-1.jsonl")).unwrap().contains("queued"));
+    for lab in labs() {
+        let (dir, _) = sync_with_a_planted_conflict_name(&lab, |name| {
+            let fifo = std::ffi::CString::new(name.to_str().unwrap()).unwrap();
+            // SAFETY: mkfifo with a valid C string.
+            assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        });
+        // Nothing was left holding the database.
+        let list = output_of(lab.cmd().arg("list"));
+        assert!(list.status.success(), "{}", String::from_utf8_lossy(&list.stderr));
+        // Once the FIFO is gone, the conflict is kept under the first free name.
+        fs::remove_file(dir.join("branches/main-conflict-1.jsonl")).unwrap();
+        lab.ok(lab.cmd().arg("sync").arg(&lab.logs));
+        assert!(fs::read_to_string(dir.join("branches/main-conflict-1.jsonl")).unwrap().contains("queued"));
+    }
 }
 
 #[test]
 fn a_link_to_a_device_at_a_conflict_name_is_never_read() {
-    let lab = lab();
-    // The conflict goes to the next name; reading the directory back refuses the link out of
-    // the conversation.
-    let (_, output) = sync_with_a_planted_conflict_name(&lab, |name| symlink("/dev/zero", name).unwrap());
-    assert!(output.contains("/dev/zero"), "{output}");
+    for lab in labs() {
+        // The conflict goes to the next name; reading the directory back refuses the link out of
+        // the conversation.
+        let (_, output) = sync_with_a_planted_conflict_name(&lab, |name| symlink("/dev/zero", name).unwrap());
+        assert!(output.contains("/dev/zero"), "{output}");
+    }
 }
 
 #[test]
 fn export_output_files_follow_the_umask_and_keep_a_replaced_files_mode() {
-    let lab = lab();
-    lab.conversation("c1", false);
-    lab.ok(lab.cmd().arg("import").arg(&lab.logs));
-    let export = |file: &Path, umask: u32| {
-        let (code, output) = lab.run(lab.cmd().args(["export", "--format", "markdown", "c1", "-o"]).arg(file), umask);
-        assert_eq!(code, 0, "{output}");
-        fs::symlink_metadata(file).unwrap().mode() & 0o7777
-    };
-    assert_eq!(export(&lab.home.join("private.md"), 0o077), 0o600);
-    assert_eq!(export(&lab.home.join("shared.md"), 0o022), 0o644);
-    let existing = lab.home.join("existing.md");
-    fs::write(&existing, "old").unwrap();
-    fs::set_permissions(&existing, fs::Permissions::from_mode(0o600)).unwrap();
-    assert_eq!(export(&existing, 0o022), 0o600, "a replaced file keeps its mode");
-    assert!(fs::read_to_string(&existing).unwrap().contains("first"));
-    // A link named as the output is replaced by the file, never written through.
-    let link = lab.home.join("link.md");
-    symlink(lab.sentinel.join("victim"), &link).unwrap();
-    export(&link, 0o022);
-    assert!(fs::symlink_metadata(&link).unwrap().is_file());
+    for lab in labs() {
+        lab.conversation("c1", false);
+        lab.ok(lab.cmd().arg("import").arg(&lab.logs));
+        let export = |file: &Path, umask: u32| {
+            let (code, output) = lab.run(lab.cmd().args(["export", "--format", "markdown", "c1", "-o"]).arg(file), umask);
+            assert_eq!(code, 0, "{output}");
+            fs::symlink_metadata(file).unwrap().mode() & 0o7777
+        };
+        assert_eq!(export(&lab.home.join("private.md"), 0o077), 0o600);
+        assert_eq!(export(&lab.home.join("shared.md"), 0o022), 0o644);
+        let existing = lab.home.join("existing.md");
+        fs::write(&existing, "old").unwrap();
+        fs::set_permissions(&existing, fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(export(&existing, 0o022), 0o600, "a replaced file keeps its mode");
+        assert!(fs::read_to_string(&existing).unwrap().contains("first"));
+        // A link named as the output is replaced by the file, never written through.
+        let link = lab.home.join("link.md");
+        symlink(lab.sentinel.join("victim"), &link).unwrap();
+        export(&link, 0o022);
+        assert!(fs::symlink_metadata(&link).unwrap().is_file());
+    }
 }
 
 #[test]
 fn conflict_directories_follow_the_umask() {
-    let lab = lab();
-    let dir = lab.conversation("c1", false);
-    lab.ok(lab.cmd().arg("import").arg(&lab.logs));
-    // An event log, then a queued append and "gptme" changing both files meanwhile: the event
-    // log's conflict copy goes to a new directory, branches/main-conflict-1/.
-    lab.ok(lab.cmd().args(["append", "c1", "--role", "user", "--content", "logged"]));
-    lab.ok(lab.cmd().args(["append", "c1", "--queue", "--role", "user", "--content", "queued"]));
-    let events = fs::read_to_string(dir.join("events.jsonl")).unwrap();
-    let last = events.lines().last().unwrap().to_owned();
-    fs::write(dir.join("events.jsonl"), format!("{events}{last}\n")).unwrap();
-    let mut main = fs::OpenOptions::new().append(true).open(dir.join("conversation.jsonl")).unwrap();
-    std::io::Write::write_all(&mut main, format!("{LINE_2}\n").as_bytes()).unwrap();
-    let (code, output) = lab.run(lab.cmd().arg("sync").arg(&lab.logs), 0o077);
-    assert_eq!(code, 0, "{output}");
-    let conflict_dir = dir.join("branches/main-conflict-1");
-    assert!(conflict_dir.join("events.jsonl").exists(), "{output}");
-    assert_eq!(fs::metadata(&conflict_dir).unwrap().mode() & 0o7777, 0o700);
+    for lab in labs() {
+        let dir = lab.conversation("c1", false);
+        lab.ok(lab.cmd().arg("import").arg(&lab.logs));
+        // An event log, then a queued append and "gptme" changing both files meanwhile: the event
+        // log's conflict copy goes to a new directory, branches/main-conflict-1/.
+        lab.ok(lab.cmd().args(["append", "c1", "--role", "user", "--content", "logged"]));
+        lab.ok(lab.cmd().args(["append", "c1", "--queue", "--role", "user", "--content", "queued"]));
+        let events = fs::read_to_string(dir.join("events.jsonl")).unwrap();
+        let last = events.lines().last().unwrap().to_owned();
+        fs::write(dir.join("events.jsonl"), format!("{events}{last}\n")).unwrap();
+        let mut main = fs::OpenOptions::new().append(true).open(dir.join("conversation.jsonl")).unwrap();
+        std::io::Write::write_all(&mut main, format!("{LINE_2}\n").as_bytes()).unwrap();
+        let (code, output) = lab.run(lab.cmd().arg("sync").arg(&lab.logs), 0o077);
+        assert_eq!(code, 0, "{output}");
+        let conflict_dir = dir.join("branches/main-conflict-1");
+        assert!(conflict_dir.join("events.jsonl").exists(), "{output}");
+        assert_eq!(fs::metadata(&conflict_dir).unwrap().mode() & 0o7777, 0o700);
+    }
 }
