@@ -42,20 +42,35 @@ fn file() -> impl Strategy<Value = Vec<u8>> {
     })
 }
 
+/// The conversation directory `work/logs/chat`: `main`, branch `b`, an event log, and
+/// `attachment` twice under `files/`.
+fn chat_dir(work: &std::path::Path, main: &[u8], branch: &[u8], events: &[u8], attachment: &[u8]) -> std::path::PathBuf {
+    let dir = work.join("logs/chat");
+    fs::create_dir_all(dir.join("branches")).unwrap();
+    fs::write(dir.join("conversation.jsonl"), main).unwrap();
+    fs::write(dir.join("branches/b.jsonl"), branch).unwrap();
+    fs::write(dir.join("events.jsonl"), events).unwrap();
+    fs::create_dir_all(dir.join("files")).unwrap();
+    fs::write(dir.join("files/0123456789abcdef.bin"), attachment).unwrap();
+    fs::write(dir.join("files/copy.bin"), attachment).unwrap();
+    dir
+}
+
+/// gptme rewrites branch `b` (its bytes reversed, returned) and one attachment is replaced.
+fn rewrite(dir: &std::path::Path, branch: &[u8]) -> Vec<u8> {
+    let rewritten: Vec<u8> = branch.iter().rev().copied().collect();
+    fs::write(dir.join("branches/b.jsonl"), &rewritten).unwrap();
+    fs::write(dir.join("files/0123456789abcdef.bin"), b"replaced").unwrap();
+    rewritten
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     #[test]
     fn any_file_roundtrips_through_the_store(main in file(), branch in file(), events in file(), attachment in proptest::collection::vec(any::<u8>(), 0..64)) {
         let work = tempfile::tempdir().unwrap();
-        let dir = work.path().join("logs/chat");
-        fs::create_dir_all(dir.join("branches")).unwrap();
-        fs::write(dir.join("conversation.jsonl"), &main).unwrap();
-        fs::write(dir.join("branches/b.jsonl"), &branch).unwrap();
-        fs::write(dir.join("events.jsonl"), &events).unwrap();
-        fs::create_dir_all(dir.join("files")).unwrap();
-        fs::write(dir.join("files/0123456789abcdef.bin"), &attachment).unwrap();
-        fs::write(dir.join("files/copy.bin"), &attachment).unwrap();
+        let dir = chat_dir(work.path(), &main, &branch, &events, &attachment);
 
         let store = Store::open(&work.path().join("db")).unwrap();
         let mut conn = store.connection().unwrap();
@@ -89,9 +104,7 @@ proptest! {
         prop_assert!(fts.is_ok(), "{:?}", fts);
 
         // gptme rewrites the branch; importing again replaces the stored copy entirely.
-        let rewritten: Vec<u8> = branch.iter().rev().copied().collect();
-        fs::write(dir.join("branches/b.jsonl"), &rewritten).unwrap();
-        fs::write(dir.join("files/0123456789abcdef.bin"), b"replaced").unwrap();
+        let rewritten = rewrite(&dir, &branch);
         let mut batch = WriteBatch::begin(&mut conn).unwrap();
         prop_assert!(matches!(import_conversation(&mut batch, &dir, ReadMode::Whole).unwrap(), Outcome::Imported(_)));
         prop_assert!(matches!(import_conversation(&mut batch, &dir, ReadMode::Whole).unwrap(), Outcome::Unchanged));
@@ -122,14 +135,7 @@ proptest! {
     fn any_file_roundtrips_through_a_server_store(main in file(), branch in file(), events in file(), attachment in proptest::collection::vec(any::<u8>(), 0..64)) {
         let Some(pg) = common::postgres_db() else { return Ok(()) };
         let work = tempfile::tempdir().unwrap();
-        let dir = work.path().join("logs/chat");
-        fs::create_dir_all(dir.join("branches")).unwrap();
-        fs::write(dir.join("conversation.jsonl"), &main).unwrap();
-        fs::write(dir.join("branches/b.jsonl"), &branch).unwrap();
-        fs::write(dir.join("events.jsonl"), &events).unwrap();
-        fs::create_dir_all(dir.join("files")).unwrap();
-        fs::write(dir.join("files/0123456789abcdef.bin"), &attachment).unwrap();
-        fs::write(dir.join("files/copy.bin"), &attachment).unwrap();
+        let dir = chat_dir(work.path(), &main, &branch, &events, &attachment);
 
         let store = Store::open(&pg.db).unwrap();
         let mut conn = store.connection().unwrap();
@@ -151,9 +157,7 @@ proptest! {
         prop_assert_eq!(distinct, referenced + from_events);
         pg.assert_sound("after the import");
 
-        let rewritten: Vec<u8> = branch.iter().rev().copied().collect();
-        fs::write(dir.join("branches/b.jsonl"), &rewritten).unwrap();
-        fs::write(dir.join("files/0123456789abcdef.bin"), b"replaced").unwrap();
+        let rewritten = rewrite(&dir, &branch);
         let mut batch = WriteBatch::begin(&mut conn).unwrap();
         prop_assert!(matches!(import_conversation(&mut batch, &dir, ReadMode::Whole).unwrap(), Outcome::Imported(_)));
         prop_assert!(matches!(import_conversation(&mut batch, &dir, ReadMode::Whole).unwrap(), Outcome::Unchanged));

@@ -318,7 +318,13 @@ impl Connection {
     /// IMMEDIATE`), or on the server the locks of this connection's scope ([`sql::WRITE_LOCK`]:
     /// its source's alone when it is scoped to one, every writer's otherwise).
     pub(in crate::store) fn begin_write(&self) -> sql::Result<()> {
-        self.begin_write_taking(self.scope().map_or(sql::WriteLocks::Exclusive, sql::WriteLocks::Source))
+        self.begin_write_taking(self.write_locks())
+    }
+
+    /// The write locks this connection's writes take on a server: its source's when it is
+    /// scoped to one, every writer's otherwise.
+    fn write_locks(&self) -> sql::WriteLocks {
+        self.scope().map_or(sql::WriteLocks::Exclusive, sql::WriteLocks::Source)
     }
 
     fn begin_write_taking(&self, locks: sql::WriteLocks) -> sql::Result<()> {
@@ -332,7 +338,7 @@ impl Connection {
     /// succeeds; rolled back when it or the commit fails (a commit SQLite refuses leaves the
     /// transaction open). Call outside any transaction.
     pub(in crate::store) fn in_transaction<T>(&self, work: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
-        self.in_transaction_taking(self.scope().map_or(sql::WriteLocks::Exclusive, sql::WriteLocks::Source), work)
+        self.in_transaction_taking(self.write_locks(), work)
     }
 
     /// [`Connection::in_transaction`] for a write that takes the rows it changes so that it
