@@ -19,15 +19,20 @@ use common::{fixtures, gptme_python, run_ok, sessiondb, tool};
 
 /// A free port on 127.0.0.1 (bound and released: a race with other processes is possible but
 /// unlikely, and shows as a failure to start).
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// One HTTP/1.1 request; returns (status, headers, body).
-fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String, Vec<u8>) {
+pub(crate) fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String, Vec<u8>) {
+    http_as(&format!("127.0.0.1:{port}"), port, method, path, headers, body)
+}
+
+/// [`http`] with `host` as the request's `Host`.
+pub(crate) fn http_as(host: &str, port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String, Vec<u8>) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -60,21 +65,25 @@ fn unchunk(mut data: &[u8]) -> Vec<u8> {
     out
 }
 
-fn json(body: &[u8]) -> serde_json::Value {
+pub(crate) fn json(body: &[u8]) -> serde_json::Value {
     serde_json::from_slice(body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(body)))
 }
 
 /// A running `sessiondb serve`, stopped (SIGTERM, then waited for) when dropped.
-struct Serve {
-    child: Child,
-    port: u16,
+pub(crate) struct Serve {
+    pub(crate) child: Child,
+    pub(crate) port: u16,
 }
 
 impl Serve {
-    fn start(db: &Path, logs: &Path, args: &[&str]) -> Serve {
+    /// Serves `logs` from `db` with `args`; without a token (`--no-auth`) unless `args` give
+    /// one, so that plain requests are answered.
+    pub(crate) fn start(db: &Path, logs: &Path, args: &[&str]) -> Serve {
         let port = free_port();
+        let auth: &[&str] = if args.contains(&"--token") || args.contains(&"--no-auth") { &[] } else { &["--no-auth"] };
         let child = sessiondb(db)
             .args(["serve", "--port", &port.to_string(), "--rescan", "2"])
+            .args(auth)
             .args(args)
             .arg(logs)
             .env_remove("GPTME_SERVER_TOKEN")
@@ -94,7 +103,7 @@ impl Serve {
         serve
     }
 
-    fn wait_ready(&mut self) {
+    pub(crate) fn wait_ready(&mut self) {
         let start = Instant::now();
         while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             assert!(self.child.try_wait().unwrap().is_none(), "sessiondb serve exited before listening");
@@ -106,7 +115,7 @@ impl Serve {
 
 /// SIGTERM, and SIGKILL when that has not ended `child` within 10 s (a failing test must not
 /// wait forever on a server that does not stop).
-fn stop(child: &mut Child) {
+pub(crate) fn stop(child: &mut Child) {
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let asked = Instant::now();
     while matches!(child.try_wait(), Ok(None)) && asked.elapsed() < Duration::from_secs(10) {
@@ -165,7 +174,7 @@ impl Drop for GptmeServer {
 }
 
 /// A copy of the committed fixtures at `dir`.
-fn copy_fixtures(dir: &Path) -> PathBuf {
+pub(crate) fn copy_fixtures(dir: &Path) -> PathBuf {
     copy_root(&fixtures(), dir)
 }
 
@@ -314,6 +323,22 @@ fn oversized_requests_are_refused() {
     let big = vec![b'x'; 3 << 20];
     let (status, _, _) = http(serve.port, "POST", "/api/v2/conversations/2026-07-01-basic-chat", &[("Content-Type", "application/json")], &big);
     assert_eq!(status, 413);
+    // The same without a length given beforehand: chunks, cut at the limit.
+    let mut chunked = Vec::new();
+    for piece in big.chunks(64 << 10) {
+        chunked.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        chunked.extend_from_slice(piece);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let mut s = TcpStream::connect(("127.0.0.1", serve.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let head = "POST /api/v2/conversations/2026-07-01-basic-chat HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    s.write_all(head.as_bytes()).unwrap();
+    let _ = s.write_all(&chunked);
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    assert!(answer.starts_with(b"HTTP/1.1 413"), "{}", String::from_utf8_lossy(&answer[..answer.len().min(200)]));
     // Header fields past the server's bound (64 KiB) and targets past its bound (32 KiB),
     // whether or not hyper's own bounds (which depend on how the bytes arrive) catch them first:
     // a head too large for hyper's buffer is refused 431 whatever made it large.
@@ -367,7 +392,7 @@ fn events_follow_appends_by_real_gptme_in_another_process() {
     let id = "2026-07-01-basic-chat";
     let mut s = TcpStream::connect(("127.0.0.1", serve.port)).unwrap();
     s.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
-    write!(s, "GET /api/v2/conversations/{id}/events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n").unwrap();
+    write!(s, "GET /api/v2/conversations/{id}/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n").unwrap();
     let mut reader = BufReader::new(s);
     let deadline = Instant::now() + Duration::from_secs(60);
     wait_for_event(&mut reader, deadline, |v| v["type"] == "connected");
@@ -396,7 +421,7 @@ fn events_follow_appends_by_real_gptme_in_another_process() {
 fn open_events(port: u16, id: &str) -> BufReader<TcpStream> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
-    write!(s, "GET /api/v2/conversations/{id}/events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n").unwrap();
+    write!(s, "GET /api/v2/conversations/{id}/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n").unwrap();
     let mut reader = BufReader::new(s);
     wait_for_event(&mut reader, Instant::now() + Duration::from_secs(30), |v| v["type"] == "connected");
     reader

@@ -30,6 +30,7 @@ mod roundtrip;
 mod scale;
 mod search;
 mod serve;
+mod serve_trust;
 mod sources;
 mod store_props;
 mod sync;

@@ -29,6 +29,9 @@ pub fn new(store: &Store, args: NewArgs) -> Result<i32, Failure> {
         Some(dir) => dir,
         None => super::config::default_logs_root()?.ok_or_else(|| Failure("cannot find gptme's logs: give --logs-dir".into()))?,
     };
+    // As gptme does on its first conversation, the command line makes the logs root when it
+    // is missing (`serve` never does: see ops::new_conversation).
+    std::fs::create_dir_all(&root).map_err(|e| Failure(format!("cannot create the logs root {}: {e}", root.display())))?;
     let created = ops::new_conversation(store, &root, &args.chat_id, args.name.as_deref())?;
     say!("created {} in {}", created.chat_id, created.dir.display());
     Ok(0)

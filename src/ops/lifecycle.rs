@@ -30,8 +30,13 @@ pub fn config_with_name(name: &str) -> String {
 /// refuse, or one that exists already.
 pub fn new_conversation(store: &Store, logs_root: &Path, chat_id: &str, name: Option<&str>) -> Result<NewConversation, OpsError> {
     let dir = validate_new(logs_root, chat_id)?;
-    std::fs::create_dir_all(logs_root).map_err(io(logs_root))?;
-    std::fs::create_dir(&dir).map_err(io(&dir))?;
+    // Into the root as it is: one that is missing (an unmounted disk) is not made anew here,
+    // where a write would land in an empty mount point (callers that may create it, do).
+    if !logs_root.is_dir() {
+        return Err(OpsError::NoLogsRoot { root: logs_root.to_owned() });
+    }
+    std::fs::create_dir(&dir)
+        .map_err(|e| if e.kind() == std::io::ErrorKind::NotFound { OpsError::NoLogsRoot { root: logs_root.to_owned() } } else { io(&dir)(e) })?;
     let created = (|| -> Result<(), OpsError> {
         write_atomic(&dir.join(crate::layout::MAIN_TRANSCRIPT), 0o600, crate::fs::meta::now_ns(), |_| Ok(())).map_err(io(&dir))?;
         if let Some(name) = name {
@@ -281,6 +286,7 @@ mod tests {
         let work = tempfile::tempdir().unwrap();
         let logs = work.path().join("logs");
         let store = Store::open(&work.path().join("db")).unwrap();
+        std::fs::create_dir(&logs).unwrap();
         new_conversation(&store, &logs, "c", None).unwrap();
         let transcript = logs.join("c").join(crate::layout::MAIN_TRANSCRIPT);
         let mut text = std::fs::read_to_string(&transcript).unwrap();

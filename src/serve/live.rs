@@ -35,6 +35,9 @@ pub struct Live {
     /// Set when the server shuts down: every open event stream ends, so that a graceful
     /// shutdown does not wait for browsers to go away.
     closing: tokio::sync::watch::Sender<bool>,
+    /// Why the watcher stopped for good (the database moved away), once it has: the server
+    /// stops too.
+    failure: Arc<(std::sync::Mutex<Option<crate::sync::SyncError>>, tokio::sync::Notify)>,
 }
 
 /// A conversation's row as far as change goes.
@@ -55,6 +58,8 @@ impl Live {
         let (changed, _) = broadcast::channel(1024);
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, flag) = (changed.clone(), stop.clone());
+        let failure = Arc::new((std::sync::Mutex::new(None), tokio::sync::Notify::new()));
+        let failed = failure.clone();
         std::thread::Builder::new()
             .name("sessiondb-watch".into())
             .spawn(move || {
@@ -79,11 +84,22 @@ impl Live {
                     WatchEvent::Failed(e) => tracing::warn!("sync pass failed: {}", crate::cause::chain(&e)),
                 };
                 if let Err(e) = watch(&store, &root, None, rescan, &flag, &mut on_event) {
-                    tracing::error!("the watcher stopped: {}", crate::cause::chain(&e));
+                    *failed.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    failed.1.notify_one();
                 }
             })
             .expect("a thread can be started");
-        Live { changed, stop, closing: tokio::sync::watch::channel(false).0 }
+        Live { changed, stop, closing: tokio::sync::watch::channel(false).0, failure }
+    }
+
+    /// Completes when the watcher has stopped for good ([`Live::failure`] says why).
+    pub async fn failed(&self) {
+        self.failure.1.notified().await;
+    }
+
+    /// Why the watcher stopped for good, if it has.
+    pub fn failure(&self) -> Option<crate::sync::SyncError> {
+        self.failure.0.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
     /// Stops the watcher and ends every event stream.

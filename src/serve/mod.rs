@@ -7,13 +7,17 @@
 //! on tokio's blocking pool, never on an async worker. Changes reach the store by the watch
 //! machinery of `sync --watch` ([`live`]), which also tells the open event streams; the
 //! server's own writes go through [`crate::ops`] with gptme's lock, as the CLI's do. Without
-//! a token the server binds loopback only. The server is its logs root's: in a store holding
+//! a token (`--no-auth`) the server binds loopback only. Which requests are admitted at all
+//! (their `Host`, and for writes their origin and type) is [`admission`]'s rule; how many
+//! connections are served and for how long, [`listen`]'s. The server is its logs root's: in a store holding
 //! several sources (see [`crate::store::sources`]), it lists, finds, searches and writes the
 //! conversations of its root's source only, as gptme-server serves one logs directory, so
 //! that another root's conversation of the same chat id is never shown or changed here.
 
+mod admission;
 mod files;
 mod gptme_json;
+mod listen;
 mod live;
 mod read;
 pub mod webui;
@@ -42,8 +46,14 @@ pub(crate) use gptme_json::lexical;
 pub struct Config {
     pub host: IpAddr,
     pub port: u16,
-    /// The bearer token clients must present; `None` only on a loopback address.
+    /// The bearer token clients must present; `None` (`--no-auth`) only on a loopback address.
     pub token: Option<String>,
+    /// Whether the token was made for this run (none was given): the link printed at start
+    /// then carries it, as gptme-server's does.
+    pub token_made_here: bool,
+    /// Names besides `localhost` and the addresses listened on that requests may give as
+    /// their `Host` (`--allow-host`; see [`admission`]).
+    pub allowed_hosts: Vec<String>,
     /// The logs root served (and watched).
     pub logs_root: PathBuf,
     /// The name of the root's source, when given (see [`crate::store::sources`]).
@@ -58,7 +68,7 @@ pub struct Config {
 /// Why the server could not start or went down.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("refusing to listen on {0} without a token: give --token or set GPTME_SERVER_TOKEN (only a loopback address may go without)")]
+    #[error("refusing to listen on {0} without a token: drop --no-auth, or give --token or GPTME_SERVER_TOKEN (only a loopback address may go without)")]
     NoToken(IpAddr),
     #[error("cannot listen on {addr}")]
     Bind { addr: SocketAddr, source: std::io::Error },
@@ -68,6 +78,9 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
     #[error("cannot serve the logs root")]
     Store(#[from] StoreError),
+    /// Following the logs root stopped for good (the database moved away): serving stopped.
+    #[error("stopped serving")]
+    Stopped(#[source] crate::sync::SyncError),
 }
 
 /// What every request handler shares.
@@ -77,6 +90,14 @@ pub(crate) struct AppState {
     /// The served root's source.
     pub source: Source,
     pub config: Config,
+    /// The `Host` values requests are admitted with.
+    pub hosts: admission::Hosts,
+    /// Taken by every write in turn, first come first served (tokio's mutex is fair), so that
+    /// a long write ([`write::create`]'s many messages) lets the others in between its turns.
+    pub writes: tokio::sync::Mutex<()>,
+    /// The logs root's device and inode at start (none when it was missing): conversations
+    /// are created only in that directory.
+    pub root: Option<(u64, u64)>,
     pub live: live::Live,
 }
 
@@ -107,6 +128,7 @@ impl From<StoreError> for ApiError {
             StoreError::NoConversation(id) => ApiError::not_found(format!("Conversation not found: {id}")),
             StoreError::NoBranch { .. } | StoreError::NoSuchFilter { .. } => ApiError::not_found(crate::cause::chain(&e)),
             StoreError::QueryTooLarge { .. } => ApiError::bad_request(crate::cause::chain(&e)),
+            StoreError::Moved { .. } => ApiError(StatusCode::SERVICE_UNAVAILABLE, crate::cause::chain(&e)),
             other => ApiError(StatusCode::INTERNAL_SERVER_ERROR, crate::cause::chain(&other)),
         }
     }
@@ -118,6 +140,12 @@ pub(crate) async fn blocking<T: Send + 'static>(state: &Shared, f: impl FnOnce(&
     tokio::task::spawn_blocking(move || f(&state.store, &state.config))
         .await
         .unwrap_or_else(|e| Err(ApiError(StatusCode::INTERNAL_SERVER_ERROR, format!("the request's worker failed: {e}"))))
+}
+
+/// Runs the write `f` with the store on the blocking pool, in its turn ([`AppState::writes`]).
+pub(crate) async fn writing<T: Send + 'static>(state: &Shared, f: impl FnOnce(&Store, &Config) -> Result<T, ApiError> + Send + 'static) -> Result<T, ApiError> {
+    let _turn = state.writes.lock().await;
+    blocking(state, f).await
 }
 
 /// gptme's check of a conversation id from a URL (`util/conversation_ids.py`): one path
@@ -178,23 +206,54 @@ async fn serve(store: Store, source: Source, config: Config) -> Result<(), Serve
         None => None,
     };
     let live = live::Live::start(store.clone(), config.logs_root.clone(), config.rescan);
-    let state: Shared = Arc::new(AppState { store, source, config: config.clone(), live });
+    let hosts = admission::Hosts::new(config.host, &config.allowed_hosts);
+    let root = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&config.logs_root).ok().filter(|m| m.is_dir()).map(|m| (m.dev(), m.ino()))
+    };
+    let state: Shared = Arc::new(AppState { store, source, config: config.clone(), hosts, writes: tokio::sync::Mutex::new(()), root, live });
     let app = router(state.clone(), cors);
     let bound = listener.local_addr()?;
-    tracing::info!(address = %bound, logs = %config.logs_root.display(), auth = config.token.is_some(), webui = ?config.webui, "sessiondb serve listening on http://{bound}");
-    if config.webui.is_none() {
-        tracing::warn!("no web UI found (give --webui-dir or GPTME_WEBUI_DIR, or install gptme); serving the API only");
-    }
+    let cap = listen::connection_cap(listen::raise_open_files_limit());
+    tracing::info!(address = %bound, logs = %config.logs_root.display(), auth = config.token.is_some(), webui = ?config.webui, connections = cap, "sessiondb serve listening on http://{bound}");
+    announce(&config, bound);
     let stopping = state.clone();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            tracing::info!("stopping: closing the event streams, finishing the requests under way");
-            stopping.live.stop();
-        })
-        .await?;
+    listen::serve(listener, app, cap, async move {
+        tokio::select! {
+            () = shutdown_signal() => tracing::info!("stopping: closing the event streams, finishing the requests under way"),
+            () = stopping.live.failed() => tracing::error!("stopping: the logs root can no longer be followed into the store"),
+        }
+        stopping.live.stop();
+    })
+    .await;
+    if let Some(e) = state.live.failure() {
+        return Err(ServeError::Stopped(e));
+    }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Says where the web UI is, with this run's token in the link when it was made here (in the
+/// fragment, as gptme-server's link has it, so that it is never sent in a request).
+fn announce(config: &Config, bound: SocketAddr) {
+    let mut shown = bound;
+    if shown.ip().is_unspecified() {
+        shown.set_ip(if shown.is_ipv4() { std::net::Ipv4Addr::LOCALHOST.into() } else { std::net::Ipv6Addr::LOCALHOST.into() });
+    }
+    let link = match (&config.token, config.token_made_here) {
+        (Some(token), true) => format!("http://{shown}/#userToken={token}"),
+        _ => format!("http://{shown}/"),
+    };
+    if config.webui.is_some() {
+        tracing::info!(url = %link, "open the web UI: {link}");
+    } else {
+        tracing::warn!("no web UI found (give --webui-dir or GPTME_WEBUI_DIR, or install gptme); serving the API only");
+    }
+    if let (Some(token), true) = (&config.token, config.token_made_here) {
+        tracing::info!("API clients give this run's token as `Authorization: Bearer {token}` (--token or GPTME_SERVER_TOKEN sets one of your own)");
+    } else if config.token.is_none() {
+        tracing::warn!("--no-auth: anyone on this machine can read and change the history through this server");
+    }
 }
 
 async fn shutdown_signal() {
@@ -236,6 +295,8 @@ fn router(state: Shared, cors: Option<HeaderValue>) -> Router {
     }
     app.layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(BODY_LIMIT))
+        .layer(middleware::from_fn(bounded_body))
+        .layer(middleware::from_fn_with_state(state, admission::admit))
         .layer(middleware::from_fn(bounded_head))
         .layer(middleware::from_fn(log_request))
 }
@@ -257,6 +318,21 @@ async fn bounded_head(req: Request, next: Next) -> Response {
             .into_response();
     }
     next.run(req).await
+}
+
+/// Reads the request's body whole before the handler runs: refused 408 when it has not arrived
+/// within [`listen::BODY_TIMEOUT`] (a client that announces a body and sends it slowly, or not
+/// at all, holds nothing longer), 413 past [`BODY_LIMIT`].
+async fn bounded_body(req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    match tokio::time::timeout(listen::BODY_TIMEOUT, axum::body::to_bytes(body, BODY_LIMIT)).await {
+        Err(_) => ApiError(StatusCode::REQUEST_TIMEOUT, format!("the request's body did not arrive within {} s", listen::BODY_TIMEOUT.as_secs())).into_response(),
+        Ok(Err(e)) if std::error::Error::source(&e).is_some_and(|c| c.is::<http_body_util::LengthLimitError>()) => {
+            ApiError(StatusCode::PAYLOAD_TOO_LARGE, format!("the request's body is over {BODY_LIMIT} bytes")).into_response()
+        }
+        Ok(Err(e)) => ApiError::bad_request(format!("the request's body could not be read: {e}")).into_response(),
+        Ok(Ok(bytes)) => next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await,
+    }
 }
 
 /// One log line per request, at info level.

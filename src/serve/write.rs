@@ -16,7 +16,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::{blocking, check_id, ApiError, Shared};
+use super::{check_id, writing, ApiError, Shared};
 use crate::model::{Message, Role};
 use crate::ops::{self, input, OpsError};
 use crate::store::{queries, Store};
@@ -31,6 +31,7 @@ impl From<OpsError> for ApiError {
             OpsError::Lock(_) => ApiError(StatusCode::CONFLICT, format!("{text}: gptme has the conversation open; try again when it is done")),
             OpsError::Exists { .. } | OpsError::QueuedChanges { .. } => ApiError(StatusCode::CONFLICT, text),
             OpsError::DirectoryGone { .. } => ApiError::not_found(text),
+            OpsError::NoLogsRoot { .. } => ApiError(StatusCode::SERVICE_UNAVAILABLE, text),
             OpsError::Invalid(_) | OpsError::InvalidName { .. } => ApiError::bad_request(text),
             _ => ApiError(StatusCode::INTERNAL_SERVER_ERROR, text),
         }
@@ -97,6 +98,22 @@ fn workspace_of(store: &Store, id: &str) -> Result<PathBuf, ApiError> {
     Ok(super::read::configured_workspace(&s))
 }
 
+/// Refuses (503) to create a conversation when the logs root is not the directory served
+/// since start: gone, or another one in its place (a disk unmounted leaves its empty mount
+/// point), so that nothing lands where gptme will not look once the disk is back.
+fn root_in_place(state: &super::AppState) -> Result<(), ApiError> {
+    use std::os::unix::fs::MetadataExt;
+    let root = &state.config.logs_root;
+    let now = std::fs::metadata(root).ok().filter(|m| m.is_dir()).map(|m| (m.dev(), m.ino()));
+    if now.is_none() || now != state.root {
+        return Err(ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{}: the logs root is not the directory served since start (gone, or a disk unmounted?); nothing was written", root.display()),
+        ));
+    }
+    Ok(())
+}
+
 /// A session id to hand back where gptme hands one back (this server keeps no sessions).
 fn session_id() -> String {
     format!("sessiondb-{}", std::process::id())
@@ -121,23 +138,55 @@ pub async fn create(State(state): State<Shared>, UrlPath(id): UrlPath<String>, b
         },
         Some(_) => return Err(ApiError::bad_request("'config' must be an object")),
     };
-    blocking(&state, move |store, config| {
-        let dir = config.logs_root.join(&id);
+    root_in_place(&state)?;
+    let made = id.clone();
+    let messages = writing(&state, move |store, config| {
+        let dir = config.logs_root.join(&made);
         if dir.exists() {
-            return Err(ApiError(StatusCode::CONFLICT, format!("Conversation already exists: {id}")));
+            return Err(ApiError(StatusCode::CONFLICT, format!("Conversation already exists: {made}")));
         }
         let workspace = dir.join(crate::layout::WORKSPACE);
         let messages = raw
             .iter()
             .map(|m| m.as_object().ok_or_else(|| ApiError::bad_request("Each message must be an object")).and_then(|m| message_from(m, &workspace)))
             .collect::<Result<Vec<_>, _>>()?;
-        ops::new_conversation(store, &config.logs_root, &id, name.as_deref())?;
-        if !messages.is_empty() {
-            ops::with_session(store, &id, |s| messages.iter().try_for_each(|m| s.append(crate::layout::MAIN, m).map(drop)))?;
-        }
-        Ok(Json(json!({"status": "ok", "conversation_id": id, "session_id": session_id()})))
+        ops::new_conversation(store, &config.logs_root, &made, name.as_deref())?;
+        Ok(messages)
     })
-    .await
+    .await?;
+    append_in_turns(&state, &id, messages).await?;
+    Ok(Json(json!({"status": "ok", "conversation_id": id, "session_id": session_id()})))
+}
+
+/// The longest one write turn of [`append_in_turns`] goes on appending.
+const WRITE_TURN: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Appends `messages` to main of conversation `id` in turns: each turn is one operation (its
+/// own lock and transaction) that stops appending once it has taken [`WRITE_TURN`], then gives
+/// the other writes waiting their turn, so that no request holds the store for long however
+/// many messages it brings. A failure stops at the message that failed; those before it stay.
+async fn append_in_turns(state: &Shared, id: &str, messages: Vec<Message>) -> Result<(), ApiError> {
+    let messages = std::sync::Arc::new(messages);
+    let mut done = 0;
+    while done < messages.len() {
+        let (messages, id) = (messages.clone(), id.to_owned());
+        done += writing(state, move |store, _| {
+            let started = std::time::Instant::now();
+            Ok(ops::with_session(store, &id, |s| {
+                let mut n = 0;
+                for m in &messages[done..] {
+                    s.append(crate::layout::MAIN, m)?;
+                    n += 1;
+                    if started.elapsed() >= WRITE_TURN {
+                        break;
+                    }
+                }
+                Ok(n)
+            })?)
+        })
+        .await?;
+    }
+    Ok(())
 }
 
 /// `POST /api/v2/conversations/<id>`: appends a message (to `branch`, default main).
@@ -154,7 +203,7 @@ pub async fn append(State(state): State<Shared>, UrlPath(id): UrlPath<String>, b
         return Err(ApiError::bad_request("content must be a string"));
     }
     let branch = req.get("branch").and_then(Value::as_str).unwrap_or(crate::layout::MAIN).to_owned();
-    blocking(&state, move |store, _| {
+    writing(&state, move |store, _| {
         let message = message_from(&req, &workspace_of(store, &id)?)?;
         if branch != crate::layout::MAIN && !queries::branch_names(&store.connection()?, &id)?.contains(&branch) {
             return Err(ApiError::not_found(format!("Branch not found: {branch}")));
@@ -209,7 +258,7 @@ pub async fn edit_message(
     if !truncate && content.as_deref().is_none_or(|c| c.trim().is_empty()) {
         return Err(ApiError::bad_request("content or files is required"));
     }
-    blocking(&state, move |store, _| {
+    writing(&state, move |store, _| {
         let msgs = loaded(store, &id)?;
         let i = index_in(index, msgs.len())?;
         let changed = content.as_deref().is_some_and(|c| c != msgs[i].content);
@@ -237,7 +286,7 @@ pub async fn edit_message(
 /// would put two messages of one role side by side), with a backup branch.
 pub async fn delete_message(State(state): State<Shared>, UrlPath((id, index)): UrlPath<(String, i64)>) -> Result<Json<Value>, ApiError> {
     check_id(&id)?;
-    blocking(&state, move |store, _| {
+    writing(&state, move |store, _| {
         let msgs = loaded(store, &id)?;
         let i = index_in(index, msgs.len())?;
         if msgs[i].role == Role::System {
@@ -271,7 +320,8 @@ pub async fn fork(State(state): State<Shared>, UrlPath(id): UrlPath<String>, Que
         .parse()
         .map_err(|_| ApiError::bad_request("after_message must be an integer"))?;
     let branch = p.get("branch").cloned().unwrap_or_else(|| crate::layout::MAIN.into());
-    blocking(&state, move |store, config| {
+    root_in_place(&state)?;
+    let (new_id, msgs) = writing(&state, move |store, config| {
         let summary = super::read::live_summary(&store.connection()?, &id)?;
         let msgs = if branch == crate::layout::MAIN {
             loaded(store, &id)?
@@ -290,18 +340,20 @@ pub async fn fork(State(state): State<Shared>, UrlPath(id): UrlPath<String>, Que
             format!("chat-{}-{:09}", now.to_rfc3339_opts(chrono::SecondsFormat::Micros, false).replace(':', "-"), now.timestamp_subsec_nanos() % 1_000_000_000);
         let name = format!("Fork of {} @ msg {}", summary.name, after + 1);
         ops::new_conversation(store, &config.logs_root, &new_id, Some(&name))?;
-        let slice = &msgs[..=after as usize];
-        ops::with_session(store, &new_id, |s| slice.iter().try_for_each(|m| s.append(crate::layout::MAIN, m).map(drop)))?;
-        Ok(Json(json!({"status": "ok", "conversation_id": new_id, "session_id": session_id()})))
+        let mut msgs = msgs;
+        msgs.truncate(after as usize + 1);
+        Ok((new_id, msgs))
     })
-    .await
+    .await?;
+    append_in_turns(&state, &new_id, msgs).await?;
+    Ok(Json(json!({"status": "ok", "conversation_id": new_id, "session_id": session_id()})))
 }
 
 /// `DELETE /api/v2/conversations/<id>`: as `sessiondb rm --yes` (refused while gptme holds it
 /// or changes queued in the store are not written out).
 pub async fn remove(State(state): State<Shared>, UrlPath(id): UrlPath<String>) -> Result<Json<Value>, ApiError> {
     check_id(&id)?;
-    blocking(&state, move |store, _| {
+    writing(&state, move |store, _| {
         super::read::live_summary(&store.connection()?, &id)?;
         ops::remove(store, &id, false)?;
         Ok(Json(json!({"status": "ok"})))
@@ -326,7 +378,7 @@ pub async fn patch_config(State(state): State<Shared>, UrlPath(id): UrlPath<Stri
     let Some(name) = chat.get("name").and_then(Value::as_str).map(str::to_owned) else {
         return Err(ApiError::bad_request("chat.name (a string) is required"));
     };
-    blocking(&state, move |store, _| {
+    writing(&state, move |store, _| {
         super::read::live_summary(&store.connection()?, &id)?;
         ops::with_session(store, &id, |s| s.rename(&name))?;
         let conn = store.connection()?;

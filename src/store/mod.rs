@@ -67,6 +67,11 @@ pub enum StoreError {
     Pool(#[from] r2d2::Error),
     #[error("the database uses schema version {found}, newer than this sessiondb supports ({supported}); upgrade sessiondb")]
     NewerSchema { found: i64, supported: i64 },
+    /// The SQLite file this process opened is no longer at its path (moved, removed, or
+    /// another file put there): nothing more is read or written through this store, so that
+    /// one history never splits over two files.
+    #[error("{path}: the database this process opened was moved, removed or replaced while it ran; nothing more was written, there or anywhere else. Run the command again (with --db on its new path, if it was moved)")]
+    Moved { path: PathBuf },
     #[error("cannot create the database at {path}")]
     Create { path: PathBuf, source: std::io::Error },
     /// Only commands that write create a database ([`Store::open`]); the others
@@ -374,6 +379,9 @@ pub struct Store {
     path: PathBuf,
     /// The source every connection is scoped to ([`Store::scoped_to`]), if any.
     scope: Option<i64>,
+    /// The SQLite file's device and inode when it was opened (none on a server): every
+    /// connection is refused once the path names another file or none ([`StoreError::Moved`]).
+    identity: Option<(u64, u64)>,
 }
 
 /// The connections of one engine.
@@ -412,9 +420,11 @@ impl Store {
             conn.execute_batch("PRAGMA page_size = 8192; PRAGMA journal_mode = WAL;")?;
         }
         probe(path)?;
+        let identity = file_identity(path).ok_or_else(|| StoreError::Moved { path: path.to_owned() })?;
         // Each pooled connection is used by one thread at a time, so SQLite's own mutexes are
-        // pure overhead (about 5% of an import).
-        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_CREATE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        // pure overhead (about 5% of an import). The file exists by now, made private above:
+        // a pooled connection never creates one (where the file was moved away from, say).
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let manager = SqliteConnectionManager::file(path).with_flags(flags).with_init(|c| {
             c.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS as u64))?;
             c.set_prepared_statement_cache_capacity(128);
@@ -436,7 +446,7 @@ impl Store {
         let mut conn = pool.get()?;
         schema::migrate(&mut conn)?;
         drop(conn);
-        Ok(Store { pool: Pool::Sqlite(pool), path: path.to_owned(), scope: None })
+        Ok(Store { pool: Pool::Sqlite(pool), path: path.to_owned(), scope: None, identity: Some(identity) })
     }
 
     /// Opens the PostgreSQL database at `url` and brings its schema up to date
@@ -448,7 +458,7 @@ impl Store {
         let pool = r2d2::Pool::builder().max_size(4).min_idle(Some(0)).connection_timeout(std::time::Duration::from_secs(30)).build_unchecked(manager);
         schema::migrate_postgres(&conn)?;
         drop(conn);
-        Ok(Store { pool: Pool::Postgres(pool), path: PathBuf::from(url), scope: None })
+        Ok(Store { pool: Pool::Postgres(pool), path: PathBuf::from(url), scope: None, identity: None })
     }
 
     /// [`Store::open`] a database that must exist already: a path where there is none is
@@ -463,9 +473,33 @@ impl Store {
         Store::open(path)
     }
 
+    /// Fails with [`StoreError::Moved`] when the SQLite file opened is no longer at its path.
+    pub fn check_in_place(&self) -> Result<(), StoreError> {
+        match self.identity {
+            Some(id) if file_identity(&self.path) != Some(id) => Err(StoreError::Moved { path: self.path.clone() }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The same database opened afresh (new connections, a new look at its schema), for a
+    /// process that runs for hours: never created anew, and refused when the path names
+    /// another file than the one this store opened ([`StoreError::Moved`]).
+    pub fn reopen(&self) -> Result<Store, StoreError> {
+        self.check_in_place()?;
+        let fresh = match Store::open_existing(&self.path) {
+            Err(StoreError::NoDatabase { path }) => return Err(StoreError::Moved { path }),
+            opened => opened?,
+        };
+        if fresh.identity != self.identity {
+            return Err(StoreError::Moved { path: self.path.clone() });
+        }
+        Ok(fresh)
+    }
+
     /// A connection from the pool: unscoped, or scoped to the store's source when it is kept
     /// to one ([`Store::scoped_to`]).
     pub fn connection(&self) -> Result<Connection, StoreError> {
+        self.check_in_place()?;
         let inner = match &self.pool {
             Pool::Sqlite(pool) => Inner::Pooled(pool.get()?),
             #[cfg(feature = "postgres")]
@@ -642,6 +676,12 @@ fn probe(path: &Path) -> Result<(), StoreError> {
         .map_err(not_a_database)?;
     conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS as u64)).map_err(not_a_database)?;
     conn.query_row("PRAGMA schema_version", [], |_| Ok(())).map_err(not_a_database)
+}
+
+/// The device and inode of the file at `path` (links followed), if there is one.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// Creates the database file (and its parent directories) readable by the owner only; an

@@ -42,6 +42,10 @@ pub enum SyncError {
     },
     #[error("{dir}: the conversation directory is gone (run `sessiondb import`)")]
     DirectoryGone { dir: PathBuf },
+    /// The logs root a new conversation was to go into is not a directory (an unmounted disk,
+    /// a mistyped path): it is never created on the way.
+    #[error("{root}: the logs root is not there (a disk not mounted?); nothing was written")]
+    NoLogsRoot { root: PathBuf },
     #[error("{dir}: a conversation with this id exists already")]
     Exists { dir: PathBuf },
     /// `cp -a` of a directory a fork copies exited with a failure.

@@ -18,7 +18,7 @@ use notify::{RecursiveMode, Watcher};
 
 use super::pass::{sync_pass, SyncReport};
 use super::SyncError;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 /// How long a burst of notifications may go on before the pass runs.
 const SETTLE: Duration = Duration::from_millis(5);
@@ -44,7 +44,8 @@ pub(super) fn conversation_of(root: &Path, path: &Path) -> Option<String> {
 }
 
 /// Syncs `logs_root` (into source `source`: see [`sync_pass`]) until `stop` is set, calling
-/// `on_event` after every pass.
+/// `on_event` after every pass. Ends with [`StoreError::Moved`] when the database file is no
+/// longer the one `store` opened (a pass would otherwise write to another file, or make one).
 pub fn watch(
     store: &Store,
     logs_root: &Path,
@@ -70,14 +71,15 @@ pub fn watch(
     // Each pass opens the database afresh: connections kept open for hours would go on using
     // a write-ahead log that was deleted or replaced under them, failing (or worse, writing
     // where no one reads) until restarted. Opening costs about a millisecond.
-    let run = |only: Option<&HashSet<String>>, on_event: &mut dyn FnMut(WatchEvent)| match Store::open(store.path())
-        .map_err(SyncError::from)
-        .and_then(|fresh| sync_pass(&fresh, &root, source, only, false))
-    {
-        Ok(report) => on_event(WatchEvent::Pass { report: &report, full: only.is_none() }),
-        Err(e) => on_event(WatchEvent::Failed(e)),
+    let run = |only: Option<&HashSet<String>>, on_event: &mut dyn FnMut(WatchEvent)| -> Result<(), SyncError> {
+        match store.reopen().map_err(SyncError::from).and_then(|fresh| sync_pass(&fresh, &root, source, only, false)) {
+            Ok(report) => on_event(WatchEvent::Pass { report: &report, full: only.is_none() }),
+            Err(SyncError::Store(e @ StoreError::Moved { .. })) => return Err(e.into()),
+            Err(e) => on_event(WatchEvent::Failed(e)),
+        }
+        Ok(())
     };
-    run(None, on_event);
+    run(None, on_event)?;
     let mut next_rescan = Instant::now() + rescan;
     while !stop.load(Ordering::SeqCst) {
         let wait = next_rescan.saturating_duration_since(Instant::now()).min(TICK);
@@ -85,7 +87,7 @@ pub fn watch(
             Ok(event) => event,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if Instant::now() >= next_rescan {
-                    run(None, on_event);
+                    run(None, on_event)?;
                     next_rescan = Instant::now() + rescan;
                 }
                 continue;
@@ -114,10 +116,10 @@ pub fn watch(
         }
         if lost {
             on_event(WatchEvent::Degraded("notifications were lost; rescanning".into()));
-            run(None, on_event);
+            run(None, on_event)?;
             next_rescan = Instant::now() + rescan;
         } else if !changed.is_empty() {
-            run(Some(&changed), on_event);
+            run(Some(&changed), on_event)?;
         }
     }
     drop(watcher);
