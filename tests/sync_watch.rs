@@ -90,3 +90,25 @@ fn watch_reads_into_the_source_it_is_given() {
         assert!(show(&format!("{home_source}:same")).contains("at home"), "the other root's `same` untouched");
     });
 }
+
+/// The database moved away while `sync --watch` runs: it stops at its next pass, saying so,
+/// and never makes a database anew at the old path (it used to, at every pass).
+#[test]
+fn watch_stops_when_its_database_is_moved_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    std::fs::create_dir_all(logs.join("one")).unwrap();
+    std::fs::write(logs.join("one/conversation.jsonl"), "{\"role\": \"user\", \"content\": \"hello\"}\n").unwrap();
+    let db = dir.path().join("sessions.db");
+    let watch = sessiondb(&db).arg("sync").arg(&logs).args(["--watch", "--rescan", "1"]).stderr(Stdio::piped()).spawn().unwrap();
+    while !db.exists() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::rename(&db, dir.path().join("moved.db")).unwrap();
+    let out = common::output_within(watch, Duration::from_secs(30), "sync --watch after its database moved");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("moved, removed or replaced"), "{err}");
+    assert!(!db.exists(), "a database was made anew at the old path");
+}
