@@ -10,6 +10,7 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use common::pg::{as_role, psql_file, Roles};
 use common::tree::assert_same_tree;
 use common::{fixtures, run_ok, sessiondb};
 
@@ -315,46 +316,6 @@ fn doctor_checks_a_server_database() {
     let (code, text) = doctor(&[]);
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("blob: ") && text.contains("bytes stored of its"), "{text}");
-}
-
-/// Roles made for one test on the shared test server (roles belong to the server, not to a
-/// database), dropped at the end whatever happens.
-struct Roles {
-    admin: String,
-    db: String,
-    names: Vec<String>,
-}
-
-impl Drop for Roles {
-    fn drop(&mut self) {
-        if let Ok(mut client) = postgres::Client::connect(&self.db, postgres::NoTls) {
-            for name in &self.names {
-                let _ = client.batch_execute(&format!("DROP OWNED BY \"{name}\""));
-            }
-        }
-        if let Ok(mut client) = postgres::Client::connect(&self.admin, postgres::NoTls) {
-            for name in &self.names {
-                let _ = client.batch_execute(&format!("DROP ROLE IF EXISTS \"{name}\""));
-            }
-        }
-    }
-}
-
-/// `url` logged in as `role` instead.
-fn as_role(url: &str, role: &str) -> std::path::PathBuf {
-    let (scheme, rest) = url.split_once("://").unwrap();
-    let host = rest.split_once('@').map_or(rest, |(_, host)| host);
-    std::path::PathBuf::from(format!("{scheme}://{role}@{host}"))
-}
-
-fn psql_file(url: &str, file: &str, vars: &[(&str, &str)]) {
-    let mut cmd = Command::new("psql");
-    cmd.arg(url).args(["-q", "-f"]).arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file));
-    for (k, v) in vars {
-        cmd.arg("-v").arg(format!("{k}={v}"));
-    }
-    let out = cmd.output().expect("psql runs");
-    assert!(out.status.success(), "psql -f {file}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// The README's access recipes, run as written (tools/pg/reader-role.sql, own-sources.sql): a
