@@ -88,6 +88,15 @@ pub enum StoreError {
     /// refused before anything is written, as the server would refuse each write.
     #[error("source {source_name:?} is written by role {writer:?}, and this connection is role {role:?}: each host writes only its own sources; connect as {writer:?}, or have the store's owner give the source to {role:?} (UPDATE sources SET writer = '{role}' WHERE name = '{source_name}')")]
     NotWriter { source_name: String, writer: String, role: String },
+    /// A file whose SHA-256 another role stored other bytes under, which a conversation of
+    /// another source holds (PostgreSQL, schema 19): they cannot be replaced, so the file is
+    /// refused rather than stored as them ([`blobs::check_held`]).
+    #[error(
+        "{path}: the store holds other bytes under this file's SHA-256, {}, written by {}, and a conversation of another source holds them, so this file is not stored; `sessiondb doctor` names that conversation, which the store's owner can remove",
+        found.sha256,
+        found.writer.as_deref().map_or_else(|| "a role not recorded (before schema 19)".to_owned(), |w| format!("role {w:?}"))
+    )]
+    ForeignBytes { path: String, found: Box<blobs::Foreign> },
     /// A `postgres://` URL that does not parse.
     #[error("{url} is not a usable PostgreSQL URL: {why}")]
     BadUrl { url: String, why: String },
