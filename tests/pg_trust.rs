@@ -1,8 +1,10 @@
 //! Issue 31, trust at the new doors of a store on a PostgreSQL server: what one host's role can
-//! do to another's (each host writes only its own sources, `tools/pg/host-role.sql`). A host
-//! cannot plant bytes under the SHA-256 of a file another host attaches later, nor change an
-//! attachment's chunks once written; a stored attachment whose bytes are not what its SHA-256
-//! says is never written out, and `doctor` names it and the conversations that hold it.
+//! do to another's (each host writes only its own sources, `tools/pg/host-role.sql`), and what
+//! a server that does not answer does to a command. A host cannot plant bytes under the SHA-256
+//! of a file another host attaches later, nor change an attachment's chunks once written; a
+//! stored attachment whose bytes are not what its SHA-256 says is never written out, and
+//! `doctor` names it and the conversations that hold it. A server that never answers, or stalls
+//! mid-statement, is given up in bounded time, saying which and what to do.
 
 use crate::common;
 
@@ -243,4 +245,109 @@ fn blobs_stored_before_schema_19_are_read_back_before_they_are_trusted() {
     let mut expected = vec![(sha256(good), None, vec![alice.to_owned()]), (sha256(bad), Some(alice.to_owned()), vec![])];
     expected.sort();
     assert_eq!(rows, expected, "the sound one vouched for, the other replaced by alice's bytes");
+}
+
+/// A listener that accepts connections and never writes a byte, for as long as the test runs.
+fn silent_server() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    port
+}
+
+/// Runs `sessiondb --db URL list`, failing the test when it takes longer than `limit`; returns
+/// its exit code, what it said, and how long it took.
+fn list_within(url: &str, limit: std::time::Duration) -> (Option<i32>, String, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let child = sessiondb(Path::new(url)).args(["list", "--all"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let out = common::output_within(child, limit, &format!("sessiondb against {url}"));
+    (out.status.code(), text(&out), started.elapsed())
+}
+
+/// Item 6: a server that accepts the connection and never answers is said at once, not waited
+/// for: within 10 s by default, within the URL's `connect_timeout` when it gives one, naming the
+/// server (its password never), how long it waited, and what to do.
+#[test]
+fn a_server_that_never_answers_is_said_at_once() {
+    let port = silent_server();
+    let url = format!("postgres://me:hunter2@127.0.0.1:{port}/sessions");
+    let (code, said, took) = list_within(&url, std::time::Duration::from_secs(30));
+    assert_eq!(code, Some(1), "{said}");
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}: {said}");
+    assert!(said.contains(&format!("postgres://me:***@127.0.0.1:{port}/sessions")) && !said.contains("hunter2"), "{said}");
+    assert!(said.contains("did not answer") && said.contains("within 10 s") && said.contains("connect_timeout="), "{said}");
+    let (code, said, took) = list_within(&format!("{url}?connect_timeout=1"), std::time::Duration::from_secs(30));
+    assert_eq!(code, Some(1), "{said}");
+    assert!(took < std::time::Duration::from_secs(6), "took {took:?}: {said}");
+    assert!(said.contains("did not answer") && said.contains("within 1 s"), "{said}");
+}
+
+/// A proxy to the server at `upstream` (host:port) that passes everything both ways until the
+/// client sends a statement holding `marker`; from then on it passes the client's bytes on and
+/// none of the server's: a server that answered the startup and stalls mid-query.
+fn stalling_proxy(upstream: String, marker: &'static [u8]) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let server = std::net::TcpStream::connect(&upstream).unwrap();
+            let stalled = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let (mut from_client, mut to_server) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let seen = stalled.clone();
+            std::thread::spawn(move || {
+                let mut buf = vec![0; 1 << 16];
+                while let Ok(n @ 1..) = from_client.read(&mut buf) {
+                    if buf[..n].windows(marker.len()).any(|w| w == marker) {
+                        seen.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    if to_server.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+            let (mut from_server, mut to_client) = (server, client);
+            std::thread::spawn(move || {
+                let mut buf = vec![0; 1 << 16];
+                while let Ok(n @ 1..) = from_server.read(&mut buf) {
+                    if !stalled.load(std::sync::atomic::Ordering::SeqCst) && to_client.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// Item 6: a server that answers the startup and then stalls in the middle of a statement is
+/// given up once the statement has had its `statement_timeout` (here set in the URL's
+/// `options`, as libpq takes it) and 10 s more, naming the server, how long it waited, and
+/// what to do; the same URL without the stall works.
+#[test]
+fn a_server_that_stalls_mid_query_is_given_up() {
+    let Some(pg) = common::postgres_db() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    conversation_with_file(&logs, "chat", "a.txt", b"a file\n");
+    run_ok(sessiondb(&pg.db).arg("import").arg(&logs));
+    let direct = pg.db.to_str().unwrap();
+    let (user, rest) = direct.split_once("://").unwrap().1.split_once('@').unwrap();
+    let (upstream, database) = rest.split_once('/').unwrap();
+    let database = database.split('?').next().unwrap();
+    let options = "sslmode=disable&options=-c%20statement_timeout%3D1s";
+    let port = stalling_proxy(upstream.to_owned(), b"FROM conversations");
+    let through = format!("postgres://{user}@127.0.0.1:{port}/{database}?{options}");
+    let (code, said, took) = list_within(&through, std::time::Duration::from_secs(60));
+    assert_eq!(code, Some(1), "{said}");
+    assert!(took < std::time::Duration::from_secs(30), "took {took:?}: {said}");
+    assert!(said.contains(&format!("127.0.0.1:{port}/{database}")) && said.contains("did not answer"), "{said}");
+    assert!(said.contains("within 11 s") && said.contains("statement_timeout"), "{said}");
+    let (code, said, _) = list_within(&format!("{}?{options}", direct.split('?').next().unwrap()), std::time::Duration::from_secs(60));
+    assert_eq!(code, Some(0), "{said}");
 }

@@ -100,6 +100,10 @@ pub enum StoreError {
     /// A `postgres://` URL that does not parse.
     #[error("{url} is not a usable PostgreSQL URL: {why}")]
     BadUrl { url: String, why: String },
+    /// The server did not answer in time ([`sql::Error::NoAnswer`]: its message names the
+    /// server, the wait and what to do).
+    #[error("{0}")]
+    NoAnswer(sql::Error),
     /// The server could not be reached, or refused the connection.
     #[error("cannot connect to {url}: {why}")]
     Server { url: String, why: String },
@@ -162,6 +166,10 @@ impl StoreError {
 
 impl From<sql::Error> for StoreError {
     fn from(e: sql::Error) -> Self {
+        #[cfg(feature = "postgres")]
+        if matches!(e, sql::Error::NoAnswer { .. }) {
+            return StoreError::NoAnswer(e);
+        }
         // 42501: insufficient privilege (a reader's role, or one row-level security keeps out).
         if e.sqlstate() == Some("42501") {
             return StoreError::NotAllowed(e);
@@ -225,7 +233,10 @@ impl Connection {
         use r2d2::ManageConnection;
         let shown = server::redacted(url);
         let manager = server::Manager::new(url).map_err(|why| StoreError::BadUrl { url: shown.clone(), why })?;
-        let first = manager.connect().map_err(|e| StoreError::Server { url: shown, why: sql::Error::from(e).to_string() })?;
+        let first = manager.connect().map_err(|e| match e {
+            e @ sql::Error::NoAnswer { .. } => StoreError::from(e),
+            e => StoreError::Server { url: shown, why: e.to_string() },
+        })?;
         Ok((manager, Connection(Inner::PostgresPlain(first), Default::default())))
     }
 
