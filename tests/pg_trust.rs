@@ -3,8 +3,10 @@
 //! a server that does not answer does to a command. A host cannot plant bytes under the SHA-256
 //! of a file another host attaches later, nor change an attachment's chunks once written; a
 //! stored attachment whose bytes are not what its SHA-256 says is never written out, and
-//! `doctor` names it and the conversations that hold it. A server that never answers, or stalls
-//! mid-statement, is given up in bounded time, saying which and what to do.
+//! `doctor` names it and the conversations that hold it. A host cannot hold another up by
+//! taking the source names or roots that one needs, and a name sources of several roles share
+//! is never read as any one of them. A server that never answers, or stalls mid-statement, is
+//! given up in bounded time, saying which and what to do.
 
 use crate::common;
 
@@ -350,4 +352,92 @@ fn a_server_that_stalls_mid_query_is_given_up() {
     assert!(said.contains("within 11 s") && said.contains("statement_timeout"), "{said}");
     let (code, said, _) = list_within(&format!("{}?{options}", direct.split('?').next().unwrap()), std::time::Duration::from_secs(60));
     assert_eq!(code, Some(0), "{said}");
+}
+
+/// A conversation `chat` under logs root `root` of one user message, `content`.
+fn conversation(root: &Path, chat: &str, content: &str) {
+    fs::create_dir_all(root.join(chat)).unwrap();
+    fs::write(root.join(chat).join("conversation.jsonl"), format!("{{\"role\": \"user\", \"content\": \"{content}\", \"timestamp\": \"2026-07-01T10:00:00\"}}\n"))
+        .unwrap();
+}
+
+/// Item 4: a host (role "mallory") takes the names and the root another host (role "alice")
+/// will need: the default name of alice's logs root and the root itself (as SQL), and the name
+/// alice syncs her laptop with (with sessiondb). None of it stands in alice's way: names and
+/// roots are each writer's own. Each host's name finds its own source; for a third role the name
+/// is two roles' sources, refused as ambiguous with a name for each (`NAME@ROLE:CHAT`) that
+/// finds it, and listed so.
+#[test]
+fn a_host_cannot_block_another_by_taking_its_source_names() {
+    let Some(pg) = common::postgres_db() else { return };
+    let owner = pg.db.to_str().unwrap().to_owned();
+    run_ok(sessiondb(&pg.db).args(["list", "--all"]));
+    let roles = Roles::hosts(&owner, &["alice", "mallory"]);
+    let (alice, mallory) = (roles.url("alice"), roles.url("mallory"));
+    let (alice_role, mallory_role) = (roles.role("alice"), roles.role("mallory"));
+    let work = tempfile::tempdir().unwrap();
+    let (root_a, laptop, root_m) = (work.path().join("alice"), work.path().join("laptop"), work.path().join("mallory"));
+    conversation(&root_a, "chat", "alice at home");
+    conversation(&laptop, "chat", "alice on her laptop");
+    conversation(&root_m, "chat", "mallory's own");
+    let default_a = sessiondb::store::sources::default_name(&root_a);
+    let mut as_mallory = postgres::Client::connect(mallory.to_str().unwrap(), postgres::NoTls).unwrap();
+    as_mallory.execute("INSERT INTO sources (name, root) VALUES ($1, '/nowhere'), ('taken-root', $2)", &[&default_a, &root_a.to_str().unwrap()]).unwrap();
+    run_ok(sessiondb(&mallory).arg("import").arg(&root_m).args(["--source", "alice-laptop"]));
+
+    run_ok(sessiondb(&alice).arg("import").arg(&root_a));
+    run_ok(sessiondb(&alice).arg("import").arg(&laptop).args(["--source", "alice-laptop"]));
+    conversation(&laptop, "later", "alice again");
+    run_ok(sessiondb(&alice).arg("sync").arg(&laptop));
+    let show = |db: &Path, name: &str| sessiondb(db).args(["show", name]).env("NO_COLOR", "1").output().unwrap();
+    for (db, name, said) in [
+        (&alice, "alice-laptop:chat", "alice on her laptop"),
+        (&alice, "alice-laptop:later", "alice again"),
+        (&alice, &format!("{default_a}:chat"), "alice at home"),
+        (&mallory, "alice-laptop:chat", "mallory's own"),
+        (&pg.db, &format!("alice-laptop@{alice_role}:chat"), "alice on her laptop"),
+        (&pg.db, &format!("alice-laptop@{mallory_role}:chat"), "mallory's own"),
+    ] {
+        let out = show(db, name);
+        assert!(out.status.success() && text(&out).contains(said), "{name}: {}", text(&out));
+    }
+    let both = [format!("alice-laptop@{alice_role}:chat"), format!("alice-laptop@{mallory_role}:chat")];
+    let out = show(&pg.db, "alice-laptop:chat");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(both.iter().all(|name| text(&out).contains(name.as_str())), "{}", text(&out));
+    let out = sessiondb(&pg.db).args(["list", "--source", "alice-laptop"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains(&format!("alice-laptop@{alice_role}")) && text(&out).contains(&format!("alice-laptop@{mallory_role}")), "{}", text(&out));
+    let listed: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&pg.db).args(["list", "--json", "--all"])).stdout).unwrap();
+    let mut seen: Vec<String> = listed.as_array().unwrap().iter().map(|c| format!("{}:{}", c["source"].as_str().unwrap(), c["id"].as_str().unwrap())).collect();
+    seen.sort();
+    let mut expected = vec![format!("{default_a}@{alice_role}:chat"), format!("alice-laptop@{alice_role}:later")];
+    expected.extend(both.iter().cloned());
+    expected.sort();
+    assert_eq!(seen, expected, "each source named so that the name finds it");
+    let mine: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&alice).args(["list", "--json", "--all", "--source", "alice-laptop"])).stdout).unwrap();
+    assert_eq!(mine.as_array().unwrap().len(), 2, "her own source of that name: {mine}");
+}
+
+/// Item 4, the upgrade: a store of schema 19 keeps its sources, whose names and roots become
+/// each writer's own: a host may then name a source of its own as the owner named one.
+#[test]
+fn sources_of_schema_19_keep_their_names_each_writers_own() {
+    let Some(pg) = common::postgres_db() else { return };
+    let owner = pg.db.to_str().unwrap().to_owned();
+    let mut client = server_store_at(&owner, 19);
+    let work = tempfile::tempdir().unwrap();
+    let (owned, hers) = (work.path().join("owned"), work.path().join("hers"));
+    conversation(&owned, "chat", "the owner's");
+    conversation(&hers, "chat", "hers");
+    client.execute("INSERT INTO sources (name, root) VALUES ('laptop', $1)", &[&owned.to_str().unwrap()]).unwrap();
+    run_ok(sessiondb(&pg.db).arg("import").arg(&owned));
+    let roles = Roles::hosts(&owner, &["alice"]);
+    run_ok(sessiondb(&roles.url("alice")).arg("import").arg(&hers).args(["--source", "laptop"]));
+    for (db, said) in [(&pg.db, "the owner's"), (&roles.url("alice"), "hers")] {
+        let out = run_ok(sessiondb(db).args(["show", "laptop:chat"]));
+        assert!(text(&out).contains(said), "{}", text(&out));
+    }
+    let sources: i64 = client.query_one("SELECT count(*) FROM sources WHERE name = 'laptop'", &[]).unwrap().get(0);
+    assert_eq!(sources, 2);
 }

@@ -407,7 +407,8 @@ fn a_reader_reads_all_and_each_person_only_their_sources() {
 /// host, nor SQL typed as it, adds to, changes or removes the other's rows, while removing its
 /// own conversation keeps the attachments the other still holds. A source the owner made is
 /// written by the owner until handed over. With tools/pg/own-sources.sql a host still writes
-/// its own and sees just its own.
+/// its own and sees just its own. A host syncing another's logs root reads it into a source of
+/// its own (schema 20), the other's untouched.
 #[test]
 fn each_host_writes_only_its_own_sources() {
     let Some(pg) = common::postgres_db() else { return };
@@ -437,7 +438,7 @@ fn each_host_writes_only_its_own_sources() {
         let mut queries: Vec<String> =
             ["messages", "documents", "entries", "pending_paths"].iter().map(|t| format!("SELECT count(*) FROM {t} WHERE conversation_id IN ({of_a})")).collect();
         queries.push(format!("SELECT count(*) FROM document_lines WHERE document_id IN (SELECT id FROM documents WHERE conversation_id IN ({of_a}))"));
-        queries.extend(["SELECT count(*) FROM blob_chunks".to_owned(), "SELECT count(*) FROM conversations".to_owned()]);
+        queries.extend(["SELECT count(*) FROM blob_chunks".to_owned(), format!("SELECT count(*) FROM conversations WHERE id IN ({of_a})")]);
         queries.iter().map(|q| count(client, q)).collect()
     };
     let before = rows_of_a(&mut client);
@@ -451,8 +452,6 @@ fn each_host_writes_only_its_own_sources() {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(err.contains("source \"a\" is written by role") && err.contains(&a) && err.contains(&b), "{args:?}: {err}");
     }
-    let out = sessiondb(&as_b).arg("sync").arg(&root_a).output().unwrap();
-    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("is written by role"), "host b syncing host a's root");
     // SQL typed as host b: updates and deletes of a's rows find none, inserts are refused.
     let mut typed = postgres::Client::connect(as_b.to_str().unwrap(), postgres::NoTls).unwrap();
     let a_conversations = "(SELECT c.id FROM conversations c JOIN sources s ON s.id = c.source_id WHERE s.name = 'a')";
@@ -503,6 +502,23 @@ fn each_host_writes_only_its_own_sources() {
     assert_same_tree(&root_b, &out, &[".lock"]);
     let found: serde_json::Value = serde_json::from_str(&stdout(&run_ok(sessiondb(&pg.db).args(["search", "--json", "--all", "seen by a alone"])))).unwrap();
     assert_eq!(found["total"]["messages"], 1, "the owner finds what host a wrote");
+
+    // Host b syncing host a's root reads it into a source of its own (a root, like a name, is
+    // each writer's own: schema 20), and host a's rows stay as they were.
+    let before = rows_of_a(&mut client);
+    run_ok(sessiondb(&as_b).arg("sync").arg(&root_a));
+    let copies: Vec<(String, i64)> = client
+        .query(
+            "SELECT s.writer, count(c.id) FROM sources s JOIN conversations c ON c.source_id = s.id WHERE s.root = $1 GROUP BY s.writer ORDER BY s.writer = $2",
+            &[&root_a.to_str().unwrap(), &a],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(copies.len(), 2, "{copies:?}");
+    assert_eq!((copies[0].0.as_str(), copies[0].1), (b.as_str(), copies[1].1), "host b's own copy, whole: {copies:?}");
+    assert_eq!(rows_of_a(&mut client), before, "host a's rows as they were");
 }
 
 /// Hosts write at once and share attachments: a host removing the last of its conversations

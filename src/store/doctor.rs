@@ -395,10 +395,11 @@ fn unsound_blobs(conn: &Connection, progress: &mut dyn FnMut(Step)) -> Result<Ve
                 },
             };
             let holders: Vec<String> = conn
-                .prepare_cached(
-                    "SELECT DISTINCT s.name, c.chat_id FROM entries e JOIN conversations c ON c.id = e.conversation_id JOIN sources s ON s.id = c.source_id
-                     WHERE e.blob_sha256 = ?1 ORDER BY s.name, c.chat_id",
-                )?
+                .prepare_cached(&format!(
+                    "SELECT DISTINCT {} AS source, c.chat_id FROM entries e JOIN conversations c ON c.id = e.conversation_id JOIN sources s ON s.id = c.source_id
+                     WHERE e.blob_sha256 = ?1 ORDER BY source, c.chat_id",
+                    super::sources::label_sql(conn.engine())
+                ))?
                 .query_map([&sha256], |r| Ok(super::sources::qualified(&r.get::<_, String>(0)?, &r.get::<_, String>(1)?)))?
                 .collect::<Result<_, _>>()?;
             let held = if holders.is_empty() { "no conversation".to_owned() } else { holders.join(", ") };

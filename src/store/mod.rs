@@ -126,6 +126,10 @@ pub enum StoreError {
     /// ways): the candidates, each as `SOURCE:CHAT`.
     #[error("{given:?} names more than one conversation; give one of: {}", candidates.join(", "))]
     Ambiguous { given: String, candidates: Vec<String> },
+    /// `--source NAME` where sources of several roles have that name (PostgreSQL, schema 20):
+    /// the label of each (`NAME@ROLE`).
+    #[error("{given:?} names sources of more than one role; give one of: {}", candidates.join(", "))]
+    AmbiguousSource { given: String, candidates: Vec<String> },
     #[error("{name:?} cannot name a source: {why}")]
     BadSourceName { name: String, why: &'static str },
     /// `--source NAME` for a root that another source already reads.
