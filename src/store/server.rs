@@ -19,6 +19,8 @@
 //!   it stops is a statement gone wrong, with the server's own error. A server that answers
 //!   nothing for that long and [`GRACE`] more (stopped, overloaded, behind a proxy that
 //!   stalled) is given up by sessiondb itself, as the server would have answered by then.
+//! - A connection the pool hands out again is first asked an empty statement, which a working
+//!   server answers at once: it waits [`GRACE`] at most.
 //! - A server whose machine or network is gone is found out sooner, by TCP: keepalives (after
 //!   [`KEEPALIVE_IDLE`] of quiet) and a time limit on unacknowledged data
 //!   ([`TCP_USER_TIMEOUT`]), unless the URL sets `keepalives*` or `tcp_user_timeout` itself.
@@ -128,7 +130,7 @@ impl r2d2::ManageConnection for Manager {
     }
 
     fn is_valid(&self, conn: &mut Client) -> Result<(), Error> {
-        conn.ping()
+        conn.ping(GRACE)
     }
 
     fn has_broken(&self, conn: &mut Client) -> bool {

@@ -819,10 +819,15 @@ pub(in crate::store) mod pg {
 
         /// Waits for `request`'s answer as long as the deadline allows.
         fn answer<T>(&self, request: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>) -> super::Result<T> {
+            self.answer_within(&self.deadline, request)
+        }
+
+        /// [`Client::answer`] under `deadline`.
+        fn answer_within<T>(&self, deadline: &Deadline, request: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>) -> super::Result<T> {
             if self.broken.get() {
                 return Err(no_answer(&self.deadline));
             }
-            within(&self.runtime, &self.deadline, request).inspect_err(|e| {
+            within(&self.runtime, deadline, request).inspect_err(|e| {
                 if matches!(e, super::Error::NoAnswer { .. }) {
                     self.broken.set(true);
                 }
@@ -867,9 +872,12 @@ pub(in crate::store) mod pg {
             }))
         }
 
-        /// Asks the server whether the connection still works (for the pool).
-        pub fn ping(&self) -> super::Result<()> {
-            self.batch_execute("")
+        /// Asks the server whether the connection still works (for the pool), waiting at most
+        /// `wait` for its answer: an empty statement, which a working server answers at once.
+        pub fn ping(&self, wait: Duration) -> super::Result<()> {
+            let why = "a working server answers an empty statement at once, so the connection was given up; check the server".to_owned();
+            let deadline = Deadline { server: self.deadline.server.clone(), wait: Some(wait), why };
+            self.answer_within(&deadline, self.client().batch_execute(""))
         }
 
         pub fn is_broken(&self) -> bool {
