@@ -15,8 +15,8 @@
 //! - The server runs no statement of sessiondb's past its `statement_timeout`: the URL's
 //!   (`options=-c statement_timeout=…`), or the one the server's configuration gives the role or
 //!   the database, else [`STATEMENT_TIMEOUT`] (0: none). It is per statement, and an import or a
-//!   sync is many short statements, each a conversation's rows at most: none comes near it; what
-//!   it stops is a statement gone wrong, with the server's own error. A server that answers
+//!   sync is many short statements (a conversation's rows, the search indexes in batches): none
+//!   comes near it; what it stops is a statement gone wrong, with the server's own error. A server that answers
 //!   nothing for that long and [`GRACE`] more (stopped, overloaded, behind a proxy that
 //!   stalled) is given up by sessiondb itself, as the server would have answered by then.
 //! - A connection the pool hands out again is first asked an empty statement, which a working
