@@ -10,6 +10,7 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use common::pg::{as_role, psql_file, Roles};
 use common::tree::assert_same_tree;
 use common::{fixtures, run_ok, sessiondb};
 
@@ -317,46 +318,6 @@ fn doctor_checks_a_server_database() {
     assert!(text.contains("blob: ") && text.contains("bytes stored of its"), "{text}");
 }
 
-/// Roles made for one test on the shared test server (roles belong to the server, not to a
-/// database), dropped at the end whatever happens.
-struct Roles {
-    admin: String,
-    db: String,
-    names: Vec<String>,
-}
-
-impl Drop for Roles {
-    fn drop(&mut self) {
-        if let Ok(mut client) = postgres::Client::connect(&self.db, postgres::NoTls) {
-            for name in &self.names {
-                let _ = client.batch_execute(&format!("DROP OWNED BY \"{name}\""));
-            }
-        }
-        if let Ok(mut client) = postgres::Client::connect(&self.admin, postgres::NoTls) {
-            for name in &self.names {
-                let _ = client.batch_execute(&format!("DROP ROLE IF EXISTS \"{name}\""));
-            }
-        }
-    }
-}
-
-/// `url` logged in as `role` instead.
-fn as_role(url: &str, role: &str) -> std::path::PathBuf {
-    let (scheme, rest) = url.split_once("://").unwrap();
-    let host = rest.split_once('@').map_or(rest, |(_, host)| host);
-    std::path::PathBuf::from(format!("{scheme}://{role}@{host}"))
-}
-
-fn psql_file(url: &str, file: &str, vars: &[(&str, &str)]) {
-    let mut cmd = Command::new("psql");
-    cmd.arg(url).args(["-q", "-f"]).arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file));
-    for (k, v) in vars {
-        cmd.arg("-v").arg(format!("{k}={v}"));
-    }
-    let out = cmd.output().expect("psql runs");
-    assert!(out.status.success(), "psql -f {file}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 /// The README's access recipes, run as written (tools/pg/reader-role.sql, own-sources.sql): a
 /// reader lists, shows, searches and exports everything and writes nothing (refused, saying
 /// why, the store unchanged); with row-level security each person sees only the sources named
@@ -446,7 +407,8 @@ fn a_reader_reads_all_and_each_person_only_their_sources() {
 /// host, nor SQL typed as it, adds to, changes or removes the other's rows, while removing its
 /// own conversation keeps the attachments the other still holds. A source the owner made is
 /// written by the owner until handed over. With tools/pg/own-sources.sql a host still writes
-/// its own and sees just its own.
+/// its own and sees just its own. A host syncing another's logs root reads it into a source of
+/// its own (schema 20), the other's untouched.
 #[test]
 fn each_host_writes_only_its_own_sources() {
     let Some(pg) = common::postgres_db() else { return };
@@ -476,7 +438,7 @@ fn each_host_writes_only_its_own_sources() {
         let mut queries: Vec<String> =
             ["messages", "documents", "entries", "pending_paths"].iter().map(|t| format!("SELECT count(*) FROM {t} WHERE conversation_id IN ({of_a})")).collect();
         queries.push(format!("SELECT count(*) FROM document_lines WHERE document_id IN (SELECT id FROM documents WHERE conversation_id IN ({of_a}))"));
-        queries.extend(["SELECT count(*) FROM blob_chunks".to_owned(), "SELECT count(*) FROM conversations".to_owned()]);
+        queries.extend(["SELECT count(*) FROM blob_chunks".to_owned(), format!("SELECT count(*) FROM conversations WHERE id IN ({of_a})")]);
         queries.iter().map(|q| count(client, q)).collect()
     };
     let before = rows_of_a(&mut client);
@@ -490,8 +452,6 @@ fn each_host_writes_only_its_own_sources() {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(err.contains("source \"a\" is written by role") && err.contains(&a) && err.contains(&b), "{args:?}: {err}");
     }
-    let out = sessiondb(&as_b).arg("sync").arg(&root_a).output().unwrap();
-    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("is written by role"), "host b syncing host a's root");
     // SQL typed as host b: updates and deletes of a's rows find none, inserts are refused.
     let mut typed = postgres::Client::connect(as_b.to_str().unwrap(), postgres::NoTls).unwrap();
     let a_conversations = "(SELECT c.id FROM conversations c JOIN sources s ON s.id = c.source_id WHERE s.name = 'a')";
@@ -542,6 +502,23 @@ fn each_host_writes_only_its_own_sources() {
     assert_same_tree(&root_b, &out, &[".lock"]);
     let found: serde_json::Value = serde_json::from_str(&stdout(&run_ok(sessiondb(&pg.db).args(["search", "--json", "--all", "seen by a alone"])))).unwrap();
     assert_eq!(found["total"]["messages"], 1, "the owner finds what host a wrote");
+
+    // Host b syncing host a's root reads it into a source of its own (a root, like a name, is
+    // each writer's own: schema 20), and host a's rows stay as they were.
+    let before = rows_of_a(&mut client);
+    run_ok(sessiondb(&as_b).arg("sync").arg(&root_a));
+    let copies: Vec<(String, i64)> = client
+        .query(
+            "SELECT s.writer, count(c.id) FROM sources s JOIN conversations c ON c.source_id = s.id WHERE s.root = $1 GROUP BY s.writer ORDER BY s.writer = $2",
+            &[&root_a.to_str().unwrap(), &a],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(copies.len(), 2, "{copies:?}");
+    assert_eq!((copies[0].0.as_str(), copies[0].1), (b.as_str(), copies[1].1), "host b's own copy, whole: {copies:?}");
+    assert_eq!(rows_of_a(&mut client), before, "host a's rows as they were");
 }
 
 /// Hosts write at once and share attachments: a host removing the last of its conversations

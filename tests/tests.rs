@@ -24,6 +24,7 @@ mod layering;
 mod mcp;
 mod migrations;
 mod ops_interop;
+mod pg_trust;
 mod planted_links;
 mod postgres;
 mod roundtrip;

@@ -7,22 +7,81 @@
 //! 1,000,000,000 bytes and a file of any size can be stored. Writing and reading both go
 //! through fixed-size buffers: memory does not depend on the file's size. Every write and read
 //! of blob bytes goes through this module; nothing else knows the chunks exist.
+//!
+//! The key is a claim, checked wherever it could be false. Every read checks it: a blob read to
+//! its end whose bytes are not its size or do not hash to its key fails at its last read
+//! ([`Damaged`]), so a caller that writes what it reads through a temporary file (an export)
+//! never puts such bytes in place. A file whose blob is stored already is stored by holding that
+//! blob; whether the blob is the file is decided per engine ([`check_held`]):
+//! - On SQLite one process writes at a time and every row is this module's, hashed as it was
+//!   written: a blob found stored is the file, and nothing is read again.
+//! - On a server, blobs are shared by the sources of every role (schema 17), and any role may
+//!   store bytes under any key. A blob found stored is trusted only when this connection's role
+//!   wrote it (`blobs.writer`) or vouched for it before (`blob_vouchers`, schema 19); otherwise
+//!   it is read back whole once, hashed, and vouched for. Vouchers are kept per role, and the
+//!   server lets a role write only its own: no role vouches for another, and a role's syncs read
+//!   back only the blobs of other roles that it has not read before, each once. The check runs
+//!   once the caller's entry holds the blob: the entry's key locks the blob's row until the
+//!   transaction ends, and the server keeps a blob's chunks as the transaction that made it
+//!   wrote them (schema 19), so the bytes checked are the bytes held. A blob found to hold other
+//!   bytes is removed and the file's own stored in its place when no other conversation holds
+//!   it; when one does, the file is refused ([`StoreError::ForeignBytes`]).
 
 use std::io::Read;
 
-use super::sql::{params, OptionalExtension};
+use super::sql::{params, Engine, OptionalExtension};
 use sha2::{Digest, Sha256};
 
 use super::{Connection, StoreError};
+
+/// Why a stored blob is not the file its key names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unsound {
+    /// Its chunks do not add up to its size (one is missing, or there are more).
+    #[error("{stored} bytes stored of its {size}")]
+    Size { stored: u64, size: u64 },
+    /// Its bytes are another file's.
+    #[error("its bytes do not hash to its address")]
+    Digest,
+}
+
+/// The error the last read of a blob that is not the file its key names returns (inside an
+/// `std::io::Error`, as [`BlobReader`] is a reader).
+#[derive(Debug, thiserror::Error)]
+#[error("the store's copy is damaged: blob {sha256}: {why}; `sessiondb doctor` names the conversations that hold it")]
+pub struct Damaged {
+    pub sha256: String,
+    pub why: Unsound,
+}
+
+/// A blob [`check_held`] found to hold other bytes than its key names.
+#[derive(Debug)]
+pub struct Foreign {
+    /// Its key, in hexadecimal.
+    pub sha256: String,
+    /// The role that wrote it (`None`: written before schema 19, by a role not recorded).
+    pub writer: Option<String>,
+    pub why: Unsound,
+}
 
 /// The most bytes one chunk holds: small enough to keep buffers modest, large enough that a
 /// gigabyte is a few hundred rows.
 pub const CHUNK: usize = 4 << 20;
 
+/// How [`put`] found blob `sha256`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    /// Not there: it was written from the caller's bytes, which hash to its key.
+    Written,
+    /// There already, and not read: once an entry of the caller's transaction holds it,
+    /// [`check_held`] says whether it is the file.
+    Found,
+}
+
 /// Stores `size` bytes read from `data` as blob `sha256`, unless a blob with that digest is
-/// stored already. `data` yielding other bytes (a file changing while it is read) is an error
-/// naming `path`, and nothing is stored.
-pub fn put(conn: &Connection, sha256: &[u8; 32], size: u64, data: impl Read, path: &str) -> Result<(), StoreError> {
+/// stored already (then `data` is not read). `data` yielding other bytes (a file changing while
+/// it is read) is an error naming `path`, and nothing is stored.
+pub fn put(conn: &Connection, sha256: &[u8; 32], size: u64, data: impl Read, path: &str) -> Result<Stored, StoreError> {
     put_chunked(conn, sha256, size, data, path, CHUNK)
 }
 
@@ -34,14 +93,14 @@ pub fn put_bytes(conn: &Connection, data: &[u8], path: &str) -> Result<[u8; 32],
 }
 
 /// [`put`] with the chunk size as a parameter (tests use tiny chunks to cross boundaries).
-fn put_chunked(conn: &Connection, sha256: &[u8; 32], size: u64, data: impl Read, path: &str, chunk: usize) -> Result<(), StoreError> {
+fn put_chunked(conn: &Connection, sha256: &[u8; 32], size: u64, data: impl Read, path: &str, chunk: usize) -> Result<Stored, StoreError> {
     let io = |source| StoreError::Io { path: path.to_owned(), source };
     let size_sql = i64::try_from(size).map_err(|_| io(std::io::Error::other("file too large")))?;
     let inserted: Option<i64> = conn
         .prepare_cached("INSERT OR IGNORE INTO blobs (sha256, size) VALUES (?1, ?2) RETURNING id")?
         .query_row(params![&sha256[..], size_sql], |r| r.get(0))
         .optional()?;
-    let Some(blob_id) = inserted else { return Ok(()) };
+    let Some(blob_id) = inserted else { return Ok(Stored::Found) };
     let mut insert = conn.prepare_cached("INSERT INTO blob_chunks (blob_id, seq, data) VALUES (?1, ?2, ?3)")?;
     let mut reader = data.take(size);
     let mut hasher = Sha256::new();
@@ -61,7 +120,55 @@ fn put_chunked(conn: &Connection, sha256: &[u8; 32], size: u64, data: impl Read,
     if written != size || &digest != sha256 {
         return Err(io(std::io::Error::other("file changed while it was being read")));
     }
-    Ok(())
+    Ok(Stored::Written)
+}
+
+/// Whether blob `sha256`, which [`put`] found stored, is the file its key names, as far as this
+/// connection's role can know (see the module's doc). Call once an entry written in the
+/// caller's transaction holds it. On a server, a blob this role neither wrote nor vouched for is
+/// read back whole and hashed (then vouched for, when sound); on SQLite nothing is read.
+/// `Err(Foreign)`: it holds other bytes.
+pub fn check_held(conn: &Connection, sha256: &[u8; 32]) -> Result<Result<(), Foreign>, StoreError> {
+    if conn.engine() != Engine::Postgres {
+        return Ok(Ok(()));
+    }
+    let (blob_id, writer, trusted): (i64, Option<String>, bool) = conn
+        .prepare_cached(
+            "SELECT b.id, b.writer,
+                    coalesce(b.writer = current_user, false)
+                    OR EXISTS (SELECT 1 FROM blob_vouchers v WHERE v.blob_id = b.id AND v.role_name = current_user)
+             FROM blobs b WHERE b.sha256 = ?1",
+        )?
+        .query_row([&sha256[..]], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    if trusted {
+        return Ok(Ok(()));
+    }
+    if let Err(why) = check(conn, sha256)? {
+        return Ok(Err(Foreign { sha256: hex(sha256), writer, why }));
+    }
+    conn.prepare_cached("INSERT OR IGNORE INTO blob_vouchers (blob_id) VALUES (?1)")?.execute([blob_id])?;
+    Ok(Ok(()))
+}
+
+/// Reads blob `sha256` whole, hashing it (in pieces: memory does not depend on its size).
+/// `Ok(Err(why))`: it is not the file its key names.
+pub fn check(conn: &Connection, sha256: &[u8; 32]) -> Result<Result<(), Unsound>, StoreError> {
+    match std::io::copy(&mut open(conn, sha256)?, &mut std::io::sink()) {
+        Ok(_) => Ok(Ok(())),
+        Err(e) => match e.get_ref().and_then(|inner| inner.downcast_ref::<Damaged>()) {
+            Some(damaged) => Ok(Err(damaged.why.clone())),
+            None => Err(StoreError::Io { path: format!("blob {}", hex(sha256)), source: e }),
+        },
+    }
+}
+
+/// The role that wrote blob `blob_id`, on a server (schema 19); `None` on SQLite, or for a blob
+/// written before.
+pub fn writer(conn: &Connection, blob_id: i64) -> Result<Option<String>, StoreError> {
+    if conn.engine() != Engine::Postgres {
+        return Ok(None);
+    }
+    Ok(conn.prepare_cached("SELECT writer FROM blobs WHERE id = ?1")?.query_row([blob_id], |r| r.get(0)).optional()?.flatten())
 }
 
 /// Reads until `buf` is full or `r` ends; returns how many bytes it read.
@@ -78,14 +185,20 @@ fn fill(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(n)
 }
 
-/// A stored blob, read in order in pieces of the caller's buffer size.
+/// A stored blob, read in order in pieces of the caller's buffer size, and checked against its
+/// key as it is read: the read that reaches its end fails ([`Damaged`]) when its bytes are not
+/// its size or do not hash to its key.
 pub struct BlobReader<'c> {
     conn: &'c Connection,
     blob_id: i64,
+    sha256: [u8; 32],
     size: u64,
     read: u64,
+    hasher: Sha256,
     next_seq: i64,
     current: Option<Chunk<'c>>,
+    /// Its end was reached, and its bytes found to be its key's.
+    checked: bool,
 }
 
 /// The chunk being read: on SQLite opened in place, on PostgreSQL fetched whole (a chunk is
@@ -111,7 +224,7 @@ pub fn open<'c>(conn: &'c Connection, sha256: &[u8; 32]) -> Result<BlobReader<'c
         .query_row([&sha256[..]], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?
         .ok_or_else(|| StoreError::Corrupt(format!("blob {} is missing", hex(sha256))))?;
-    Ok(BlobReader { conn, blob_id, size: size.max(0) as u64, read: 0, next_seq: 0, current: None })
+    Ok(BlobReader { conn, blob_id, sha256: *sha256, size: size.max(0) as u64, read: 0, hasher: Sha256::new(), next_seq: 0, current: None, checked: false })
 }
 
 /// The whole of a (small) blob: config.toml, a marker.
@@ -121,13 +234,29 @@ pub fn read_all(conn: &Connection, sha256: &[u8; 32]) -> Result<Vec<u8>, StoreEr
     Ok(bytes)
 }
 
-fn hex(sha256: &[u8]) -> String {
+/// A digest as the store shows it: lowercase hexadecimal.
+pub fn hex(sha256: &[u8]) -> String {
     sha256.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl BlobReader<'_> {
+    /// Called at the end of the blob: whether what was read is the file its key names.
+    fn check_end(&mut self) -> std::io::Result<()> {
+        let why = if self.read != self.size {
+            Unsound::Size { stored: self.read, size: self.size }
+        } else if <[u8; 32]>::from(std::mem::take(&mut self.hasher).finalize()) != self.sha256 {
+            Unsound::Digest
+        } else {
+            self.checked = true;
+            return Ok(());
+        };
+        Err(std::io::Error::other(Damaged { sha256: hex(&self.sha256), why }))
+    }
 }
 
 impl Read for BlobReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if buf.is_empty() {
+        if buf.is_empty() || self.checked {
             return Ok(0);
         }
         loop {
@@ -135,6 +264,7 @@ impl Read for BlobReader<'_> {
                 let n = chunk.read(buf)?;
                 if n > 0 {
                     self.read += n as u64;
+                    self.hasher.update(&buf[..n]);
                     return Ok(n);
                 }
                 self.current = None;
@@ -145,9 +275,7 @@ impl Read for BlobReader<'_> {
                 .and_then(|mut s| s.query_row(params![self.blob_id, self.next_seq], |r| r.get(0)).optional())
                 .map_err(std::io::Error::other)?;
             let Some(rowid) = rowid else {
-                if self.read != self.size {
-                    return Err(std::io::Error::other(format!("stored blob holds {} of its {} bytes", self.read, self.size)));
-                }
+                self.check_end()?;
                 return Ok(0);
             };
             self.current = Some(match self.conn.sqlite() {

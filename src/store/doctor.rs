@@ -1,6 +1,6 @@
 //! `sessiondb doctor`'s checks of the database itself: SQLite's integrity, the schema version,
-//! rows that nothing refers to, the search indexes, and listing totals that disagree with the
-//! messages they summarise.
+//! rows that nothing refers to, every blob's bytes against its SHA-256, the search indexes, and
+//! listing totals that disagree with the messages they summarise.
 //!
 //! Everything here only reads. It works on a plain connection, not through [`super::Store`],
 //! so that a database that cannot be migrated (a newer schema) or barely opens (a damaged
@@ -11,8 +11,8 @@
 use std::path::Path;
 
 use super::schema::CURRENT_VERSION;
-use super::sql::Engine;
-use super::{modify, Connection, DocumentKind, StoreError};
+use super::sql::{params, Engine};
+use super::{blobs, modify, Connection, DocumentKind, StoreError};
 
 /// What the database checks found.
 #[derive(Debug, Default)]
@@ -65,7 +65,8 @@ pub enum Check {
     SearchSets,
     OrphanedMessage,
     OrphanedBlob,
-    /// A blob whose stored chunks do not add up to it.
+    /// A blob that is not the file its key names: its chunks do not add up to its size, or its
+    /// bytes do not hash to its SHA-256 (read whole, [`blobs::check`]).
     Blob,
     MissingBlob,
     Document,
@@ -317,16 +318,7 @@ fn check_rows(conn: &Connection, report: &mut DatabaseReport, progress: &mut dyn
             "SELECT hex(sha256) || ' is part of no conversation' FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM entries e WHERE e.blob_sha256 = b.sha256)",
         )?,
     );
-    push_all(
-        &mut report.problems,
-        Check::Blob,
-        strings(
-            conn,
-            "SELECT hex(b.sha256) || ': ' || coalesce(sum(length(c.data)), 0) || ' bytes stored of its ' || b.size
-             FROM blobs b LEFT JOIN blob_chunks c ON c.blob_id = b.id GROUP BY b.id
-             HAVING coalesce(sum(length(c.data)), 0) != b.size OR count(c.id) != coalesce(max(c.seq) + 1, 0)",
-        )?,
-    );
+    push_all(&mut report.problems, Check::Blob, unsound_blobs(conn, progress)?);
     push_all(
         &mut report.problems,
         Check::MissingBlob,
@@ -369,6 +361,53 @@ fn check_rows(conn: &Connection, report: &mut DatabaseReport, progress: &mut dyn
     );
     push_all(&mut report.problems, Check::ListingTotals, totals_disagreements(conn, progress)?);
     Ok(())
+}
+
+/// How many blobs [`unsound_blobs`] lists per query: its memory does not grow with the store.
+const BLOB_PAGE: i64 = 256;
+
+/// Every blob that is not the file its key names: its chunks do not add up to its size (or
+/// skip a number), or, read whole, its bytes do not hash to its key ([`blobs::check`]). Each is
+/// named with the conversations that hold it and, on a server, the role that wrote it. Reads
+/// every blob's bytes, a page of blobs and a chunk at a time.
+fn unsound_blobs(conn: &Connection, progress: &mut dyn FnMut(Step)) -> Result<Vec<String>, StoreError> {
+    let total: i64 = conn.query_row("SELECT count(*) FROM blobs", (), |r| r.get(0))?;
+    let mut out = Vec::new();
+    let (mut after, mut done) = (i64::MIN, 0u64);
+    loop {
+        progress(Step { check: Check::Blob, done, total: total as u64 });
+        let page: Vec<(i64, Vec<u8>, i64, i64, bool)> = conn
+            .prepare_cached(
+                "SELECT b.id, b.sha256, b.size, coalesce(sum(length(c.data)), 0), count(c.id) = coalesce(max(c.seq) + 1, 0)
+                 FROM blobs b LEFT JOIN blob_chunks c ON c.blob_id = b.id WHERE b.id > ?1 GROUP BY b.id ORDER BY b.id LIMIT ?2",
+            )?
+            .query_map(params![after, BLOB_PAGE], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?
+            .collect::<Result<_, _>>()?;
+        let Some(&(last, ..)) = page.last() else { return Ok(out) };
+        for (id, sha256, size, stored, in_order) in page {
+            done += 1;
+            let why = match <[u8; 32]>::try_from(sha256.as_slice()) {
+                Err(_) => format!("its key is {} bytes long, not a SHA-256", sha256.len()),
+                Ok(_) if stored != size || !in_order => blobs::Unsound::Size { stored: stored as u64, size: size as u64 }.to_string(),
+                Ok(key) => match blobs::check(conn, &key)? {
+                    Ok(()) => continue,
+                    Err(why) => why.to_string(),
+                },
+            };
+            let holders: Vec<String> = conn
+                .prepare_cached(&format!(
+                    "SELECT DISTINCT {} AS source, c.chat_id FROM entries e JOIN conversations c ON c.id = e.conversation_id JOIN sources s ON s.id = c.source_id
+                     WHERE e.blob_sha256 = ?1 ORDER BY source, c.chat_id",
+                    super::sources::label_sql(conn.engine())
+                ))?
+                .query_map([&sha256], |r| Ok(super::sources::qualified(&r.get::<_, String>(0)?, &r.get::<_, String>(1)?)))?
+                .collect::<Result<_, _>>()?;
+            let held = if holders.is_empty() { "no conversation".to_owned() } else { holders.join(", ") };
+            let writer = blobs::writer(conn, id)?.map(|w| format!(" (written by role {w:?})")).unwrap_or_default();
+            out.push(format!("{}: {why}; held by {held}{writer}", blobs::hex(&sha256)));
+        }
+        after = last;
+    }
 }
 
 /// Conversations whose stored listing totals are not what their main branch's lines add up to.

@@ -93,9 +93,22 @@ pub enum StoreError {
     /// refused before anything is written, as the server would refuse each write.
     #[error("source {source_name:?} is written by role {writer:?}, and this connection is role {role:?}: each host writes only its own sources; connect as {writer:?}, or have the store's owner give the source to {role:?} (UPDATE sources SET writer = '{role}' WHERE name = '{source_name}')")]
     NotWriter { source_name: String, writer: String, role: String },
+    /// A file whose SHA-256 another role stored other bytes under, which a conversation of
+    /// another source holds (PostgreSQL, schema 19): they cannot be replaced, so the file is
+    /// refused rather than stored as them ([`blobs::check_held`]).
+    #[error(
+        "{path}: the store holds other bytes under this file's SHA-256, {}, written by {}, and a conversation of another source holds them, so this file is not stored; `sessiondb doctor` names that conversation, which the store's owner can remove",
+        found.sha256,
+        found.writer.as_deref().map_or_else(|| "a role not recorded (before schema 19)".to_owned(), |w| format!("role {w:?}"))
+    )]
+    ForeignBytes { path: String, found: Box<blobs::Foreign> },
     /// A `postgres://` URL that does not parse.
     #[error("{url} is not a usable PostgreSQL URL: {why}")]
     BadUrl { url: String, why: String },
+    /// The server did not answer in time ([`sql::Error::NoAnswer`]: its message names the
+    /// server, the wait and what to do).
+    #[error("{0}")]
+    NoAnswer(sql::Error),
     /// The server could not be reached, or refused the connection.
     #[error("cannot connect to {url}: {why}")]
     Server { url: String, why: String },
@@ -118,6 +131,10 @@ pub enum StoreError {
     /// ways): the candidates, each as `SOURCE:CHAT`.
     #[error("{given:?} names more than one conversation; give one of: {}", candidates.join(", "))]
     Ambiguous { given: String, candidates: Vec<String> },
+    /// `--source NAME` where sources of several roles have that name (PostgreSQL, schema 20):
+    /// the label of each (`NAME@ROLE`).
+    #[error("{given:?} names sources of more than one role; give one of: {}", candidates.join(", "))]
+    AmbiguousSource { given: String, candidates: Vec<String> },
     #[error("{name:?} cannot name a source: {why}")]
     BadSourceName { name: String, why: &'static str },
     /// `--source NAME` for a root that another source already reads.
@@ -158,6 +175,10 @@ impl StoreError {
 
 impl From<sql::Error> for StoreError {
     fn from(e: sql::Error) -> Self {
+        #[cfg(feature = "postgres")]
+        if matches!(e, sql::Error::NoAnswer { .. }) {
+            return StoreError::NoAnswer(e);
+        }
         // 42501: insufficient privilege (a reader's role, or one row-level security keeps out).
         if e.sqlstate() == Some("42501") {
             return StoreError::NotAllowed(e);
@@ -221,7 +242,10 @@ impl Connection {
         use r2d2::ManageConnection;
         let shown = server::redacted(url);
         let manager = server::Manager::new(url).map_err(|why| StoreError::BadUrl { url: shown.clone(), why })?;
-        let first = manager.connect().map_err(|e| StoreError::Server { url: shown, why: sql::Error::from(e).to_string() })?;
+        let first = manager.connect().map_err(|e| match e {
+            e @ sql::Error::NoAnswer { .. } => StoreError::from(e),
+            e => StoreError::Server { url: shown, why: e.to_string() },
+        })?;
         Ok((manager, Connection(Inner::PostgresPlain(first), Default::default())))
     }
 

@@ -43,9 +43,16 @@ pub struct ConversationSummary {
     pub last_message_preview: Option<String>,
 }
 
-const SUMMARY_COLUMNS: &str = "chat_id, coalesce(name, chat_id), source_dir, workspace, created, modified,
-    message_count, branch_count, model, total_cost, input_tokens, output_tokens, cache_read_tokens,
-    cache_creation_tokens, models_usage, last_role, last_preview, (SELECT s.name FROM sources s WHERE s.id = source_id)";
+/// The columns [`summary_from_row`] reads, of `conversations` on `engine` (its source by its
+/// label: [`super::sources::Source::label`]).
+fn summary_columns(engine: super::sql::Engine) -> String {
+    format!(
+        "chat_id, coalesce(name, chat_id), source_dir, workspace, created, modified,
+         message_count, branch_count, model, total_cost, input_tokens, output_tokens, cache_read_tokens,
+         cache_creation_tokens, models_usage, last_role, last_preview, (SELECT {} FROM sources s WHERE s.id = source_id)",
+        super::sources::label_sql(engine)
+    )
+}
 
 fn summary_from_row(r: &Row) -> super::sql::Result<ConversationSummary> {
     Ok(ConversationSummary {
@@ -186,7 +193,7 @@ fn listing_sql(f: &ListFilter, engine: super::sql::Engine) -> (String, Vec<super
     // index (schema 0006) serves both directions.
     let (direction, tie) = if f.reverse { ("ASC", "DESC") } else { ("DESC", "ASC") };
     let limit = arg((f.limit.map_or(i64::MAX, |l| l as i64)).into());
-    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM conversations {filter} ORDER BY {key} {direction}, chat_id {tie} LIMIT {limit}");
+    let sql = format!("SELECT {} FROM conversations {filter} ORDER BY {key} {direction}, chat_id {tie} LIMIT {limit}", summary_columns(engine));
     (sql, args)
 }
 
@@ -203,8 +210,9 @@ pub fn list_page(conn: &Connection, source: Option<i64>, after: Option<(f64, Opt
         Some((t, Some(id))) => ("AND (modified < ?3 OR (modified = ?3 AND chat_id < ?4))", vec![t.into(), id.to_owned().into()]),
     };
     let sql = format!(
-        "SELECT {SUMMARY_COLUMNS} FROM conversations WHERE deleted_at IS NULL AND NOT {test} AND (source_id = ?2 OR ?2 IS NULL) {cursor}
-         ORDER BY modified DESC, chat_id DESC LIMIT ?1"
+        "SELECT {} FROM conversations WHERE deleted_at IS NULL AND NOT {test} AND (source_id = ?2 OR ?2 IS NULL) {cursor}
+         ORDER BY modified DESC, chat_id DESC LIMIT ?1",
+        summary_columns(conn.engine())
     );
     let mut params: Vec<super::sql::Value> = vec![(limit as i64).into(), source.map_or(super::sql::Value::Null, Into::into)];
     params.extend(args);
@@ -217,7 +225,7 @@ pub fn list_page(conn: &Connection, source: Option<i64>, after: Option<(f64, Opt
 /// [`super::sources::resolve`]), or an error naming it.
 pub fn conversation_summary(conn: &Connection, chat_id: &str) -> Result<ConversationSummary, StoreError> {
     let id = conversation_id(conn, chat_id)?;
-    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM conversations WHERE id = ?1");
+    let sql = format!("SELECT {} FROM conversations WHERE id = ?1", summary_columns(conn.engine()));
     Ok(conn.query_row(&sql, [id], summary_from_row)?)
 }
 
@@ -230,10 +238,11 @@ pub fn conversation_id(conn: &Connection, chat_id: &str) -> Result<i64, StoreErr
 /// How a command can name every stored conversation, sorted: the chat id, or `SOURCE:CHAT`
 /// for a chat id stored in more than one source.
 pub fn chat_ids(conn: &Connection) -> Result<Vec<String>, StoreError> {
-    let mut stmt = conn.prepare(
-        "SELECT CASE WHEN (SELECT count(*) FROM conversations o WHERE o.chat_id = c.chat_id) > 1 THEN s.name || ':' || c.chat_id ELSE c.chat_id END AS named
+    let mut stmt = conn.prepare(&format!(
+        "SELECT CASE WHEN (SELECT count(*) FROM conversations o WHERE o.chat_id = c.chat_id) > 1 THEN {} || ':' || c.chat_id ELSE c.chat_id END AS named
          FROM conversations c JOIN sources s ON s.id = c.source_id ORDER BY c.chat_id, s.name",
-    )?;
+        super::sources::label_sql(conn.engine())
+    ))?;
     let rows = stmt.query_map((), |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -359,13 +368,15 @@ pub struct TranscriptSeen {
     pub mtime_ns: i64,
 }
 
-/// The [`TranscriptSeen`] of every conversation of logs root `root`'s source, by chat id. One
-/// pass over an index.
+/// The [`TranscriptSeen`] of every conversation of logs root `root`'s source (the one this
+/// connection's role reads it into: [`super::sources::reading`]), by chat id. One pass over an
+/// index.
 pub fn main_transcript_stats(conn: &Connection, root: &std::path::Path) -> Result<HashMap<String, TranscriptSeen>, StoreError> {
     let mut stmt = conn.prepare(&format!(
         "SELECT c.chat_id, c.source_dir, e.size, e.mtime_ns FROM conversations c JOIN entries e ON e.conversation_id = c.id AND e.path = '{}'
-         JOIN sources s ON s.id = c.source_id WHERE s.root = ?1",
-        crate::layout::MAIN_TRANSCRIPT
+         WHERE c.source_id = {}",
+        crate::layout::MAIN_TRANSCRIPT,
+        super::sources::root_source_sql(conn)
     ))?;
     let rows = stmt.query_map([super::sources::root_key(root).to_string_lossy()], |r| {
         Ok((r.get(0)?, TranscriptSeen { dir: r.get(1)?, size: r.get::<_, Option<i64>>(2)?.map(|s| s as u64), mtime_ns: r.get(3)? }))
@@ -425,10 +436,13 @@ pub fn message_timestamp(conn: &Connection, message_id: i64) -> Result<Option<St
     Ok(conn.prepare_cached("SELECT timestamp FROM messages WHERE id = ?1")?.query_row([message_id], |r| r.get(0))?)
 }
 
-/// The logs roots the stored conversations come from (their sources' roots), each once,
-/// sorted.
+/// The logs roots the stored conversations of the sources this connection's role reads roots
+/// into come from ([`super::sources::usable`]), each once, sorted.
 pub fn logs_roots(conn: &Connection) -> Result<Vec<std::path::PathBuf>, StoreError> {
-    let mut stmt = conn.prepare_cached("SELECT root FROM sources s WHERE EXISTS (SELECT 1 FROM conversations c WHERE c.source_id = s.id) ORDER BY root")?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT DISTINCT root FROM sources s WHERE EXISTS (SELECT 1 FROM conversations c WHERE c.source_id = s.id) AND {} ORDER BY root",
+        super::sources::usable_sql(conn)
+    ))?;
     let roots = stmt.query_map((), |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
     Ok(roots.into_iter().map(std::path::PathBuf::from).collect())
 }
@@ -452,14 +466,15 @@ pub struct RootConversation {
     pub queued: bool,
 }
 
-/// The stored conversations of logs root `root`'s source, by chat id (none when the store
-/// has no source for it).
+/// The stored conversations of logs root `root`'s source (the one this connection's role reads
+/// it into: [`super::sources::reading`]), by chat id (none when there is no such source).
 pub fn conversations_in(conn: &Connection, root: &std::path::Path) -> Result<HashMap<String, RootConversation>, StoreError> {
-    let mut stmt = conn.prepare(
+    let mut stmt = conn.prepare(&format!(
         "SELECT c.id, c.chat_id, c.deleted_at IS NOT NULL,
                 EXISTS (SELECT 1 FROM pending_paths p WHERE p.conversation_id = c.id), c.fingerprint
-         FROM conversations c JOIN sources s ON s.id = c.source_id WHERE s.root = ?1",
-    )?;
+         FROM conversations c WHERE c.source_id = {}",
+        super::sources::root_source_sql(conn)
+    ))?;
     let rows = stmt.query_map([super::sources::root_key(root).to_string_lossy()], |r| {
         let stored = RootConversation { id: r.get(0)?, deleted: r.get(2)?, queued: r.get(3)?, fingerprint: r.get(4)? };
         Ok((r.get::<_, String>(1)?, stored))

@@ -78,6 +78,12 @@ pub fn find_message(conn: &Connection, conversation_id: i64, digest: &LineDigest
 /// SHA-256 is `sha256`), as a blob by content ([`super::blobs::put`]), and its entry row,
 /// replacing what the entry was. The blob the entry held before goes when nothing else refers
 /// to it any more.
+///
+/// A blob found stored under `sha256` is held only once it is found to be the file
+/// ([`super::blobs::check_held`]): one that holds other bytes (another role's, on a server) is
+/// let go, removed when no other conversation holds it and the file's own bytes stored in its
+/// place; when another conversation holds it, the file is refused
+/// ([`StoreError::ForeignBytes`]) and the caller's conversation with it.
 #[allow(clippy::too_many_arguments)]
 pub fn put_file(
     conn: &Connection,
@@ -89,19 +95,37 @@ pub fn put_file(
     size: u64,
     data: impl Read,
 ) -> Result<(), StoreError> {
+    use super::blobs::{self, Stored};
     let old = entry_blob(conn, conversation_id, path)?;
-    super::blobs::put(conn, sha256, size, data, path)?;
-    // Replaces an entry at `path` whole: what a blob has not (a link's target, the tail and
-    // inode a document's entry records) is cleared.
+    let mut data = data;
+    let stored = blobs::put(conn, sha256, size, &mut data, path)?;
+    hold_blob(conn, conversation_id, path, mode, mtime_ns, sha256, size)?;
+    if stored == Stored::Found {
+        if let Err(foreign) = blobs::check_held(conn, sha256)? {
+            conn.execute("DELETE FROM entries WHERE conversation_id = ?1 AND path = ?2", params![conversation_id, path])?;
+            blobs::remove_if_unreferenced(conn, sha256)?;
+            if blobs::put(conn, sha256, size, &mut data, path)? == Stored::Found {
+                return Err(StoreError::ForeignBytes { path: path.to_owned(), found: Box::new(foreign) });
+            }
+            hold_blob(conn, conversation_id, path, mode, mtime_ns, sha256, size)?;
+        }
+    }
+    if let Some(old) = old.filter(|o| o[..] != sha256[..]) {
+        super::blobs::remove_if_unreferenced(conn, &old)?;
+    }
+    Ok(())
+}
+
+/// Makes entry `path` of a conversation the regular file of blob `sha256`, replacing the entry
+/// whole: what a blob has not (a link's target, the tail and inode a document's entry records)
+/// is cleared. On a server the entry's key locks the blob's row until the transaction ends.
+fn hold_blob(conn: &Connection, conversation_id: i64, path: &str, mode: u32, mtime_ns: i64, sha256: &[u8; 32], size: u64) -> Result<(), StoreError> {
     conn.prepare_cached(
         "INSERT INTO entries (conversation_id, path, kind, mode, mtime_ns, blob_sha256, size) VALUES (?1, ?2, 'blob', ?3, ?4, ?5, ?6)
          ON CONFLICT (conversation_id, path) DO UPDATE SET kind = excluded.kind, mode = excluded.mode, mtime_ns = excluded.mtime_ns,
              blob_sha256 = excluded.blob_sha256, size = excluded.size, link_target = NULL, ino = NULL, tail_sha256 = NULL",
     )?
     .execute(params![conversation_id, path, mode, mtime_ns, &sha256[..], size as i64])?;
-    if let Some(old) = old.filter(|o| o[..] != sha256[..]) {
-        super::blobs::remove_if_unreferenced(conn, &old)?;
-    }
     Ok(())
 }
 

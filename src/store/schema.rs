@@ -41,13 +41,16 @@ pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
 /// store starts at version 15 (its first file makes what SQLite's first fifteen made). Versions
 /// are one sequence for both engines: a change to both has a file in each, numbered alike; a
 /// change to one engine only (16: the server's search indexes; 17: each source's writer; 18:
-/// writers of sources at once) takes the next number, which the other skips. Append only.
+/// writers of sources at once; 19: attachments checked against their SHA-256; 20: source names
+/// and roots per writer) takes the next number, which the other skips. Append only.
 #[cfg(feature = "postgres")]
 const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (15, include_str!("../../schema/postgres/0015_init.sql")),
     (16, include_str!("../../schema/postgres/0016_search_sets_and_byte_order.sql")),
     (17, include_str!("../../schema/postgres/0017_each_host_writes_its_own.sql")),
     (18, include_str!("../../schema/postgres/0018_writers_of_sources_at_once.sql")),
+    (19, include_str!("../../schema/postgres/0019_attachments_are_what_they_say.sql")),
+    (20, include_str!("../../schema/postgres/0020_source_names_per_writer.sql")),
 ];
 
 /// The advisory lock (a key of PostgreSQL's `pg_advisory_lock`) that migrations hold, so

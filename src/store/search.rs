@@ -444,19 +444,21 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
     if q.text.len() > MAX_QUERY_BYTES {
         return Err(StoreError::QueryTooLarge { what: "bytes", found: q.text.len(), limit: MAX_QUERY_BYTES });
     }
-    let chat = check_filters(conn, q)?;
+    let (chat, source) = check_filters(conn, q)?;
     let unindexed = index_what_is_behind(conn)?;
-    let mut result = search_indexed(conn, &Resolved { q, chat })?;
+    let mut result = search_indexed(conn, &Resolved { q, chat, source })?;
     result.unindexed = unindexed;
     Ok(result)
 }
 
-/// A query whose `--chat` is resolved, once, to the row id of the conversation it names
-/// ([`super::sources::conversation_id`]: a chat id, or `SOURCE:CHAT`), so that every filter
-/// below compares row ids and the rule that finds a conversation by name stays in one place.
+/// A query whose `--chat` and `--source` are resolved, once, to the row ids of the conversation
+/// and the source they name ([`super::sources::conversation_id`]: a chat id, or `SOURCE:CHAT`;
+/// [`super::sources::named`]), so that every filter below compares row ids and the rules that
+/// find a conversation or a source by name stay in one place each.
 struct Resolved<'q> {
     q: &'q SearchQuery,
     chat: Option<i64>,
+    source: Option<i64>,
 }
 
 impl std::ops::Deref for Resolved<'_> {
@@ -689,9 +691,10 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
 
 /// Refuses filters that name nothing in the store: a conversation, a branch (of that
 /// conversation, with `--chat`), a role or a model no message has. Saying "no results" for
-/// them would hide a typo. Returns the row id of the conversation `--chat` names, resolved
-/// here once ([`super::sources::conversation_id`]).
-fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<Option<i64>, StoreError> {
+/// them would hide a typo. Returns the row ids of the conversation `--chat` names and of the
+/// source `--source` names, resolved here once ([`super::sources::conversation_id`],
+/// [`super::sources::named`]).
+fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<(Option<i64>, Option<i64>), StoreError> {
     let exists = |sql: &str, value: &str| -> Result<bool, StoreError> { Ok(conn.prepare_cached(sql)?.exists([value])?) };
     let listed = |sql: &str| -> Result<String, StoreError> {
         let mut stmt = conn.prepare_cached(sql)?;
@@ -708,9 +711,7 @@ fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<Option<i64>, Stor
         },
         None => None,
     };
-    if let Some(source) = &q.source {
-        super::sources::named(conn, source)?;
-    }
+    let source_row = q.source.as_deref().map(|source| super::sources::named(conn, source).map(|s| s.id)).transpose()?;
     if let Some(branch) = &q.branch {
         let path = crate::layout::branch_path(branch);
         let (found, known) = match (&q.chat_id, chat_row) {
@@ -760,7 +761,7 @@ fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<Option<i64>, Stor
             });
         }
     }
-    Ok(chat_row)
+    Ok((chat_row, source_row))
 }
 
 /// Two ways to the same answer. Without a narrowing filter (role, model, since, chat,
@@ -988,8 +989,8 @@ fn filter_sql(q: &Resolved, first: usize, placed: bool) -> (Vec<String>, Vec<Val
     if let Some(chat) = q.chat {
         filters.push(format!("c.id = ?{}", arg(Value::Integer(chat))));
     }
-    if let Some(source) = &q.source {
-        filters.push(format!("c.source_id = (SELECT id FROM sources WHERE name = ?{})", arg(Value::Text(source.clone()))));
+    if let Some(source) = q.source {
+        filters.push(format!("c.source_id = ?{}", arg(Value::Integer(source))));
     }
     if q.chat_id.is_none() {
         filters.push("c.deleted_at IS NULL".into());
@@ -1210,8 +1211,9 @@ fn place(conn: &Connection, q: &Resolved, candidates: &[(i64, f64)], skip: usize
     };
     let sql = format!(
         "SELECT c.chat_id, coalesce(c.name, c.chat_id), c.modified, m.role, m.content, {placement}, c.id,
-                (SELECT s.name FROM sources s WHERE s.id = c.source_id)
+                (SELECT {} FROM sources s WHERE s.id = c.source_id)
          FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE {}",
+        super::sources::label_sql(conn.engine()),
         filters.join(" AND ")
     );
     let mut stmt = conn.prepare_cached(&sql)?;

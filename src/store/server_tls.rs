@@ -89,6 +89,14 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+/// The value of parameter `key` in `url`'s query (`?key=value&…`), its `%XX` escapes decoded;
+/// `None` when the URL does not give it. (For the parameters the client library reads but
+/// cannot say whether they were given: [`super::server::Manager`].)
+pub fn query_value(url: &str, key: &str) -> Result<Option<String>, String> {
+    let query = url.split_once('?').map_or("", |(_, query)| query);
+    query.split('&').filter_map(|part| part.split_once('=')).find(|(k, _)| *k == key).map(|(_, value)| percent_decoded(value)).transpose()
+}
+
 /// `value` with its `%XX` escapes decoded.
 fn percent_decoded(value: &str) -> Result<String, String> {
     let bytes = value.as_bytes();

@@ -92,6 +92,16 @@ pub enum Error {
     QueryReturnedNoRows,
     #[error("column {index}: {why}")]
     Column { index: usize, why: String },
+    /// The server did not answer a request (or the connection) within `waited`: the
+    /// connection is given up ([`pg::Client`]). `why` says why the wait was that long and
+    /// what to do.
+    #[cfg(feature = "postgres")]
+    #[error("{server} did not answer within {}: {why}", seconds(*.waited))]
+    NoAnswer { server: String, waited: std::time::Duration, why: String },
+    /// The client's own runtime could not be made (no threads or files left).
+    #[cfg(feature = "postgres")]
+    #[error("cannot start the PostgreSQL client: {0}")]
+    Runtime(std::io::Error),
     /// A statement the server would not prepare: a bug of the store's, so the statement is
     /// named (its first line) for the report.
     #[error("{source} (preparing: {statement})")]
@@ -113,6 +123,15 @@ impl From<rusqlite::Error> for Error {
 impl From<postgres::Error> for Error {
     fn from(e: postgres::Error) -> Self {
         Error::Postgres(e)
+    }
+}
+
+/// A duration as messages give it: `10 s`, `2.5 s`.
+pub fn seconds(d: std::time::Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
     }
 }
 
@@ -718,22 +737,101 @@ fn find_keyword(sql: &str, keyword: &str) -> Option<usize> {
 pub(in crate::store) mod pg {
     use std::cell::RefCell;
     use std::collections::HashMap;
+    use std::time::Duration;
 
     use bytes::BytesMut;
     use postgres::types::{to_sql_checked, FromSql, IsNull, Kind, ToSql, Type};
+    use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
+    use tokio_postgres::Socket;
 
     use super::ValueRef;
 
     /// One connection to the server, used by one thread at a time (the pool hands it out),
     /// with the statements prepared on it so far, by their text in the shared dialect.
+    ///
+    /// Every request waits for the server's answer at most as long as the connection's
+    /// [`Deadline`] says: one not answered in time fails ([`super::Error::NoAnswer`]) and
+    /// leaves the connection broken (what the server may still send would answer a request no
+    /// one waits for), so that every later request on it fails at once the same way and the pool
+    /// makes a new one.
     pub struct Client {
-        client: RefCell<postgres::Client>,
+        /// Drives the connection (a task on it) while a request waits for its answer.
+        runtime: tokio::runtime::Runtime,
+        /// Present until the client is dropped.
+        client: Option<tokio_postgres::Client>,
+        /// The task that drives the connection.
+        connection: Option<tokio::task::JoinHandle<Result<(), tokio_postgres::Error>>>,
         statements: RefCell<HashMap<String, postgres::Statement>>,
+        deadline: Deadline,
+        /// A request went unanswered: the connection is given up.
+        broken: std::cell::Cell<bool>,
+    }
+
+    /// How long the requests of a connection wait for the server, and what is said when it
+    /// does not answer in time.
+    #[derive(Debug, Clone)]
+    pub struct Deadline {
+        /// The server as messages name it (its URL, the password never).
+        pub server: String,
+        /// `None`: for ever.
+        pub wait: Option<Duration>,
+        /// Why the wait is what it is, and what to do (see [`super::Error::NoAnswer`]).
+        pub why: String,
     }
 
     impl Client {
-        pub fn new(client: postgres::Client) -> Client {
-            Client { client: RefCell::new(client), statements: RefCell::new(HashMap::new()) }
+        /// Connects to the server `config` names, encrypted by `tls`, within `deadline` (the
+        /// whole of it: the socket, TLS, the startup and authentication), which then holds for
+        /// the connection's requests until [`Client::set_deadline`] changes it.
+        pub fn connect<T>(config: &tokio_postgres::Config, tls: T, deadline: Deadline) -> super::Result<Client>
+        where
+            T: MakeTlsConnect<Socket> + 'static + Send,
+            T::TlsConnect: Send,
+            T::Stream: Send,
+            <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
+        {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(super::Error::Runtime)?;
+            let connecting = async {
+                let (client, connection) = config.connect(tls).await?;
+                // Runs whenever the runtime does, that is while a request waits; it ends when the
+                // client is dropped, or (with the error the next request meets) the server closes.
+                Ok((client, tokio::spawn(connection)))
+            };
+            let (client, connection) = within(&runtime, &deadline, connecting)?;
+            Ok(Client {
+                runtime,
+                client: Some(client),
+                connection: Some(connection),
+                statements: RefCell::new(HashMap::new()),
+                deadline,
+                broken: std::cell::Cell::new(false),
+            })
+        }
+
+        fn client(&self) -> &tokio_postgres::Client {
+            self.client.as_ref().expect("a client until it is dropped")
+        }
+
+        /// How long this connection's requests wait from now on.
+        pub fn set_deadline(&mut self, deadline: Deadline) {
+            self.deadline = deadline;
+        }
+
+        /// Waits for `request`'s answer as long as the deadline allows.
+        fn answer<T>(&self, request: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>) -> super::Result<T> {
+            self.answer_within(&self.deadline, request)
+        }
+
+        /// [`Client::answer`] under `deadline`.
+        fn answer_within<T>(&self, deadline: &Deadline, request: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>) -> super::Result<T> {
+            if self.broken.get() {
+                return Err(no_answer(&self.deadline));
+            }
+            within(&self.runtime, deadline, request).inspect_err(|e| {
+                if matches!(e, super::Error::NoAnswer { .. }) {
+                    self.broken.set(true);
+                }
+            })
         }
 
         /// Prepares `sql` (in the shared dialect), once per connection when `cached`.
@@ -741,11 +839,10 @@ pub(in crate::store) mod pg {
             if let Some(stmt) = self.statements.borrow().get(sql) {
                 return Ok(stmt.clone());
             }
-            let stmt = self
-                .client
-                .borrow_mut()
-                .prepare(&super::postgres_dialect(sql))
-                .map_err(|e| super::Error::Prepare { statement: sql.trim().lines().next().unwrap_or_default().to_owned(), source: Box::new(e.into()) })?;
+            let stmt = self.answer(self.client().prepare(&super::postgres_dialect(sql))).map_err(|e| match e {
+                e @ super::Error::NoAnswer { .. } => e,
+                e => super::Error::Prepare { statement: sql.trim().lines().next().unwrap_or_default().to_owned(), source: Box::new(e) },
+            })?;
             if cached {
                 self.statements.borrow_mut().insert(sql.to_owned(), stmt.clone());
             }
@@ -753,26 +850,71 @@ pub(in crate::store) mod pg {
         }
 
         pub fn execute(&self, stmt: &postgres::Statement, values: &[ValueRef<'_>]) -> super::Result<usize> {
-            Ok(self.client.borrow_mut().execute(stmt, &bound(values))? as usize)
+            Ok(self.answer(self.client().execute(stmt, &bound(values)))? as usize)
         }
 
         pub fn query(&self, stmt: &postgres::Statement, values: &[ValueRef<'_>]) -> super::Result<Vec<postgres::Row>> {
-            Ok(self.client.borrow_mut().query(stmt, &bound(values))?)
+            self.answer(self.client().query(stmt, &bound(values)))
         }
 
         /// Runs statements separated by `;`, none with parameters (in the shared dialect).
         pub fn batch_execute(&self, sql: &str) -> super::Result<()> {
-            Ok(self.client.borrow_mut().batch_execute(&super::postgres_dialect(sql))?)
+            self.answer(self.client().batch_execute(&super::postgres_dialect(sql)))
         }
 
-        /// Asks the server whether the connection still works (for the pool).
-        pub fn ping(&self) -> Result<(), postgres::Error> {
-            self.client.borrow_mut().batch_execute("")
+        /// The first row `sql` (statements without parameters, as PostgreSQL writes them) gives,
+        /// its columns as text, in one round trip.
+        pub fn first_row_as_text(&self, sql: &str) -> super::Result<Option<Vec<Option<String>>>> {
+            let messages = self.answer(self.client().simple_query(sql))?;
+            Ok(messages.into_iter().find_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(row) => Some((0..row.len()).map(|i| row.get(i).map(str::to_owned)).collect()),
+                _ => None,
+            }))
+        }
+
+        /// Asks the server whether the connection still works (for the pool), waiting at most
+        /// `wait` for its answer: an empty statement, which a working server answers at once.
+        pub fn ping(&self, wait: Duration) -> super::Result<()> {
+            let why = "a working server answers an empty statement at once, so the connection was given up; check the server".to_owned();
+            let deadline = Deadline { server: self.deadline.server.clone(), wait: Some(wait), why };
+            self.answer_within(&deadline, self.client().batch_execute(""))
         }
 
         pub fn is_broken(&self) -> bool {
-            self.client.borrow().is_closed()
+            self.broken.get() || self.client().is_closed()
         }
+    }
+
+    impl Drop for Client {
+        /// Closes the connection as a client should (it sends the server its goodbye once the
+        /// client is gone), waiting a moment at most, and not at all for a server that did not
+        /// answer.
+        fn drop(&mut self) {
+            drop(self.client.take());
+            if let Some(connection) = self.connection.take().filter(|_| !self.broken.get()) {
+                let _ = self.runtime.block_on(async { tokio::time::timeout(Duration::from_secs(1), connection).await });
+            }
+        }
+    }
+
+    /// `request`'s answer, run on `runtime`, or [`super::Error::NoAnswer`] once `deadline`'s
+    /// wait has passed without one.
+    fn within<T>(
+        runtime: &tokio::runtime::Runtime,
+        deadline: &Deadline,
+        request: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> super::Result<T> {
+        let answered = runtime.block_on(async {
+            match deadline.wait {
+                Some(wait) => tokio::time::timeout(wait, request).await.ok(),
+                None => Some(request.await),
+            }
+        });
+        Ok(answered.ok_or_else(|| no_answer(deadline))??)
+    }
+
+    fn no_answer(deadline: &Deadline) -> super::Error {
+        super::Error::NoAnswer { server: deadline.server.clone(), waited: deadline.wait.unwrap_or_default(), why: deadline.why.clone() }
     }
 
     /// `values` as the `postgres` crate takes parameters.

@@ -147,7 +147,10 @@ pub fn overview(conn: &Connection, since: Option<(f64, String)>, include_test: b
 
 /// Messages by role on the main branches of `convs`, from their totals.
 fn role_counts(conn: &Connection, convs: &[&ConversationSummary]) -> Result<Value, StoreError> {
-    let mut stmt = conn.prepare_cached("SELECT s.name, c.chat_id, c.role_counts FROM conversations c JOIN sources s ON s.id = c.source_id")?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {}, c.chat_id, c.role_counts FROM conversations c JOIN sources s ON s.id = c.source_id",
+        super::sources::label_sql(conn.engine())
+    ))?;
     let stored: std::collections::HashMap<(String, String), String> = stmt.query_map((), |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?)))?.collect::<Result<_, _>>()?;
     let mut totals: BTreeMap<String, i64> = BTreeMap::new();
     for c in convs {

@@ -41,7 +41,10 @@ pub fn catch_up(store: &Store, chat_id: &str, default_root: Option<&Path>) -> Re
         Err(StoreError::Ambiguous { .. }) => return Ok(None),
         Err(StoreError::NoConversation(_)) => {
             // `SOURCE:CHAT` of a source the store has: CHAT under that source's root.
-            let qualified = sources::all(&conn)?.into_iter().filter_map(|s| Some(s.root.join(chat_id.strip_prefix(&s.name)?.strip_prefix(':')?)));
+            // Of the sources this role reads roots into: another role's root is its machine's.
+            let qualified = sources::usable(&conn)?
+                .into_iter()
+                .filter_map(|s| Some(s.root.join([&s.label, &s.name].iter().find_map(|n| chat_id.strip_prefix(n.as_str())?.strip_prefix(':'))?)));
             let bare = match crate::model::ChatId::new(chat_id) {
                 Ok(_) => default_root.map(Path::to_path_buf).into_iter().chain(queries::logs_roots(&conn)?).map(|root| root.join(chat_id)).collect(),
                 Err(_) => Vec::new(), // not a name a directory of a logs root can have

@@ -83,7 +83,7 @@ pub fn export_conversation_to(conn: &crate::store::Connection, chat_id: &str, ro
     // Into a logs root the store reads, the directory may hold what gptme wrote since; anywhere
     // else (a copy, a backup refreshed) the store's copy is the newer one.
     let absolute_parent = std::path::absolute(parent).map_err(io_at(parent))?;
-    if let Some(source) = crate::store::sources::reading(conn, &absolute_parent)? {
+    if let Some(source) = crate::store::sources::reading_any(conn, &absolute_parent)? {
         refuse_replacing_other_bytes(conn, &dir, root, &entries, &source)?;
     }
     let mut stats = ExportStats::default();

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod crash;
+pub mod pg;
 pub mod strategies;
 pub mod tree;
 
