@@ -10,6 +10,7 @@ mod common;
 
 mod cli;
 mod codec_props;
+mod completion;
 mod concurrency;
 mod crash_ops;
 mod db_faults;
