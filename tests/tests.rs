@@ -9,6 +9,7 @@
 mod common;
 
 mod cli;
+mod cli_trust;
 mod codec_props;
 mod completion;
 mod concurrency;

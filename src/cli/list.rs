@@ -153,8 +153,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         source: source.map(|s| s.id),
         include_test: args.all,
         limit: match args.limit {
-            Some(0) => None,
-            Some(n) => Some(n),
+            Some(n) => queries::at_most(n),
             None if args.json => None,
             None => Some(SCREENFUL),
         },

@@ -191,6 +191,8 @@ impl<E: std::error::Error + 'static> From<E> for Failure {
 
 /// Runs the command line; returns the process exit code.
 pub fn run() -> i32 {
+    // Before any command line is built: an argument takes its variable's value when it is.
+    unset_empty_variables(&<Cli as clap::CommandFactory>::command());
     complete::answer_the_shell();
     let matches = <Cli as clap::CommandFactory>::command().get_matches();
     let named = named_conversations(&matches);
@@ -202,6 +204,22 @@ pub fn run() -> i32 {
             1
         }
     }
+}
+
+/// Takes an environment variable that a flag of `command` (or of its subcommands) is read
+/// from, set but empty (`SESSIONDB_DB=`), for unset, as every other variable sessiondb reads
+/// is taken: clap would take it for the flag given without its value. Call before the command
+/// line that parses the arguments is built (an argument reads its variable when it is built);
+/// the environment is changed for this process.
+fn unset_empty_variables(command: &clap::Command) {
+    for arg in command.get_arguments() {
+        if let Some(name) = arg.get_env() {
+            if std::env::var_os(name).is_some_and(|v| v.is_empty()) {
+                std::env::remove_var(name);
+            }
+        }
+    }
+    command.get_subcommands().for_each(unset_empty_variables);
 }
 
 /// Opens the database; only a command that writes (`create`) makes one where there is none.

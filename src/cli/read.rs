@@ -13,7 +13,7 @@ use sessiondb::store::{queries, Store};
 pub struct Args {
     /// The conversation
     chat_id: String,
-    /// At most N messages
+    /// At most N messages; 0 for all of them
     #[arg(short = 'n', long = "limit", default_value_t = 20)]
     limit: usize,
     /// Start from this message number (1-based)
@@ -121,8 +121,9 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let name = queries::conversation_summary(&conn, &args.chat_id)?.name;
     // Only as many lines are read as the page needs: a long conversation costs no more memory.
     let start = args.start.map_or(0, |k| k.saturating_sub(1 + args.context));
+    let limit = queries::at_most(args.limit).unwrap_or(usize::MAX);
     let messages: Vec<Message> = queries::with_document_lines(&conn, doc.id, 0, |lines| {
-        lines.filter_map(|l| l.message).filter(|m| args.system || m.role != Role::System).skip(start).take(args.limit).collect()
+        lines.filter_map(|l| l.message).filter(|m| args.system || m.role != Role::System).skip(start).take(limit).collect()
     })?;
     let terminal = std::io::stdout().is_terminal();
     let colour = terminal && std::env::var_os("NO_COLOR").is_none();
@@ -137,7 +138,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         let rule = "─".repeat(width.clamp(20, 80));
         let rule = if colour { format!("\x1b[2m{rule}\x1b[0m") } else { rule };
         let mut previous_multiline = None;
-        for (i, m) in messages.iter().take(args.limit).enumerate() {
+        for (i, m) in messages.iter().enumerate() {
             if args.full {
                 if m.hide {
                     hidden += 1;

@@ -18,7 +18,7 @@ pub struct Args {
     /// Find the query as a substring (ignoring case), whatever it looks like
     #[arg(short = 'F', long)]
     literal: bool,
-    /// At most N conversations
+    /// At most N conversations; 0 for all of them
     #[arg(short = 'n', long = "limit", default_value_t = 20)]
     limit: usize,
     /// Leave out the first N conversations of the ordered result (the next page: N = the

@@ -81,10 +81,17 @@ pub enum SortBy {
     Messages,
 }
 
+/// A limit as people give one (`-n N`, an MCP tool's `limit`): at most `n`, and 0 for no
+/// limit at all, whatever is limited (conversations listed or searched, messages read).
+pub fn at_most(n: usize) -> Option<usize> {
+    (n > 0).then_some(n)
+}
+
 /// Which conversations to list, and in what order.
 #[derive(Debug, Clone, Default)]
 pub struct ListFilter {
     pub include_test: bool,
+    /// At most this many (`None`: all; see [`at_most`]).
     pub limit: Option<usize>,
     /// Only conversations whose last model matches this, ignoring case: a glob when it has `*`
     /// or `?` (`*sonnet*`), else any part of the name (`gpt-4` finds `openai/gpt-4o`).

@@ -54,7 +54,7 @@ pub struct SearchQuery {
     pub source: Option<String>,
     /// Only messages on this branch (its name; `main` is conversation.jsonl).
     pub branch: Option<String>,
-    /// At most this many conversations.
+    /// At most this many conversations; 0 for all of them ([`super::queries::at_most`]).
     pub limit: usize,
     /// At most this many matches per conversation.
     pub matches: usize,
@@ -73,7 +73,7 @@ impl SearchQuery {
     /// How many conversations of the ordered result are read: those left out by the offset and
     /// the page (however large either is asked to be).
     fn wanted(&self) -> usize {
-        self.offset.saturating_add(self.limit.max(1))
+        self.offset.saturating_add(super::queries::at_most(self.limit).unwrap_or(usize::MAX))
     }
 }
 
@@ -383,7 +383,8 @@ fn is_syntax_error(e: &super::sql::Error) -> bool {
 /// The longest query searched, in bytes.
 pub const MAX_QUERY_BYTES: usize = 16_384;
 /// The most words a query may have (runs of letters and digits, each CJK character one word,
-/// as the index splits text): each is a lookup in the index.
+/// as the index splits text; the operators `AND`, `OR`, `NOT` and `NEAR` between them are not
+/// words): each is a lookup in the index.
 pub const MAX_QUERY_WORDS: usize = 64;
 /// The most prefixes (`*`) a query may have: each may expand to every word of the index it
 /// begins; 64 `x*` took 1.7 s on 2,000 messages, 20,000 of them seconds more.
@@ -393,22 +394,16 @@ pub const MAX_PREFIXES: usize = 8;
 /// query is searched literally, as other queries FTS5 cannot read are.
 pub const MAX_NESTING: usize = 16;
 
-/// The number of words in a query, as the index splits text into words.
+/// The number of words a query looks up, as the index splits text into words: the operators
+/// (`AND`, `OR`, `NOT`, `NEAR` outside a quoted phrase, as FTS5 reads them) are not counted.
 fn word_count(text: &str) -> usize {
-    let mut count = 0;
-    let mut in_word = false;
-    for c in text.chars() {
-        if is_cjk(c) {
-            count += 1;
-            in_word = false;
-        } else if c.is_alphanumeric() {
-            count += usize::from(!in_word);
-            in_word = true;
-        } else {
-            in_word = false;
-        }
-    }
-    count
+    text.split('"')
+        .enumerate()
+        .map(|(i, part)| {
+            let quoted = i % 2 == 1;
+            word_spans(part).into_iter().filter(|&(s, e)| quoted || !matches!(&part[s..e], "AND" | "OR" | "NOT" | "NEAR")).count()
+        })
+        .sum()
 }
 
 /// The deepest nesting of parentheses and the number of prefix marks (`*`), outside quoted
@@ -1503,7 +1498,12 @@ mod tests {
 
     #[test]
     fn query_bounds() {
-        assert_eq!(word_count("foo-bar x* 数据 (a OR b)"), 8);
+        // Operators are not words; inside a phrase they are.
+        assert_eq!(word_count("foo-bar x* 数据 (a OR b)"), 7);
+        assert_eq!(word_count("a AND b NOT c NEAR(d e) \"x OR y\""), 8);
+        let words: Vec<String> = (0..MAX_QUERY_WORDS).map(|i| format!("w{i}")).collect();
+        assert_eq!(word_count(&words.join(" OR ")), MAX_QUERY_WORDS);
+
         assert_eq!(syntax_size("((a*) (b)) \"(((**\" c*"), (2, 2));
         assert_eq!(syntax_size(&format!("{}x{}", "(".repeat(3000), ")".repeat(3000))), (3000, 0));
     }
