@@ -136,7 +136,7 @@ fn completes_and_quotes(shell: &str, setup_lines: &[&str], quoted: &str) {
     tmux.keys(&["C-u", r"sessiondb read evil-\$\(to", "Tab"]);
     tmux.wait_for(&format!("sessiondb read {quoted}"));
     tmux.keys(&["Enter"]);
-    let screen = tmux.wait_for("1. User: hello");
+    let screen = tmux.wait_for("0. User: hello");
     assert!(screen.contains(&format!("Reading conversation: {EVIL}")), "{shell}: Enter reads the conversation:\n{screen}");
     tmux.command("true");
     for pwned in ["pwned", "pwned2", "pwned3"] {

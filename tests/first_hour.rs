@@ -290,7 +290,7 @@ fn reading_commands_never_create_a_database() {
     run_ok(sessiondb(&db).arg("import").arg(&logs));
     assert!(db.exists());
     let listed = String::from_utf8(run_ok(sessiondb(&db).arg("list")).stdout).unwrap();
-    assert!(listed.contains("1 conversations"), "{listed}");
+    assert!(listed.ends_with("\n1 conversation\n"), "{listed}");
     for (i, creating) in [&["sync", logs.to_str().unwrap()][..], &["new", "fresh", "--logs-dir", logs.to_str().unwrap()]].iter().enumerate() {
         let db = work.path().join(format!("made-by-{i}.db"));
         run_ok(sessiondb(&db).args(*creating));
@@ -421,7 +421,7 @@ fn read_full_separates_multiline_messages() {
     let rule = "─".repeat(40);
     assert_eq!(
         out,
-        format!("Reading conversation: r (r)\n1. User: \nfirst\nof two lines\n{rule}\n2. Assistant: \nsecond\nalso two\n{rule}\n3. User: short\n4. Assistant: short too\n")
+        format!("Reading conversation: r (r)\n0. User: \nfirst\nof two lines\n{rule}\n1. Assistant: \nsecond\nalso two\n{rule}\n2. User: short\n3. Assistant: short too\n")
     );
 }
 

@@ -8,6 +8,7 @@
 
 mod common;
 
+mod answers;
 mod cli;
 mod cli_trust;
 mod codec_props;

@@ -340,9 +340,9 @@ fn write_table(out: &mut impl Write, conn: &sessiondb::store::Connection, filter
     }
     let total = if filter.limit == Some(rows.len()) { queries::count_filtered(conn, filter)? } else { rows.len() };
     if total > rows.len() {
-        writeln!(out, "{} of {total} conversations (`-n 0` lists them all)", rows.len())?;
+        writeln!(out, "{} of {} (`-n 0` lists them all)", super::grouped(rows.len() as u64), super::plural(total as u64, "conversation"))?;
     } else {
-        writeln!(out, "{total} conversations")?;
+        writeln!(out, "{}", super::plural(total as u64, "conversation"))?;
     }
     Ok(())
 }

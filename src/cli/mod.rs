@@ -442,6 +442,27 @@ pub(crate) fn dollars(cost: Option<f64>) -> String {
     }
 }
 
+/// A count of things for people: `1 conversation`, `2,000 conversations`, `3 matches` (the
+/// plural by `s`, or `es` after `ch`, `s` and `x`; digits grouped by thousands).
+pub(crate) fn plural(n: impl Into<u64>, one: &str) -> String {
+    let n: u64 = n.into();
+    let many = if one.ends_with("ch") || one.ends_with('s') || one.ends_with('x') { "es" } else { "s" };
+    format!("{} {one}{}", grouped(n), if n == 1 { "" } else { many })
+}
+
+/// `2000` → `2,000`.
+pub(crate) fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A token count for people: 1234 → 1.2K, 2500000 → 2.5M.
 pub(crate) fn human_tokens(n: i64) -> String {
     if n >= 1_000_000 {

@@ -1321,10 +1321,14 @@ pub fn match_spans(content: &str, highlight: &Highlight) -> Vec<(usize, usize)> 
 pub struct Marks<'a> {
     pub text: &'a dyn Fn(&str) -> String,
     pub matched: &'a dyn Fn(&str) -> String,
+    /// Each line after its number in the message (`   3| `), as a listing for people shows
+    /// it; without, the lines are the text's own (what JSON carries).
+    pub numbered: bool,
 }
 
 /// A snippet of `content` around what `highlight` matches ([`match_spans`]), gptme-style: the
-/// first `max_matches` matching lines with `context` lines around them, numbered, every match
+/// first `max_matches` matching lines with `context` lines around them (numbered, with
+/// [`Marks::numbered`]; `...` where lines are left out), every match
 /// in them passed to `marks.matched` and the rest of the text to `marks.text` (a match across
 /// lines is marked on each). Without a match, the first 100 characters.
 pub fn snippet(content: &str, highlight: &Highlight, context: usize, max_matches: usize, marks: &Marks) -> String {
@@ -1388,7 +1392,7 @@ pub fn snippet(content: &str, highlight: &Highlight, context: usize, max_matches
                 prev = e;
             }
             marked.push_str(&(marks.text)(&line[prev..]));
-            block.push(format!("{:4}| {marked}", i + 1));
+            block.push(if marks.numbered { format!("{:4}| {marked}", i + 1) } else { marked });
         }
         if ce < lines.len() {
             block.push("...".to_owned());
@@ -1440,7 +1444,7 @@ mod tests {
         assert!(needle_trigrams(&long).len() <= MAX_TRIGRAMS);
     }
 
-    const STARS: Marks = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**") };
+    const STARS: Marks = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**"), numbered: true };
 
     #[test]
     fn snippets_mark_matches_with_context() {
@@ -1481,7 +1485,7 @@ mod tests {
         assert_eq!(snippet("ΟΔΟΣ σ", &lit("ς"), 0, 1, &STARS), "   1| ΟΔΟ**Σ** σ", "Python lowers a final sigma to ς");
         assert_eq!(snippet("ΟΔΟΣ σ", &lit("σ"), 0, 1, &STARS), "   1| ΟΔΟΣ **σ**");
         assert_eq!(snippet("xx", &lit(""), 0, 1, &STARS), "xx", "an empty needle matches nothing");
-        let text = Marks { text: &|s: &str| format!("<{s}>"), matched: &|s: &str| format!("[{s}]") };
+        let text = Marks { text: &|s: &str| format!("<{s}>"), matched: &|s: &str| format!("[{s}]"), numbered: true };
         assert_eq!(snippet("a \u{212A} b", &lit("k"), 0, 1, &text), "   1| <a >[\u{212A}]< b>");
     }
 
@@ -1503,7 +1507,6 @@ mod tests {
         assert_eq!(word_count("a AND b NOT c NEAR(d e) \"x OR y\""), 8);
         let words: Vec<String> = (0..MAX_QUERY_WORDS).map(|i| format!("w{i}")).collect();
         assert_eq!(word_count(&words.join(" OR ")), MAX_QUERY_WORDS);
-
         assert_eq!(syntax_size("((a*) (b)) \"(((**\" c*"), (2, 2));
         assert_eq!(syntax_size(&format!("{}x{}", "(".repeat(3000), ")".repeat(3000))), (3000, 0));
     }
@@ -1529,7 +1532,7 @@ mod tests {
         fn snippets_never_panic_and_keep_the_text(content in any_text(), query in any_text(), literal in any::<bool>(), context in 0usize..3, max in 0usize..4) {
             let highlight = if literal { Highlight::literal(&query) } else { Highlight::words(&query) };
             let pieces = std::cell::RefCell::new(Vec::new());
-            let marks = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| { pieces.borrow_mut().push(s.to_owned()); s.to_owned() } };
+            let marks = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| { pieces.borrow_mut().push(s.to_owned()); s.to_owned() }, numbered: true };
             let out = snippet(&content, &highlight, context, max, &marks);
             let lines: Vec<&str> = content.split('\n').collect();
             if match_spans(&content, &highlight).is_empty() {

@@ -1,0 +1,91 @@
+//! Issue 32, "the first hour" again: what the commands answer, worded so that a person can act
+//! on it. Search counts say "20 of 2,000" and name each conversation by the id the other
+//! commands take; a match's message number leads `read --start` straight to it; a mistyped
+//! flag is named.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{fixtures, run_ok, sessiondb};
+use serde_json::Value;
+
+/// The fixtures copied to `work/logs` and imported into `work/sessions.db`.
+fn imported(work: &Path) -> (PathBuf, PathBuf) {
+    let logs = work.join("logs");
+    run_ok(Command::new("cp").arg("-r").arg(fixtures()).arg(&logs));
+    let db = work.join("sessions.db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    (logs, db)
+}
+
+fn stdout(cmd: &mut Command) -> String {
+    String::from_utf8(run_ok(cmd).stdout).unwrap()
+}
+
+/// Item 4: the header counts the page among every match, plurals right; `-m` says what it
+/// hides. Item 8: each conversation by its id, the name beside it.
+#[test]
+fn search_counts_the_page_among_every_match_and_names_ids() {
+    let work = tempfile::tempdir().unwrap();
+    let (_logs, db) = imported(work.path());
+    let page: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["search", "the", "--json"])).stdout).unwrap();
+    let (conversations, messages) = (page["total"]["conversations"].as_u64().unwrap(), page["total"]["messages"].as_u64().unwrap());
+    let text = stdout(sessiondb(&db).args(["search", "the", "-n", "2"]));
+    let header = text.lines().next().unwrap();
+    assert_eq!(header, format!("Search results for 'the' (2 of {conversations} conversations, {messages} matching messages; `-n 0` shows them all):"), "{text}");
+    let next = stdout(sessiondb(&db).args(["search", "the", "-n", "2", "--offset", "2"]));
+    assert!(next.starts_with(&format!("Search results for 'the' (3–4 of {conversations} conversations")), "{next}");
+    // A conversation with more matches than -m shows says so.
+    let many = page["results"].as_array().unwrap().iter().find(|r| r["matches"].as_u64().unwrap() > 1).expect("a conversation with two matches");
+    let all = stdout(sessiondb(&db).args(["search", "the", "-n", "0"]));
+    let line = all.lines().find(|l| l.contains(&format!(". {} (", many["id"].as_str().unwrap()))).unwrap_or_else(|| panic!("{all}"));
+    assert!(line.ends_with(&format!("({} matches, 1 shown; `-m {}` shows them all):", many["matches"], many["matches"])), "{line}");
+    // One of each: singular.
+    let one = stdout(sessiondb(&db).args(["search", "welcome"]));
+    assert!(one.starts_with("Search results for 'welcome' (1 conversation, 1 matching message):"), "{one}");
+    assert!(one.contains("\n1. 2026-07-01-basic-chat (1 match):"), "{one}");
+    // A named conversation: its id, which `read` takes, then its name.
+    let named = stdout(sessiondb(&db).args(["search", "Great", "--chat", "2026-07-09-named-chat"]));
+    let row = named.lines().find(|l| l.starts_with("1. ")).unwrap();
+    assert!(row.starts_with("1. 2026-07-09-named-chat — Export plan"), "{named}");
+    let id = row.trim_start_matches("1. ").split(' ').next().unwrap();
+    run_ok(sessiondb(&db).args(["read", id]));
+}
+
+/// Item 6: a mistyped flag is named, with the flag it resembles; a query beginning with `-`
+/// comes after `--`.
+#[test]
+fn a_mistyped_flag_is_named_not_searched_for() {
+    let work = tempfile::tempdir().unwrap();
+    let (_logs, db) = imported(work.path());
+    let out = sessiondb(&db).args(["search", "--lmit", "5", "capital"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("unexpected argument '--lmit'") && err.contains("'--limit'"), "{err}");
+    run_ok(sessiondb(&db).args(["search", "--", "-foo"]));
+}
+
+/// Item 9: a match's message number is where `read --start` finds it; a page that stops early
+/// says where the next begins, one past the end says how far the messages go.
+#[test]
+fn a_match_leads_read_straight_to_its_message() {
+    let work = tempfile::tempdir().unwrap();
+    let (_logs, db) = imported(work.path());
+    for (query, chat) in [("welcome", "2026-07-01-basic-chat"), ("Makefile", "2026-07-01-basic-chat"), ("Continuing", "2026-07-11-manual-compact")] {
+        let page: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["search", query, "--chat", chat, "--json"])).stdout).unwrap();
+        let hit = &page["results"][0]["snippets"][0];
+        let index = hit["index"].as_u64().unwrap().to_string();
+        let text = stdout(sessiondb(&db).args(["search", query, "--chat", chat]));
+        assert!(text.contains(&format!("message {index}, ")), "{text}");
+        let read = stdout(sessiondb(&db).args(["read", chat, "--system", "-n", "1", "--start", &index]));
+        let first = read.lines().nth(1).unwrap_or_else(|| panic!("{query}: read --start {index} shows nothing:\n{read}"));
+        let role = hit["role"].as_str().unwrap();
+        assert!(first.to_lowercase().starts_with(&format!("{index}. {role}: ")), "{query}: {read}");
+    }
+    let read = stdout(sessiondb(&db).args(["read", "2026-07-01-basic-chat", "-n", "2"]));
+    assert!(read.ends_with("More messages follow: `sessiondb read 2026-07-01-basic-chat --start 3` reads on (`-n 0` reads them all)\n"), "{read}");
+    let past = stdout(sessiondb(&db).args(["read", "2026-07-01-basic-chat", "--start", "40"]));
+    assert!(past.contains("No message 40: the branch's messages are numbered 0 to 8"), "{past}");
+}
