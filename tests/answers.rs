@@ -1,10 +1,11 @@
 //! Issue 32, "the first hour" again: what the commands answer, worded so that a person can act
 //! on it. Search counts say "20 of 2,000" and name each conversation by the id the other
 //! commands take; a match's message number leads `read --start` straight to it; a mistyped
-//! flag is named.
+//! flag is named; `stats` leaves a cost that is not a number out, saying so.
 
 use crate::common;
 
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -88,4 +89,38 @@ fn a_match_leads_read_straight_to_its_message() {
     assert!(read.ends_with("More messages follow: `sessiondb read 2026-07-01-basic-chat --start 3` reads on (`-n 0` reads them all)\n"), "{read}");
     let past = stdout(sessiondb(&db).args(["read", "2026-07-01-basic-chat", "--start", "40"]));
     assert!(past.contains("No message 40: the branch's messages are numbered 0 to 8"), "{past}");
+}
+
+/// Item 7: a cost that is not a number is left out of every total of `stats`, which says so.
+#[test]
+fn stats_leave_a_cost_that_is_not_a_number_out_and_say_so() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    for (id, cost) in [("priced", "0.5"), ("damaged", "NaN")] {
+        fs::create_dir_all(logs.join(id)).unwrap();
+        let lines = [
+            r#"{"role": "user", "content": "q", "timestamp": "2026-07-16T10:00:00"}"#.to_owned(),
+            format!(
+                r#"{{"role": "assistant", "content": "a", "timestamp": "2026-07-16T10:00:05", "metadata": {{"model": "m", "cost": {cost}, "usage": {{"input_tokens": 1}}}}}}"#
+            ),
+            r#"{"role": "assistant", "content": "b", "timestamp": "2026-07-16T10:00:06", "metadata": {"model": "m", "cost": 0.25}}"#.to_owned(),
+        ];
+        fs::write(logs.join(id).join("conversation.jsonl"), lines.join("\n") + "\n").unwrap();
+    }
+    let db = work.path().join("sessions.db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let overview: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["stats", "--json", "--by", "model"])).stdout).unwrap();
+    assert_eq!(overview["total_cost"], 1.0, "{overview}");
+    assert_eq!(overview["by_model"]["m"]["cost"], 1.0, "{overview}");
+    assert_eq!(overview["breakdown"]["m"]["cost"], 1.0, "{overview}");
+    assert_eq!(overview["costs_left_out"], serde_json::json!({"messages": 1, "conversations": ["damaged"]}));
+    let one: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["stats", "damaged", "--json"])).stdout).unwrap();
+    assert_eq!(one["usage"]["cost"], 0.25, "{one}");
+    for args in [&["stats"][..], &["stats", "damaged"]] {
+        let text = stdout(sessiondb(&db).args(args));
+        assert!(!text.contains("$nan"), "{args:?}:\n{text}");
+        assert!(text.contains("(left out: 1 cost that is not a number, in damaged)"), "{args:?}:\n{text}");
+    }
+    // `list` keeps gptme's figure for the conversation itself.
+    assert!(stdout(sessiondb(&db).args(["list"])).contains("$nan"));
 }
