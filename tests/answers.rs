@@ -1,7 +1,8 @@
 //! Issue 32, "the first hour" again: what the commands answer, worded so that a person can act
 //! on it. Search counts say "20 of 2,000" and name each conversation by the id the other
 //! commands take; a match's message number leads `read --start` straight to it; a mistyped
-//! flag is named; `stats` leaves a cost that is not a number out, saying so.
+//! flag is named; `stats` leaves a cost that is not a number out, saying so; `recover` tells a
+//! healthy conversation from a damaged one.
 
 use crate::common;
 
@@ -123,4 +124,27 @@ fn stats_leave_a_cost_that_is_not_a_number_out_and_say_so() {
     }
     // `list` keeps gptme's figure for the conversation itself.
     assert!(stdout(sessiondb(&db).args(["list"])).contains("$nan"));
+}
+
+/// Item 10: a healthy conversation (its event log never holds the system prompt) is said to be
+/// sound, with no `--apply` suggested; a transcript cut short is, and `--apply` keeps the prompt.
+#[test]
+fn recover_tells_a_healthy_conversation_from_a_damaged_one() {
+    let work = tempfile::tempdir().unwrap();
+    let (logs, db) = imported(work.path());
+    let healthy = stdout(sessiondb(&db).args(["recover", "2026-07-01-basic-chat"]));
+    assert!(healthy.contains("it is sound, nothing to recover") && !healthy.contains("--apply"), "{healthy}");
+    let json: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["recover", "2026-07-01-basic-chat", "--json"])).stdout).unwrap();
+    assert_eq!((json["equal"].clone(), json["prompt"].clone(), json["standing"].clone()), (Value::Bool(true), 1.into(), "same".into()), "{json}");
+    // Cut short, as by a crash: the last two lines lost.
+    let transcript = logs.join("2026-07-01-basic-chat/conversation.jsonl");
+    let text = fs::read_to_string(&transcript).unwrap();
+    let kept: Vec<&str> = text.lines().collect();
+    fs::write(&transcript, kept[..kept.len() - 2].join("\n") + "\n").unwrap();
+    let short = stdout(sessiondb(&db).args(["recover", "2026-07-01-basic-chat"]));
+    assert!(short.contains("the branch stops short") && short.contains("`--apply` restores them"), "{short}");
+    run_ok(sessiondb(&db).args(["recover", "2026-07-01-basic-chat", "--apply"]));
+    let restored = fs::read_to_string(&transcript).unwrap();
+    assert_eq!(restored.lines().count(), kept.len(), "{restored}");
+    assert!(restored.starts_with(kept[0]), "the system prompt is kept:\n{restored}");
 }
