@@ -2,7 +2,8 @@
 //! on it. Search counts say "20 of 2,000" and name each conversation by the id the other
 //! commands take; a match's message number leads `read --start` straight to it; a mistyped
 //! flag is named; `stats` leaves a cost that is not a number out, saying so; `recover` tells a
-//! healthy conversation from a damaged one.
+//! healthy conversation from a damaged one; the note about new conversations speaks of the
+//! roots the store reads.
 
 use crate::common;
 
@@ -147,4 +148,41 @@ fn recover_tells_a_healthy_conversation_from_a_damaged_one() {
     let restored = fs::read_to_string(&transcript).unwrap();
     assert_eq!(restored.lines().count(), kept.len(), "{restored}");
     assert!(restored.starts_with(kept[0]), "the system prompt is kept:\n{restored}");
+}
+
+/// Item 5: the note about conversations not yet synced speaks of the roots the store reads,
+/// never of gptme's default root when the store was built from another.
+#[test]
+fn the_sync_note_speaks_of_the_roots_the_store_reads() {
+    let work = tempfile::tempdir().unwrap();
+    let (logs, db) = imported(work.path());
+    // gptme's default root, never read, holds other conversations.
+    let home = work.path().join("home");
+    let default_root = home.join(".local/share/gptme/logs");
+    fs::create_dir_all(default_root.parent().unwrap()).unwrap();
+    run_ok(Command::new("cp").arg("-r").arg(fixtures()).arg(&default_root));
+    let run = |args: &[&str]| -> String {
+        let out = sessiondb(&db)
+            .args(args)
+            .env("HOME", &home)
+            .env_remove("GPTME_LOGS_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .env("XDG_CONFIG_HOME", work.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stderr).unwrap()
+    };
+    for args in [&["list"][..], &["search", "capital"], &["stats"]] {
+        let err = run(args);
+        assert!(!err.contains("gptme/logs") && !err.contains("not included"), "{args:?}: {err}");
+    }
+    // A conversation new in the root the store reads is noted, with the sync that brings it in.
+    fs::create_dir_all(logs.join("brand-new")).unwrap();
+    fs::write(logs.join("brand-new/conversation.jsonl"), "{\"role\": \"user\", \"content\": \"hi\"}\n").unwrap();
+    let err = run(&["list"]);
+    assert!(
+        err.contains(&format!("1 new conversation in {} since the last sync is not included; `sessiondb sync {}` brings them in", logs.display(), logs.display())),
+        "{err}"
+    );
 }

@@ -338,17 +338,31 @@ fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
 /// How long a command over every conversation waits, once done, for the count of what gptme
 /// changed since the last sync ([`behind`]).
 const BEHIND_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
-/// The note [`dispatch`] prints when the store is behind gptme's logs root.
+/// The note [`dispatch`] prints when the store is behind the logs roots it reads: the roots
+/// its conversations come from (its sources), never a root it has not read (gptme's default
+/// one, say, beside a store built from another), a line for each root that changed.
 fn behind(store: &Store) -> Option<String> {
-    let root = config::default_logs_root().ok().flatten().filter(|r| r.is_dir())?;
-    let behind = sessiondb::sync::status::behind(&store.connection().ok()?, &root).ok()?;
-    let count = |n: u64, what: &str| (n > 0).then(|| format!("{n} {what}"));
-    let parts: Vec<String> = [count(behind.new, "new"), count(behind.changed, "changed")].into_iter().flatten().collect();
-    (!parts.is_empty()).then(|| {
-        let total = behind.new + behind.changed;
-        let (noun, verb) = if total == 1 { ("conversation", "is") } else { ("conversations", "are") };
-        format!("sessiondb: {} {noun} in {} since the last sync {verb} not included; `sessiondb sync` brings them in", parts.join(" and "), root.display())
-    })
+    let conn = store.connection().ok()?;
+    let default_root = config::default_logs_root().ok().flatten().and_then(|r| std::fs::canonicalize(r).ok());
+    let roots = sessiondb::store::queries::logs_roots(&conn).ok()?;
+    let notes: Vec<String> = roots
+        .iter()
+        .filter(|root| root.is_dir())
+        .filter_map(|root| {
+            let behind = sessiondb::sync::status::behind(&conn, root).ok()?;
+            let count = |n: u64, what: &str| (n > 0).then(|| format!("{} {what}", grouped(n)));
+            let parts: Vec<String> = [count(behind.new, "new"), count(behind.changed, "changed")].into_iter().flatten().collect();
+            (!parts.is_empty()).then(|| {
+                let total = behind.new + behind.changed;
+                let (noun, verb) = if total == 1 { ("conversation", "is") } else { ("conversations", "are") };
+                // Plain `sync` reads gptme's default root; another root is named.
+                let sync =
+                    if std::fs::canonicalize(root).ok() == default_root { "sessiondb sync".to_owned() } else { format!("sessiondb sync {}", root.display()) };
+                format!("sessiondb: {} {noun} in {} since the last sync {verb} not included; `{sync}` brings them in", parts.join(" and "), root.display())
+            })
+        })
+        .collect();
+    (!notes.is_empty()).then(|| notes.join("\n"))
 }
 
 fn run_command(store: &Store, command: Command) -> Result<i32, Failure> {
