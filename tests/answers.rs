@@ -3,7 +3,9 @@
 //! commands take; a match's message number leads `read --start` straight to it; a mistyped
 //! flag is named; `stats` leaves a cost that is not a number out, saying so; `recover` tells a
 //! healthy conversation from a damaged one; the note about new conversations speaks of the
-//! roots the store reads.
+//! roots the store reads; and refusals follow one rule (exit 2 for a filter naming nothing;
+//! "did you mean" for an unknown chat id, the branches there are for an unknown branch, where a
+//! path came from).
 
 use crate::common;
 
@@ -185,4 +187,50 @@ fn the_sync_note_speaks_of_the_roots_the_store_reads() {
         err.contains(&format!("1 new conversation in {} since the last sync is not included; `sessiondb sync {}` brings them in", logs.display(), logs.display())),
         "{err}"
     );
+}
+
+/// Item 14: one rule for a filter naming nothing (exit 2, `list` as `search`); JSON snippets
+/// are plain text; an unknown chat id gets "did you mean", an unknown branch the branches
+/// there are; an error about a path says where the path came from.
+#[test]
+fn refusals_follow_one_rule_and_say_what_there_is() {
+    let work = tempfile::tempdir().unwrap();
+    let (_logs, db) = imported(work.path());
+    for args in [&["list", "--model", "no-such-model"][..], &["search", "capital", "--model", "no-such-model"]] {
+        let out = sessiondb(&db).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--model \"no-such-model\" names nothing in the store"), "{err}");
+    }
+    let page: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["search", "welcome", "--json"])).stdout).unwrap();
+    assert_eq!(page["results"][0]["snippets"][0]["snippet"], "You're welcome!", "{page}");
+    assert_eq!(page["results"][0]["snippets"][0]["highlighted"], "You're **welcome**!", "{page}");
+
+    let out = sessiondb(&db).args(["read", "2026-07-01-basic-caht"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("did you mean") && err.contains("2026-07-01-basic-chat"), "{err}");
+    let out = sessiondb(&db).args(["show", "2026-07-05-branches", "--branch", "nope"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("has no branch \"nope\"; its branches are main, "), "{err}");
+
+    // A logs root and a database named by the configuration file.
+    let config = work.path().join("config/sessiondb/config.toml");
+    fs::create_dir_all(config.parent().unwrap()).unwrap();
+    fs::write(&config, "logs = \"/nonexistent/logs\"\ndb = \"/nonexistent/sessions.db\"\n").unwrap();
+    let bare = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_sessiondb"))
+            .args(args)
+            .env("XDG_CONFIG_HOME", work.path().join("config"))
+            .env("HOME", work.path())
+            .env_remove("SESSIONDB_DB")
+            .env_remove("GPTME_LOGS_HOME")
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let err = bare(&["sync"]);
+    assert!(err.contains("/nonexistent/logs: not found") && err.contains(&format!("the `logs` of {}", config.display())), "{err}");
+    let err = bare(&["list"]);
+    assert!(err.contains("/nonexistent/sessions.db") && err.contains(&format!("the `db` of {}", config.display())), "{err}");
 }

@@ -72,6 +72,26 @@ pub fn default_db_path() -> Result<Option<PathBuf>, Failure> {
     Ok(config()?.db.clone().or_else(sessiondb::store::default_db_path))
 }
 
+/// Where the database path comes from when no flag or variable gives it, for errors about it.
+pub fn db_origin() -> String {
+    match (config(), path()) {
+        (Ok(Config { db: Some(_), .. }), Some(file)) => format!("the `db` of {}", file.display()),
+        _ => "the default database path".into(),
+    }
+}
+
+/// Where gptme's logs root comes from when none is given ([`default_logs_root`]), for errors
+/// about it: `GPTME_LOGS_HOME`, the file's `logs`, or gptme's default.
+pub fn logs_root_origin() -> String {
+    if std::env::var_os("GPTME_LOGS_HOME").is_some_and(|v| !v.is_empty()) {
+        return "from GPTME_LOGS_HOME".into();
+    }
+    match (config(), path()) {
+        (Ok(Config { logs: Some(_), .. }), Some(file)) => format!("the `logs` of {}", file.display()),
+        _ => "gptme's default logs root".into(),
+    }
+}
+
 /// gptme's logs root when none is given: `$GPTME_LOGS_HOME`, else the file's `logs`, else
 /// gptme's own default ([`sessiondb::layout::default_logs_root`]).
 pub fn default_logs_root() -> Result<Option<PathBuf>, Failure> {

@@ -148,7 +148,16 @@ const SCREENFUL: usize = 20;
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let conn = store.connection()?;
-    let source = args.source.as_deref().map(|name| sessiondb::store::sources::named(&conn, name)).transpose()?;
+    // A filter naming nothing there is exits 2, as `search`'s do.
+    let source = match args.source.as_deref().map(|name| sessiondb::store::sources::named(&conn, name)).transpose() {
+        Ok(source) => source,
+        Err(e) => return super::refused_filter(e),
+    };
+    if let Some(model) = &args.model {
+        if let Err(e) = queries::check_model_filter(&conn, model) {
+            return super::refused_filter(e);
+        }
+    }
     let filter = ListFilter {
         source: source.map(|s| s.id),
         include_test: args.all,

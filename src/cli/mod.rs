@@ -11,6 +11,7 @@ mod import;
 mod lifecycle;
 mod list;
 mod mcp;
+mod named;
 mod ops;
 mod read;
 mod recover;
@@ -162,6 +163,19 @@ pub(crate) struct SourceArg {
     pub(crate) source: Option<String>,
 }
 
+/// A filter that names nothing in the store ([`StoreError::NoSuchFilter`]: `--model`,
+/// `--source`, `--chat`, …) is a usage error, as a bad argument is: said, and exit 2, for every
+/// command that filters. Any other error is a failure.
+pub(crate) fn refused_filter(e: sessiondb::store::StoreError) -> Result<i32, Failure> {
+    match e {
+        e @ sessiondb::store::StoreError::NoSuchFilter { .. } => {
+            term::tell!("sessiondb: {e}");
+            Ok(2)
+        }
+        other => Err(other.into()),
+    }
+}
+
 /// Runs an operation (queued or not), adding the way out to a refusal because gptme holds the
 /// conversation.
 pub(crate) fn run_op<T>(
@@ -195,9 +209,10 @@ pub fn run() -> i32 {
     unset_empty_variables(&<Cli as clap::CommandFactory>::command());
     complete::answer_the_shell();
     let matches = <Cli as clap::CommandFactory>::command().get_matches();
-    let named = named_conversations(&matches);
+    let named = Named { conversations: named_values(&matches, &["chat_id", "chat_ids"]), branches: named_values(&matches, &["branch", "from", "a", "b"]) };
+    let db_from_env = matches.value_source("db") == Some(clap::parser::ValueSource::EnvVariable);
     let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    match dispatch(cli, &named) {
+    match dispatch(cli, &named, db_from_env) {
         Ok(code) => code,
         Err(Failure(message)) => {
             term::tell!("sessiondb: {message}");
@@ -222,23 +237,47 @@ fn unset_empty_variables(command: &clap::Command) {
     command.get_subcommands().for_each(unset_empty_variables);
 }
 
-/// Opens the database; only a command that writes (`create`) makes one where there is none.
-fn open_store(db: Option<PathBuf>, create: bool) -> Result<Store, Failure> {
-    let path = match db {
-        Some(db) => db,
-        None => config::default_db_path()?.ok_or_else(|| Failure("cannot find a place for the database: set --db, SESSIONDB_DB or HOME".into()))?,
-    };
-    Ok(if create { Store::open(&path)? } else { Store::open_existing(&path)? })
+/// The database's path and, unless `--db` gave it, where it came from (said with any error
+/// about it: `from SESSIONDB_DB`, the config file's `db`, the default).
+fn database(db: Option<PathBuf>, from_env: bool) -> Result<(PathBuf, Option<String>), Failure> {
+    Ok(match db {
+        Some(db) => (db, from_env.then(|| "from SESSIONDB_DB".to_owned())),
+        None => (
+            config::default_db_path()?.ok_or_else(|| Failure("cannot find a place for the database: set --db, SESSIONDB_DB or HOME".into()))?,
+            Some(config::db_origin()),
+        ),
+    })
 }
 
-/// The conversations the command line names (a `CHAT_ID` argument, or `--chat`), whichever
-/// subcommand names them.
-fn named_conversations(matches: &clap::ArgMatches) -> Vec<String> {
+/// A failure about a path, with where the path came from when that was not the command line.
+fn from_origin(failure: Failure, origin: Option<&str>) -> Failure {
+    match origin {
+        Some(origin) => Failure(format!("{} (the path is {origin})", failure.0)),
+        None => failure,
+    }
+}
+
+/// Opens the database; only a command that writes (`create`) makes one where there is none.
+fn open_store(db: Option<PathBuf>, from_env: bool, create: bool) -> Result<Store, Failure> {
+    let (path, origin) = database(db, from_env)?;
+    let opened = if create { Store::open(&path) } else { Store::open_existing(&path) };
+    opened.map_err(|e| from_origin(e.into(), origin.as_deref()))
+}
+
+/// What the command line names: conversations (a `CHAT_ID` argument, or `--chat`) and branches
+/// (`--branch`, `--from`, `diff A B`), whichever subcommand names them.
+struct Named {
+    conversations: Vec<String>,
+    branches: Vec<String>,
+}
+
+/// The values of the arguments `ids` of the innermost subcommand.
+fn named_values(matches: &clap::ArgMatches, ids: &[&str]) -> Vec<String> {
     let mut m = matches;
     while let Some((_, sub)) = m.subcommand() {
         m = sub;
     }
-    ["chat_id", "chat_ids"].iter().filter_map(|id| m.try_get_many::<String>(id).ok().flatten()).flatten().cloned().collect()
+    ids.iter().filter_map(|id| m.try_get_many::<String>(id).ok().flatten()).flatten().cloned().collect()
 }
 
 /// Reads into the store what gptme wrote to a conversation the command names since the last
@@ -260,7 +299,7 @@ fn catch_up(store: &Store, chat_id: &str) {
     }
 }
 
-fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
+fn dispatch(cli: Cli, named: &Named, db_from_env: bool) -> Result<i32, Failure> {
     // These describe the program and need no database.
     match &cli.command {
         Command::Completions { shell } => {
@@ -274,15 +313,12 @@ fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
         _ => {}
     }
     if let Command::Doctor(args) = cli.command {
-        let path = match cli.db {
-            Some(db) => db,
-            None => config::default_db_path()?.ok_or_else(|| Failure("cannot find the database: set --db or SESSIONDB_DB".into()))?,
-        };
-        return doctor::run(&path, args);
+        let (path, origin) = database(cli.db, db_from_env)?;
+        return doctor::run(&path, args).map_err(|f| from_origin(f, origin.as_deref()));
     }
     // `recover --dir` reads a directory, never the database.
     if let Command::Recover(args) = cli.command {
-        let store = if args.reads_a_directory() { None } else { Some(open_store(cli.db, false)?) };
+        let store = if args.reads_a_directory() { None } else { Some(open_store(cli.db, db_from_env, false)?) };
         return recover::recover(store.as_ref(), args);
     }
     // Taking in gptme's logs, or starting a conversation, is how a history begins; every other
@@ -303,7 +339,7 @@ fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
             logs_root(root)?;
         }
     }
-    let store = open_store(cli.db, creates)?;
+    let store = open_store(cli.db, db_from_env, creates)?;
     #[cfg(feature = "serve")]
     if let Command::Serve(args) = cli.command {
         return serve::run(store, args);
@@ -316,13 +352,26 @@ fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
     if !matches!(cli.command, Command::New(_) | Command::Import(_) | Command::Sync(_)) {
         let stored_only = matches!(cli.command, Command::Rm(_));
         let stored = |chat_id: &str| store.connection().is_ok_and(|conn| sessiondb::store::sources::resolve(&conn, chat_id).is_ok());
-        named.iter().filter(|chat_id| !stored_only || stored(chat_id)).for_each(|chat_id| catch_up(&store, chat_id));
+        named.conversations.iter().filter(|chat_id| !stored_only || stored(chat_id)).for_each(|chat_id| catch_up(&store, chat_id));
+    }
+    // A conversation or branch named that the store does not have is refused here, with the
+    // closest ids or the branches there are; `new` makes one, `rm` and `clean` take what a
+    // directory holds, and `search` answers a filter naming nothing itself (exit 2).
+    if !matches!(cli.command, Command::New(_) | Command::Import(_) | Command::Sync(_) | Command::Rm(_) | Command::Clean(_) | Command::Search(_) | Command::Mcp(_)) {
+        for chat_id in &named.conversations {
+            named::check_conversation(&store, chat_id)?;
+        }
+        if let [chat_id] = named.conversations.as_slice() {
+            for branch in &named.branches {
+                named::check_branch(&store, chat_id, branch)?;
+            }
+        }
     }
     // Commands over every conversation say how many gptme changed since the last sync (they
     // cannot show those yet), counted beside the command, on another thread. The count looks
     // at every conversation of the logs root: the command never waits more than
     // [`BEHIND_GRACE`] for it after it is done (a note not ready by then is left out).
-    let across_all = matches!(cli.command, Command::List(_) | Command::Search(_) | Command::Stats(_)) && named.is_empty();
+    let across_all = matches!(cli.command, Command::List(_) | Command::Search(_) | Command::Stats(_)) && named.conversations.is_empty();
     let behind = across_all.then(|| {
         let (store, (sender, receiver)) = (store.clone(), std::sync::mpsc::channel());
         std::thread::spawn(move || sender.send(behind(&store)));
@@ -414,17 +463,20 @@ fn logs_root_read(command: &Command) -> Option<Option<PathBuf>> {
 
 /// The logs root a command works on: the one given, else gptme's default; it must exist.
 pub(crate) fn logs_root(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
-    let root = match given {
-        Some(given) => given,
-        None => config::default_logs_root()?.ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?,
+    let (root, origin) = match given {
+        Some(given) => (given, None),
+        None => (
+            config::default_logs_root()?.ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?,
+            Some(config::logs_root_origin()),
+        ),
     };
-    match std::fs::metadata(&root) {
-        Ok(meta) if meta.is_dir() => {}
-        Ok(_) => return Err(Failure(format!("{}: not a directory; give gptme's logs root", root.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Failure(format!("{}: not found", root.display()))),
-        Err(e) => return Err(Failure(format!("{}: {e}", root.display()))),
-    }
-    Ok(root)
+    let problem = match std::fs::metadata(&root) {
+        Ok(meta) if meta.is_dir() => return Ok(root),
+        Ok(_) => "not a directory; give gptme's logs root".to_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "not found".to_owned(),
+        Err(e) => e.to_string(),
+    };
+    Err(from_origin(Failure(format!("{}: {problem}", root.display())), origin.as_deref()))
 }
 
 /// Asks the person at the terminal `question` (a `[y/N]` question on standard error) before

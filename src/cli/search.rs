@@ -7,7 +7,6 @@ use super::Failure;
 use sessiondb::codec::timestamp::format_utc;
 use sessiondb::store::search::{search, snippet, ConversationHits, Highlight, Marks, SearchQuery, SearchResult, Sort};
 use sessiondb::store::Store;
-use sessiondb::store::StoreError;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -108,12 +107,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     }
     let result = match searched {
         Ok(r) => r,
-        // A usage error: the filter names nothing there is (exit 2, as for a bad argument).
-        Err(e @ StoreError::NoSuchFilter { .. }) => {
-            super::term::tell!("sessiondb: {e}");
-            return Ok(2);
-        }
-        Err(e) => return Err(e.into()),
+        Err(e) => return super::refused_filter(e),
     };
     if result.unindexed > 0 {
         super::term::tell!(

@@ -109,6 +109,23 @@ pub struct ListFilter {
     pub reverse: bool,
 }
 
+/// Refuses a model filter ([`ListFilter::model`]) that no conversation's last model matches,
+/// naming some of the models there are: an empty listing would hide a typo (search refuses
+/// its filters the same way, [`StoreError::NoSuchFilter`]).
+pub fn check_model_filter(conn: &Connection, model: &str) -> Result<(), StoreError> {
+    if count_filtered(conn, &ListFilter { model: Some(model.to_owned()), include_test: true, ..ListFilter::default() })? > 0 {
+        return Ok(());
+    }
+    let mut stmt = conn.prepare_cached("SELECT DISTINCT model FROM conversations WHERE model IS NOT NULL ORDER BY model LIMIT 10")?;
+    let models = stmt.query_map((), |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
+    let known = if models.is_empty() {
+        "no conversation names a model".to_owned()
+    } else {
+        format!("no conversation's model matches it; models include {}", models.join(", "))
+    };
+    Err(StoreError::NoSuchFilter { flag: "--model", value: model.to_owned(), known })
+}
+
 /// Every conversation, most recently modified first (gptme's order). Test conversations
 /// (`tmp*`, `test-*`, `*gptme-evals-*`) only when `include_test`. Served by the
 /// `conversations_by_modified` index; no message is read.
