@@ -80,8 +80,8 @@ fn search_with_snippets(store: &Store, word: &str, limit: usize) -> Result<usize
     let q = SearchQuery { text: word.to_owned(), limit, matches: 1, ..SearchQuery::default() };
     let result = search(&conn, &q).map_err(|e| e.to_string())?;
     let terms = &result.highlight;
-    let exact = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| s.to_owned() };
-    let starred = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**") };
+    let exact = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| s.to_owned(), numbered: false };
+    let starred = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**"), numbered: false };
     let mut bytes = 0;
     for c in &result.conversations {
         for h in &c.hits {

@@ -41,7 +41,7 @@ fn main() {
             let conn = store.connection().unwrap_or_else(|e| fail(&e.to_string()));
             let query = SearchQuery { text: q.clone(), limit, matches: 1, ..SearchQuery::default() };
             let result = search(&conn, &query).unwrap_or_else(|e| fail(&format!("{q}: {e}")));
-            let marks = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**") };
+            let marks = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**"), numbered: false };
             let bytes: usize = result.conversations.iter().flat_map(|c| &c.hits).map(|h| snippet(&h.content, &result.highlight, 1, 1, &marks).len()).sum();
             std::hint::black_box(bytes);
             times.push(start.elapsed().as_secs_f64());

@@ -116,7 +116,7 @@ fn show_prints_branches_as_gptme_lines() {
         assert!(String::from_utf8_lossy(&text.stdout).contains("user [2026-01-01T00:00:00]:\ncafé"));
         let missing = sessiondb(db).args(["show", "c", "--branch", "nope"]).output().unwrap();
         assert_eq!(missing.status.code(), Some(1));
-        assert_eq!(String::from_utf8_lossy(&missing.stderr).trim(), "sessiondb: conversation \"c\" has no branch \"nope\"");
+        assert_eq!(String::from_utf8_lossy(&missing.stderr).trim(), "sessiondb: conversation \"c\" has no branch \"nope\"; its branches are main, alt");
     })
 }
 

@@ -288,14 +288,28 @@ fn on_imported_fixtures(test: impl Fn(&Path, &Path, &Path)) {
     });
 }
 
+/// Whether sessiondb's `ours` (under `key`) is gptme's `theirs` but for the costs gptme makes
+/// NaN (null here) by adding in one that is not a number: sessiondb leaves that one out (issue
+/// 32, item 7), so its cost is a number there.
+fn same_but_nan_costs(key: &str, ours: &serde_json::Value, theirs: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (ours, theirs) {
+        (Value::Number(_), Value::Null) => key == "cost" || key == "total_cost",
+        (Value::Object(o), Value::Object(t)) => t.len() == o.len() && t.iter().all(|(k, tv)| o.get(k).is_some_and(|ov| same_but_nan_costs(k, ov, tv))),
+        _ => ours == theirs,
+    }
+}
+
 #[test]
 fn stats_match_gptme() {
     on_imported_fixtures(|_work, logs, db| {
         let theirs = gptme_stats(logs, None);
         let ours: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(db).args(["stats", "--json"])).stdout).unwrap();
         for (key, value) in theirs.as_object().unwrap() {
-            assert_eq!(&ours[key], value, "overview {key}");
+            assert!(same_but_nan_costs(key, &ours[key], value), "overview {key}: ours {} gptme's {value}", ours[key]);
         }
+        // The fixtures' one NaN cost is left out, and said to be.
+        assert_eq!(ours["costs_left_out"]["conversations"], serde_json::json!(["2025-11-20-malformed-lines"]), "{ours}");
         let ids: Vec<String> = serde_json::from_slice::<Vec<serde_json::Value>>(&run_ok(sessiondb(db).args(["list", "--json", "--all"])).stdout)
             .unwrap()
             .iter()
@@ -313,12 +327,15 @@ fn stats_match_gptme() {
                 } else {
                     ours[key].clone()
                 };
-                assert_eq!(&ours, value, "{id}: {key}");
+                assert!(same_but_nan_costs(key, &ours, value), "{id}: {key}: ours {ours} gptme's {value}");
             }
         }
     })
 }
 
+/// `read` shows what gptme's `chats read` shows, message for message; `--start K -c C` starts
+/// where gptme's does (a conversation beginning with gptme's system prompt has message K of
+/// gptme's count at line K).
 #[test]
 fn read_matches_gptme_chats_read() {
     on_imported_fixtures(|_work, logs, db| {
@@ -347,7 +364,17 @@ fn read_matches_gptme_chats_read() {
             // gptme prints control characters raw; sessiondb shows them escaped (src/cli/term.rs).
             let theirs = sessiondb::render::terminal::visible(&String::from_utf8_lossy(&out.stdout)).into_owned();
             let ours = run_ok(sessiondb(db).args(["read", id]).args(*ours_args).env_remove("COLUMNS"));
-            assert_eq!(String::from_utf8_lossy(&ours.stdout), theirs, "{id} {ours_args:?}");
+            // The same messages, each as gptme shows it; numbered as `search` numbers them (the
+            // message's place in the file, from 0: issue 32, item 9) where gptme counts from 1
+            // without system messages, and followed by where to read on when more follow.
+            let unnumbered = |text: &str| -> String {
+                text.lines()
+                    .filter(|l| !l.starts_with("More messages follow: "))
+                    .map(|l| l.split_once(". ").filter(|(n, _)| n.parse::<u32>().is_ok()).map_or(l, |(_, rest)| rest))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            assert_eq!(unnumbered(&String::from_utf8_lossy(&ours.stdout)), unnumbered(&theirs), "{id} {ours_args:?}");
         }
     })
 }
@@ -418,7 +445,13 @@ fn stats_text_shows_what_gptme_shows() {
         let first_words = |l: Option<&str>| l.map(|l| l.split_whitespace().take(4).collect::<Vec<_>>().join(" "));
         assert_eq!(first_words(line_of(&ours, "Input tokens:")), first_words(line_of(&theirs, "Input tokens:")), "input tokens and % cached");
         let cost = |text: &str| line_of(text, "Total cost:").map(|l| l.split_whitespace().collect::<String>());
-        assert_eq!(cost(&ours), cost(&theirs));
+        // gptme adds in the fixtures' NaN cost and prints `$nan`; sessiondb leaves it out and
+        // says so (issue 32, item 7).
+        assert_eq!(cost(&theirs).as_deref(), Some("Totalcost:$nan"));
+        assert!(
+            cost(&ours).is_some_and(|c| c != "Totalcost:$nan") && ours.contains("(left out: 1 cost that is not a number, in 2025-11-20-malformed-lines)"),
+            "{ours}"
+        );
         // Every model row: conversations, tokens and cost as gptme counts them.
         let model_rows = |text: &str| -> Vec<(String, String, String, String)> {
             let section = text.split("By Model").nth(1).unwrap_or_else(|| panic!("{text}"));
@@ -436,6 +469,12 @@ fn stats_text_shows_what_gptme_shows() {
         let mut found: Vec<_> = model_rows(&ours).into_iter().filter(|r| r.0 != "unknown").collect();
         expected.sort();
         found.sort();
+        // Where gptme's cost is `$nan`, sessiondb's is the costs that are numbers.
+        for (ours, theirs) in found.iter_mut().zip(&expected) {
+            if theirs.3 == "$nan" && ours.3 != "$nan" {
+                ours.3 = theirs.3.clone();
+            }
+        }
         assert_eq!(found, expected);
         assert!(ours.lines().all(|l| l.chars().count() <= 80), "fits 80 columns:\n{ours}");
         let days = |text: &str| -> Vec<String> {

@@ -590,3 +590,30 @@ fn the_server_reads_its_root_into_the_source_it_is_given() {
     assert_eq!(refused["isError"], true, "{refused}");
     server.finish();
 }
+
+/// Issue 31, item 14: a tool's `limit: 0` means all, as `-n 0` does on the command line (it
+/// used to be raised to 1): every conversation a search finds, every conversation listed, every
+/// message read, within the answer's `max_chars`.
+#[test]
+fn limit_zero_means_all_in_every_tool() {
+    let setup = setup();
+    let mut server = Server::start(&setup.db, &setup.logs);
+    let text = |result: Value| -> Value { serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap() };
+    let budget = 1_000_000;
+    let found = text(server.call(1, "search_conversations", json!({ "query": "the", "limit": 0, "max_chars": budget })));
+    let total = found["total"]["conversations"].as_u64().unwrap();
+    assert!(total > 1 && found["results"].as_array().unwrap().len() as u64 == total && found["more"].is_null(), "{found}");
+    let listed = text(server.call(2, "list_conversations", json!({ "limit": 0, "max_chars": budget })));
+    assert_eq!(listed["conversations"].as_array().unwrap().len() as u64, listed["total"].as_u64().unwrap(), "{listed}");
+    assert!(listed["total"].as_u64().unwrap() > 1 && listed["more"].is_null(), "{listed}");
+    let read = text(server.call(3, "read_conversation", json!({ "chat_id": "2026-07-07-long-conversation", "limit": 0, "max_chars": budget })));
+    let shown = cli_json_lines(&setup.db, "2026-07-07-long-conversation");
+    assert_eq!(read["messages"].as_array().unwrap().len(), shown, "{read}");
+    assert!(shown > 20 && read["more"].is_null());
+    server.finish();
+}
+
+/// The messages of a conversation's main branch, as `show --json` prints them.
+fn cli_json_lines(db: &Path, chat_id: &str) -> usize {
+    String::from_utf8(run_ok(sessiondb(db).args(["show", chat_id, "--json"])).stdout).unwrap().lines().count()
+}

@@ -171,9 +171,9 @@ fn list_search_and_stats_filter_by_source_and_show_it_only_when_there_are_severa
         assert_eq!(hits.len(), 3, "both my-chats found, apart: {hits:?}");
         let filtered = json(&run_ok(sessiondb(&t.db).args(["search", "words", "--json", "--source", &default_name(&t.a)])));
         let ids: Vec<&str> = filtered["results"].as_array().unwrap().iter().map(|r| r["snippets"][0]["snippet"].as_str().unwrap()).collect();
-        assert_eq!(ids, ["   1| alpha words"]);
+        assert_eq!(ids, ["alpha words"]);
         let chat = json(&run_ok(sessiondb(&t.db).args(["search", "words", "--json", "--chat", "laptop:my-chat"])));
-        assert_eq!(chat["results"][0]["snippets"][0]["snippet"], "   1| beta words");
+        assert_eq!(chat["results"][0]["snippets"][0]["snippet"], "beta words");
 
         let stats = json(&run_ok(sessiondb(&t.db).args(["stats", "--json"])));
         assert_eq!(stats["total_conversations"], 3);

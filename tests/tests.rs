@@ -8,8 +8,11 @@
 
 mod common;
 
+mod answers;
 mod cli;
+mod cli_trust;
 mod codec_props;
+mod completion;
 mod concurrency;
 mod crash_ops;
 mod db_faults;

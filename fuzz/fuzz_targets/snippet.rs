@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(rest) else { return };
     let (query, content) = text.split_once('\0').unwrap_or((text, ""));
     let highlight = if context & 0x80 != 0 { Highlight::literal(query) } else { Highlight::words(query) };
-    let marks = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| s.to_owned() };
+    let marks = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| s.to_owned(), numbered: true };
     let out = snippet(content, &highlight, usize::from(*context % 8), usize::from(*matches % 8), &marks);
     let lines: Vec<&str> = content.split('\n').collect();
     let spans = match_spans(content, &highlight);

@@ -148,13 +148,21 @@ const SCREENFUL: usize = 20;
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let conn = store.connection()?;
-    let source = args.source.as_deref().map(|name| sessiondb::store::sources::named(&conn, name)).transpose()?;
+    // A filter naming nothing there is exits 2, as `search`'s do.
+    let source = match args.source.as_deref().map(|name| sessiondb::store::sources::named(&conn, name)).transpose() {
+        Ok(source) => source,
+        Err(e) => return super::refused_filter(e),
+    };
+    if let Some(model) = &args.model {
+        if let Err(e) = queries::check_model_filter(&conn, model) {
+            return super::refused_filter(e);
+        }
+    }
     let filter = ListFilter {
         source: source.map(|s| s.id),
         include_test: args.all,
         limit: match args.limit {
-            Some(0) => None,
-            Some(n) => Some(n),
+            Some(n) => queries::at_most(n),
             None if args.json => None,
             None => Some(SCREENFUL),
         },
@@ -341,9 +349,9 @@ fn write_table(out: &mut impl Write, conn: &sessiondb::store::Connection, filter
     }
     let total = if filter.limit == Some(rows.len()) { queries::count_filtered(conn, filter)? } else { rows.len() };
     if total > rows.len() {
-        writeln!(out, "{} of {total} conversations (`-n 0` lists them all)", rows.len())?;
+        writeln!(out, "{} of {} (`-n 0` lists them all)", super::grouped(rows.len() as u64), super::plural(total as u64, "conversation"))?;
     } else {
-        writeln!(out, "{total} conversations")?;
+        writeln!(out, "{}", super::plural(total as u64, "conversation"))?;
     }
     Ok(())
 }

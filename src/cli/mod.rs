@@ -11,6 +11,7 @@ mod import;
 mod lifecycle;
 mod list;
 mod mcp;
+mod named;
 mod ops;
 mod read;
 mod recover;
@@ -162,6 +163,19 @@ pub(crate) struct SourceArg {
     pub(crate) source: Option<String>,
 }
 
+/// A filter that names nothing in the store ([`StoreError::NoSuchFilter`]: `--model`,
+/// `--source`, `--chat`, …) is a usage error, as a bad argument is: said, and exit 2, for every
+/// command that filters. Any other error is a failure.
+pub(crate) fn refused_filter(e: sessiondb::store::StoreError) -> Result<i32, Failure> {
+    match e {
+        e @ sessiondb::store::StoreError::NoSuchFilter { .. } => {
+            term::tell!("sessiondb: {e}");
+            Ok(2)
+        }
+        other => Err(other.into()),
+    }
+}
+
 /// Runs an operation (queued or not), adding the way out to a refusal because gptme holds the
 /// conversation.
 pub(crate) fn run_op<T>(
@@ -191,11 +205,14 @@ impl<E: std::error::Error + 'static> From<E> for Failure {
 
 /// Runs the command line; returns the process exit code.
 pub fn run() -> i32 {
+    // Before any command line is built: an argument takes its variable's value when it is.
+    unset_empty_variables(&<Cli as clap::CommandFactory>::command());
     complete::answer_the_shell();
     let matches = <Cli as clap::CommandFactory>::command().get_matches();
-    let named = named_conversations(&matches);
+    let named = Named { conversations: named_values(&matches, &["chat_id", "chat_ids"]), branches: named_values(&matches, &["branch", "from", "a", "b"]) };
+    let db_from_env = matches.value_source("db") == Some(clap::parser::ValueSource::EnvVariable);
     let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    match dispatch(cli, &named) {
+    match dispatch(cli, &named, db_from_env) {
         Ok(code) => code,
         Err(Failure(message)) => {
             term::tell!("sessiondb: {message}");
@@ -204,23 +221,63 @@ pub fn run() -> i32 {
     }
 }
 
-/// Opens the database; only a command that writes (`create`) makes one where there is none.
-fn open_store(db: Option<PathBuf>, create: bool) -> Result<Store, Failure> {
-    let path = match db {
-        Some(db) => db,
-        None => config::default_db_path()?.ok_or_else(|| Failure("cannot find a place for the database: set --db, SESSIONDB_DB or HOME".into()))?,
-    };
-    Ok(if create { Store::open(&path)? } else { Store::open_existing(&path)? })
+/// Takes an environment variable that a flag of `command` (or of its subcommands) is read
+/// from, set but empty (`SESSIONDB_DB=`), for unset, as every other variable sessiondb reads
+/// is taken: clap would take it for the flag given without its value. Call before the command
+/// line that parses the arguments is built (an argument reads its variable when it is built);
+/// the environment is changed for this process.
+fn unset_empty_variables(command: &clap::Command) {
+    for arg in command.get_arguments() {
+        if let Some(name) = arg.get_env() {
+            if std::env::var_os(name).is_some_and(|v| v.is_empty()) {
+                std::env::remove_var(name);
+            }
+        }
+    }
+    command.get_subcommands().for_each(unset_empty_variables);
 }
 
-/// The conversations the command line names (a `CHAT_ID` argument, or `--chat`), whichever
-/// subcommand names them.
-fn named_conversations(matches: &clap::ArgMatches) -> Vec<String> {
+/// The database's path and, unless `--db` gave it, where it came from (said with any error
+/// about it: `from SESSIONDB_DB`, the config file's `db`, the default).
+fn database(db: Option<PathBuf>, from_env: bool) -> Result<(PathBuf, Option<String>), Failure> {
+    Ok(match db {
+        Some(db) => (db, from_env.then(|| "from SESSIONDB_DB".to_owned())),
+        None => (
+            config::default_db_path()?.ok_or_else(|| Failure("cannot find a place for the database: set --db, SESSIONDB_DB or HOME".into()))?,
+            Some(config::db_origin()),
+        ),
+    })
+}
+
+/// A failure about a path, with where the path came from when that was not the command line.
+fn from_origin(failure: Failure, origin: Option<&str>) -> Failure {
+    match origin {
+        Some(origin) => Failure(format!("{} (the path is {origin})", failure.0)),
+        None => failure,
+    }
+}
+
+/// Opens the database; only a command that writes (`create`) makes one where there is none.
+fn open_store(db: Option<PathBuf>, from_env: bool, create: bool) -> Result<Store, Failure> {
+    let (path, origin) = database(db, from_env)?;
+    let opened = if create { Store::open(&path) } else { Store::open_existing(&path) };
+    opened.map_err(|e| from_origin(e.into(), origin.as_deref()))
+}
+
+/// What the command line names: conversations (a `CHAT_ID` argument, or `--chat`) and branches
+/// (`--branch`, `--from`, `diff A B`), whichever subcommand names them.
+struct Named {
+    conversations: Vec<String>,
+    branches: Vec<String>,
+}
+
+/// The values of the arguments `ids` of the innermost subcommand.
+fn named_values(matches: &clap::ArgMatches, ids: &[&str]) -> Vec<String> {
     let mut m = matches;
     while let Some((_, sub)) = m.subcommand() {
         m = sub;
     }
-    ["chat_id", "chat_ids"].iter().filter_map(|id| m.try_get_many::<String>(id).ok().flatten()).flatten().cloned().collect()
+    ids.iter().filter_map(|id| m.try_get_many::<String>(id).ok().flatten()).flatten().cloned().collect()
 }
 
 /// Reads into the store what gptme wrote to a conversation the command names since the last
@@ -242,7 +299,7 @@ fn catch_up(store: &Store, chat_id: &str) {
     }
 }
 
-fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
+fn dispatch(cli: Cli, named: &Named, db_from_env: bool) -> Result<i32, Failure> {
     // These describe the program and need no database.
     match &cli.command {
         Command::Completions { shell } => {
@@ -256,15 +313,12 @@ fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
         _ => {}
     }
     if let Command::Doctor(args) = cli.command {
-        let path = match cli.db {
-            Some(db) => db,
-            None => config::default_db_path()?.ok_or_else(|| Failure("cannot find the database: set --db or SESSIONDB_DB".into()))?,
-        };
-        return doctor::run(&path, args);
+        let (path, origin) = database(cli.db, db_from_env)?;
+        return doctor::run(&path, args).map_err(|f| from_origin(f, origin.as_deref()));
     }
     // `recover --dir` reads a directory, never the database.
     if let Command::Recover(args) = cli.command {
-        let store = if args.reads_a_directory() { None } else { Some(open_store(cli.db, false)?) };
+        let store = if args.reads_a_directory() { None } else { Some(open_store(cli.db, db_from_env, false)?) };
         return recover::recover(store.as_ref(), args);
     }
     // Taking in gptme's logs, or starting a conversation, is how a history begins; every other
@@ -285,7 +339,7 @@ fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
             logs_root(root)?;
         }
     }
-    let store = open_store(cli.db, creates)?;
+    let store = open_store(cli.db, db_from_env, creates)?;
     #[cfg(feature = "serve")]
     if let Command::Serve(args) = cli.command {
         return serve::run(store, args);
@@ -298,13 +352,26 @@ fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
     if !matches!(cli.command, Command::New(_) | Command::Import(_) | Command::Sync(_)) {
         let stored_only = matches!(cli.command, Command::Rm(_));
         let stored = |chat_id: &str| store.connection().is_ok_and(|conn| sessiondb::store::sources::resolve(&conn, chat_id).is_ok());
-        named.iter().filter(|chat_id| !stored_only || stored(chat_id)).for_each(|chat_id| catch_up(&store, chat_id));
+        named.conversations.iter().filter(|chat_id| !stored_only || stored(chat_id)).for_each(|chat_id| catch_up(&store, chat_id));
+    }
+    // A conversation or branch named that the store does not have is refused here, with the
+    // closest ids or the branches there are; `new` makes one, `rm` and `clean` take what a
+    // directory holds, and `search` answers a filter naming nothing itself (exit 2).
+    if !matches!(cli.command, Command::New(_) | Command::Import(_) | Command::Sync(_) | Command::Rm(_) | Command::Clean(_) | Command::Search(_) | Command::Mcp(_)) {
+        for chat_id in &named.conversations {
+            named::check_conversation(&store, chat_id)?;
+        }
+        if let [chat_id] = named.conversations.as_slice() {
+            for branch in &named.branches {
+                named::check_branch(&store, chat_id, branch)?;
+            }
+        }
     }
     // Commands over every conversation say how many gptme changed since the last sync (they
     // cannot show those yet), counted beside the command, on another thread. The count looks
     // at every conversation of the logs root: the command never waits more than
     // [`BEHIND_GRACE`] for it after it is done (a note not ready by then is left out).
-    let across_all = matches!(cli.command, Command::List(_) | Command::Search(_) | Command::Stats(_)) && named.is_empty();
+    let across_all = matches!(cli.command, Command::List(_) | Command::Search(_) | Command::Stats(_)) && named.conversations.is_empty();
     let behind = across_all.then(|| {
         let (store, (sender, receiver)) = (store.clone(), std::sync::mpsc::channel());
         std::thread::spawn(move || sender.send(behind(&store)));
@@ -320,17 +387,31 @@ fn dispatch(cli: Cli, named: &[String]) -> Result<i32, Failure> {
 /// How long a command over every conversation waits, once done, for the count of what gptme
 /// changed since the last sync ([`behind`]).
 const BEHIND_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
-/// The note [`dispatch`] prints when the store is behind gptme's logs root.
+/// The note [`dispatch`] prints when the store is behind the logs roots it reads: the roots
+/// its conversations come from (its sources), never a root it has not read (gptme's default
+/// one, say, beside a store built from another), a line for each root that changed.
 fn behind(store: &Store) -> Option<String> {
-    let root = config::default_logs_root().ok().flatten().filter(|r| r.is_dir())?;
-    let behind = sessiondb::sync::status::behind(&store.connection().ok()?, &root).ok()?;
-    let count = |n: u64, what: &str| (n > 0).then(|| format!("{n} {what}"));
-    let parts: Vec<String> = [count(behind.new, "new"), count(behind.changed, "changed")].into_iter().flatten().collect();
-    (!parts.is_empty()).then(|| {
-        let total = behind.new + behind.changed;
-        let (noun, verb) = if total == 1 { ("conversation", "is") } else { ("conversations", "are") };
-        format!("sessiondb: {} {noun} in {} since the last sync {verb} not included; `sessiondb sync` brings them in", parts.join(" and "), root.display())
-    })
+    let conn = store.connection().ok()?;
+    let default_root = config::default_logs_root().ok().flatten().and_then(|r| std::fs::canonicalize(r).ok());
+    let roots = sessiondb::store::queries::logs_roots(&conn).ok()?;
+    let notes: Vec<String> = roots
+        .iter()
+        .filter(|root| root.is_dir())
+        .filter_map(|root| {
+            let behind = sessiondb::sync::status::behind(&conn, root).ok()?;
+            let count = |n: u64, what: &str| (n > 0).then(|| format!("{} {what}", grouped(n)));
+            let parts: Vec<String> = [count(behind.new, "new"), count(behind.changed, "changed")].into_iter().flatten().collect();
+            (!parts.is_empty()).then(|| {
+                let total = behind.new + behind.changed;
+                let (noun, verb) = if total == 1 { ("conversation", "is") } else { ("conversations", "are") };
+                // Plain `sync` reads gptme's default root; another root is named.
+                let sync =
+                    if std::fs::canonicalize(root).ok() == default_root { "sessiondb sync".to_owned() } else { format!("sessiondb sync {}", root.display()) };
+                format!("sessiondb: {} {noun} in {} since the last sync {verb} not included; `{sync}` brings them in", parts.join(" and "), root.display())
+            })
+        })
+        .collect();
+    (!notes.is_empty()).then(|| notes.join("\n"))
 }
 
 fn run_command(store: &Store, command: Command) -> Result<i32, Failure> {
@@ -382,17 +463,20 @@ fn logs_root_read(command: &Command) -> Option<Option<PathBuf>> {
 
 /// The logs root a command works on: the one given, else gptme's default; it must exist.
 pub(crate) fn logs_root(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
-    let root = match given {
-        Some(given) => given,
-        None => config::default_logs_root()?.ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?,
+    let (root, origin) = match given {
+        Some(given) => (given, None),
+        None => (
+            config::default_logs_root()?.ok_or_else(|| Failure("cannot find gptme's logs: give LOGS_DIR or set GPTME_LOGS_HOME".into()))?,
+            Some(config::logs_root_origin()),
+        ),
     };
-    match std::fs::metadata(&root) {
-        Ok(meta) if meta.is_dir() => {}
-        Ok(_) => return Err(Failure(format!("{}: not a directory; give gptme's logs root", root.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Failure(format!("{}: not found", root.display()))),
-        Err(e) => return Err(Failure(format!("{}: {e}", root.display()))),
-    }
-    Ok(root)
+    let problem = match std::fs::metadata(&root) {
+        Ok(meta) if meta.is_dir() => return Ok(root),
+        Ok(_) => "not a directory; give gptme's logs root".to_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "not found".to_owned(),
+        Err(e) => e.to_string(),
+    };
+    Err(from_origin(Failure(format!("{}: {problem}", root.display())), origin.as_deref()))
 }
 
 /// Asks the person at the terminal `question` (a `[y/N]` question on standard error) before
@@ -422,6 +506,27 @@ pub(crate) fn dollars(cost: Option<f64>) -> String {
         Some(c) if c.is_infinite() => if c > 0.0 { "$inf" } else { "$-inf" }.to_owned(),
         _ => "$nan".to_owned(),
     }
+}
+
+/// A count of things for people: `1 conversation`, `2,000 conversations`, `3 matches` (the
+/// plural by `s`, or `es` after `ch`, `s` and `x`; digits grouped by thousands).
+pub(crate) fn plural(n: impl Into<u64>, one: &str) -> String {
+    let n: u64 = n.into();
+    let many = if one.ends_with("ch") || one.ends_with('s') || one.ends_with('x') { "es" } else { "s" };
+    format!("{} {one}{}", grouped(n), if n == 1 { "" } else { many })
+}
+
+/// `2000` → `2,000`.
+pub(crate) fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// A token count for people: 1234 → 1.2K, 2500000 → 2.5M.

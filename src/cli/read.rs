@@ -1,5 +1,11 @@
 //! `sessiondb read CHAT_ID`: gptme's `chats read` (one line per message), or with `--full`
 //! whole messages rendered for a terminal.
+//!
+//! Invariant: a message's number is its place in the branch's file, counted from 0 with every
+//! line (the system prompt gptme begins with is 0, and hidden or left-out system messages keep
+//! theirs), the number `search` and the MCP tools give a match: `read --start N` shows the
+//! message a search found as message N. A page that stops before the end says so, and where
+//! the next one starts.
 
 use std::io::{IsTerminal, Write};
 
@@ -13,10 +19,11 @@ use sessiondb::store::{queries, Store};
 pub struct Args {
     /// The conversation
     chat_id: String,
-    /// At most N messages
+    /// At most N messages; 0 for all of them
     #[arg(short = 'n', long = "limit", default_value_t = 20)]
     limit: usize,
-    /// Start from this message number (1-based)
+    /// Start from message K: its place in the branch's file, from 0 (the system prompt), as
+    /// `search` numbers its matches
     #[arg(long, value_name = "K")]
     start: Option<usize>,
     /// Messages of context before --start
@@ -119,10 +126,14 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let branch = args.branch.as_deref().unwrap_or(sessiondb::layout::MAIN);
     let (_, doc) = sessiondb::sync::document::loaded(&conn, &args.chat_id, branch)?;
     let name = queries::conversation_summary(&conn, &args.chat_id)?.name;
-    // Only as many lines are read as the page needs: a long conversation costs no more memory.
-    let start = args.start.map_or(0, |k| k.saturating_sub(1 + args.context));
-    let messages: Vec<Message> = queries::with_document_lines(&conn, doc.id, 0, |lines| {
-        lines.filter_map(|l| l.message).filter(|m| args.system || m.role != Role::System).skip(start).take(args.limit).collect()
+    let limit = queries::at_most(args.limit).unwrap_or(usize::MAX);
+    // Only as many lines are read as the page needs (and one more message, to tell whether
+    // more follow): a long conversation costs no more memory.
+    let first = args.start.map_or(0, |k| k.saturating_sub(args.context));
+    let (messages, next): (Vec<(usize, Message)>, Option<usize>) = queries::with_document_lines(&conn, doc.id, first as i64, |lines| {
+        let mut shown = (first..).zip(lines).filter_map(|(n, l)| Some((n, l.message?))).filter(|(_, m)| args.system || m.role != Role::System);
+        let page: Vec<(usize, Message)> = shown.by_ref().take(limit).collect();
+        (page, shown.next().map(|(n, _)| n))
     })?;
     let terminal = std::io::stdout().is_terminal();
     let colour = terminal && std::env::var_os("NO_COLOR").is_none();
@@ -137,7 +148,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         let rule = "─".repeat(width.clamp(20, 80));
         let rule = if colour { format!("\x1b[2m{rule}\x1b[0m") } else { rule };
         let mut previous_multiline = None;
-        for (i, m) in messages.iter().take(args.limit).enumerate() {
+        for (n, m) in &messages {
             if args.full {
                 if m.hide {
                     hidden += 1;
@@ -148,13 +159,26 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
                     writeln!(out, "{rule}")?;
                 }
                 previous_multiline = Some(multiline);
-                writeln!(out, "{}. {}", start + i + 1, render_full(m, colour))?;
+                writeln!(out, "{n}. {}", render_full(m, colour))?;
             } else {
-                writeln!(out, "{}. {}", start + i + 1, one_line(m, width))?;
+                writeln!(out, "{n}. {}", one_line(m, width))?;
             }
         }
         if hidden > 0 {
             writeln!(out, "Skipped {hidden} hidden system messages (--system --full shows them; hidden ones stay hidden)")?;
+        }
+        let id = visible_line(&args.chat_id);
+        let branch = args.branch.as_deref().map(|b| format!(" --branch {}", visible_line(b))).unwrap_or_default();
+        if let Some(next) = next {
+            writeln!(out, "More messages follow: `sessiondb read {id}{branch} --start {next}` reads on (`-n 0` reads them all)")?;
+        } else if messages.is_empty() && first >= doc.line_count as usize && first > 0 {
+            writeln!(
+                out,
+                "No message {first}: the branch's messages are numbered 0 to {} (`sessiondb read {id}{branch}` reads from the first)",
+                (doc.line_count as usize).saturating_sub(1)
+            )?;
+        } else if messages.is_empty() && !args.system {
+            writeln!(out, "No messages but system messages from {first} on (--system shows them)")?;
         }
         Ok(())
     })();

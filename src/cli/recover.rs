@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use super::term::say;
 use super::Failure;
-use sessiondb::ops::{self, with_session, Recovery};
+use sessiondb::ops::{self, with_session, Recovery, Standing};
 use sessiondb::store::Store;
 
 #[derive(clap::Args)]
@@ -40,36 +40,64 @@ pub fn recover(store: Option<&Store>, args: RecoverArgs) -> Result<i32, Failure>
         Some(dir) => ops::read_directory_branch(dir, &args.branch)?,
         None => ops::read_stored_branch(stored(), args.chat_id.as_deref().expect("required without --dir"), &args.branch)?,
     };
-    let Recovery { event_log, recovered, current, difference } = source.compare();
+    let recovery = source.compare();
+    let Recovery { event_log, ref prompt, ref recovered, current, difference } = recovery;
     if args.apply {
         if !event_log {
             return Err(Failure("no event log: nothing to recover".into()));
         }
         let chat_id = args.chat_id.as_deref().expect("--apply needs CHAT_ID");
         if difference.is_some() {
-            let backup = with_session(stored(), chat_id, |s| s.apply_recovery(&args.branch, &recovered))?;
-            say!("replaced {} with {} recovered messages; backup branch: {backup}", args.branch, recovered.len());
+            let applied = recovery.applied();
+            let backup = with_session(stored(), chat_id, |s| s.apply_recovery(&args.branch, &applied))?;
+            say!("replaced {} with its {} system prompt messages and {} recovered messages; backup branch: {backup}", args.branch, prompt.len(), recovered.len());
         } else {
             say!("{} already equals its event log; nothing changed", args.branch);
         }
         return Ok(0);
     }
+    let standing = recovery.standing();
     if args.json {
         super::print_json(&serde_json::json!({
             "event_log": event_log,
             "messages": recovered.len(),
+            "prompt": prompt.len(),
             "current": current,
             "equal": difference.is_none(),
             "first_difference": difference,
+            "standing": match standing {
+                Standing::Same => "same",
+                Standing::Short { .. } => "branch_short",
+                Standing::Ahead { .. } => "event_log_short",
+                Standing::Apart { .. } => "apart",
+            },
         }));
-    } else if !event_log {
+        return Ok(0);
+    }
+    if !event_log {
         say!("no event log: nothing to recover");
-    } else {
-        say!("the event log replays to {} messages; the branch has {}", recovered.len(), current);
-        match difference {
-            None => say!("they are the same"),
-            Some(at) => say!("they differ from message {} on (use --apply to replace the branch)", at + 1),
-        }
+        return Ok(0);
+    }
+    // Messages are numbered as `read` and `search` number them: from 0, every one counted.
+    let prompt_note = match prompt.len() {
+        0 => String::new(),
+        n => format!(", the first {n} of them the system prompt gptme begins with (which it never logs as an event)"),
+    };
+    say!("the event log replays to {}; the branch has {}{prompt_note}", super::plural(recovered.len() as u64, "message"), super::plural(current as u64, "message"));
+    match standing {
+        Standing::Same => say!("the branch is what its event log replays to: it is sound, nothing to recover"),
+        Standing::Short { missing } => say!(
+            "the branch stops short: the event log's last {} (from message {current} on) are missing from it, as when a transcript is cut short by a crash; `--apply` restores them (the branch as it is becomes a backup branch)",
+            super::plural(missing as u64, "message")
+        ),
+        Standing::Ahead { extra } => say!(
+            "the branch holds {} after what its event log replays to (from message {} on): the event log stops early, the branch is not damaged; nothing to recover",
+            super::plural(extra as u64, "message"),
+            current - extra
+        ),
+        Standing::Apart { at } => say!(
+            "they part from message {at} on: the branch was changed in a way the event log does not record, or the transcript was damaged; read both (`sessiondb read`) before choosing: `--apply` would replace the branch with the event log's version (the branch as it is kept as a backup branch)"
+        ),
     }
     Ok(0)
 }

@@ -7,18 +7,17 @@ use super::Failure;
 use sessiondb::codec::timestamp::format_utc;
 use sessiondb::store::search::{search, snippet, ConversationHits, Highlight, Marks, SearchQuery, SearchResult, Sort};
 use sessiondb::store::Store;
-use sessiondb::store::StoreError;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Words, "a phrase", prefix*, AND/OR/NOT; anything else (punctuation, symbols, emoji) is
-    /// found literally, as a substring ignoring case
-    #[arg(allow_hyphen_values = true)]
+    /// found literally, as a substring ignoring case. A query that begins with `-` comes after
+    /// `--` (`search -- -foo`), so that a mistyped flag is named as one, never searched for
     query: String,
     /// Find the query as a substring (ignoring case), whatever it looks like
     #[arg(short = 'F', long)]
     literal: bool,
-    /// At most N conversations
+    /// At most N conversations; 0 for all of them
     #[arg(short = 'n', long = "limit", default_value_t = 20)]
     limit: usize,
     /// Leave out the first N conversations of the ordered result (the next page: N = the
@@ -87,7 +86,8 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             SortArg::Relevance => Sort::Relevance,
             SortArg::Newest => Sort::Newest,
         },
-        totals: args.json,
+        // Every match is counted, for the header's "20 of 2,000".
+        totals: true,
     };
     let conn = store.connection()?;
     let sources = super::list::shows_sources(&conn)?;
@@ -107,12 +107,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     }
     let result = match searched {
         Ok(r) => r,
-        // A usage error: the filter names nothing there is (exit 2, as for a bad argument).
-        Err(e @ StoreError::NoSuchFilter { .. }) => {
-            super::term::tell!("sessiondb: {e}");
-            return Ok(2);
-        }
-        Err(e) => return Err(e.into()),
+        Err(e) => return super::refused_filter(e),
     };
     if result.unindexed > 0 {
         super::term::tell!(
@@ -127,6 +122,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let shown = Marks {
         text: &|s: &str| visible(s).into_owned(),
         matched: &|s: &str| if colour { format!("\x1b[1;31m{}\x1b[0m", visible(s)) } else { format!("**{}**", visible(s)) },
+        numbered: true,
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -139,20 +135,24 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         let query = visible_line(&args.query);
         let how = if result.literal { " (searched literally)" } else { "" };
         if result.conversations.is_empty() {
-            writeln!(out, "No results found for query: '{query}'{how}")?;
+            match result.totals.filter(|t| t.conversations > 0) {
+                // Only past the last page.
+                Some(t) => writeln!(out, "No results for '{query}'{how} past the first {}", super::plural(t.conversations as u64, "conversation"))?,
+                None => writeln!(out, "No results found for query: '{query}'{how}")?,
+            }
             return Ok(());
         }
-        writeln!(out, "Search results for '{query}'{how} ({} conversations):", result.conversations.len())?;
+        writeln!(out, "Search results for '{query}'{how} ({}):", header_counts(&result, args.offset))?;
         for (i, c) in result.conversations.iter().enumerate() {
-            // With several sources, which one the conversation is of (`SOURCE:CHAT` names it).
-            let name = if sources {
-                format!("{} [{}:{}]", visible_line(&c.name), visible_line(&c.source), visible_line(&c.chat_id))
-            } else {
-                visible_line(&c.name).into_owned()
-            };
-            writeln!(out, "\n{}. {} ({} matches):", args.offset + i + 1, name, c.total)?;
+            // The id, as `read`, `show` and `export` take it (`SOURCE:CHAT` with several
+            // sources), and the name beside it when there is one.
+            let id = if sources { format!("{}:{}", c.source, c.chat_id) } else { c.chat_id.clone() };
+            let named = if c.name != c.chat_id { format!(" — {}", visible_line(&c.name)) } else { String::new() };
+            writeln!(out, "\n{}. {}{named} ({}):", args.offset + i + 1, visible_line(&id), match_counts(c))?;
             for (j, h) in c.hits.iter().enumerate() {
-                // Messages numbered from 0, as gptme's search numbers them (and as `--json`'s `index`).
+                // Messages numbered from 0, every line of the file counted (the system prompt is
+                // 0), as gptme's search numbers them, as `--json`'s `index` and as `read --start`
+                // takes them.
                 writeln!(out, "\n  Match {} ({}, message {}, {}):", j + 1, visible_line(&h.document), h.line, visible_line(&h.role))?;
                 let text = snippet(&h.content, terms, args.context, args.matches, &shown);
                 writeln!(out, "     {}", text.replace('\n', "\n     "))?;
@@ -162,6 +162,34 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     })();
     // A reader that went away (`| head`) ends the process by SIGPIPE (see src/main.rs).
     written.map(|_| 0).map_err(Failure::from)
+}
+
+/// The header's count of conversations: all of them (`3 conversations`), or the page's place
+/// among them (`20 of 2,000 conversations`, `21–40 of 2,000 conversations`), and the matches.
+fn header_counts(result: &SearchResult, offset: usize) -> String {
+    let shown = result.conversations.len();
+    let totals = result.totals.expect("asked for");
+    let page = match (offset, shown + offset < totals.conversations) {
+        (0, false) => super::plural(totals.conversations as u64, "conversation"),
+        (0, true) => format!("{} of {}", super::grouped(shown as u64), super::plural(totals.conversations as u64, "conversation")),
+        _ => format!(
+            "{}–{} of {}",
+            super::grouped(offset as u64 + 1),
+            super::grouped((offset + shown) as u64),
+            super::plural(totals.conversations as u64, "conversation")
+        ),
+    };
+    let more = if shown + offset < totals.conversations { "; `-n 0` shows them all" } else { "" };
+    format!("{page}, {}{more}", super::plural(totals.messages as u64, "matching message"))
+}
+
+/// A conversation's count of matches, and how many are shown when `-m` shows fewer.
+fn match_counts(c: &ConversationHits) -> String {
+    let all = super::plural(c.total as u64, "match");
+    match c.hits.len() {
+        shown if shown < c.total => format!("{all}, {shown} shown; `-m {}` shows them all", c.total),
+        _ => all,
+    }
 }
 
 /// The page of `search --json`: `{"total": {"messages", "conversations"}, "offset", "sort",
@@ -191,8 +219,9 @@ pub(crate) fn page_json(result: &SearchResult, offset: usize, sort: Sort, contex
 /// One conversation of a search page, as `--json` prints it: its id, name, last modification,
 /// how many messages matched, and a snippet of each match shown, exact and with `**` marks.
 pub(crate) fn conversation_json(c: &ConversationHits, terms: &Highlight, context: usize, matches: usize) -> serde_json::Value {
-    let exact = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| s.to_owned() };
-    let starred = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**") };
+    // Plain text: the message's own lines, without the listing's line numbers.
+    let exact = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| s.to_owned(), numbered: false };
+    let starred = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**"), numbered: false };
     serde_json::json!({
         "id": c.chat_id,
         "name": c.name,

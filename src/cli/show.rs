@@ -14,7 +14,9 @@ pub struct Args {
     /// The branch to show
     #[arg(long, default_value = "main")]
     branch: String,
-    /// Print the messages as gptme JSONL lines, exactly as stored
+    /// Print the messages as gptme JSONL lines, exactly as stored: JSON Lines (one object a
+    /// line, as gptme's files hold them), not the one pretty-printed document the other
+    /// commands' --json print
     #[arg(long)]
     json: bool,
 }

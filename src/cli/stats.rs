@@ -94,6 +94,21 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     Ok(0)
 }
 
+/// The costs that are not numbers, left out of the figures (`costs_left_out`), said below them
+/// in at most `width` cells (`None`: whole).
+fn left_out(data: &serde_json::Value, width: Option<usize>) {
+    let Some(left) = data.get("costs_left_out") else { return };
+    let ids: Vec<&str> = left["conversations"].as_array().into_iter().flatten().filter_map(|v| v.as_str()).collect();
+    let shown = ids.iter().take(3).map(|id| term::visible_line(id).into_owned()).collect::<Vec<_>>().join(", ");
+    let more = if ids.len() > 3 { format!(" and {} more", ids.len() - 3) } else { String::new() };
+    let line = format!(
+        "  (left out: {} that {} not a number, in {shown}{more})",
+        super::plural(n(&left["messages"]) as u64, "cost"),
+        if n(&left["messages"]) == 1 { "is" } else { "are" }
+    );
+    say!("{}", width.map_or(line.clone(), |w| term::cut(&line, w)));
+}
+
 fn n(v: &serde_json::Value) -> i64 {
     v.as_i64().unwrap_or(0)
 }
@@ -131,6 +146,7 @@ fn print_conversation(data: &serde_json::Value) {
         say!("  Total tokens:         {:>8}", human_tokens(n(&u["total_tokens"])));
         say!("  Total cost:           {:>9}", cost(&u["cost"]));
     }
+    left_out(data, None);
     if let Some(last) = data["last_message"].as_object() {
         say!("\nLast Message");
         say!("  {}: {}", last.get("role").and_then(|r| r.as_str()).unwrap_or(""), last.get("preview").and_then(|p| p.as_str()).unwrap_or(""));
@@ -196,6 +212,7 @@ fn print_overview(data: &serde_json::Value, since: Option<&str>, width: usize) {
     say!("  Cache writes:   {:>8}", human_tokens(n(&data["total_cache_creation_tokens"])));
     say!("  Total tokens:   {:>8}", human_tokens(input.saturating_add(output)));
     say!("  Total cost:     {:>9}", cost(&data["total_cost"]));
+    left_out(data, Some(width));
     if let Some(days) = data["by_day"].as_object().filter(|d| !d.is_empty()) {
         say!("\nDaily Activity (last {} days)", days.len());
         let most = days.values().map(n).max().unwrap_or(0).max(1);

@@ -54,18 +54,14 @@ fn exit_code(report: &SyncReport) -> i32 {
     i32::from(report.ingest.failed + report.materialise.failed > 0)
 }
 
-fn plural(n: u64, one: &str) -> String {
-    format!("{n} {one}{}", if n == 1 { "" } else { "s" })
-}
-
 fn print_summary(r: &SyncReport) {
     let (i, m) = (&r.ingest, &r.materialise);
     let would = if r.dry_run { "would take in" } else { "took in" };
     say!(
         "{would} {} ({} new), {}; {} gone (marked deleted); {} skipped (locked by gptme); {} still being written (next pass); {} failed",
-        plural(i.conversations, "conversation"),
+        super::plural(i.conversations, "conversation"),
         i.new_conversations,
-        plural(i.messages, "message"),
+        super::plural(i.messages, "message"),
         i.deleted,
         i.skipped_locked,
         i.changing,
@@ -74,13 +70,13 @@ fn print_summary(r: &SyncReport) {
     let would = if r.dry_run { "would write out" } else { "wrote out" };
     say!(
         "{would} {}, {}, {}; {} skipped (locked by gptme); {} failed",
-        plural(m.conversations, "conversation"),
-        plural(m.messages, "message"),
-        plural(m.files, "file"),
+        super::plural(m.conversations, "conversation"),
+        super::plural(m.messages, "message"),
+        super::plural(m.files, "file"),
         m.skipped_locked,
         m.failed
     );
-    say!("{}", plural(r.conflicts.len() as u64, "conflict"));
+    say!("{}", super::plural(r.conflicts.len() as u64, "conflict"));
     for c in &r.conflicts {
         match &c.kept_as {
             Some(kept) => say!("  {}: {}: both sides changed it; the directory's version stays, the store's is kept as {kept}", c.chat_id, c.path),
@@ -146,12 +142,12 @@ fn watch_root(store: &Store, root: &std::path::Path, source: Option<&str>, resca
                 let (i, m) = (&report.ingest, &report.materialise);
                 say!(
                     "{time} in: {}, {}{}; out: {}, {}; {}",
-                    plural(i.conversations, "conversation"),
-                    plural(i.messages, "message"),
+                    super::plural(i.conversations, "conversation"),
+                    super::plural(i.messages, "message"),
                     if i.deleted > 0 { format!(", {} gone", i.deleted) } else { String::new() },
-                    plural(m.conversations, "conversation"),
-                    plural(m.messages, "message"),
-                    plural(report.conflicts.len() as u64, "conflict"),
+                    super::plural(m.conversations, "conversation"),
+                    super::plural(m.messages, "message"),
+                    super::plural(report.conflicts.len() as u64, "conflict"),
                 );
                 for d in &report.displaced {
                     tell!("warning: {}", rescued_message(&d.chat_id, &d.path, d.messages, d.kept_as.as_deref().unwrap_or("-")));

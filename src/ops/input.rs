@@ -93,7 +93,12 @@ pub fn message(role: Role, content: String, fields: MessageFields<'_>) -> Result
 /// The messages of a file in gptme's editable TOML layout (what `edit`, `import --toml` and
 /// `view create` take).
 pub fn read_toml_messages(path: &Path) -> Result<Vec<Message>, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|source| InputError::File { path: path.to_owned(), source })?;
+    // A FIFO named here would block the command: refused, as any file that is not regular.
+    let bytes = crate::fs::nofollow::read_user_file(path).map_err(|source| InputError::File { path: path.to_owned(), source })?;
+    let text = String::from_utf8(bytes).map_err(|e| InputError::File {
+        path: path.to_owned(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to())),
+    })?;
     toml_to_messages(&text).map_err(|source| InputError::Toml { path: path.to_owned(), source })
 }
 

@@ -34,7 +34,7 @@ pub use crate::codec::normalise::{normalise_for_rewrite, rewrites_unchanged};
 pub use lifecycle::{
     clean_candidates, fork, fork_at_turn, new_conversation, removal, remove, remove_unchanged, slice_at_turn, CleanCandidate, NewConversation, Removal,
 };
-pub use recover::{read_directory_branch, read_event_file, read_stored_branch, Recovery, RecoverySource};
+pub use recover::{read_directory_branch, read_event_file, read_stored_branch, Recovery, RecoverySource, Standing};
 
 /// What an operation fails with: the one error of changing conversations (see
 /// [`crate::sync::error`]), shared with writing queued changes out.

@@ -3,7 +3,10 @@
 //! branch as an edit.
 //!
 //! Invariant: the comparison is with the log gptme has loaded for the branch (the active view
-//! on main, when one is active), which is what an applied recovery replaces.
+//! on main, when one is active), which is what an applied recovery replaces. gptme never logs
+//! the system prompt a conversation begins with as an event: those leading system messages are
+//! the branch's own, kept by an applied recovery and not counted as a difference, so that a
+//! healthy conversation compares equal and `--apply` never drops its prompt.
 
 use std::path::Path;
 
@@ -28,12 +31,50 @@ pub struct RecoverySource {
 pub struct Recovery {
     /// Whether there is an event log that replays to anything at all.
     pub event_log: bool,
-    /// The messages the event log replays to (none without one).
+    /// The branch's leading system messages that the event log does not hold: the prompt gptme
+    /// starts a conversation with and never logs as an event.
+    pub prompt: Vec<Message>,
+    /// The messages the event log replays to (none without one), as gptme's
+    /// `recover_messages` gives them.
     pub recovered: Vec<Message>,
     /// How many messages the branch holds now.
     pub current: usize,
-    /// The index of the first message where the two differ, `None` when they are the same.
+    /// The index (in the branch, from 0) of the first message where the branch and
+    /// [`Recovery::applied`] differ, `None` when they are the same.
     pub difference: Option<usize>,
+}
+
+/// How a branch stands against its event log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// The branch is what its event log replays to (after its prompt): nothing to recover.
+    Same,
+    /// The branch stops short of the event log: its last `missing` messages are not in the
+    /// branch (a transcript cut short), and an applied recovery restores them.
+    Short { missing: usize },
+    /// The event log stops short of the branch: the branch holds `extra` messages after what
+    /// the log replays to; an applied recovery would drop them, so nothing is to be recovered.
+    Ahead { extra: usize },
+    /// They part at the branch's message `at` (from 0).
+    Apart { at: usize },
+}
+
+impl Recovery {
+    /// What an applied recovery writes: the branch's prompt, then the replayed messages.
+    pub fn applied(&self) -> Vec<Message> {
+        self.prompt.iter().chain(&self.recovered).cloned().collect()
+    }
+
+    /// How the branch stands against the event log.
+    pub fn standing(&self) -> Standing {
+        let whole = self.prompt.len() + self.recovered.len();
+        match self.difference {
+            None => Standing::Same,
+            Some(at) if at == self.current => Standing::Short { missing: whole - at },
+            Some(at) if at == whole => Standing::Ahead { extra: self.current - at },
+            Some(at) => Standing::Apart { at },
+        }
+    }
 }
 
 impl RecoverySource {
@@ -42,8 +83,13 @@ impl RecoverySource {
         let recovered = self.events.as_deref().and_then(replay);
         let event_log = recovered.is_some();
         let recovered = recovered.unwrap_or_default();
-        let difference = Log::new(self.current.clone()).first_difference(&Log::new(recovered.clone()));
-        Recovery { event_log, recovered, current: self.current.len(), difference }
+        // The leading system messages before the one the replay begins with: gptme's prompt.
+        let leading = self.current.iter().take_while(|m| m.role == crate::model::Role::System).count();
+        let prompt_len = (0..=leading).find(|&i| recovered.first().is_some_and(|r| self.current.get(i) == Some(r))).unwrap_or(leading);
+        let prompt = if event_log { self.current[..prompt_len].to_vec() } else { Vec::new() };
+        let applied = Log::new(prompt.iter().chain(&recovered).cloned().collect());
+        let difference = Log::new(self.current.clone()).first_difference(&applied);
+        Recovery { event_log, prompt, recovered, current: self.current.len(), difference }
     }
 }
 

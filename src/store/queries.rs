@@ -88,10 +88,17 @@ pub enum SortBy {
     Messages,
 }
 
+/// A limit as people give one (`-n N`, an MCP tool's `limit`): at most `n`, and 0 for no
+/// limit at all, whatever is limited (conversations listed or searched, messages read).
+pub fn at_most(n: usize) -> Option<usize> {
+    (n > 0).then_some(n)
+}
+
 /// Which conversations to list, and in what order.
 #[derive(Debug, Clone, Default)]
 pub struct ListFilter {
     pub include_test: bool,
+    /// At most this many (`None`: all; see [`at_most`]).
     pub limit: Option<usize>,
     /// Only conversations whose last model matches this, ignoring case: a glob when it has `*`
     /// or `?` (`*sonnet*`), else any part of the name (`gpt-4` finds `openai/gpt-4o`).
@@ -107,6 +114,23 @@ pub struct ListFilter {
     /// Smallest first instead of largest (oldest first, for times): the exact reverse of the
     /// listing, ties (broken by chat id) included.
     pub reverse: bool,
+}
+
+/// Refuses a model filter ([`ListFilter::model`]) that no conversation's last model matches,
+/// naming some of the models there are: an empty listing would hide a typo (search refuses
+/// its filters the same way, [`StoreError::NoSuchFilter`]).
+pub fn check_model_filter(conn: &Connection, model: &str) -> Result<(), StoreError> {
+    if count_filtered(conn, &ListFilter { model: Some(model.to_owned()), include_test: true, ..ListFilter::default() })? > 0 {
+        return Ok(());
+    }
+    let mut stmt = conn.prepare_cached("SELECT DISTINCT model FROM conversations WHERE model IS NOT NULL ORDER BY model LIMIT 10")?;
+    let models = stmt.query_map((), |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
+    let known = if models.is_empty() {
+        "no conversation names a model".to_owned()
+    } else {
+        format!("no conversation's model matches it; models include {}", models.join(", "))
+    };
+    Err(StoreError::NoSuchFilter { flag: "--model", value: model.to_owned(), known })
 }
 
 /// Every conversation, most recently modified first (gptme's order). Test conversations

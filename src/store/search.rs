@@ -54,7 +54,7 @@ pub struct SearchQuery {
     pub source: Option<String>,
     /// Only messages on this branch (its name; `main` is conversation.jsonl).
     pub branch: Option<String>,
-    /// At most this many conversations.
+    /// At most this many conversations; 0 for all of them ([`super::queries::at_most`]).
     pub limit: usize,
     /// At most this many matches per conversation.
     pub matches: usize,
@@ -73,7 +73,7 @@ impl SearchQuery {
     /// How many conversations of the ordered result are read: those left out by the offset and
     /// the page (however large either is asked to be).
     fn wanted(&self) -> usize {
-        self.offset.saturating_add(self.limit.max(1))
+        self.offset.saturating_add(super::queries::at_most(self.limit).unwrap_or(usize::MAX))
     }
 }
 
@@ -383,7 +383,8 @@ fn is_syntax_error(e: &super::sql::Error) -> bool {
 /// The longest query searched, in bytes.
 pub const MAX_QUERY_BYTES: usize = 16_384;
 /// The most words a query may have (runs of letters and digits, each CJK character one word,
-/// as the index splits text): each is a lookup in the index.
+/// as the index splits text; the operators `AND`, `OR`, `NOT` and `NEAR` between them are not
+/// words): each is a lookup in the index.
 pub const MAX_QUERY_WORDS: usize = 64;
 /// The most prefixes (`*`) a query may have: each may expand to every word of the index it
 /// begins; 64 `x*` took 1.7 s on 2,000 messages, 20,000 of them seconds more.
@@ -393,22 +394,16 @@ pub const MAX_PREFIXES: usize = 8;
 /// query is searched literally, as other queries FTS5 cannot read are.
 pub const MAX_NESTING: usize = 16;
 
-/// The number of words in a query, as the index splits text into words.
+/// The number of words a query looks up, as the index splits text into words: the operators
+/// (`AND`, `OR`, `NOT`, `NEAR` outside a quoted phrase, as FTS5 reads them) are not counted.
 fn word_count(text: &str) -> usize {
-    let mut count = 0;
-    let mut in_word = false;
-    for c in text.chars() {
-        if is_cjk(c) {
-            count += 1;
-            in_word = false;
-        } else if c.is_alphanumeric() {
-            count += usize::from(!in_word);
-            in_word = true;
-        } else {
-            in_word = false;
-        }
-    }
-    count
+    text.split('"')
+        .enumerate()
+        .map(|(i, part)| {
+            let quoted = i % 2 == 1;
+            word_spans(part).into_iter().filter(|&(s, e)| quoted || !matches!(&part[s..e], "AND" | "OR" | "NOT" | "NEAR")).count()
+        })
+        .sum()
 }
 
 /// The deepest nesting of parentheses and the number of prefix marks (`*`), outside quoted
@@ -1328,10 +1323,14 @@ pub fn match_spans(content: &str, highlight: &Highlight) -> Vec<(usize, usize)> 
 pub struct Marks<'a> {
     pub text: &'a dyn Fn(&str) -> String,
     pub matched: &'a dyn Fn(&str) -> String,
+    /// Each line after its number in the message (`   3| `), as a listing for people shows
+    /// it; without, the lines are the text's own (what JSON carries).
+    pub numbered: bool,
 }
 
 /// A snippet of `content` around what `highlight` matches ([`match_spans`]), gptme-style: the
-/// first `max_matches` matching lines with `context` lines around them, numbered, every match
+/// first `max_matches` matching lines with `context` lines around them (numbered, with
+/// [`Marks::numbered`]; `...` where lines are left out), every match
 /// in them passed to `marks.matched` and the rest of the text to `marks.text` (a match across
 /// lines is marked on each). Without a match, the first 100 characters.
 pub fn snippet(content: &str, highlight: &Highlight, context: usize, max_matches: usize, marks: &Marks) -> String {
@@ -1395,7 +1394,7 @@ pub fn snippet(content: &str, highlight: &Highlight, context: usize, max_matches
                 prev = e;
             }
             marked.push_str(&(marks.text)(&line[prev..]));
-            block.push(format!("{:4}| {marked}", i + 1));
+            block.push(if marks.numbered { format!("{:4}| {marked}", i + 1) } else { marked });
         }
         if ce < lines.len() {
             block.push("...".to_owned());
@@ -1447,7 +1446,7 @@ mod tests {
         assert!(needle_trigrams(&long).len() <= MAX_TRIGRAMS);
     }
 
-    const STARS: Marks = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**") };
+    const STARS: Marks = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**"), numbered: true };
 
     #[test]
     fn snippets_mark_matches_with_context() {
@@ -1488,7 +1487,7 @@ mod tests {
         assert_eq!(snippet("ΟΔΟΣ σ", &lit("ς"), 0, 1, &STARS), "   1| ΟΔΟ**Σ** σ", "Python lowers a final sigma to ς");
         assert_eq!(snippet("ΟΔΟΣ σ", &lit("σ"), 0, 1, &STARS), "   1| ΟΔΟΣ **σ**");
         assert_eq!(snippet("xx", &lit(""), 0, 1, &STARS), "xx", "an empty needle matches nothing");
-        let text = Marks { text: &|s: &str| format!("<{s}>"), matched: &|s: &str| format!("[{s}]") };
+        let text = Marks { text: &|s: &str| format!("<{s}>"), matched: &|s: &str| format!("[{s}]"), numbered: true };
         assert_eq!(snippet("a \u{212A} b", &lit("k"), 0, 1, &text), "   1| <a >[\u{212A}]< b>");
     }
 
@@ -1505,7 +1504,11 @@ mod tests {
 
     #[test]
     fn query_bounds() {
-        assert_eq!(word_count("foo-bar x* 数据 (a OR b)"), 8);
+        // Operators are not words; inside a phrase they are.
+        assert_eq!(word_count("foo-bar x* 数据 (a OR b)"), 7);
+        assert_eq!(word_count("a AND b NOT c NEAR(d e) \"x OR y\""), 8);
+        let words: Vec<String> = (0..MAX_QUERY_WORDS).map(|i| format!("w{i}")).collect();
+        assert_eq!(word_count(&words.join(" OR ")), MAX_QUERY_WORDS);
         assert_eq!(syntax_size("((a*) (b)) \"(((**\" c*"), (2, 2));
         assert_eq!(syntax_size(&format!("{}x{}", "(".repeat(3000), ")".repeat(3000))), (3000, 0));
     }
@@ -1531,7 +1534,7 @@ mod tests {
         fn snippets_never_panic_and_keep_the_text(content in any_text(), query in any_text(), literal in any::<bool>(), context in 0usize..3, max in 0usize..4) {
             let highlight = if literal { Highlight::literal(&query) } else { Highlight::words(&query) };
             let pieces = std::cell::RefCell::new(Vec::new());
-            let marks = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| { pieces.borrow_mut().push(s.to_owned()); s.to_owned() } };
+            let marks = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| { pieces.borrow_mut().push(s.to_owned()); s.to_owned() }, numbered: true };
             let out = snippet(&content, &highlight, context, max, &marks);
             let lines: Vec<&str> = content.split('\n').collect();
             if match_spans(&content, &highlight).is_empty() {

@@ -1,6 +1,11 @@
 //! Statistics across conversations and for one, with gptme's figures (`gptme-util chats stats
 //! --json`) and more. The overview reads the per-conversation totals only; role counts are one
 //! indexed aggregate over the main branches.
+//!
+//! Invariant: a cost that is not a number (a damaged line's `"cost": NaN`) never turns a total
+//! into NaN, as it does in gptme's figures and in `list`: it is left out of every sum here, and
+//! the answer says so (`costs_left_out`: how many, and in which conversations). Only the
+//! conversations whose stored cost is not a number are read again for it.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +26,27 @@ fn cost_json(x: f64) -> Value {
     } else {
         Value::Null
     }
+}
+
+/// The costs of the conversations whose stored total is not a number, with those that are not
+/// numbers left out ([`super::totals::priced_costs`]), by `(source, chat id)`.
+type Priced = std::collections::HashMap<(String, String), super::totals::PricedCosts>;
+
+fn priced(conn: &Connection, convs: &[&ConversationSummary]) -> Result<Priced, StoreError> {
+    let mut priced = Priced::new();
+    for c in convs.iter().filter(|c| c.total_cost.is_none()) {
+        let document = queries::branch_document(conn, &super::sources::qualified(&c.source, &c.chat_id), crate::layout::MAIN)?;
+        priced.insert((c.source.clone(), c.chat_id.clone()), super::totals::priced_costs(conn, document)?);
+    }
+    Ok(priced)
+}
+
+/// `{"messages": N, "conversations": [ids]}`: the costs left out of the figures, or `None`.
+fn left_out(priced: &Priced) -> Option<Value> {
+    let messages: u64 = priced.values().map(|p| p.left_out).sum();
+    let mut ids: Vec<&str> = priced.iter().filter(|(_, p)| p.left_out > 0).map(|((_, id), _)| id.as_str()).collect();
+    ids.sort_unstable();
+    (messages > 0).then(|| json!({"messages": messages, "conversations": ids}))
 }
 
 fn utc_day(t: f64) -> String {
@@ -70,7 +96,8 @@ pub fn overview(conn: &Connection, since: Option<(f64, String)>, include_test: b
     let median = if n % 2 == 1 { json!(counts[n / 2]) } else { json!((counts[n / 2 - 1] + counts[n / 2]) as f64 / 2.0) };
     let oldest = convs.iter().map(|c| display(c)).fold(f64::INFINITY, f64::min);
     let newest = convs.iter().map(|c| c.modified).fold(f64::NEG_INFINITY, f64::max);
-    let cost = |c: &ConversationSummary| c.total_cost.unwrap_or(f64::NAN);
+    let priced = priced(conn, &convs)?;
+    let cost = |c: &ConversationSummary| c.total_cost.or_else(|| priced.get(&(c.source.clone(), c.chat_id.clone())).map(|p| p.total)).unwrap_or(0.0);
     let mut by_model: Vec<(String, i64, f64, i64, i64)> = Vec::new();
     let mut daily: BTreeMap<String, i64> = BTreeMap::new();
     for c in &convs {
@@ -118,6 +145,9 @@ pub fn overview(conn: &Connection, since: Option<(f64, String)>, include_test: b
         "total_cache_creation_tokens": convs.iter().map(|c| c.total_cache_creation_tokens).fold(0i64, i64::saturating_add),
         "by_role": role_counts(conn, &convs)?,
     });
+    if let Some(left_out) = left_out(&priced) {
+        data["costs_left_out"] = left_out;
+    }
     if super::sources::count_in_use(conn)? > 1 {
         let mut by_source: BTreeMap<&str, (i64, i64, f64)> = BTreeMap::new();
         for c in &convs {
@@ -140,7 +170,7 @@ pub fn overview(conn: &Connection, since: Option<(f64, String)>, include_test: b
         }
     }
     if let Some(by) = by {
-        data["breakdown"] = breakdown(&convs, by, display);
+        data["breakdown"] = breakdown(&convs, by, display, &priced);
     }
     Ok(data)
 }
@@ -164,15 +194,20 @@ fn role_counts(conn: &Connection, convs: &[&ConversationSummary]) -> Result<Valu
 
 /// Cost and tokens (input, output, cache read, cache creation) per period or per model. Per
 /// model uses each message's own model (`models_usage`), not only the conversation's last.
-fn breakdown(convs: &[&ConversationSummary], by: Breakdown, display: impl Fn(&ConversationSummary) -> f64) -> Value {
+fn breakdown(convs: &[&ConversationSummary], by: Breakdown, display: impl Fn(&ConversationSummary) -> f64, priced: &Priced) -> Value {
     let mut out: BTreeMap<String, (i64, f64, i64, i64, i64, i64)> = BTreeMap::new();
     for c in convs {
         if by == Breakdown::Model {
             let usage: Value = serde_json::from_str(&c.models_usage).unwrap_or_default();
+            let repriced = priced.get(&(c.source.clone(), c.chat_id.clone()));
             for (model, u) in usage.as_object().into_iter().flatten() {
                 let e = out.entry(model.clone()).or_default();
                 e.0 += 1;
-                e.1 += u["cost"].as_f64().unwrap_or(f64::NAN);
+                e.1 += match (u["cost"].as_f64(), repriced) {
+                    (Some(cost), _) => cost,
+                    (None, Some(p)) => p.by_model.iter().find(|(m, _)| m == model).map_or(0.0, |(_, cost)| *cost),
+                    (None, None) => f64::NAN,
+                };
                 e.2 = e.2.saturating_add(u["input_tokens"].as_i64().unwrap_or(0));
                 e.3 = e.3.saturating_add(u["output_tokens"].as_i64().unwrap_or(0));
                 e.4 = e.4.saturating_add(u["cache_read_tokens"].as_i64().unwrap_or(0));
@@ -180,7 +215,7 @@ fn breakdown(convs: &[&ConversationSummary], by: Breakdown, display: impl Fn(&Co
         } else {
             let e = out.entry(period(display(c), by)).or_default();
             e.0 += 1;
-            e.1 += c.total_cost.unwrap_or(f64::NAN);
+            e.1 += c.total_cost.or_else(|| priced.get(&(c.source.clone(), c.chat_id.clone())).map(|p| p.total)).unwrap_or(f64::NAN);
             e.2 = e.2.saturating_add(c.total_input_tokens);
             e.3 = e.3.saturating_add(c.total_output_tokens);
             e.4 = e.4.saturating_add(c.total_cache_read_tokens);
@@ -306,6 +341,13 @@ pub fn conversation(conn: &Connection, chat_id: &str) -> Result<Value, StoreErro
         },
         "last_message": last,
     });
+    if summary.total_cost.is_none() {
+        let priced = priced(conn, &[&summary])?;
+        data["usage"]["cost"] = cost_json(priced.values().map(|p| p.total).sum());
+        if let Some(left_out) = left_out(&priced) {
+            data["costs_left_out"] = left_out;
+        }
+    }
     // With more than one source, which one (`SOURCE:CHAT` names the conversation).
     if super::sources::count_in_use(conn)? > 1 {
         data["source"] = json!(summary.source);

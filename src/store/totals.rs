@@ -273,6 +273,46 @@ pub fn recompute(conn: &Connection, document_id: i64) -> Result<ListingTotals, S
     Ok(totals)
 }
 
+/// A branch's cost with the costs that are not numbers left out: what `stats` sums where
+/// gptme's rule ([`ListingTotals`], `list`) makes a conversation's whole cost NaN because one
+/// damaged line says `"cost": NaN`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PricedCosts {
+    /// The finite costs, added up.
+    pub total: f64,
+    /// The same by model, attributed as [`ListingTotals::models_usage`] attributes them.
+    pub by_model: Vec<(String, f64)>,
+    /// How many lines' costs were left out (NaN or infinite).
+    pub left_out: u64,
+}
+
+/// [`PricedCosts`] of a branch's lines, read from the store one line at a time, each line's
+/// cost taken as [`ListingTotals`] takes it.
+pub fn priced_costs(conn: &Connection, document_id: i64) -> Result<PricedCosts, StoreError> {
+    let mut priced = PricedCosts::default();
+    let mut model = None;
+    super::queries::with_document_lines(conn, document_id, 0, |lines| {
+        for l in lines {
+            // One line alone, with the model in effect before it.
+            let mut one = ListingTotals { model: model.take(), ..ListingTotals::default() };
+            one.feed(&l.line, None);
+            model = one.model.clone();
+            for (name, usage) in one.models_usage {
+                if !usage.cost.is_finite() {
+                    priced.left_out += 1;
+                    continue;
+                }
+                priced.total += usage.cost;
+                match priced.by_model.iter_mut().find(|(m, _)| *m == name) {
+                    Some(entry) => entry.1 += usage.cost,
+                    None => priced.by_model.push((name, usage.cost)),
+                }
+            }
+        }
+    })?;
+    Ok(priced)
+}
+
 pub fn save(conn: &Connection, conversation_id: i64, t: &ListingTotals, modified: f64) -> Result<(), StoreError> {
     conn.prepare_cached(
         "UPDATE conversations SET created = ?2, modified = ?3, message_count = ?4,

@@ -25,7 +25,8 @@ use sessiondb::store::search::{search, SearchQuery, Sort};
 use sessiondb::store::{stats, Store, StoreError};
 use sessiondb::sync::follow::Follower;
 
-/// The most conversations one search returns (`limit` is brought down to it).
+/// The most conversations one search returns (`limit` is brought down to it, but for 0: all,
+/// as on the command line, the answer's length bounded by `max_chars`).
 const MAX_SEARCH_LIMIT: usize = 100;
 /// The most matches shown per conversation.
 const MAX_MATCHES: usize = 20;
@@ -289,7 +290,7 @@ impl Server<'_> {
             chat_id: a.chat,
             source: a.source,
             branch: a.branch,
-            limit: a.limit.unwrap_or(10).clamp(1, MAX_SEARCH_LIMIT),
+            limit: a.limit.unwrap_or(10).min(MAX_SEARCH_LIMIT),
             matches,
             include_test: false,
             literal: a.literal.unwrap_or(false),
@@ -344,7 +345,7 @@ impl Server<'_> {
         let (_, doc) = sessiondb::sync::document::loaded(&conn, &a.chat_id, branch)?;
         let name = queries::conversation_summary(&conn, &a.chat_id)?.name;
         let (start, within) = cursor(a.cursor.as_deref())?.unwrap_or((a.start.unwrap_or(0).min(MAX_POSITION), 0));
-        let limit = a.limit.unwrap_or(20).clamp(1, MAX_READ_LIMIT);
+        let limit = queries::at_most(a.limit.unwrap_or(20)).map_or(usize::MAX, |l| l.min(MAX_READ_LIMIT));
         let mut answer = json!({ "id": a.chat_id, "name": name, "branch": branch, "file": doc.path, "lines": doc.line_count, "messages": [], "more": null });
         if let Some(note) = note {
             answer["note"] = json!(note);
@@ -409,12 +410,12 @@ impl Server<'_> {
     fn list(&self, a: ListArgs) -> Result<Value, ToolError> {
         let note = self.catch_up(None);
         let (offset, _) = cursor(a.cursor.as_deref())?.unwrap_or((0, 0));
-        let limit = a.limit.unwrap_or(20).clamp(1, MAX_LIST_LIMIT);
+        let limit = queries::at_most(a.limit.unwrap_or(20)).map(|l| l.min(MAX_LIST_LIMIT));
         let name = a.query.map(|q| if q.contains(['*', '?', '[']) { q } else { format!("*{q}*") });
         let conn = self.store.connection()?;
         let source = source_id(&conn, a.source.as_deref())?;
         let filter =
-            ListFilter { limit: Some(offset.saturating_add(limit)), model: a.model, since: since(a.since.as_deref())?, name, source, ..ListFilter::default() };
+            ListFilter { limit: limit.map(|l| offset.saturating_add(l)), model: a.model, since: since(a.since.as_deref())?, name, source, ..ListFilter::default() };
         let total = queries::count_filtered(&conn, &filter)?;
         let sources = crate::cli::list::shows_sources(&conn)?;
         let mut answer = json!({ "total": total, "offset": offset, "conversations": [], "more": null });
@@ -521,7 +522,7 @@ fn tool_specs() -> Vec<Value> {
                 "type": "object",
                 "properties": {
                     "query": { "type": "string", "description": "What to find: words, \"a phrase\", prefix*, or any text to match literally" },
-                    "limit": { "type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "description": "At most this many conversations (default 10)" },
+                    "limit": { "type": "integer", "minimum": 0, "maximum": MAX_SEARCH_LIMIT, "description": "At most this many conversations (default 10); 0 for all of them (as many as max_chars holds, \"more\" for the rest)" },
                     "chat": { "type": "string", "description": "Only this conversation (its id)" },
                     "source": source,
                     "role": { "type": "string", "description": "Only messages of this role: user, assistant or system (tool output is system)" },
@@ -551,7 +552,7 @@ fn tool_specs() -> Vec<Value> {
                 "properties": {
                     "chat_id": { "type": "string", "description": "The conversation's id (as search_conversations and list_conversations give it)" },
                     "start": { "type": "integer", "minimum": 0, "description": "Index of the first message to read (default 0)" },
-                    "limit": { "type": "integer", "minimum": 1, "maximum": MAX_READ_LIMIT, "description": "At most this many messages (default 20)" },
+                    "limit": { "type": "integer", "minimum": 0, "maximum": MAX_READ_LIMIT, "description": "At most this many messages (default 20); 0 for all of them (as many as max_chars holds, \"more\" for the rest)" },
                     "branch": { "type": "string", "description": "The branch (default main: the conversation as gptme has it loaded)" },
                     "cursor": cursor,
                     "max_chars": max_chars,
@@ -570,7 +571,7 @@ fn tool_specs() -> Vec<Value> {
             "inputSchema": {
                 "type": "object",
                 "properties": {
-                    "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT, "description": "At most this many conversations (default 20)" },
+                    "limit": { "type": "integer", "minimum": 0, "maximum": MAX_LIST_LIMIT, "description": "At most this many conversations (default 20); 0 for all of them (as many as max_chars holds, \"more\" for the rest)" },
                     "since": since,
                     "model": { "type": "string", "description": "Only conversations whose last model contains this (ignoring case), or matches it as a glob with * or ?" },
                     "query": { "type": "string", "description": "Only conversations whose name or id contains this (case-sensitive), or matches it as a glob with * or ?" },

@@ -6,11 +6,10 @@
 //! the config file's or the default path; a server's database is there to ask), and any error
 //! yields no candidates rather than noise on the terminal.
 
-use std::ffi::OsString;
+mod shells;
 
 use clap::CommandFactory;
 use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
-use clap_complete::env::Shells;
 
 use super::{Cli, Failure};
 use sessiondb::store::{queries, Store};
@@ -18,7 +17,7 @@ use sessiondb::store::{queries, Store};
 /// Answers the shell when it asks for completions (`COMPLETE=<shell>` in the environment:
 /// prints them and exits), else returns at once.
 pub fn answer_the_shell() {
-    clap_complete::CompleteEnv::with_factory(command).complete();
+    clap_complete::CompleteEnv::with_factory(command).shells(shells::all()).bin(shells::NAME).completer(shells::NAME).complete();
 }
 
 /// The command line, with the store's names as candidates for the arguments that take them.
@@ -64,11 +63,10 @@ fn branches() -> Vec<CompletionCandidate> {
 }
 
 /// `sessiondb completions SHELL`: the script that registers the dynamic completion with the
-/// shell (the same as `COMPLETE=SHELL sessiondb` prints).
+/// shell (the same as `COMPLETE=SHELL sessiondb` prints): for the command `sessiondb`, asking
+/// the `sessiondb` on `PATH`.
 pub fn registration(shell: &str) -> Result<(), Failure> {
-    let shells = Shells::builtins();
+    let shells = shells::all();
     let completer = shells.completer(shell).ok_or_else(|| Failure(format!("no completion for shell {shell:?}: bash, elvish, fish, powershell or zsh")))?;
-    let bin = std::env::current_exe().map(OsString::from).unwrap_or_else(|_| "sessiondb".into());
-    let bin = bin.to_string_lossy();
-    completer.write_registration("COMPLETE", "sessiondb", &bin, &bin, &mut std::io::stdout()).map_err(Failure::from)
+    completer.write_registration("COMPLETE", shells::NAME, shells::NAME, shells::NAME, &mut std::io::stdout()).map_err(Failure::from)
 }
