@@ -34,6 +34,12 @@ const RELEASED: &[(&str, &str)] = &[
     ("0013_distinct_trigrams.sql", "b26d15cdb9698b70a8007f539293a7524a537bb973bbbfdee5a2a429b17fb5d5"),
     ("0014_sources.sql", "19da208e1fb7cc383e29fb92f35c7fb829517c588e0ffb51e8db77fdb24bef5c"),
     ("0015_word_index_hashsize.sql", "93274923801c360bfa89de31e58ea4c80e51202018c75f97bbc3341273b1f1c3"),
+    ("0016_server_only_search_sets_and_byte_order.sql", "9eabc26f53758e8ce05657a63564e9496c38afd8e9b283cdf9730c055a6ce407"),
+    ("0017_server_only_each_host_writes_its_own.sql", "c1b9d4f266f1fe32eaee6b6f5bf050094b8ccb4db74c0f245a4092ceb33d0e01"),
+    ("0018_server_only_writers_of_sources_at_once.sql", "4643a59efb2b50dead38c09976e03815ed54a72806cbc32b76fd3de3e8df155f"),
+    ("0019_server_only_attachments_are_what_they_say.sql", "817cf0e9dc4f2920271cc4385f6c8dff09a1f990558a028403fcf3fa57888c78"),
+    ("0020_server_only_source_names_per_writer.sql", "1fbeca11566605adbba8128c2206423d9ab62b749406ae81533e5553172c72dc"),
+    ("0021_message_texts.sql", "7f98fe8987e67c47abd2aee72919c026aa2e896326b50d02d629c4328904794e"),
 ];
 
 fn schema_dir() -> PathBuf {
@@ -277,6 +283,11 @@ fn search_ids(db: &Path, query: &str) -> Vec<(String, u64)> {
     page["results"].as_array().unwrap().iter().map(|r| (r["id"].as_str().unwrap().to_owned(), r["matches"].as_u64().unwrap())).collect()
 }
 
+/// A message's text as `texts.data` stores it (schema 21: a store this small keeps them plain).
+fn text(data: Option<Vec<u8>>) -> Option<String> {
+    data.map(|d| sessiondb::store::texts::decode_with(&d, |id| panic!("text compressed with dictionary {id}")).unwrap())
+}
+
 /// An event line: seq, type, payload form, payload and the content of the message it carries.
 type EventRow = (i64, String, String, Option<String>, Option<String>);
 
@@ -302,23 +313,23 @@ fn assert_rows_kept(conn: &Connection, timed: i64, events: i64) {
     assert_eq!(documents, expected);
     let main: Vec<Option<String>> = conn
         .prepare(
-            "SELECT m.content FROM document_lines dl JOIN documents d ON d.id = dl.document_id JOIN messages m ON m.id = dl.message_id
+            "SELECT t.data FROM document_lines dl JOIN documents d ON d.id = dl.document_id JOIN messages m ON m.id = dl.message_id LEFT JOIN texts t ON t.id = m.text_id
              WHERE d.conversation_id = ?1 AND d.path = 'conversation.jsonl' ORDER BY dl.line_no",
         )
         .unwrap()
         .query_map([timed], |r| r.get(0))
         .unwrap()
-        .map(|r| r.unwrap())
+        .map(|r| text(r.unwrap()))
         .collect();
     assert_eq!(main, [Some(HELLO.content), Some(ANSWER.content), Some(CJK.content), Some(SYSTEM.content), None].map(|c| c.map(str::to_owned)));
     let event_rows: Vec<EventRow> = conn
         .prepare(
-            "SELECT e.seq, e.type, e.payload_form, e.payload, (SELECT m.content FROM event_messages em JOIN messages m ON m.id = em.message_id
+            "SELECT e.seq, e.type, e.payload_form, e.payload, (SELECT t.data FROM event_messages em JOIN messages m ON m.id = em.message_id JOIN texts t ON t.id = m.text_id
                WHERE em.document_id = e.document_id AND em.line_no = e.line_no)
              FROM events e WHERE e.document_id = ?1 ORDER BY e.line_no",
         )
         .unwrap()
-        .query_map([events], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .query_map([events], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, text(r.get(4)?))))
         .unwrap()
         .map(|r| r.unwrap())
         .collect();

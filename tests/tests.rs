@@ -41,4 +41,5 @@ mod sync;
 mod sync_crash;
 mod sync_watch;
 mod terminal_output;
+mod texts;
 mod trust;

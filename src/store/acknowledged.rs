@@ -128,15 +128,28 @@ pub fn missing_from_store(conn: &Connection, chat_id: &str) -> Result<Vec<Acknow
             Ok(Acknowledged { path: r.get(0)?, key: key.as_slice().try_into().unwrap_or([0; 32]), line: r.get(2)?, event_seq: r.get(3)?, appended_at: r.get(4)? })
         })?
         .collect::<Result<Vec<_>, _>>()?;
+    // Texts of the same hash, each compared whole (a text is found by its hash, never trusted by it).
     let mut by_content = conn.prepare_cached(
-        "SELECT EXISTS (SELECT 1 FROM messages m JOIN document_lines dl ON dl.message_id = m.id
-                        WHERE m.conversation_id = ?1 AND m.role = ?2 AND m.content = ?3 AND coalesce(m.timestamp, '') = ?4)",
+        "SELECT DISTINCT t.id, t.data FROM messages m JOIN document_lines dl ON dl.message_id = m.id JOIN texts t ON t.id = m.text_id
+          WHERE m.conversation_id = ?1 AND m.role = ?2 AND t.hash = ?3 AND coalesce(m.timestamp, '') = ?4",
     )?;
     let mut missing = Vec::new();
     for a in candidates {
         let found = match decode_line(&a.line).content {
             LineContent::Message(m) => {
-                by_content.query_row(params![conversation_id, m.role.as_str(), m.content, m.timestamp.as_deref().unwrap_or("")], |r| r.get(0))?
+                let same = by_content
+                    .query_map(params![conversation_id, m.role.as_str(), super::texts::hash(&m.content), m.timestamp.as_deref().unwrap_or("")], |r| {
+                        Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+                    })?;
+                let mut found = false;
+                for row in same {
+                    let (id, data) = row?;
+                    if conn.decode_text(id, &data)? == m.content {
+                        found = true;
+                        break;
+                    }
+                }
+                found
             }
             _ => true,
         };

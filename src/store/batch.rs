@@ -59,18 +59,23 @@ impl<'c> WriteBatch<'c> {
     /// transaction so the batch can go on.
     pub fn commit(&mut self) -> Result<(), StoreError> {
         self.commit_inner()?;
+        super::texts::train(self.conn)?;
         self.conn.begin_write()?;
         self.open = true;
         self.seq = fts::message_seq(self.conn)?;
         Ok(())
     }
 
-    /// Indexes, commits and ends the batch.
+    /// Indexes, commits and ends the batch (and trains the store's text dictionary once it is
+    /// due: [`super::texts::train`]).
     pub fn finish(mut self) -> Result<(), StoreError> {
-        self.commit_inner()
+        self.commit_inner()?;
+        super::texts::train(self.conn)?;
+        Ok(())
     }
 
     fn commit_inner(&mut self) -> Result<(), StoreError> {
+        super::texts::remove_unheld(self.conn)?;
         if self.indexed {
             fts::index_own(self.conn, self.seq)?;
         }

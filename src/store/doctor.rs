@@ -69,6 +69,11 @@ pub enum Check {
     /// bytes do not hash to its SHA-256 (read whole, [`blobs::check`]).
     Blob,
     MissingBlob,
+    /// A message text that cannot be read (its compressed form damaged, its dictionary
+    /// missing), does not hash to its key, or is missing for a message ([`super::texts`]).
+    Text,
+    /// A text no message holds (a write stopped before it removed it): harmless, takes room.
+    OrphanedText,
     Document,
     ListingTotals,
 }
@@ -87,6 +92,8 @@ impl Check {
             Check::OrphanedBlob => "orphaned blob",
             Check::Blob => "blob",
             Check::MissingBlob => "missing blob",
+            Check::Text => "message text",
+            Check::OrphanedText => "orphaned message text",
             Check::Document => "document",
             Check::ListingTotals => "listing totals",
         }
@@ -328,6 +335,16 @@ fn check_rows(conn: &Connection, report: &mut DatabaseReport, progress: &mut dyn
              WHERE e.kind = 'blob' AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = e.blob_sha256)",
         )?,
     );
+    push_all(&mut report.problems, Check::Text, unsound_texts(conn, progress)?);
+    push_all(
+        &mut report.problems,
+        Check::OrphanedText,
+        strings(
+            conn,
+            "SELECT 'text ' || t.id || ' is held by no message' FROM texts t
+             WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.text_id = t.id) AND NOT EXISTS (SELECT 1 FROM texts_let_go g WHERE g.text_id = t.id)",
+        )?,
+    );
     progress(Step { check: Check::Document, done: 0, total: 0 });
     push_all(
         &mut report.problems,
@@ -410,6 +427,51 @@ fn unsound_blobs(conn: &Connection, progress: &mut dyn FnMut(Step)) -> Result<Ve
     }
 }
 
+/// How many texts [`unsound_texts`] reads per query.
+const TEXT_PAGE: i64 = 1_000;
+
+/// Every message text that cannot be read, or reads as another text than its key says, each
+/// named with the conversations (and message rows) that hold it; and every message that should
+/// have a text and has none. Reads every text, a page at a time.
+fn unsound_texts(conn: &Connection, progress: &mut dyn FnMut(Step)) -> Result<Vec<String>, StoreError> {
+    let mut out: Vec<String> = strings(
+        conn,
+        "SELECT c.chat_id || ': message row ' || m.id || ' has no text' FROM messages m JOIN conversations c ON c.id = m.conversation_id
+         WHERE m.role IS NOT NULL AND (m.text_id IS NULL OR NOT EXISTS (SELECT 1 FROM texts t WHERE t.id = m.text_id))",
+    )?;
+    let total: i64 = conn.query_row("SELECT count(*) FROM texts", (), |r| r.get(0))?;
+    let (mut after, mut done) = (i64::MIN, 0u64);
+    loop {
+        progress(Step { check: Check::Text, done, total: total as u64 });
+        let page: Vec<(i64, i64, Vec<u8>)> = conn
+            .prepare_cached("SELECT id, hash, data FROM texts WHERE id > ?1 ORDER BY id LIMIT ?2")?
+            .query_map(params![after, TEXT_PAGE], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<Result<_, _>>()?;
+        let Some(&(last, ..)) = page.last() else { return Ok(out) };
+        for (id, hash, data) in page {
+            done += 1;
+            let why = match conn.decode_text(id, &data) {
+                Err(e) => crate::cause::chain(&e),
+                Ok(text) if super::texts::hash(&text) != hash => format!("text {id} does not hash to its key"),
+                Ok(_) => continue,
+            };
+            let holders: Vec<String> = conn
+                .prepare_cached(&format!(
+                    "SELECT {} AS source, c.chat_id, min(m.id) FROM messages m JOIN conversations c ON c.id = m.conversation_id JOIN sources s ON s.id = c.source_id
+                     WHERE m.text_id = ?1 GROUP BY source, c.chat_id ORDER BY source, c.chat_id",
+                    super::sources::label_sql(conn.engine())
+                ))?
+                .query_map([id], |r| {
+                    Ok(format!("{} (message row {})", super::sources::qualified(&r.get::<_, String>(0)?, &r.get::<_, String>(1)?), r.get::<_, i64>(2)?))
+                })?
+                .collect::<Result<_, _>>()?;
+            let held = if holders.is_empty() { "no message".to_owned() } else { holders.join(", ") };
+            out.push(format!("{why}; held by {held} (`sessiondb import` of those conversations' directories stores it again)"));
+        }
+        after = last;
+    }
+}
+
 /// Conversations whose stored listing totals are not what their main branch's lines add up to.
 fn totals_disagreements(conn: &Connection, progress: &mut dyn FnMut(Step)) -> Result<Vec<String>, StoreError> {
     let mut out = Vec::new();
@@ -422,7 +484,15 @@ fn totals_disagreements(conn: &Connection, progress: &mut dyn FnMut(Step)) -> Re
             out.push(format!("{chat_id}: no main branch (conversation.jsonl)"));
             continue;
         };
-        let computed = super::totals::recompute(conn, main.id)?;
+        let computed = match super::totals::recompute(conn, main.id) {
+            Ok(computed) => computed,
+            // A text that cannot be read is the texts check's finding; the totals wait for it.
+            Err(e @ StoreError::Corrupt(_)) => {
+                out.push(format!("{chat_id}: not added up, a message cannot be read ({})", crate::cause::chain(&e)));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let stored = super::totals::load(conn, id)?;
         let same_cost = computed.total_cost == stored.total_cost
             || (!computed.total_cost.is_finite() && !stored.total_cost.is_finite())

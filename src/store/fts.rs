@@ -1,6 +1,6 @@
 //! Keeping the search indexes in step with the messages table.
 //!
-//! Two indexes are derived from `messages.content`: `messages_fts` (words, see
+//! Two indexes are derived from each message's text (`texts`, [`super::texts`]): `messages_fts` (words, see
 //! `schema/0001_init.sql` and `0003`) and `messages_substring` (trigrams of the lowercased text,
 //! for literal queries, see `schema/0013_distinct_trigrams.sql`). Invariant, for each with its
 //! own watermark (`store_state['fts_indexed_upto']`, `['substring_indexed_upto']`): every
@@ -24,7 +24,7 @@
 //! what and when (a writer its own and a few more, an import and a search the rest), in steps
 //! of [`super::message_terms::STEP`] messages.
 
-use super::sql::Engine;
+use super::sql::{params, Engine};
 use super::{Connection, StoreError};
 
 /// Whether the indexes are `message_terms` (PostgreSQL).
@@ -32,9 +32,11 @@ fn kept_by_server(conn: &Connection) -> bool {
     conn.engine() == Engine::Postgres
 }
 
-/// The derived indexes: (table, watermark key, the SQL function giving the indexed text).
-const INDEXES: [(&str, &str, &str); 2] =
-    [("messages_fts", "fts_indexed_upto", "sessiondb_fts_text"), ("messages_substring", "substring_indexed_upto", "sessiondb_lower")];
+/// How a message's text is put into an index.
+type IndexedForm = fn(&str) -> String;
+
+/// The derived indexes: (table, watermark key, the indexed form of a message's text).
+const INDEXES: [(&str, &str, IndexedForm); 2] = [("messages_fts", "fts_indexed_upto", fts_text), ("messages_substring", "substring_indexed_upto", lower)];
 
 /// The highest message id ever handed out: the messages a transaction adds from here on have
 /// higher ones (ids are never reused). For [`index_own`] only, so on PostgreSQL (which indexes
@@ -92,19 +94,38 @@ fn index_up_to(conn: &Connection, limit: i64) -> Result<u64, StoreError> {
     if kept_by_server(conn) {
         return super::message_terms::index_waiting(conn, limit);
     }
-    let mut most = 0;
-    for (table, key, text) in INDEXES {
+    // Each index from its own watermark to the `limit`-th message past it (or the last
+    // there is); each message's text read once for both.
+    let mut steps = Vec::new();
+    for (table, key, form) in INDEXES {
         let upto: i64 = conn.prepare_cached(&format!("SELECT value FROM store_state WHERE key = '{key}'"))?.query_row((), |r| r.get(0))?;
-        // The id of the last message this step indexes: the `limit`-th past the watermark, or
-        // the last there is.
         let last: i64 = conn
             .prepare_cached("SELECT coalesce(max(id), ?1) FROM (SELECT id FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2)")?
             .query_row([upto, limit], |r| r.get(0))?;
-        let indexed = conn
-            .prepare_cached(&format!("INSERT INTO {table} (rowid, content) SELECT id, {text}(content) FROM messages WHERE id > ?1 AND id <= ?2"))?
-            .execute([upto, last])?;
+        steps.push((table, key, form, upto, last, 0u64));
+    }
+    let from = steps.iter().map(|s| s.3).min().unwrap_or(0);
+    let to = steps.iter().map(|s| s.4).max().unwrap_or(0);
+    let mut messages =
+        conn.prepare_cached("SELECT m.id, m.text_id, t.data FROM messages m LEFT JOIN texts t ON t.id = m.text_id WHERE m.id > ?1 AND m.id <= ?2 ORDER BY m.id")?;
+    let mut rows = messages.query([from, to])?;
+    while let Some(r) = rows.next()? {
+        let id: i64 = r.get(0)?;
+        let text = match (r.get::<_, Option<i64>>(1)?, r.get::<_, Option<Vec<u8>>>(2)?) {
+            (Some(text_id), Some(data)) => Some(conn.decode_text(text_id, &data)?),
+            _ => None,
+        };
+        for (table, _, form, upto, last, added) in steps.iter_mut() {
+            if id > *upto && id <= *last {
+                conn.prepare_cached(&format!("INSERT INTO {table} (rowid, content) VALUES (?1, ?2)"))?.execute(params![id, text.as_deref().map(*form)])?;
+                *added += 1;
+            }
+        }
+    }
+    let mut most = 0;
+    for (_, key, _, _, last, added) in steps {
         conn.prepare_cached(&format!("UPDATE store_state SET value = ?1 WHERE key = '{key}'"))?.execute([last])?;
-        most = most.max(indexed as u64);
+        most = most.max(added);
     }
     Ok(most)
 }
@@ -177,9 +198,20 @@ pub fn rebuild_substring_index(conn: &Connection) -> Result<(), StoreError> {
     })
 }
 
-/// The migration that last made the substring index, which makes it again from the rows
-/// whatever state it is in.
-const SUBSTRING_INDEX: &str = include_str!("../../schema/0013_distinct_trigrams.sql");
+/// The substring index made anew and empty, as `schema/0013_distinct_trigrams.sql` made it,
+/// whatever state it was in, its watermark at nothing indexed ([`index_pending`] then fills
+/// it from the messages' texts).
+const SUBSTRING_INDEX: &str = "
+    DROP TRIGGER IF EXISTS messages_substring_delete;
+    DROP TABLE IF EXISTS messages_substring;
+    CREATE VIRTUAL TABLE messages_substring USING fts5(content, content = '', contentless_delete = 1, detail = 'none', tokenize = 'sessiondb_trigram');
+    INSERT INTO messages_substring (messages_substring, rank) VALUES ('hashsize', 16777216);
+    INSERT OR REPLACE INTO store_state (key, value) VALUES ('substring_indexed_upto', 0);
+    CREATE TRIGGER messages_substring_delete AFTER DELETE ON messages
+    WHEN old.id <= (SELECT value FROM store_state WHERE key = 'substring_indexed_upto')
+    BEGIN
+        DELETE FROM messages_substring WHERE rowid = old.id;
+    END;";
 
 /// `text` lowercased as Python's `str.lower()` does, which gptme's search applies to both the
 /// query and each message: full mappings (`İ` becomes `i̇`), and the whole text at once, so
@@ -223,6 +255,7 @@ pub fn fts_text(content: &str) -> String {
 pub fn register_functions(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     use rusqlite::functions::FunctionFlags;
     super::trigram_tokens::register(conn)?;
+    super::texts::register_functions(conn)?;
     let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
     conn.create_scalar_function("sessiondb_fts_text", 1, flags, |ctx| Ok(ctx.get::<Option<String>>(0)?.map(|t| fts_text(&t))))?;
     // PostgreSQL's sha256(bytea), so that a statement asking for digests is one for both engines.

@@ -94,10 +94,14 @@ pub fn waiting_at_most(conn: &Connection, limit: i64) -> Result<i64, StoreError>
 pub fn index_waiting(conn: &Connection, limit: i64) -> Result<u64, StoreError> {
     debug_assert_eq!(conn.engine(), Engine::Postgres);
     let mut stmt = conn.prepare_cached(
-        "SELECT p.message_id, m.content FROM message_terms_pending p JOIN messages m ON m.id = p.message_id
+        "SELECT p.message_id, m.text_id, t.data FROM message_terms_pending p JOIN messages m ON m.id = p.message_id LEFT JOIN texts t ON t.id = m.text_id
          ORDER BY p.message_id LIMIT ?1 FOR UPDATE OF p SKIP LOCKED",
     )?;
-    let waiting: Vec<(i64, Option<String>)> = stmt.query_map([limit], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+    let stored: Vec<(i64, Option<i64>, Option<Vec<u8>>)> = stmt.query_map([limit], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
+    let waiting: Vec<(i64, Option<String>)> = stored
+        .into_iter()
+        .map(|(id, text_id, data)| Ok((id, text_id.zip(data).map(|(t, d)| conn.decode_text(t, &d)).transpose()?)))
+        .collect::<Result<_, StoreError>>()?;
     if waiting.is_empty() {
         return Ok(0);
     }

@@ -41,6 +41,7 @@ mod server_tls;
 pub mod sources;
 pub mod sql;
 pub mod stats;
+pub mod texts;
 pub mod totals;
 mod trigram_tokens;
 mod word_match;
@@ -48,6 +49,7 @@ mod word_tokens;
 mod writer;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use r2d2_sqlite::SqliteConnectionManager;
 
@@ -200,7 +202,7 @@ impl From<rusqlite::Error> for StoreError {
 /// take this type (inside a write transaction, [`WriteBatch::conn`] hands out the same type):
 /// the SQLite connection within is reachable from `store` alone, so that no SQL is written
 /// anywhere else and a second backend has one interface to implement.
-pub struct Connection(Inner, std::cell::Cell<Option<i64>>);
+pub struct Connection(Inner, std::cell::Cell<Option<i64>>, Arc<texts::Dictionaries>);
 
 enum Inner {
     Pooled(r2d2::PooledConnection<SqliteConnectionManager>),
@@ -225,7 +227,7 @@ enum EngineConn<'c> {
 impl Connection {
     /// A connection opened outside the pool (see [`doctor::open_unmigrated`]).
     pub(in crate::store) fn plain(conn: rusqlite::Connection) -> Connection {
-        Connection(Inner::Plain(conn), Default::default())
+        Connection(Inner::Plain(conn), Default::default(), Default::default())
     }
 
     /// A connection of its own to the PostgreSQL database at `url`, outside any pool and not
@@ -246,7 +248,7 @@ impl Connection {
             e @ sql::Error::NoAnswer { .. } => StoreError::from(e),
             e => StoreError::Server { url: shown, why: e.to_string() },
         })?;
-        Ok((manager, Connection(Inner::PostgresPlain(first), Default::default())))
+        Ok((manager, Connection(Inner::PostgresPlain(first), Default::default(), Default::default())))
     }
 
     /// Keeps this connection to the conversations of one source from now on, to write them:
@@ -270,6 +272,11 @@ impl Connection {
     /// The source this connection is kept to ([`Connection::scope_to`]), if any.
     pub(in crate::store) fn scope(&self) -> Option<i64> {
         self.1.get()
+    }
+
+    /// The text dictionaries of the store this connection is of, as far as read ([`texts`]).
+    pub(in crate::store) fn dictionaries(&self) -> &texts::Dictionaries {
+        &self.2
     }
 
     fn inner(&self) -> EngineConn<'_> {
@@ -406,6 +413,8 @@ pub struct Store {
     /// The SQLite file's device and inode when it was opened (none on a server): every
     /// connection is refused once the path names another file or none ([`StoreError::Moved`]).
     identity: Option<(u64, u64)>,
+    /// The text dictionaries read so far, shared by every connection ([`texts`]).
+    dictionaries: Arc<texts::Dictionaries>,
 }
 
 /// The connections of one engine.
@@ -470,7 +479,7 @@ impl Store {
         let mut conn = pool.get()?;
         schema::migrate(&mut conn)?;
         drop(conn);
-        Ok(Store { pool: Pool::Sqlite(pool), path: path.to_owned(), scope: None, identity: Some(identity) })
+        Ok(Store { pool: Pool::Sqlite(pool), path: path.to_owned(), scope: None, identity: Some(identity), dictionaries: Default::default() })
     }
 
     /// Opens the PostgreSQL database at `url` and brings its schema up to date
@@ -482,7 +491,7 @@ impl Store {
         let pool = r2d2::Pool::builder().max_size(4).min_idle(Some(0)).connection_timeout(std::time::Duration::from_secs(30)).build_unchecked(manager);
         schema::migrate_postgres(&conn)?;
         drop(conn);
-        Ok(Store { pool: Pool::Postgres(pool), path: PathBuf::from(url), scope: None, identity: None })
+        Ok(Store { pool: Pool::Postgres(pool), path: PathBuf::from(url), scope: None, identity: None, dictionaries: Default::default() })
     }
 
     /// [`Store::open`] a database that must exist already: a path where there is none is
@@ -529,7 +538,7 @@ impl Store {
             #[cfg(feature = "postgres")]
             Pool::Postgres(pool) => Inner::Postgres(pool.get()?),
         };
-        Ok(Connection(inner, std::cell::Cell::new(self.scope)))
+        Ok(Connection(inner, std::cell::Cell::new(self.scope), self.dictionaries.clone()))
     }
 
     /// This store with every connection it gives scoped to source `source_id`

@@ -522,16 +522,33 @@ pub fn open_blob<'c>(conn: &'c Connection, sha256: &[u8; 32]) -> Result<super::b
     super::blobs::open(conn, sha256)
 }
 
+/// A message's columns, over `messages m` and its text `texts t` ([`MESSAGE_TEXT`]).
 const MESSAGE_COLUMNS: &str =
-    "m.role, m.content, m.timestamp, m.files, m.file_hashes, m.call_id, m.pinned, m.hide, m.ui_only, m.ephemeral_ttl, m.metadata, m.extra, m.raw";
+    "m.role, t.data, m.timestamp, m.files, m.file_hashes, m.call_id, m.pinned, m.hide, m.ui_only, m.ephemeral_ttl, m.metadata, m.extra, m.raw, m.text_id";
 
-/// A message row: the typed message (absent for blank or malformed lines) and its raw bytes.
+/// How [`MESSAGE_COLUMNS`] reach a message's text, after `messages m`.
+const MESSAGE_TEXT: &str = "LEFT JOIN texts t ON t.id = m.text_id";
+
+/// How many columns [`MESSAGE_COLUMNS`] are.
+const MESSAGE_COLUMN_COUNT: usize = 14;
+
+/// A message row: the typed message (absent for blank or malformed lines), its raw bytes, and
+/// its text as stored until [`MessageRow::decoded`] reads it into the message.
 struct MessageRow {
     message: Option<Message>,
     raw: Option<Vec<u8>>,
+    text: Option<(i64, Vec<u8>)>,
 }
 
 impl MessageRow {
+    /// The row with its message's content read from its text.
+    fn decoded(mut self, conn: &Connection) -> Result<MessageRow, StoreError> {
+        if let (Some(m), Some((id, data))) = (self.message.as_mut(), self.text.take()) {
+            m.content = conn.decode_text(id, &data)?;
+        }
+        Ok(self)
+    }
+
     /// The line exactly as imported.
     fn line(&self) -> Result<Vec<u8>, StoreError> {
         match (&self.raw, &self.message) {
@@ -550,9 +567,10 @@ fn parse_stored_json(text: Option<String>) -> Option<Json> {
 fn message_from_row(r: &Row, at: usize) -> super::sql::Result<MessageRow> {
     let raw: Option<Vec<u8>> = r.get(at + 12)?;
     let Some(role) = r.get::<_, Option<String>>(at)? else {
-        return Ok(MessageRow { message: None, raw });
+        return Ok(MessageRow { message: None, raw, text: None });
     };
-    let mut m = Message::new(Role::parse(&role), r.get::<_, String>(at + 1)?, r.get(at + 2)?);
+    let text = r.get::<_, Option<i64>>(at + 13)?.zip(r.get::<_, Option<Vec<u8>>>(at + 1)?);
+    let mut m = Message::new(Role::parse(&role), String::new(), r.get(at + 2)?);
     if let Some(Json::Array(files)) = parse_stored_json(r.get(at + 3)?) {
         m.files = files.into_iter().filter_map(|f| if let Json::Str(s) = f { Some(s) } else { None }).collect();
     }
@@ -568,7 +586,7 @@ fn message_from_row(r: &Row, at: usize) -> super::sql::Result<MessageRow> {
     if let Some(Json::Object(extra)) = parse_stored_json(r.get(at + 11)?) {
         m.extra = extra;
     }
-    Ok(MessageRow { message: Some(m), raw })
+    Ok(MessageRow { message: Some(m), raw, text })
 }
 
 /// Calls `f` with each line of a document, in order, exactly as imported.
@@ -605,7 +623,7 @@ pub fn for_each_line_in_pieces(
         DocumentKind::Events => {
             let mut stmt = conn.prepare("SELECT line_no, seq, ts, type, payload_form, payload, raw FROM events WHERE document_id = ?1 ORDER BY line_no")?;
             let sql = format!(
-                "SELECT {MESSAGE_COLUMNS} FROM event_messages em JOIN messages m ON m.id = em.message_id
+                "SELECT {MESSAGE_COLUMNS} FROM event_messages em JOIN messages m ON m.id = em.message_id {MESSAGE_TEXT}
                  WHERE em.document_id = ?1 AND em.line_no = ?2 ORDER BY em.position"
             );
             let mut nested = conn.prepare(&sql)?;
@@ -624,7 +642,7 @@ pub fn for_each_line_in_pieces(
                     Some("message") => {
                         let mut messages = Vec::new();
                         for row in nested.query_map(params![document_id, line_no], |r| message_from_row(r, 0))? {
-                            messages.push(row?.message.ok_or_else(|| corrupt("payload refers to a line that is not a message"))?);
+                            messages.push(row?.decoded(conn)?.message.ok_or_else(|| corrupt("payload refers to a line that is not a message"))?);
                         }
                         if messages.len() != 1 {
                             return Err(corrupt("an append event must carry exactly one message"));
@@ -637,7 +655,7 @@ pub fn for_each_line_in_pieces(
                         let at = empty.rfind("[]").ok_or_else(|| corrupt("no list of messages"))? + 1;
                         f(&empty.as_bytes()[..at], false).map_err(io)?;
                         for (i, row) in nested.query_map(params![document_id, line_no], |r| message_from_row(r, 0))?.enumerate() {
-                            let message = row?.message.ok_or_else(|| corrupt("payload refers to a line that is not a message"))?;
+                            let message = row?.decoded(conn)?.message.ok_or_else(|| corrupt("payload refers to a line that is not a message"))?;
                             encoded.clear();
                             if i > 0 {
                                 encoded.push_str(", ");
@@ -704,7 +722,7 @@ pub fn with_document_lines_back<T>(conn: &Connection, document_id: i64, before: 
 fn lines_of<T>(conn: &Connection, document_id: i64, bound_op: &str, order: &str, bound: i64, f: impl FnOnce(&mut DocumentLines<'_>) -> T) -> Result<T, StoreError> {
     let sql = lines_sql(bound_op, order);
     let mut stmt = conn.prepare_cached(&sql)?;
-    let mut lines = DocumentLines { rows: stmt.query(params![document_id, bound])?, error: None };
+    let mut lines = DocumentLines { conn, rows: stmt.query(params![document_id, bound])?, error: None };
     let out = f(&mut lines);
     match lines.error {
         Some(e) => Err(e),
@@ -716,10 +734,10 @@ fn lines_of<T>(conn: &Connection, document_id: i64, bound_op: &str, order: &str,
 /// index ranges that SQLite merges in order: rows stream, nothing is sorted or held.
 fn lines_sql(bound_op: &str, order: &str) -> String {
     format!(
-        "SELECT {MESSAGE_COLUMNS}, m.id, l.line_no AS n FROM documents d JOIN document_lines l ON l.document_id = d.base_id JOIN messages m ON m.id = l.message_id
+        "SELECT {MESSAGE_COLUMNS}, m.id, l.line_no AS n FROM documents d JOIN document_lines l ON l.document_id = d.base_id JOIN messages m ON m.id = l.message_id {MESSAGE_TEXT}
           WHERE d.id = ?1 AND l.line_no < d.base_len AND l.line_no {bound_op} ?2
          UNION ALL
-         SELECT {MESSAGE_COLUMNS}, m.id, dl.line_no AS n FROM document_lines dl JOIN messages m ON m.id = dl.message_id
+         SELECT {MESSAGE_COLUMNS}, m.id, dl.line_no AS n FROM document_lines dl JOIN messages m ON m.id = dl.message_id {MESSAGE_TEXT}
           WHERE dl.document_id = ?1 AND dl.line_no {bound_op} ?2
          ORDER BY n{order}"
     )
@@ -734,6 +752,7 @@ pub(super) const RESOLVED_LINES: &str = "SELECT l.line_no AS n, l.message_id AS 
 
 /// The lines [`with_document_lines`] hands out.
 pub struct DocumentLines<'s> {
+    conn: &'s Connection,
     rows: super::sql::Rows<'s>,
     error: Option<StoreError>,
 }
@@ -747,8 +766,8 @@ impl Iterator for DocumentLines<'_> {
         }
         let next = (|| {
             let Some(row) = self.rows.next()? else { return Ok(None) };
-            let message_id = row.get(13)?;
-            let row = message_from_row(&row, 0)?;
+            let message_id = row.get(MESSAGE_COLUMN_COUNT)?;
+            let row = message_from_row(&row, 0)?.decoded(self.conn)?;
             Ok(Some(StoredLine { line: row.line()?, message: row.message, message_id }))
         })();
         next.unwrap_or_else(|e: StoreError| {

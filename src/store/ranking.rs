@@ -320,10 +320,16 @@ impl RankingIndex {
         }
         let mut added = 0u64;
         {
-            let mut messages = conn.prepare_cached("SELECT id, conversation_id, role, model, coalesce(content, '') FROM messages WHERE id > ?1 ORDER BY id")?;
+            let mut messages = conn.prepare_cached(
+                "SELECT m.id, m.conversation_id, m.role, m.model, m.text_id, t.data FROM messages m LEFT JOIN texts t ON t.id = m.text_id WHERE m.id > ?1 ORDER BY m.id",
+            )?;
             let mut rows = messages.query([mark.upto])?;
             while let Some(r) = rows.next()? {
-                let (id, conversation, content): (i64, i64, String) = (r.get(0)?, r.get(1)?, r.get(4)?);
+                let (id, conversation): (i64, i64) = (r.get(0)?, r.get(1)?);
+                let content = match (r.get::<_, Option<i64>>(4)?, r.get::<_, Option<Vec<u8>>>(5)?) {
+                    (Some(text_id), Some(data)) => conn.decode_text(text_id, &data)?,
+                    _ => String::new(),
+                };
                 let (role, model): (Option<String>, Option<String>) = (r.get(2)?, r.get(3)?);
                 let mut doc = TantivyDocument::default();
                 doc.add_u64(self.fields.id, id as u64);

@@ -1,6 +1,6 @@
 //! The rows import and live operations both write, each written in one place: a [`Message`]
-//! as a `messages` row ([`insert_message`]), and a regular file as its blob and its `entries`
-//! row together ([`put_file`]).
+//! as a `messages` row and its text ([`insert_message`], [`super::texts`]), and a regular file
+//! as its blob and its `entries` row together ([`put_file`]).
 
 use std::io::Read;
 
@@ -22,9 +22,11 @@ pub fn insert_message(conn: &Connection, conversation_id: i64, digest: &LineDige
     let metadata = m.metadata.as_ref().map(json::dump);
     let extra = (!m.extra.is_empty()).then(|| json::dump(&Json::Object(m.extra.clone())));
     let usage = m.usage();
+    let source: i64 = conn.prepare_cached("SELECT source_id FROM conversations WHERE id = ?1")?.query_row([conversation_id], |r| r.get(0))?;
+    let text_id = super::texts::put(conn, source, &m.content)?;
     Ok(conn
         .prepare_cached(
-            "INSERT INTO messages (conversation_id, line_sha256, role, content, timestamp, files, file_hashes,
+            "INSERT INTO messages (conversation_id, line_sha256, role, text_id, timestamp, files, file_hashes,
             call_id, pinned, hide, ui_only, ephemeral_ttl, metadata, extra, raw,
             model, cost, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, rewrites_unchanged)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)
@@ -35,7 +37,7 @@ pub fn insert_message(conn: &Connection, conversation_id: i64, digest: &LineDige
                 conversation_id,
                 &digest[..],
                 m.role.as_str(),
-                m.content,
+                text_id,
                 m.timestamp,
                 files,
                 file_hashes,

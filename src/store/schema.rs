@@ -32,6 +32,12 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0013_distinct_trigrams.sql"),
     include_str!("../../schema/0014_sources.sql"),
     include_str!("../../schema/0015_word_index_hashsize.sql"),
+    include_str!("../../schema/0016_server_only_search_sets_and_byte_order.sql"),
+    include_str!("../../schema/0017_server_only_each_host_writes_its_own.sql"),
+    include_str!("../../schema/0018_server_only_writers_of_sources_at_once.sql"),
+    include_str!("../../schema/0019_server_only_attachments_are_what_they_say.sql"),
+    include_str!("../../schema/0020_server_only_source_names_per_writer.sql"),
+    include_str!("../../schema/0021_message_texts.sql"),
 ];
 
 /// The schema version this build writes.
@@ -51,6 +57,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (18, include_str!("../../schema/postgres/0018_writers_of_sources_at_once.sql")),
     (19, include_str!("../../schema/postgres/0019_attachments_are_what_they_say.sql")),
     (20, include_str!("../../schema/postgres/0020_source_names_per_writer.sql")),
+    (21, include_str!("../../schema/postgres/0021_message_texts.sql")),
 ];
 
 /// The advisory lock (a key of PostgreSQL's `pg_advisory_lock`) that migrations hold, so

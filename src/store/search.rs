@@ -631,8 +631,10 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
         "conversations c CROSS JOIN messages m ON m.conversation_id = c.id"
     };
     let sql = format!("SELECT m.id, c.id FROM {from} WHERE {} ORDER BY c.modified DESC, c.chat_id, c.id, m.id", filters.join(" AND "));
-    // The text is read for candidates only, and kept out of the sort.
-    let mut content = conn.prepare_cached("SELECT content FROM messages WHERE id = ?1")?;
+    // The text is read for candidates only, and kept out of the sort; a text many messages
+    // share (a system prompt, a tool's output) is read and checked once.
+    let mut text_of = conn.prepare_cached("SELECT m.text_id, t.data FROM messages m JOIN texts t ON t.id = m.text_id WHERE m.id = ?1")?;
+    let mut checked: std::collections::HashMap<i64, bool> = std::collections::HashMap::new();
     // Whether a match stands in a branch or view (the `--branch` one): asked of matches only.
     let mut stands = Stands::new(conn, q)?;
     let mut stmt = conn.prepare_cached(&sql)?;
@@ -651,8 +653,16 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
         if past && !q.totals {
             break;
         }
-        let text: Option<String> = content.query_row([id], |r| r.get(0))?;
-        if !text.is_some_and(|t| holds(&t)) {
+        let Some((text_id, data)) = text_of.query_row([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))).optional()? else { continue };
+        let held = match checked.get(&text_id) {
+            Some(&held) => held,
+            None => {
+                let held = holds(&conn.decode_text(text_id, &data)?);
+                checked.insert(text_id, held);
+                held
+            }
+        };
+        if !held {
             continue;
         }
         if stands.conversation(id)?.is_none() {
@@ -1093,7 +1103,7 @@ fn run_on_server(conn: &Connection, q: &Resolved, mut matcher: WordMatch) -> Res
     let (filters, mut args) = filter_sql(q, 2, true);
     args.insert(0, Value::Null);
     let sql = format!(
-        "SELECT m.id, m.content, c.id, c.modified, c.chat_id FROM messages m JOIN conversations c ON c.id = m.conversation_id
+        "SELECT m.id, m.text_id, t.data, c.id, c.modified, c.chat_id FROM messages m JOIN conversations c ON c.id = m.conversation_id LEFT JOIN texts t ON t.id = m.text_id
          WHERE m.id IN (SELECT jsonb_array_elements_text(?1::text::jsonb)::bigint) AND {}",
         filters.join(" AND ")
     );
@@ -1113,8 +1123,9 @@ fn run_on_server(conn: &Connection, q: &Resolved, mut matcher: WordMatch) -> Res
         // moved to the matcher, not copied.
         let mut texts: Vec<(i64, String)> = Vec::new();
         let mut of: std::collections::HashMap<i64, (i64, f64, String)> = std::collections::HashMap::new();
-        for row in stmt.query_map(params_from_iter(args.iter()), |r| Ok((r.get(0)?, r.get::<_, Option<String>>(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))? {
-            let (id, content, conversation, modified, chat_id): (i64, Option<String>, i64, f64, String) = row?;
+        for row in stmt.query_map(params_from_iter(args.iter()), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))? {
+            let (id, text_id, data, conversation, modified, chat_id): (i64, Option<i64>, Option<Vec<u8>>, i64, f64, String) = row?;
+            let content = text_id.zip(data).map(|(t, d)| conn.decode_text(t, &d)).transpose()?;
             texts.push((id, content.unwrap_or_default()));
             of.insert(id, (conversation, modified, chat_id));
         }
@@ -1205,9 +1216,9 @@ fn place(conn: &Connection, q: &Resolved, candidates: &[(i64, f64)], skip: usize
         }
     };
     let sql = format!(
-        "SELECT c.chat_id, coalesce(c.name, c.chat_id), c.modified, m.role, m.content, {placement}, c.id,
-                (SELECT {} FROM sources s WHERE s.id = c.source_id)
-         FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE {}",
+        "SELECT c.chat_id, coalesce(c.name, c.chat_id), c.modified, m.role, t.data, {placement}, c.id,
+                (SELECT {} FROM sources s WHERE s.id = c.source_id), m.text_id
+         FROM messages m JOIN conversations c ON c.id = m.conversation_id LEFT JOIN texts t ON t.id = m.text_id WHERE {}",
         super::sources::label_sql(conn.engine()),
         filters.join(" AND ")
     );
@@ -1241,7 +1252,7 @@ fn place(conn: &Connection, q: &Resolved, candidates: &[(i64, f64)], skip: usize
         let hit = Hit {
             message_id: id,
             role: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
-            content: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+            content: r.get::<_, Option<i64>>(8)?.zip(r.get::<_, Option<Vec<u8>>>(4)?).map(|(t, d)| conn.decode_text(t, &d)).transpose()?.unwrap_or_default(),
             document: document.to_owned(),
             line: line.parse().unwrap_or(0),
             rank,

@@ -1,0 +1,2 @@
+-- 0016: a change to a PostgreSQL server's store only (schema/postgres/0016_search_sets_and_byte_order.sql);
+-- versions are one sequence for both engines, and an SQLite store takes this one unchanged.

@@ -1,0 +1,2 @@
+-- 0017: a change to a PostgreSQL server's store only (schema/postgres/0017_each_host_writes_its_own.sql);
+-- versions are one sequence for both engines, and an SQLite store takes this one unchanged.

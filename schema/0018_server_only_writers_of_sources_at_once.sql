@@ -1,0 +1,2 @@
+-- 0018: a change to a PostgreSQL server's store only (schema/postgres/0018_writers_of_sources_at_once.sql);
+-- versions are one sequence for both engines, and an SQLite store takes this one unchanged.

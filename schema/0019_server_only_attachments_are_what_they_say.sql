@@ -1,0 +1,2 @@
+-- 0019: a change to a PostgreSQL server's store only (schema/postgres/0019_attachments_are_what_they_say.sql);
+-- versions are one sequence for both engines, and an SQLite store takes this one unchanged.

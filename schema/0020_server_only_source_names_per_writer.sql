@@ -1,0 +1,2 @@
+-- 0020: a change to a PostgreSQL server's store only (schema/postgres/0020_source_names_per_writer.sql);
+-- versions are one sequence for both engines, and an SQLite store takes this one unchanged.
