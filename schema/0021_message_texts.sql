@@ -5,8 +5,8 @@
 -- now a row of `texts`, shared by every message of the source that says the same, found by the
 -- first eight bytes of its SHA-256 (`hash`; the text itself is compared before a row is shared).
 -- `data` is a codec byte and the text: plain (0), a zstd frame (1), or a dictionary's id and a
--- zstd frame made with it (2); dictionaries, trained on the store's own texts, are kept in
--- `text_dictionaries` and never change. This migration stores every text plain; the first
+-- zstd frame made with it (2); dictionaries, each trained on one source's own texts, are kept
+-- in `text_dictionaries` and never change. This migration stores every text plain; the first
 -- import or sync after it trains the store's dictionary and compresses them.
 --
 -- A text no message holds any more is removed when the write transaction that let go of it
@@ -21,11 +21,14 @@ CREATE TABLE texts (
 );
 CREATE INDEX texts_by_hash ON texts (source_id, hash);
 
+-- A source's dictionaries, trained on its own texts only (a dictionary holds pieces of them).
 CREATE TABLE text_dictionaries (
     id          INTEGER PRIMARY KEY,
+    source_id   INTEGER NOT NULL REFERENCES sources(id),
     data        BLOB NOT NULL,
     created     INTEGER NOT NULL
 );
+CREATE INDEX text_dictionaries_by_source ON text_dictionaries (source_id, created);
 
 CREATE TABLE texts_let_go (
     text_id     INTEGER PRIMARY KEY

@@ -39,7 +39,8 @@ const RELEASED: &[(&str, &str)] = &[
     ("0018_server_only_writers_of_sources_at_once.sql", "4643a59efb2b50dead38c09976e03815ed54a72806cbc32b76fd3de3e8df155f"),
     ("0019_server_only_attachments_are_what_they_say.sql", "817cf0e9dc4f2920271cc4385f6c8dff09a1f990558a028403fcf3fa57888c78"),
     ("0020_server_only_source_names_per_writer.sql", "1fbeca11566605adbba8128c2206423d9ab62b749406ae81533e5553172c72dc"),
-    ("0021_message_texts.sql", "7f98fe8987e67c47abd2aee72919c026aa2e896326b50d02d629c4328904794e"),
+    ("0021_message_texts.sql", "17bcf718c1424dda68328ca97b2644aa88b92e72936c8186b3e1d20ea5218726"),
+    ("0022_search_by_text.sql", "6df05b1a78f8092631c9ba6228e9a8c31f19a9990a867df8539f7a1d9b6b882b"),
 ];
 
 fn schema_dir() -> PathBuf {

@@ -298,14 +298,14 @@ fn doctor_checks_a_server_database() {
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     client
         .batch_execute(
-            "DELETE FROM message_terms WHERE message_id IN (SELECT message_id FROM message_terms ORDER BY message_id LIMIT 3);
-             INSERT INTO message_terms_counts AS t (slot, documents, tokens) VALUES (0, 0, 1)
+            "DELETE FROM text_terms WHERE text_id IN (SELECT text_id FROM text_terms ORDER BY text_id LIMIT 3);
+             INSERT INTO text_terms_counts AS t (slot, documents, tokens) VALUES (0, 0, 1)
                  ON CONFLICT (slot) DO UPDATE SET tokens = t.tokens + 1",
         )
         .unwrap();
     let (code, text) = doctor(&[]);
     assert_eq!(code, Some(1), "{text}");
-    assert!(text.contains("search index: 3 messages are neither in it nor waiting for it"), "{text}");
+    assert!(text.contains("search index: 3 texts are neither in it nor waiting for it"), "{text}");
     assert!(text.contains("search index: its totals count"), "{text}");
     let (code, text) = doctor(&["--reindex"]);
     assert_eq!(code, Some(0), "made again from the rows: {text}");
@@ -392,7 +392,7 @@ fn a_reader_reads_all_and_each_person_only_their_sources() {
     for (table, all) in [("sources", 2), ("conversations", everything.len() as i64), ("messages", messages)] {
         assert_eq!(count(&mut hers_db, &format!("SELECT count(*) FROM {table}")) * 2, all, "{table}");
     }
-    for table in ["documents", "document_lines", "events", "event_messages", "entries", "message_terms", "branches", "attachments", "blobs", "blob_chunks"] {
+    for table in ["documents", "document_lines", "events", "event_messages", "entries", "texts", "text_terms", "branches", "attachments", "blobs", "blob_chunks"] {
         let (hers, all) = (count(&mut hers_db, &format!("SELECT count(*) FROM {table}")), count(&mut client, &format!("SELECT count(*) FROM {table}")));
         assert!(hers > 0, "{table}: her rows");
         if !table.starts_with("blob") {

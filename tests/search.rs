@@ -592,7 +592,7 @@ fn the_substring_index_is_rebuilt_and_survives_killed_writers() {
     let out = doctor(&[]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
 
-    for damage in ["INSERT INTO messages_substring (messages_substring) VALUES ('delete-all')", "DROP TABLE messages_substring"] {
+    for damage in ["INSERT INTO texts_substring (texts_substring) VALUES ('delete-all')", "DROP TABLE texts_substring"] {
         rusqlite::Connection::open(&db).unwrap().execute_batch(damage).unwrap();
         let out = doctor(&[]);
         let report: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -1415,16 +1415,16 @@ fn an_import_is_listed_before_it_is_indexed_and_no_search_misses_what_it_stored(
         conn
     };
     // The state an import stopped right after its rows leaves: nothing indexed. Returns the
-    // messages stored.
+    // texts stored.
     let unindex = |db: &Path| -> i64 {
         let conn = raw(db);
         conn.execute_batch(
-            "INSERT INTO messages_fts (messages_fts) VALUES ('delete-all');
-             INSERT INTO messages_substring (messages_substring) VALUES ('delete-all');
+            "INSERT INTO texts_fts (texts_fts) VALUES ('delete-all');
+             INSERT INTO texts_substring (texts_substring) VALUES ('delete-all');
              UPDATE store_state SET value = 0 WHERE key IN ('fts_indexed_upto', 'substring_indexed_upto');",
         )
         .unwrap();
-        conn.query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap()
+        conn.query_row("SELECT count(*) FROM texts", [], |r| r.get(0)).unwrap()
     };
     let stored = unindex(&db);
     assert!(stored > sessiondb::store::fts::INLINE_LAG, "more waiting than a write indexes with its own: {stored}");
@@ -1476,9 +1476,9 @@ fn an_import_is_listed_before_it_is_indexed_and_no_search_misses_what_it_stored(
     assert_eq!(doctor(&db)["unindexed"], 0);
     raw(&db)
         .execute_batch(
-            "UPDATE store_state SET value = (SELECT max(id) - 3 FROM messages) WHERE key IN ('fts_indexed_upto', 'substring_indexed_upto');
-             DELETE FROM messages_fts WHERE rowid > (SELECT value FROM store_state WHERE key = 'fts_indexed_upto');
-             DELETE FROM messages_substring WHERE rowid > (SELECT value FROM store_state WHERE key = 'fts_indexed_upto');",
+            "UPDATE store_state SET value = (SELECT max(id) - 3 FROM texts) WHERE key IN ('fts_indexed_upto', 'substring_indexed_upto');
+             DELETE FROM texts_fts WHERE rowid > (SELECT value FROM store_state WHERE key = 'fts_indexed_upto');
+             DELETE FROM texts_substring WHERE rowid > (SELECT value FROM store_state WHERE key = 'fts_indexed_upto');",
         )
         .unwrap();
     assert_eq!(doctor(&db)["unindexed"], 3);

@@ -100,7 +100,7 @@ proptest! {
         let ok: String = raw.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
         prop_assert_eq!(ok, "ok");
         // FTS5's own check that the index matches the content table, row for row.
-        let fts = raw.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES('integrity-check', 1)", []);
+        let fts = raw.execute("INSERT INTO texts_fts(texts_fts, rank) VALUES('integrity-check', 1)", []);
         prop_assert!(fts.is_ok(), "{:?}", fts);
 
         // gptme rewrites the branch; importing again replaces the stored copy entirely.
@@ -113,7 +113,7 @@ proptest! {
         export_conversation(&conn, "chat", &out2).unwrap();
         prop_assert_eq!(fs::read(out2.join("chat/branches/b.jsonl")).unwrap(), rewritten);
         prop_assert_eq!(fs::read(out2.join("chat/conversation.jsonl")).unwrap(), main);
-        let fts = raw.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES('integrity-check', 1)", []);
+        let fts = raw.execute("INSERT INTO texts_fts(texts_fts, rank) VALUES('integrity-check', 1)", []);
         prop_assert!(fts.is_ok(), "after re-import: {:?}", fts);
         prop_assert_eq!(fs::read(out2.join("chat/files/0123456789abcdef.bin")).unwrap(), b"replaced");
         prop_assert_eq!(&fs::read(out2.join("chat/files/copy.bin")).unwrap(), &attachment);

@@ -19,11 +19,14 @@ CREATE TABLE texts (
 );
 CREATE INDEX texts_by_hash ON texts (source_id, hash);
 
+-- A source's dictionaries, trained on its own texts only (a dictionary holds pieces of them).
 CREATE TABLE text_dictionaries (
     id          BIGINT PRIMARY KEY,
+    source_id   BIGINT NOT NULL REFERENCES sources(id),
     data        BYTEA NOT NULL,
     created     BIGINT NOT NULL
 );
+CREATE INDEX text_dictionaries_by_source ON text_dictionaries (source_id, created);
 
 CREATE TABLE texts_let_go (
     text_id     BIGINT PRIMARY KEY
@@ -55,10 +58,10 @@ ALTER TABLE texts ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sessiondb_read ON texts FOR SELECT USING (true);
 CREATE POLICY sessiondb_write ON texts FOR ALL USING (sessiondb_writes_source(source_id, current_user))
     WITH CHECK (sessiondb_writes_source(source_id, current_user));
--- Dictionaries are shared, as attachments are: any writer may add one; none is changed or removed.
+-- A source's dictionaries are added by its writer; none is changed or removed.
 ALTER TABLE text_dictionaries ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sessiondb_read ON text_dictionaries FOR SELECT USING (true);
-CREATE POLICY sessiondb_add ON text_dictionaries FOR INSERT WITH CHECK (true);
+CREATE POLICY sessiondb_add ON text_dictionaries FOR INSERT WITH CHECK (sessiondb_writes_source(source_id, current_user));
 -- The ids let go of are the transaction's own business.
 ALTER TABLE texts_let_go ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sessiondb_all ON texts_let_go FOR ALL USING (true) WITH CHECK (true);

@@ -17,7 +17,7 @@ pub struct WriteBatch<'c> {
     open: bool,
     /// Whether commits index what they add ([`fts::index_own`]).
     indexed: bool,
-    /// The highest message id handed out when the transaction under way began.
+    /// The highest text id handed out when the transaction under way began.
     seq: i64,
 }
 
@@ -36,7 +36,7 @@ impl<'c> WriteBatch<'c> {
     fn begin_with(conn: &'c mut Connection, indexed: bool) -> Result<Self, StoreError> {
         conn.begin_write()?;
         let mut batch = WriteBatch { conn, open: true, indexed, seq: 0 };
-        batch.seq = fts::message_seq(batch.conn)?;
+        batch.seq = fts::text_seq(batch.conn)?;
         Ok(batch)
     }
 
@@ -62,7 +62,7 @@ impl<'c> WriteBatch<'c> {
         super::texts::train(self.conn)?;
         self.conn.begin_write()?;
         self.open = true;
-        self.seq = fts::message_seq(self.conn)?;
+        self.seq = fts::text_seq(self.conn)?;
         Ok(())
     }
 

@@ -6,7 +6,7 @@
 //! so that a database that cannot be migrated (a newer schema) or barely opens (a damaged
 //! file) can still be examined. On a PostgreSQL server the checks of the file itself (its pages,
 //! its foreign keys) are the server's own, always enforced, and are not made; the others are the
-//! same, but for the search indexes, which are the server's sets ([`super::message_terms`]).
+//! same, but for the search indexes, which are the server's sets ([`super::text_terms`]).
 
 use std::path::Path;
 
@@ -221,14 +221,14 @@ fn count(conn: &Connection, report: &mut DatabaseReport) -> Result<(), StoreErro
 
 /// What the search sets of a server miss, or count wrong: a message neither in them nor waiting
 /// for them, and totals (for bm25) other than their rows add up to.
-const SEARCH_SETS_CHECK: &str = "SELECT count(*) || ' messages are neither in it nor waiting for it'
-     FROM messages m
-     WHERE NOT EXISTS (SELECT 1 FROM message_terms t WHERE t.message_id = m.id)
-       AND NOT EXISTS (SELECT 1 FROM message_terms_pending p WHERE p.message_id = m.id)
+const SEARCH_SETS_CHECK: &str = "SELECT count(*) || ' texts are neither in it nor waiting for it'
+     FROM texts x
+     WHERE NOT EXISTS (SELECT 1 FROM text_terms t WHERE t.text_id = x.id)
+       AND NOT EXISTS (SELECT 1 FROM text_terms_pending p WHERE p.text_id = x.id)
      HAVING count(*) > 0
      UNION ALL
-     SELECT 'its totals count ' || t.documents || ' messages of ' || t.tokens || ' words, its rows ' || r.documents || ' of ' || r.tokens
-     FROM message_terms_totals t, (SELECT count(*) AS documents, coalesce(sum(length), 0) AS tokens FROM message_terms) r
+     SELECT 'its totals count ' || t.documents || ' texts of ' || t.tokens || ' words, its rows ' || r.documents || ' of ' || r.tokens
+     FROM text_terms_totals t, (SELECT count(*) AS documents, coalesce(sum(length), 0) AS tokens FROM text_terms) r
      WHERE t.documents != r.documents OR t.tokens != r.tokens";
 
 /// The schema version this sessiondb writes on `conn`'s engine.
@@ -274,25 +274,25 @@ fn check_file(conn: &Connection, report: &mut DatabaseReport, starting: &mut dyn
     }
     count(conn, report)?;
     starting(Check::FullTextIndex);
-    if let Err(e) = conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')", ()) {
+    if let Err(e) = conn.execute("INSERT INTO texts_fts (texts_fts) VALUES ('integrity-check')", ()) {
         report.problems.push(Problem::FullTextIndexCheck(e.to_string()));
     }
     // Messages past a watermark are not damage: an import builds the indexes after its rows,
     // and the next search or write catches up one stopped before it was done.
     report.unindexed = super::fts::behind(conn)? as i64;
     // The substring index is contentless, so its own check cannot see rows gone missing: its
-    // row count (one per message, kept in its docsize table) is compared with the watermark's.
+    // row count (one per text, kept in its docsize table) is compared with the watermark's.
     starting(Check::SubstringIndex);
-    match conn.execute("INSERT INTO messages_substring (messages_substring) VALUES ('integrity-check')", ()) {
+    match conn.execute("INSERT INTO texts_substring (texts_substring) VALUES ('integrity-check')", ()) {
         Err(e) => report.problems.push(Problem::SubstringIndexCheck(e.to_string())),
         Ok(_) => push_all(
             &mut report.problems,
             Check::SubstringIndex,
             strings(
                 conn,
-                "SELECT 'it holds ' || indexed || ' messages of the ' || stored || ' it should'
-                 FROM (SELECT (SELECT count(*) FROM messages_substring_docsize) AS indexed,
-                              (SELECT count(*) FROM messages WHERE id <= (SELECT value FROM store_state WHERE key = 'substring_indexed_upto')) AS stored)
+                "SELECT 'it holds ' || indexed || ' texts of the ' || stored || ' it should'
+                 FROM (SELECT (SELECT count(*) FROM texts_substring_docsize) AS indexed,
+                              (SELECT count(*) FROM texts WHERE id <= (SELECT value FROM store_state WHERE key = 'substring_indexed_upto')) AS stored)
                  WHERE indexed != stored",
             )?,
         ),

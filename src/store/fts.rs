@@ -1,59 +1,60 @@
-//! Keeping the search indexes in step with the messages table.
+//! Keeping the search indexes in step with the texts (`texts`, [`super::texts`]).
 //!
-//! Two indexes are derived from each message's text (`texts`, [`super::texts`]): `messages_fts` (words, see
-//! `schema/0001_init.sql` and `0003`) and `messages_substring` (trigrams of the lowercased text,
-//! for literal queries, see `schema/0013_distinct_trigrams.sql`). Invariant, for each with its
-//! own watermark (`store_state['fts_indexed_upto']`, `['substring_indexed_upto']`): every
-//! message with an id at or below the watermark is in the index, and no later one is. Each
-//! watermark moves in the transaction that indexes up to it, so a crash can never leave rows
+//! Two indexes are derived from the texts, each text once however many messages say it:
+//! `texts_fts` (words, see `schema/0022_search_by_text.sql`) and `texts_substring` (trigrams of
+//! the lowercased text, for literal queries). Invariant, for each with its own watermark
+//! (`store_state['fts_indexed_upto']`, `['substring_indexed_upto']`): every text with an id at
+//! or below the watermark is in the index, and no later one is. Text ids only grow
+//! (AUTOINCREMENT), and a text is never changed in place but recompressed (the same text); each
+//! watermark moves in the transaction that indexes up to it, so a crash can never leave texts
 //! indexed twice or not at all. Writers index what they added inside their transaction, just
 //! before committing ([`index_own`]), so that their commits are searchable at once; only an
 //! import defers it ([`super::WriteBatch::begin_unindexed`]), so that its conversations can be
 //! listed as soon as their rows are in, and then indexes them in transactions of their own
-//! ([`catch_up`]). While an import's messages wait, other writers leave theirs to wait with
+//! ([`catch_up`]). While an import's texts wait, other writers leave theirs to wait with
 //! them (a watermark covers every id below it), so that an append never pays for an import;
 //! a few waiting (another writer's, left so) are indexed by the next writer. A
 //! search that finds the indexes behind (an import indexing now, or stopped before it was done)
 //! catches them up itself first when it can take the write lock, and otherwise says how many
-//! messages its answer could not look at ([`behind`]). Both indexes are derived and never the
-//! source of truth: [`rebuild_substring_index`] makes the substring index again from the rows.
+//! texts its answer could not look at ([`behind`]). Both indexes are derived and never the
+//! source of truth: [`rebuild_substring_index`] makes the substring index again from the texts.
 //!
-//! On PostgreSQL both are the sets of `message_terms` ([`super::message_terms`]): the server
-//! puts each new message on a waiting list in the transaction that adds it, in place of a
-//! watermark, and the same functions here index what waits, by the same rules of who indexes
-//! what and when (a writer its own and a few more, an import and a search the rest), in steps
-//! of [`super::message_terms::STEP`] messages.
+//! On PostgreSQL both are the sets of `text_terms` ([`super::text_terms`]): the server puts each
+//! new text on a waiting list in the transaction that adds it, in place of a watermark, and the
+//! same functions here index what waits, by the same rules of who indexes what and when (a
+//! writer its own and a few more, an import and a search the rest), in steps of
+//! [`super::text_terms::STEP`] texts.
 
 use super::sql::{params, Engine};
 use super::{Connection, StoreError};
 
-/// Whether the indexes are `message_terms` (PostgreSQL).
+/// Whether the indexes are `text_terms` (PostgreSQL).
 fn kept_by_server(conn: &Connection) -> bool {
     conn.engine() == Engine::Postgres
 }
 
-/// How a message's text is put into an index.
+/// How a text is put into an index.
 type IndexedForm = fn(&str) -> String;
 
-/// The derived indexes: (table, watermark key, the indexed form of a message's text).
-const INDEXES: [(&str, &str, IndexedForm); 2] = [("messages_fts", "fts_indexed_upto", fts_text), ("messages_substring", "substring_indexed_upto", lower)];
+/// The derived indexes: (table, watermark key, the indexed form of a text).
+const INDEXES: [(&str, &str, IndexedForm); 2] = [("texts_fts", "fts_indexed_upto", fts_text), ("texts_substring", "substring_indexed_upto", lower)];
 
-/// The highest message id ever handed out: the messages a transaction adds from here on have
-/// higher ones (ids are never reused). For [`index_own`] only, so on PostgreSQL (which indexes
-/// every write itself) nothing is asked and the answer is 0.
-pub fn message_seq(conn: &Connection) -> Result<i64, StoreError> {
+/// The highest text id ever handed out: the texts a transaction adds from here on have higher
+/// ones (ids are never reused). For [`index_own`] only, so on PostgreSQL (which indexes every
+/// write itself) nothing is asked and the answer is 0.
+pub fn text_seq(conn: &Connection) -> Result<i64, StoreError> {
     if kept_by_server(conn) {
         return Ok(0);
     }
-    Ok(conn.prepare_cached("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0)")?.query_row((), |r| r.get(0))?)
+    Ok(conn.prepare_cached("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'texts'), 0)")?.query_row((), |r| r.get(0))?)
 }
 
-/// The most messages waiting for the indexes that a writer indexes with its own
-/// ([`index_own`]): about a tenth of a second of indexing.
+/// The most texts waiting for the indexes that a writer indexes with its own ([`index_own`]):
+/// about a tenth of a second of indexing.
 pub const INLINE_LAG: i64 = 2_000;
 
-/// Indexes the messages the transaction under way added (ids past `seq`, [`message_seq`] when
-/// it began), with those that wait before them when they are few (at most [`INLINE_LAG`]: a
+/// Indexes the texts the transaction under way added (ids past `seq`, [`text_seq`] when it
+/// began), with those that wait before them when they are few (at most [`INLINE_LAG`]: a
 /// writer's that committed while an import was indexing); when more wait (an import's), leaves
 /// its own with them to whoever is catching the indexes up (the import, or the next search or
 /// `sync`: [`catch_up`]). A write during an import's indexing, or after an import stopped
@@ -61,15 +62,15 @@ pub const INLINE_LAG: i64 = 2_000;
 /// transaction, before it commits.
 pub fn index_own(conn: &Connection, seq: i64) -> Result<(), StoreError> {
     if kept_by_server(conn) {
-        // The waiting list holds this transaction's messages and those others committed.
-        if super::message_terms::waiting_at_most(conn, INLINE_LAG + 1)? <= INLINE_LAG {
-            super::message_terms::index_waiting(conn, INLINE_LAG)?;
+        // The waiting list holds this transaction's texts and those others committed.
+        if super::text_terms::waiting_at_most(conn, INLINE_LAG + 1)? <= INLINE_LAG {
+            super::text_terms::index_waiting(conn, INLINE_LAG)?;
         }
         return Ok(());
     }
     let waiting: i64 = conn
         .prepare_cached(
-            "SELECT count(*) FROM (SELECT 1 FROM messages
+            "SELECT count(*) FROM (SELECT 1 FROM texts
               WHERE id > (SELECT min(value) FROM store_state WHERE key IN ('fts_indexed_upto', 'substring_indexed_upto')) AND id <= ?1
               LIMIT ?2) AS waiting",
         )?
@@ -80,44 +81,38 @@ pub fn index_own(conn: &Connection, seq: i64) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Indexes every message row added since the watermarks, one statement (one FTS5 flush) per
-/// index, and advances the watermarks. Rows without content (blank and damaged lines) are
-/// indexed as empty documents, so each index and the table hold the same rows, as FTS5's own
-/// integrity check expects. Call inside a write transaction, before it commits. Returns the
-/// rows added to the index that was further behind.
+/// Indexes every text added since the watermarks, and advances them. Call inside a write
+/// transaction, before it commits. Returns the texts added to the index that was further
+/// behind.
 pub fn index_pending(conn: &Connection) -> Result<u64, StoreError> {
     index_up_to(conn, i64::MAX)
 }
 
-/// [`index_pending`] for at most `limit` messages past each watermark.
+/// [`index_pending`] for at most `limit` texts past each watermark.
 fn index_up_to(conn: &Connection, limit: i64) -> Result<u64, StoreError> {
     if kept_by_server(conn) {
-        return super::message_terms::index_waiting(conn, limit);
+        return super::text_terms::index_waiting(conn, limit);
     }
-    // Each index from its own watermark to the `limit`-th message past it (or the last
-    // there is); each message's text read once for both.
+    // Each index from its own watermark to the `limit`-th text past it (or the last there is);
+    // each text read once for both.
     let mut steps = Vec::new();
     for (table, key, form) in INDEXES {
         let upto: i64 = conn.prepare_cached(&format!("SELECT value FROM store_state WHERE key = '{key}'"))?.query_row((), |r| r.get(0))?;
         let last: i64 = conn
-            .prepare_cached("SELECT coalesce(max(id), ?1) FROM (SELECT id FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2)")?
+            .prepare_cached("SELECT coalesce(max(id), ?1) FROM (SELECT id FROM texts WHERE id > ?1 ORDER BY id LIMIT ?2)")?
             .query_row([upto, limit], |r| r.get(0))?;
         steps.push((table, key, form, upto, last, 0u64));
     }
     let from = steps.iter().map(|s| s.3).min().unwrap_or(0);
     let to = steps.iter().map(|s| s.4).max().unwrap_or(0);
-    let mut messages =
-        conn.prepare_cached("SELECT m.id, m.text_id, t.data FROM messages m LEFT JOIN texts t ON t.id = m.text_id WHERE m.id > ?1 AND m.id <= ?2 ORDER BY m.id")?;
-    let mut rows = messages.query([from, to])?;
+    let mut texts = conn.prepare_cached("SELECT id, data FROM texts WHERE id > ?1 AND id <= ?2 ORDER BY id")?;
+    let mut rows = texts.query([from, to])?;
     while let Some(r) = rows.next()? {
         let id: i64 = r.get(0)?;
-        let text = match (r.get::<_, Option<i64>>(1)?, r.get::<_, Option<Vec<u8>>>(2)?) {
-            (Some(text_id), Some(data)) => Some(conn.decode_text(text_id, &data)?),
-            _ => None,
-        };
+        let text = conn.decode_text(id, &r.get::<_, Vec<u8>>(1)?)?;
         for (table, _, form, upto, last, added) in steps.iter_mut() {
             if id > *upto && id <= *last {
-                conn.prepare_cached(&format!("INSERT INTO {table} (rowid, content) VALUES (?1, ?2)"))?.execute(params![id, text.as_deref().map(*form)])?;
+                conn.prepare_cached(&format!("INSERT INTO {table} (rowid, content) VALUES (?1, ?2)"))?.execute(params![id, form(&text)])?;
                 *added += 1;
             }
         }
@@ -130,36 +125,33 @@ fn index_up_to(conn: &Connection, limit: i64) -> Result<u64, StoreError> {
     Ok(most)
 }
 
-/// Messages in the store that one of the two indexes does not hold yet (the more of the two).
+/// Texts in the store that one of the two indexes does not hold yet (the more of the two).
 pub fn behind(conn: &Connection) -> Result<u64, StoreError> {
     if kept_by_server(conn) {
-        return super::message_terms::behind(conn);
+        return super::text_terms::behind(conn);
     }
     let behind: i64 = conn
-        .prepare_cached(
-            "SELECT count(*) FROM messages WHERE id > (SELECT min(value) FROM store_state WHERE key IN ('fts_indexed_upto', 'substring_indexed_upto'))",
-        )?
+        .prepare_cached("SELECT count(*) FROM texts WHERE id > (SELECT min(value) FROM store_state WHERE key IN ('fts_indexed_upto', 'substring_indexed_upto'))")?
         .query_row((), |r| r.get(0))?;
     Ok(behind as u64)
 }
 
-/// Messages indexed per transaction by [`catch_up`]: about 60 MB of text in gptme's logs, so
-/// that each commit writes a few large segments and a killed catch-up loses little. (Steps of
-/// 150,000 were no faster.)
+/// Texts indexed per transaction by [`catch_up`]: about 60 MB of text in gptme's logs, so that
+/// each commit writes a few large segments and a killed catch-up loses little.
 pub const CATCH_UP_STEP: i64 = 40_000;
 
-/// Brings both indexes up to the messages table, in transactions of [`CATCH_UP_STEP`] messages
-/// each, telling `progress` (messages indexed so far, messages behind at the start) after each.
-/// Another process catching up meanwhile is no harm: each step starts from the watermarks as
-/// its transaction finds them (on a server, from the waiting messages no other writer has
-/// taken, beside the writers of every source). Call outside any transaction. Returns the
-/// messages indexed.
+/// Brings both indexes up to the texts, in transactions of [`CATCH_UP_STEP`] texts each,
+/// telling `progress` (texts indexed so far, texts behind at the start) after each. Another
+/// process catching up meanwhile is no harm: each step starts from the watermarks as its
+/// transaction finds them (on a server, from the waiting texts no other writer has taken,
+/// beside the writers of every source). Call outside any transaction. Returns the texts
+/// indexed.
 pub fn catch_up(conn: &Connection, progress: &mut dyn FnMut(u64, u64)) -> Result<u64, StoreError> {
     let of = behind(conn)?;
     if of == 0 {
         return Ok(0);
     }
-    let step = if kept_by_server(conn) { super::message_terms::STEP } else { CATCH_UP_STEP };
+    let step = if kept_by_server(conn) { super::text_terms::STEP } else { CATCH_UP_STEP };
     let mut done = 0;
     loop {
         match conn.in_transaction_beside_writers(|| index_up_to(conn, step))? {
@@ -170,21 +162,21 @@ pub fn catch_up(conn: &Connection, progress: &mut dyn FnMut(u64, u64)) -> Result
     }
 }
 
-/// Makes the substring index again from the messages table, in one write transaction: dropped
-/// (whatever state it was in, even gone), created as `schema/0013_distinct_trigrams.sql` creates
-/// it, filled with every message, its watermark at the last one. For an index that was lost or
+/// Makes the substring index again from the texts, in one write transaction: dropped
+/// (whatever state it was in, even gone), created as `schema/0022_search_by_text.sql` creates
+/// it, filled with every text, its watermark at the last one. For an index that was lost or
 /// damaged (`doctor` reports it; `doctor --reindex` calls this). A crash midway leaves the old
-/// index as it was. On a server, both sets of every message are made again (emptied and every
-/// message put back on the waiting list in one transaction, then caught up). Call outside any
+/// index as it was. On a server, both sets of every text are made again (emptied and every
+/// text put back on the waiting list in one transaction, then caught up). Call outside any
 /// transaction.
 pub fn rebuild_substring_index(conn: &Connection) -> Result<(), StoreError> {
     if kept_by_server(conn) {
-        // The sets made again from the rows: every message back on the waiting list.
+        // The sets made again from the rows: every text back on the waiting list.
         conn.in_transaction(|| {
             conn.execute_batch(
-                "DELETE FROM message_terms;
-                 DELETE FROM message_terms_counts;
-                 INSERT INTO message_terms_pending (message_id) SELECT id FROM messages ON CONFLICT DO NOTHING",
+                "DELETE FROM text_terms;
+                 DELETE FROM text_terms_counts;
+                 INSERT INTO text_terms_pending (text_id) SELECT id FROM texts ON CONFLICT DO NOTHING",
             )?;
             Ok(())
         })?;
@@ -198,19 +190,19 @@ pub fn rebuild_substring_index(conn: &Connection) -> Result<(), StoreError> {
     })
 }
 
-/// The substring index made anew and empty, as `schema/0013_distinct_trigrams.sql` made it,
+/// The substring index made anew and empty, as `schema/0022_search_by_text.sql` made it,
 /// whatever state it was in, its watermark at nothing indexed ([`index_pending`] then fills
-/// it from the messages' texts).
+/// it from the texts).
 const SUBSTRING_INDEX: &str = "
-    DROP TRIGGER IF EXISTS messages_substring_delete;
-    DROP TABLE IF EXISTS messages_substring;
-    CREATE VIRTUAL TABLE messages_substring USING fts5(content, content = '', contentless_delete = 1, detail = 'none', tokenize = 'sessiondb_trigram');
-    INSERT INTO messages_substring (messages_substring, rank) VALUES ('hashsize', 16777216);
+    DROP TRIGGER IF EXISTS texts_substring_delete;
+    DROP TABLE IF EXISTS texts_substring;
+    CREATE VIRTUAL TABLE texts_substring USING fts5(content, content = '', contentless_delete = 1, detail = 'none', tokenize = 'sessiondb_trigram');
+    INSERT INTO texts_substring (texts_substring, rank) VALUES ('hashsize', 16777216);
     INSERT OR REPLACE INTO store_state (key, value) VALUES ('substring_indexed_upto', 0);
-    CREATE TRIGGER messages_substring_delete AFTER DELETE ON messages
+    CREATE TRIGGER texts_substring_delete AFTER DELETE ON texts
     WHEN old.id <= (SELECT value FROM store_state WHERE key = 'substring_indexed_upto')
     BEGIN
-        DELETE FROM messages_substring WHERE rowid = old.id;
+        DELETE FROM texts_substring WHERE rowid = old.id;
     END;";
 
 /// `text` lowercased as Python's `str.lower()` does, which gptme's search applies to both the

@@ -1,24 +1,26 @@
 //! The ranking index: a tantivy index beside the database (`<db>.ranking/`) that ranks word
 //! queries by bm25 over the whole history without scoring every match.
 //!
-//! FTS5 ranks by computing bm25 for every message that matches, about a microsecond each, so
-//! a word found in most messages took half a second at a million messages. Tantivy keeps
+//! FTS5 ranks by computing bm25 for every text that matches, about a microsecond each, so
+//! a word found in most texts took half a second at a million of them. Tantivy keeps
 //! per-block score bounds in its postings (block-max WAND) and skips the blocks that cannot
 //! reach the current top k: the same word answers in milliseconds.
 //!
 //! It is derived, never the source of truth, and follows the store by two watermarks kept in
-//! its own commits ([`Mark`]): every message with an id up to `upto` is in it (messages are
+//! its own commits ([`Mark`]): every text with an id up to `upto` is in it (texts are
 //! never changed in place and their ids never reused), and every entry of the store's deletion
 //! log (`ranking_deletions`, `schema/0012_ranking_index.sql`) up to `deletions` has been applied.
 //! A tantivy commit is atomic (its `meta.json` is replaced whole, with the mark in it), so a
 //! killed catch-up leaves the index at its last commit, whose mark says what it holds; the next
-//! catch-up goes on from there. Catch-ups read the messages and the log in one snapshot, and take
+//! catch-up goes on from there. Catch-ups read the texts and the log in one snapshot, and take
 //! tantivy's writer lock (a file lock, released when its process dies), so processes never mix
 //! their work. An index whose mark names another store, or claims more than the store ever
 //! held (the database was replaced or restored from an older copy), is emptied and rebuilt.
 //!
 //! The words are those of the word index exactly ([`super::word_tokens`]: FTS5's own
-//! tokenizer), so that both indexes find the same messages for the queries both answer.
+//! tokenizer), so that both indexes find the same texts for the queries both answer. Like the
+//! word index, it holds each text once ([`super::texts`], schema 22); a search reaches the
+//! messages saying a text through the store.
 //! Nothing depends on this index being there: a search falls back to FTS5 when it is missing,
 //! unusable or behind by more than a search should wait for ([`usable`]), and `doctor` checks
 //! it and `doctor --reindex` rebuilds it.
@@ -39,7 +41,7 @@ use super::{Connection, StoreError};
 /// The name tantivy knows the word tokenizer by.
 const TOKENIZER_NAME: &str = "sessiondb_words";
 
-/// The most messages (added or deleted) a search catches up on itself before answering; past
+/// The most texts (added or deleted) a search catches up on itself before answering; past
 /// that it answers from FTS5, and `sync`, `import` or `doctor --reindex` bring the index up.
 pub const SEARCH_CATCH_UP: i64 = 50_000;
 
@@ -52,7 +54,7 @@ const WAIT_FOR_WRITER: std::time::Duration = std::time::Duration::from_secs(3);
 pub struct Mark {
     /// `store_state['ranking_store_id']` of the store it belongs to.
     pub store: i64,
-    /// Every message with an id up to this is in the index (unless deleted since).
+    /// Every text with an id up to this is in the index (unless deleted since).
     pub upto: i64,
     /// Every entry of `ranking_deletions` up to this `seq` has been applied.
     pub deletions: i64,
@@ -62,10 +64,10 @@ pub struct Mark {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct StoreState {
     store: i64,
-    /// The highest message id ever handed out.
-    message_seq: i64,
-    /// The highest message id now (the last ones may have been deleted since).
-    max_message: i64,
+    /// The highest text id ever handed out.
+    text_seq: i64,
+    /// The highest text id now (the last ones may have been deleted since).
+    max_text: i64,
     /// The highest deletion log number ever handed out, and the highest still in the log.
     deletion_seq: i64,
     max_deletion: i64,
@@ -81,8 +83,8 @@ impl StoreState {
         };
         Ok(StoreState {
             store: conn.prepare_cached("SELECT value FROM store_state WHERE key = 'ranking_store_id'")?.query_row((), |r| r.get(0))?,
-            message_seq: seq("messages")?,
-            max_message: conn.prepare_cached("SELECT coalesce(max(id), 0) FROM messages")?.query_row((), |r| r.get(0))?,
+            text_seq: seq("texts")?,
+            max_text: conn.prepare_cached("SELECT coalesce(max(id), 0) FROM texts")?.query_row((), |r| r.get(0))?,
             deletion_seq: seq("ranking_deletions")?,
             max_deletion: conn.prepare_cached("SELECT coalesce(max(seq), 0) FROM ranking_deletions")?.query_row((), |r| r.get(0))?,
             pruned: conn.prepare_cached("SELECT coalesce((SELECT value FROM store_state WHERE key = 'ranking_pruned_upto'), 0)")?.query_row((), |r| r.get(0))?,
@@ -91,13 +93,13 @@ impl StoreState {
 
     /// Whether an index at `mark` holds everything this snapshot does, and nothing deleted in it.
     fn covered_by(&self, mark: Mark) -> bool {
-        mark.store == self.store && mark.upto >= self.max_message && mark.deletions >= self.max_deletion
+        mark.store == self.store && mark.upto >= self.max_text && mark.deletions >= self.max_deletion
     }
 
     /// Whether `mark` may belong to this store at all, and the log still holds every deletion
     /// it has not applied (else the index is rebuilt: an older copy of the index put back).
     fn admits(&self, mark: Mark) -> bool {
-        mark.store == self.store && mark.upto <= self.message_seq && mark.deletions <= self.deletion_seq && mark.deletions >= self.pruned
+        mark.store == self.store && mark.upto <= self.text_seq && mark.deletions <= self.deletion_seq && mark.deletions >= self.pruned
     }
 }
 
@@ -130,34 +132,27 @@ pub struct RankingIndex {
 
 #[derive(Clone, Copy)]
 struct Fields {
-    id: Field,
-    conversation: Field,
-    role: Field,
-    model: Field,
+    /// The text's id (`texts.id`).
+    text: Field,
     body: Field,
 }
 
-/// What the index holds of a message: its id, conversation, role and model (which never change,
-/// so filters on them are answered inside the index), and its words.
+/// What the index holds of a text: its id and its words. (Each text is indexed once, however
+/// many messages say it; what a message is — its conversation, role, model — is the store's to
+/// filter on, after.)
 fn schema() -> (Schema, Fields) {
     let mut builder = Schema::builder();
-    let id = builder.add_u64_field("id", NumericOptions::default().set_indexed().set_fast());
-    let conversation = builder.add_u64_field("conversation", NumericOptions::default().set_indexed().set_fast());
-    let role = builder.add_text_field("role", tantivy::schema::STRING);
-    let model = builder.add_text_field("model", tantivy::schema::STRING);
+    let text = builder.add_u64_field("text", NumericOptions::default().set_indexed().set_fast());
     let indexing = TextFieldIndexing::default().set_tokenizer(TOKENIZER_NAME).set_index_option(IndexRecordOption::WithFreqsAndPositions);
     let body = builder.add_text_field("body", TextOptions::default().set_indexing_options(indexing));
-    (builder.build(), Fields { id, conversation, role, model, body })
+    (builder.build(), Fields { text, body })
 }
 
 /// A query of the ranking index: terms that must all match (a term of several words is a
-/// phrase), and the filters on what a message is.
+/// phrase).
 #[derive(Debug, Clone, Default)]
 pub struct RankQuery {
     pub terms: Vec<Vec<String>>,
-    pub conversation: Option<i64>,
-    pub role: Option<String>,
-    pub model: Option<String>,
 }
 
 /// The file of the database `conn` is connected to; `None` for one in memory.
@@ -249,16 +244,16 @@ impl RankingIndex {
         Ok(metas.payload.as_deref().and_then(|p| serde_json::from_str(p).ok()))
     }
 
-    /// The messages the index holds (deleted ones left out), as of its last commit.
-    pub fn messages(&self) -> Result<u64, RankingError> {
+    /// The texts the index holds (deleted ones left out), as of its last commit.
+    pub fn texts(&self) -> Result<u64, RankingError> {
         self.reader.reload().map_err(|e| self.tantivy_error(e))?;
         Ok(self.reader.searcher().num_docs())
     }
 
     /// Brings the index up to the store: applies the deletions logged since its mark and adds
-    /// the messages past it, in one commit; empties it first when its mark does not belong to
+    /// the texts past it, in one commit; empties it first when its mark does not belong to
     /// this store. Waits up to `wait` for another process's catch-up; returns `Ok(None)` when
-    /// that is not enough, else how many messages were added. `progress` is told of each 10,000.
+    /// that is not enough, else how many texts were added. `progress` is told of each 10,000.
     /// Call outside any transaction of `conn`.
     pub fn catch_up(&self, conn: &Connection, wait: std::time::Duration, progress: &mut dyn FnMut(u64)) -> Result<Option<u64>, RankingError> {
         let _one = self.writing.lock().unwrap_or_else(|e| e.into_inner());
@@ -307,39 +302,26 @@ impl RankingIndex {
             }
             _ => {
                 writer.delete_all_documents().map_err(|e| self.tantivy_error(e))?;
-                // Everything deleted so far was deleted before any message is read below.
+                // Everything deleted so far was deleted before any text is read below.
                 Mark { store: state.store, upto: 0, deletions: state.deletion_seq }
             }
         };
         {
-            let mut log = conn.prepare_cached("SELECT message_id FROM ranking_deletions WHERE seq > ?1 AND message_id <= ?2")?;
+            let mut log = conn.prepare_cached("SELECT text_id FROM ranking_deletions WHERE seq > ?1 AND text_id <= ?2")?;
             let mut rows = log.query([mark.deletions, mark.upto])?;
             while let Some(r) = rows.next()? {
-                writer.delete_term(Term::from_field_u64(self.fields.id, r.get::<_, i64>(0)? as u64));
+                writer.delete_term(Term::from_field_u64(self.fields.text, r.get::<_, i64>(0)? as u64));
             }
         }
         let mut added = 0u64;
         {
-            let mut messages = conn.prepare_cached(
-                "SELECT m.id, m.conversation_id, m.role, m.model, m.text_id, t.data FROM messages m LEFT JOIN texts t ON t.id = m.text_id WHERE m.id > ?1 ORDER BY m.id",
-            )?;
-            let mut rows = messages.query([mark.upto])?;
+            let mut texts = conn.prepare_cached("SELECT id, data FROM texts WHERE id > ?1 ORDER BY id")?;
+            let mut rows = texts.query([mark.upto])?;
             while let Some(r) = rows.next()? {
-                let (id, conversation): (i64, i64) = (r.get(0)?, r.get(1)?);
-                let content = match (r.get::<_, Option<i64>>(4)?, r.get::<_, Option<Vec<u8>>>(5)?) {
-                    (Some(text_id), Some(data)) => conn.decode_text(text_id, &data)?,
-                    _ => String::new(),
-                };
-                let (role, model): (Option<String>, Option<String>) = (r.get(2)?, r.get(3)?);
+                let id: i64 = r.get(0)?;
+                let content = conn.decode_text(id, &r.get::<_, Vec<u8>>(1)?)?;
                 let mut doc = TantivyDocument::default();
-                doc.add_u64(self.fields.id, id as u64);
-                doc.add_u64(self.fields.conversation, conversation as u64);
-                if let Some(role) = role {
-                    doc.add_text(self.fields.role, role);
-                }
-                if let Some(model) = model {
-                    doc.add_text(self.fields.model, model);
-                }
+                doc.add_u64(self.fields.text, id as u64);
                 doc.add_text(self.fields.body, content);
                 writer.add_document(doc).map_err(|e| self.tantivy_error(e))?;
                 added += 1;
@@ -348,7 +330,7 @@ impl RankingIndex {
                 }
             }
         }
-        mark = Mark { store: state.store, upto: mark.upto.max(state.message_seq), deletions: mark.deletions.max(state.deletion_seq) };
+        mark = Mark { store: state.store, upto: mark.upto.max(state.text_seq), deletions: mark.deletions.max(state.deletion_seq) };
         let mut commit = writer.prepare_commit().map_err(|e| self.tantivy_error(e))?;
         commit.set_payload(&serde_json::to_string(&mark).expect("a mark serializes"));
         commit.commit().map_err(|e| self.tantivy_error(e))?;
@@ -356,8 +338,8 @@ impl RankingIndex {
     }
 
     /// Makes the index again from the rows: the directory is set aside and removed (whatever
-    /// state it was in, even unreadable), and a new index is filled with every message. For
-    /// `doctor --reindex`. Returns how many messages it holds.
+    /// state it was in, even unreadable), and a new index is filled with every text. For
+    /// `doctor --reindex`. Returns how many texts it holds.
     pub fn rebuild(conn: &Connection, progress: &mut dyn FnMut(u64)) -> Result<u64, RankingError> {
         let Some(db) = database_path(conn) else { return Ok(0) };
         let dir = dir_for(&db);
@@ -365,13 +347,12 @@ impl RankingIndex {
         set_aside(&dir)?;
         let Some(index) = RankingIndex::of(conn)? else { return Ok(0) };
         index.catch_up(conn, std::time::Duration::from_secs(600), progress)?;
-        index.messages()
+        index.texts()
     }
 
-    /// The best `limit` messages for `query`, best first: (message id, conversation id, bm25
-    /// score, higher is better). Ties come in the index's order, the same for every call on the
-    /// same commit.
-    pub fn top(&self, query: &RankQuery, limit: usize) -> Result<Vec<(i64, i64, f32)>, RankingError> {
+    /// The best `limit` texts for `query`, best first: (text id, bm25 score, higher is better).
+    /// Ties come in the index's order, the same for every call on the same commit.
+    pub fn top(&self, query: &RankQuery, limit: usize) -> Result<Vec<(i64, f32)>, RankingError> {
         let f = self.fields;
         let mut clauses: Vec<Box<dyn Query>> = query
             .terms
@@ -385,30 +366,21 @@ impl RankingIndex {
                 }
             })
             .collect();
-        // Filters restrict without scoring (a term query scored alone would add its own bm25).
-        let mut filters: Vec<Term> = Vec::new();
-        filters.extend(query.conversation.map(|c| Term::from_field_u64(f.conversation, c as u64)));
-        filters.extend(query.role.as_deref().map(|r| Term::from_field_text(f.role, r)));
-        filters.extend(query.model.as_deref().map(|m| Term::from_field_text(f.model, m)));
-        for term in filters {
-            clauses.push(Box::new(tantivy::query::ConstScoreQuery::new(Box::new(TermQuery::new(term, IndexRecordOption::Basic)), 0.0)));
-        }
         let query: Box<dyn Query> = if clauses.len() == 1 { clauses.remove(0) } else { Box::new(BooleanQuery::intersection(clauses)) };
         let searcher = self.reader.searcher();
         let top = searcher.search(&query, &TopDocs::with_limit(limit.max(1)).order_by_score()).map_err(|e| self.tantivy_error(e))?;
-        // Each segment's columns of ids and conversations, read once.
-        let mut columns: HashMap<u32, (tantivy::columnar::Column<u64>, tantivy::columnar::Column<u64>)> = HashMap::new();
+        // Each segment's column of text ids, read once.
+        let mut columns: HashMap<u32, tantivy::columnar::Column<u64>> = HashMap::new();
         let mut out = Vec::with_capacity(top.len());
         for (score, address) in top {
-            let (id, conversation) = match columns.entry(address.segment_ord) {
+            let ids = match columns.entry(address.segment_ord) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(e) => {
-                    let fast = searcher.segment_reader(address.segment_ord).fast_fields();
-                    e.insert((fast.u64("id").map_err(|e| self.tantivy_error(e))?, fast.u64("conversation").map_err(|e| self.tantivy_error(e))?))
+                    e.insert(searcher.segment_reader(address.segment_ord).fast_fields().u64("text").map_err(|e| self.tantivy_error(e))?)
                 }
             };
-            if let (Some(id), Some(conversation)) = (id.first(address.doc_id), conversation.first(address.doc_id)) {
-                out.push((id as i64, conversation as i64, score));
+            if let Some(id) = ids.first(address.doc_id) {
+                out.push((id as i64, score));
             }
         }
         Ok(out)
@@ -432,16 +404,16 @@ pub fn check(conn: &Connection) -> Result<Vec<String>, StoreError> {
         if !state.admits(mark) {
             return Ok(vec![format!("it belongs to another database, or to another state of this one (its mark: {mark:?})")]);
         }
-        // What it should hold: every message up to its mark, and those deleted since that it
+        // What it should hold: every text up to its mark, and those deleted since that it
         // has not applied yet.
         let expected: i64 = conn.query_row(
-            "SELECT (SELECT count(*) FROM messages WHERE id <= ?1)
-                  + (SELECT count(DISTINCT message_id) FROM ranking_deletions WHERE seq > ?2 AND message_id <= ?1)",
+            "SELECT (SELECT count(*) FROM texts WHERE id <= ?1)
+                  + (SELECT count(DISTINCT text_id) FROM ranking_deletions WHERE seq > ?2 AND text_id <= ?1)",
             [mark.upto, mark.deletions],
             |r| r.get(0),
         )?;
-        let held = index.messages()?;
-        Ok(if held as i64 != expected { vec![format!("it holds {held} messages of the {expected} it should")] } else { Vec::new() })
+        let held = index.texts()?;
+        Ok(if held as i64 != expected { vec![format!("it holds {held} texts of the {expected} it should")] } else { Vec::new() })
     })();
     Ok(match found {
         Ok(problems) => problems,
@@ -451,7 +423,7 @@ pub fn check(conn: &Connection) -> Result<Vec<String>, StoreError> {
 }
 
 /// The ranking index of `conn`'s database when it can answer for the store as `conn` sees it
-/// now: caught up first when it is behind by at most [`SEARCH_CATCH_UP`] messages. `None` when
+/// now: caught up first when it is behind by at most [`SEARCH_CATCH_UP`] texts. `None` when
 /// there is none to be had (a database in memory, a directory that cannot be used, a catch-up
 /// too long for a search or held up by another process): the caller answers from FTS5.
 pub fn usable(conn: &Connection) -> Option<Arc<RankingIndex>> {
@@ -463,8 +435,8 @@ pub fn usable(conn: &Connection) -> Option<Arc<RankingIndex>> {
         let mark = index.mark()?;
         if !mark.is_some_and(|m| state.covered_by(m)) {
             let behind = match mark {
-                Some(m) if state.admits(m) => (state.max_message - m.upto).max(0) + (state.max_deletion - m.deletions).max(0),
-                _ => state.max_message,
+                Some(m) if state.admits(m) => (state.max_text - m.upto).max(0) + (state.max_deletion - m.deletions).max(0),
+                _ => state.max_text,
             };
             if behind > SEARCH_CATCH_UP || index.catch_up(conn, WAIT_FOR_WRITER, &mut |_| {})?.is_none() {
                 return Ok(None);

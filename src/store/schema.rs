@@ -38,6 +38,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0019_server_only_attachments_are_what_they_say.sql"),
     include_str!("../../schema/0020_server_only_source_names_per_writer.sql"),
     include_str!("../../schema/0021_message_texts.sql"),
+    include_str!("../../schema/0022_search_by_text.sql"),
 ];
 
 /// The schema version this build writes.
@@ -58,6 +59,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (19, include_str!("../../schema/postgres/0019_attachments_are_what_they_say.sql")),
     (20, include_str!("../../schema/postgres/0020_source_names_per_writer.sql")),
     (21, include_str!("../../schema/postgres/0021_message_texts.sql")),
+    (22, include_str!("../../schema/postgres/0022_search_by_text.sql")),
 ];
 
 /// The advisory lock (a key of PostgreSQL's `pg_advisory_lock`) that migrations hold, so

@@ -8,10 +8,15 @@
 //! ([`SearchQuery::literal`]) is a *literal query*: it finds exactly the messages that contain it
 //! as a substring, ignoring case as gptme's search does (Python's `str.lower()` on both sides,
 //! [`super::fts::lower`]). A literal query of three or more characters is looked up in the
-//! substring index (trigrams, `schema/0013_distinct_trigrams.sql`), which gives a superset of the
-//! messages holding it; shorter ones scan the messages. Either way every candidate is checked
-//! against the text itself, so the answer is exact, never more. Literal results come newest
-//! conversation first (as gptme lists them), and the scan stops at the last conversation wanted.
+//! substring index (trigrams), which gives a superset of the texts holding it; shorter ones scan
+//! the messages. Either way every candidate is checked against the text itself (each text once,
+//! however many messages say it), so the answer is exact, never more. Literal results come
+//! newest conversation first (as gptme lists them), and the scan stops at the last conversation
+//! wanted.
+//!
+//! Both indexes hold texts, each once ([`super::texts`], `schema/0022_search_by_text.sql`): a
+//! match is a text, and stands for every message that says it (found by `messages_by_text`);
+//! its relevance is the text's.
 //!
 //! Results are pages of one ordered list ([`Sort`]: relevance or newest; every order total), so
 //! that `offset` pages join up without gap or overlap; [`Totals`] count every match past the page.
@@ -20,8 +25,8 @@
 //! match a term of the query (a phrase's words only where the whole phrase stands), for a word
 //! query — never letters inside another word.
 //!
-//! On PostgreSQL the same queries get the same answers from other indexes: each message's sets
-//! of words and of trigrams ([`super::message_terms`]) give a superset of the messages a query
+//! On PostgreSQL the same queries get the same answers from other indexes: each text's sets
+//! of words and of trigrams ([`super::text_terms`]) give a superset of the texts a query
 //! can match, and each is checked — a word query by [`super::word_match`] (FTS5's own rules,
 //! ranked by FTS5's bm25 formula), a literal one against the lowered text as here.
 //!
@@ -529,7 +534,7 @@ fn search_indexed(conn: &Connection, q: &Resolved) -> Result<SearchResult, Store
     let trigrams = needle_trigrams(needle);
     let index_query = match conn.engine() {
         Engine::Sqlite => trigrams.iter().map(|t| format!("\"{}\"", t.replace('"', "\"\""))).collect::<Vec<_>>().join(" AND "),
-        Engine::Postgres => super::message_terms::trigrams_query(&trigrams),
+        Engine::Postgres => super::text_terms::trigrams_query(&trigrams),
     };
     let (conversations, totals) = run_literal(conn, q, needle, &index_query)?;
     Ok(SearchResult { literal: true, fts_query: index_query, highlight, conversations, totals, ranked_by: RankedBy::Newest, unindexed: 0 })
@@ -586,11 +591,11 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
         None
     } else {
         let sql = if server {
-            // A message whose set was too large to keep is a candidate of every query.
-            "SELECT message_id FROM message_terms WHERE trigrams @@ ?1::text::tsquery
-             UNION ALL SELECT message_id FROM message_terms WHERE trigrams IS NULL LIMIT ?2"
+            // A text whose set was too large to keep is a candidate of every query.
+            "SELECT text_id FROM text_terms WHERE trigrams @@ ?1::text::tsquery
+             UNION ALL SELECT text_id FROM text_terms WHERE trigrams IS NULL LIMIT ?2"
         } else {
-            "SELECT rowid FROM messages_substring WHERE messages_substring MATCH ?1 LIMIT ?2"
+            "SELECT rowid FROM texts_substring WHERE texts_substring MATCH ?1 LIMIT ?2"
         };
         let ids = conn.prepare_cached(sql)?.query_map(params![trigrams, FEW_CANDIDATES as i64 + 1], |r| r.get::<_, i64>(0))?.collect::<Result<Vec<_>, _>>()?;
         (ids.len() <= FEW_CANDIDATES).then_some(ids)
@@ -600,16 +605,17 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
             let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
             args.insert(0, Value::Text(format!("[{list}]")));
             filters.push(
-                if server { "m.id IN (SELECT jsonb_array_elements_text(?1::text::jsonb)::bigint)" } else { "m.id IN (SELECT value FROM json_each(?1))" }.into(),
+                if server { "m.text_id IN (SELECT jsonb_array_elements_text(?1::text::jsonb)::bigint)" } else { "m.text_id IN (SELECT value FROM json_each(?1))" }
+                    .into(),
             );
         }
         None if !trigrams.is_empty() => {
             args.insert(0, Value::Text(trigrams.to_owned()));
             filters.push(
                 if server {
-                    "m.id IN (SELECT message_id FROM message_terms WHERE trigrams @@ ?1::text::tsquery OR trigrams IS NULL)"
+                    "m.text_id IN (SELECT text_id FROM text_terms WHERE trigrams @@ ?1::text::tsquery OR trigrams IS NULL)"
                 } else {
-                    "m.id IN (SELECT rowid FROM messages_substring WHERE messages_substring MATCH ?1)"
+                    "m.text_id IN (SELECT rowid FROM texts_substring WHERE texts_substring MATCH ?1)"
                 }
                 .into(),
             );
@@ -803,10 +809,10 @@ fn run_ranked(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Convers
         // bm25() spelled out rather than FTS5's `rank` column (the same default bm25): with
         // `ORDER BY rank` FTS5 evaluates the ranking twice per match, which doubled the time of
         // a word found in half of all messages.
-        let mut ranked =
-            conn.prepare_cached("SELECT rowid, bm25(messages_fts) AS score FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY score, rowid LIMIT ?2")?;
-        let candidates: Vec<(i64, f64)> = ranked.query_map(params![fts, window as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
-        let exhausted = candidates.len() < window;
+        let mut ranked = conn.prepare_cached("SELECT rowid, bm25(texts_fts) AS score FROM texts_fts WHERE texts_fts MATCH ?1 ORDER BY score, rowid LIMIT ?2")?;
+        let texts: Vec<(i64, f64)> = ranked.query_map(params![fts, window as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+        let exhausted = texts.len() < window;
+        let candidates: Vec<(i64, f64)> = holders(conn, &texts)?.into_iter().map(|(id, _, score)| (id, score)).collect();
         let out = place(conn, q, &candidates, q.offset, wanted - q.offset)?;
         if out.len() >= wanted - q.offset || exhausted {
             return Ok((out.into_iter().take(wanted - q.offset).collect(), None));
@@ -864,7 +870,12 @@ fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<
     if words.is_empty() || words.iter().any(Vec::is_empty) {
         return Ok(None);
     }
-    let query = super::ranking::RankQuery { terms: words, conversation: q.chat, role: q.role.clone(), model: q.model.clone() };
+    // The index holds texts, not what a message is: a query narrowed to a conversation, a role
+    // or a model is the word index's, which joins the messages as it goes.
+    if q.chat.is_some() || q.role.is_some() || q.model.is_some() {
+        return Ok(None);
+    }
+    let query = super::ranking::RankQuery { terms: words };
     let Some(index) = super::ranking::usable(conn) else { return Ok(None) };
     let (wanted, per) = (q.wanted(), q.matches.max(1));
     // The conversations before the offset are only counted: whether one of their matches stands
@@ -875,17 +886,18 @@ fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<
     loop {
         let Ok(top) = index.top(&query, window) else { return Ok(None) };
         let exhausted = top.len() < window;
+        let top: Vec<(i64, f64)> = top.into_iter().map(|(text, score)| (text, -f64::from(score))).collect();
         // Conversations in the order of their best match, each with its matches in the window.
         let mut order: Vec<i64> = Vec::new();
         let mut matches: std::collections::HashMap<i64, Vec<(i64, f64)>> = std::collections::HashMap::new();
-        for &(id, conversation, score) in &top {
+        for (id, conversation, score) in holders(conn, &top)? {
             matches
                 .entry(conversation)
                 .or_insert_with(|| {
                     order.push(conversation);
                     Vec::new()
                 })
-                .push((id, -f64::from(score)));
+                .push((id, score));
         }
         let mut out: Vec<ConversationHits> = Vec::new();
         let mut skipped = 0;
@@ -922,32 +934,44 @@ fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<
     }
 }
 
-/// The lowest and highest message ids of the conversation with row id `conversation`; `None`
-/// when it has no message. A search within one conversation reads the word index over this one
-/// rowid range rather than `rowid IN (...)`: FTS5 restarts its cursor, and bm25 its
-/// document-frequency count, for each value of an IN list.
-fn message_id_range(conn: &Connection, conversation: i64) -> Result<Option<(i64, i64)>, StoreError> {
-    let (lo, hi): (Option<i64>, Option<i64>) =
-        conn.prepare_cached("SELECT min(id), max(id) FROM messages WHERE conversation_id = ?1")?.query_row([conversation], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(lo.zip(hi))
+/// The messages saying each of `texts` (text id, score), in that order, each text's by message
+/// id: (message id, conversation id, score). A text many conversations share (a system prompt)
+/// is found once by the index and stands for every message that says it.
+fn holders(conn: &Connection, texts: &[(i64, f64)]) -> Result<Vec<(i64, i64, f64)>, StoreError> {
+    let mut stmt = conn.prepare_cached("SELECT id, conversation_id FROM messages WHERE text_id = ?1 ORDER BY id")?;
+    let mut out = Vec::with_capacity(texts.len());
+    for &(text, score) in texts {
+        for row in stmt.query_map([text], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))? {
+            let (id, conversation) = row?;
+            out.push((id, conversation, score));
+        }
+    }
+    Ok(out)
 }
 
-/// How many messages of conversation `conversation` (its row id) match word query `fts` and
-/// pass the filters, standing in a branch or view: from the word index, read over that
-/// conversation's message ids only.
-fn count_in_conversation(conn: &Connection, q: &Resolved, fts: &str, conversation: i64) -> Result<usize, StoreError> {
-    let (mut filters, mut args) = filter_sql(q, 5, true);
-    let Some((lo, hi)) = message_id_range(conn, conversation)? else { return Ok(0) };
-    args.splice(0..0, [Value::Text(fts.to_owned()), Value::Integer(conversation), Value::Integer(lo), Value::Integer(hi)]);
-    // The range as parameters: one prepared statement for every conversation.
-    filters.push("messages_fts.rowid BETWEEN ?3 AND ?4".to_owned());
+/// The messages of conversation `conversation` (its row id) that match word query `fts` and
+/// pass the filters, standing in a branch or view, with their texts: found from the
+/// conversation's messages, each text looked up in the word index by its row id, so that the
+/// work follows the conversation's length, not the whole index's matches.
+fn matches_in_conversation(conn: &Connection, q: &Resolved, fts: &str, conversation: i64) -> Result<Vec<(i64, i64)>, StoreError> {
+    let (mut filters, mut args) = filter_sql(q, 3, true);
+    args.splice(0..0, [Value::Text(fts.to_owned()), Value::Integer(conversation)]);
+    filters.push("m.conversation_id = ?2".to_owned());
+    // CROSS JOIN keeps the conversation's messages the outer loop, and each text a lookup.
     let sql = format!(
-        "SELECT count(*) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN conversations c ON c.id = m.conversation_id
-         WHERE messages_fts MATCH ?1 AND m.conversation_id = ?2 AND {}",
+        "SELECT m.id, m.text_id FROM messages m CROSS JOIN texts_fts ON texts_fts.rowid = m.text_id JOIN conversations c ON c.id = m.conversation_id
+         WHERE texts_fts MATCH ?1 AND {} ORDER BY m.id",
         filters.join(" AND ")
     );
-    let n: i64 = conn.prepare_cached(&sql)?.query_row(params_from_iter(args.iter()), |r| r.get(0))?;
-    Ok(n as usize)
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(params_from_iter(args.iter()), |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// How many messages of conversation `conversation` match word query `fts` and pass the
+/// filters, standing in a branch or view ([`matches_in_conversation`]).
+fn count_in_conversation(conn: &Connection, q: &Resolved, fts: &str, conversation: i64) -> Result<usize, StoreError> {
+    Ok(matches_in_conversation(conn, q, fts, conversation)?.len())
 }
 
 /// Every match of word query `fts` that passes the filters and stands in a branch or view, as
@@ -957,8 +981,8 @@ fn count_word_matches(conn: &Connection, q: &Resolved, fts: &str) -> Result<Tota
     args.insert(0, Value::Text(fts.to_owned()));
     let sql = format!(
         "SELECT count(*), count(DISTINCT m.conversation_id)
-         FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN conversations c ON c.id = m.conversation_id
-         WHERE messages_fts MATCH ?1 AND {}",
+         FROM texts_fts JOIN messages m ON m.text_id = texts_fts.rowid JOIN conversations c ON c.id = m.conversation_id
+         WHERE texts_fts MATCH ?1 AND {}",
         filters.join(" AND ")
     );
     let (messages, conversations): (i64, i64) = conn.prepare_cached(&sql)?.query_row(params_from_iter(args.iter()), |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -1014,31 +1038,17 @@ fn filter_sql(q: &Resolved, first: usize, placed: bool) -> (Vec<String>, Vec<Val
 
 /// Ranks exactly the matches that pass the filters, in one pass, and keeps the first
 /// `offset + limit` conversations (by best match, or newest first) with exact match counts, and
-/// the totals. With `--chat`, the index is read over that conversation's message ids only.
+/// the totals. With `--chat`, the matches are found from that conversation's messages
+/// ([`matches_in_conversation`]) and their texts scored in one pass of the index over the range
+/// of their ids.
 fn run_filtered(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
-    let (mut filters, mut args) = filter_sql(q, 2, true);
-    args.insert(0, Value::Text(fts.to_owned()));
-    if let Some(conversation) = q.chat {
-        let Some((lo, hi)) = message_id_range(conn, conversation)? else { return Ok((Vec::new(), Some(Totals { messages: 0, conversations: 0 }))) };
-        filters.push(format!("messages_fts.rowid BETWEEN {lo} AND {hi}"));
-    }
-    let sql = format!(
-        "SELECT messages_fts.rowid, bm25(messages_fts) AS score, c.id
-         FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN conversations c ON c.id = m.conversation_id
-         WHERE messages_fts MATCH ?1 AND {}
-         ORDER BY {}score, messages_fts.rowid",
-        filters.join(" AND "),
-        if q.sort == Sort::Newest { "c.modified DESC, c.chat_id, c.id, " } else { "" }
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let mut rows = stmt.query(params_from_iter(args.iter()))?;
     // Conversations in the order of their best match, with every match counted and the best
-    // `matches` kept; the rows stream by, none is held beyond that.
+    // `matches` kept; the matches stream by (best first, or newest conversation first), none is
+    // held beyond that.
     let per = q.matches.max(1);
     let mut order: Vec<i64> = Vec::new();
     let mut seen: std::collections::HashMap<i64, (usize, Vec<(i64, f64)>)> = std::collections::HashMap::new();
-    while let Some(r) = rows.next()? {
-        let (id, score, conversation): (i64, f64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+    let mut take = |id: i64, score: f64, conversation: i64| {
         let entry = seen.entry(conversation).or_insert_with_key(|k| {
             order.push(*k);
             (0, Vec::new())
@@ -1046,6 +1056,44 @@ fn run_filtered(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Conve
         entry.0 += 1;
         if entry.1.len() < per {
             entry.1.push((id, score));
+        }
+    };
+    match q.chat {
+        Some(conversation) => {
+            let found = matches_in_conversation(conn, q, fts, conversation)?;
+            let texts: std::collections::HashSet<i64> = found.iter().map(|&(_, t)| t).collect();
+            let mut scores: std::collections::HashMap<i64, f64> = std::collections::HashMap::new();
+            if let (Some(&lo), Some(&hi)) = (texts.iter().min(), texts.iter().max()) {
+                let mut stmt = conn.prepare_cached("SELECT rowid, bm25(texts_fts) FROM texts_fts WHERE texts_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3")?;
+                for row in stmt.query_map(params![fts, lo, hi], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?)))? {
+                    let (text, score) = row?;
+                    if texts.contains(&text) {
+                        scores.insert(text, score);
+                    }
+                }
+            }
+            let mut ranked: Vec<(i64, f64)> = found.into_iter().map(|(id, text)| (id, scores.get(&text).copied().unwrap_or(0.0))).collect();
+            ranked.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            for (id, score) in ranked {
+                take(id, score, conversation);
+            }
+        }
+        None => {
+            let (filters, mut args) = filter_sql(q, 2, true);
+            args.insert(0, Value::Text(fts.to_owned()));
+            let sql = format!(
+                "SELECT m.id, bm25(texts_fts) AS score, c.id
+                 FROM texts_fts JOIN messages m ON m.text_id = texts_fts.rowid JOIN conversations c ON c.id = m.conversation_id
+                 WHERE texts_fts MATCH ?1 AND {}
+                 ORDER BY {}score, m.id",
+                filters.join(" AND "),
+                if q.sort == Sort::Newest { "c.modified DESC, c.chat_id, c.id, " } else { "" }
+            );
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let mut rows = stmt.query(params_from_iter(args.iter()))?;
+            while let Some(r) = rows.next()? {
+                take(r.get(0)?, r.get(1)?, r.get(2)?);
+            }
         }
     }
     let totals = Totals { messages: seen.values().map(|s| s.0).sum(), conversations: seen.len() };
@@ -1074,37 +1122,38 @@ fn run_on_server(conn: &Connection, q: &Resolved, mut matcher: WordMatch) -> Res
     use super::word_match::{bm25, Corpus};
     let superset = matcher.superset();
     let count = |tsquery: &str| -> Result<u64, StoreError> {
-        let n: i64 = conn.prepare_cached("SELECT count(*) FROM message_terms WHERE words @@ ?1::text::tsquery")?.query_row([tsquery], |r| r.get(0))?;
+        let n: i64 = conn.prepare_cached("SELECT count(*) FROM text_terms WHERE words @@ ?1::text::tsquery")?.query_row([tsquery], |r| r.get(0))?;
         Ok(n as u64)
     };
-    let (documents, tokens): (i64, i64) =
-        conn.prepare_cached("SELECT documents, tokens FROM message_terms_totals")?.query_row((), |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let (documents, tokens): (i64, i64) = conn.prepare_cached("SELECT documents, tokens FROM text_terms_totals")?.query_row((), |r| Ok((r.get(0)?, r.get(1)?)))?;
     let (documents, tokens) = (documents.max(0) as u64, tokens.max(0) as u64);
     let holding = matcher
         .phrases()
         .iter()
-        .map(|p| match super::message_terms::words_query(std::slice::from_ref(p), true) {
+        .map(|p| match super::text_terms::words_query(std::slice::from_ref(p), true) {
             Some(t) => count(&t),
             None => Ok(documents),
         })
         .collect::<Result<Vec<u64>, _>>()?;
     let corpus = Corpus { documents, tokens, holding };
+    // The texts the sets say may match.
     let mut ids: Vec<i64> = match &superset {
         Some(t) => conn
             .prepare_cached(
-                "SELECT message_id FROM message_terms WHERE words @@ ?1::text::tsquery
-                 UNION ALL SELECT message_id FROM message_terms WHERE words IS NULL",
+                "SELECT text_id FROM text_terms WHERE words @@ ?1::text::tsquery
+                 UNION ALL SELECT text_id FROM text_terms WHERE words IS NULL",
             )?
             .query_map([t], |r| r.get(0))?
             .collect::<Result<_, _>>()?,
-        None => conn.prepare_cached("SELECT message_id FROM message_terms")?.query_map((), |r| r.get(0))?.collect::<Result<_, _>>()?,
+        None => conn.prepare_cached("SELECT text_id FROM text_terms")?.query_map((), |r| r.get(0))?.collect::<Result<_, _>>()?,
     };
     ids.sort_unstable();
+    let mut texts_of = conn.prepare_cached("SELECT id, data FROM texts WHERE id IN (SELECT jsonb_array_elements_text(?1::text::jsonb)::bigint)")?;
     let (filters, mut args) = filter_sql(q, 2, true);
     args.insert(0, Value::Null);
     let sql = format!(
-        "SELECT m.id, m.text_id, t.data, c.id, c.modified, c.chat_id FROM messages m JOIN conversations c ON c.id = m.conversation_id LEFT JOIN texts t ON t.id = m.text_id
-         WHERE m.id IN (SELECT jsonb_array_elements_text(?1::text::jsonb)::bigint) AND {}",
+        "SELECT m.id, m.text_id, c.id, c.modified, c.chat_id FROM messages m JOIN conversations c ON c.id = m.conversation_id
+         WHERE m.text_id IN (SELECT jsonb_array_elements_text(?1::text::jsonb)::bigint) AND {}",
         filters.join(" AND ")
     );
     let mut stmt = conn.prepare_cached(&sql)?;
@@ -1117,23 +1166,24 @@ fn run_on_server(conn: &Connection, q: &Resolved, mut matcher: WordMatch) -> Res
     }
     let per = q.matches.max(1);
     let mut seen: std::collections::HashMap<i64, Seen> = std::collections::HashMap::new();
+    let list = |ids: &mut dyn Iterator<Item = i64>| Value::Text(format!("[{}]", ids.map(|i| i.to_string()).collect::<Vec<_>>().join(",")));
     for chunk in ids.chunks(SERVER_CHUNK) {
-        args[0] = Value::Text(format!("[{}]", chunk.iter().map(i64::to_string).collect::<Vec<_>>().join(",")));
-        // Each candidate's text, and apart from it where it stands in the listing: the text is
-        // moved to the matcher, not copied.
+        // Each candidate text, checked (and scored) once, however many messages say it.
         let mut texts: Vec<(i64, String)> = Vec::new();
-        let mut of: std::collections::HashMap<i64, (i64, f64, String)> = std::collections::HashMap::new();
-        for row in stmt.query_map(params_from_iter(args.iter()), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))? {
-            let (id, text_id, data, conversation, modified, chat_id): (i64, Option<i64>, Option<Vec<u8>>, i64, f64, String) = row?;
-            let content = text_id.zip(data).map(|(t, d)| conn.decode_text(t, &d)).transpose()?;
-            texts.push((id, content.unwrap_or_default()));
-            of.insert(id, (conversation, modified, chat_id));
+        for row in texts_of.query_map([list(&mut chunk.iter().copied())], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))? {
+            let (id, data) = row?;
+            texts.push((id, conn.decode_text(id, &data)?));
         }
-        for m in matcher.matching(&texts)? {
-            let (conversation, modified, chat_id) = &of[&m.id];
-            let entry = seen.entry(*conversation).or_insert_with(|| Seen { count: 0, best: Vec::new(), modified: *modified, chat_id: chat_id.clone() });
+        let scores: std::collections::HashMap<i64, f64> = matcher.matching(&texts)?.iter().map(|m| (m.id, bm25(m, &corpus))).collect();
+        if scores.is_empty() {
+            continue;
+        }
+        args[0] = list(&mut scores.keys().copied());
+        for row in stmt.query_map(params_from_iter(args.iter()), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))? {
+            let (id, text, conversation, modified, chat_id): (i64, i64, i64, f64, String) = row?;
+            let entry = seen.entry(conversation).or_insert_with(|| Seen { count: 0, best: Vec::new(), modified, chat_id });
             entry.count += 1;
-            entry.best.push((bm25(&m, &corpus), m.id));
+            entry.best.push((scores[&text], id));
             if entry.best.len() > per {
                 entry.best.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
                 entry.best.truncate(per);

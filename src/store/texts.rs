@@ -15,8 +15,9 @@
 //!   a zstd frame made with it ([`ZSTD_DICT`]); frames carry zstd's checksum of their content,
 //!   so a damaged row fails to decode ([`StoreError::Corrupt`], with the text's id) rather than
 //!   giving other text.
-//! - Dictionaries are trained from the store's own texts ([`train`]) and never change or go:
-//!   their ids are random (never one a rolled-back dictionary had, in practice), so a
+//! - A source's dictionaries are trained from that source's own texts ([`train`]; a dictionary
+//!   holds pieces of them, so a reader of one source never needs another's) and never change or
+//!   go: their ids are random (never one a rolled-back dictionary had, in practice), so a
 //!   dictionary once read is cached for the life of the [`super::Store`] ([`Dictionaries`]).
 //! - A text no message holds any more is removed when the write transaction that let go of it
 //!   finishes ([`remove_unheld`]), not at once: a conversation read again whole lets go of its
@@ -73,13 +74,13 @@ impl Dictionary {
     }
 }
 
-/// The dictionaries of one store read so far, by id, and the newest (the one new texts are
-/// compressed with), shared by all the store's connections.
+/// The dictionaries of one store read so far, by id, and each source's newest (the one its new
+/// texts are compressed with), shared by all the store's connections.
 #[derive(Default)]
 pub struct Dictionaries {
     by_id: Mutex<HashMap<i64, Arc<Dictionary>>>,
-    /// The newest dictionary, once looked for (`Some(None)`: the store had none then).
-    newest: Mutex<Option<Option<Arc<Dictionary>>>>,
+    /// Each source's newest dictionary, once found.
+    newest: Mutex<HashMap<i64, Arc<Dictionary>>>,
 }
 
 impl Dictionaries {
@@ -94,23 +95,22 @@ impl Dictionaries {
         Ok(d)
     }
 
-    /// The dictionary new texts are compressed with, if the store has one.
-    fn newest(&self, conn: &Connection) -> Result<Option<Arc<Dictionary>>, StoreError> {
-        if let Some(known) = self.newest.lock().unwrap_or_else(|p| p.into_inner()).clone() {
-            return Ok(known);
+    /// The dictionary source `source_id`'s new texts are compressed with, if it has one.
+    fn newest(&self, conn: &Connection, source_id: i64) -> Result<Option<Arc<Dictionary>>, StoreError> {
+        if let Some(known) = self.newest.lock().unwrap_or_else(|p| p.into_inner()).get(&source_id) {
+            return Ok(Some(known.clone()));
         }
-        let id: Option<i64> = conn.prepare_cached("SELECT id FROM text_dictionaries ORDER BY created DESC, id LIMIT 1")?.query_row((), |r| r.get(0)).optional()?;
+        let id: Option<i64> = conn
+            .prepare_cached("SELECT id FROM text_dictionaries WHERE source_id = ?1 ORDER BY created DESC, id LIMIT 1")?
+            .query_row([source_id], |r| r.get(0))
+            .optional()?;
         let found = id.map(|id| self.get(conn, id)).transpose()?;
         // Remembered only once there is one: until then every writer looks again (another
         // process may have trained it), which costs one indexed read.
-        if found.is_some() {
-            *self.newest.lock().unwrap_or_else(|p| p.into_inner()) = Some(found.clone());
+        if let Some(d) = &found {
+            self.newest.lock().unwrap_or_else(|p| p.into_inner()).insert(source_id, d.clone());
         }
         Ok(found)
-    }
-
-    fn forget_newest(&self) {
-        *self.newest.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 }
 
@@ -201,7 +201,7 @@ pub fn put(conn: &Connection, source_id: i64, text: &str) -> Result<i64, StoreEr
             }
         }
     }
-    let dictionary = conn.dictionaries().newest(conn)?;
+    let dictionary = conn.dictionaries().newest(conn, source_id)?;
     let data = encode(text, dictionary.as_deref());
     Ok(conn.prepare_cached("INSERT INTO texts (source_id, hash, data) VALUES (?1, ?2, ?3) RETURNING id")?.query_row(params![source_id, h, data], |r| r.get(0))?)
 }
@@ -248,37 +248,44 @@ pub fn register_functions(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     })
 }
 
-/// Trains the store's dictionary when it has none and holds at least [`TRAIN_AT`] texts worth
-/// compressing, then compresses with it every text stored without it, in a write transaction of
-/// its own (so that no dictionary is ever remembered that a rollback took back). Returns whether
-/// it trained one. Call outside any transaction.
-pub fn train(conn: &Connection) -> Result<bool, StoreError> {
-    if conn.dictionaries().newest(conn)?.is_some() {
-        return Ok(false);
+/// Trains the dictionary of each source that has none and holds at least [`TRAIN_AT`] texts
+/// worth compressing (the connection's source only, when it is scoped to one), then compresses
+/// with it every text of that source stored without it, each source in a write transaction of
+/// its own (so that no dictionary is ever remembered that a rollback took back). Returns how
+/// many it trained. Call outside any transaction.
+pub fn train(conn: &Connection) -> Result<u64, StoreError> {
+    let sources: Vec<i64> = match conn.scope() {
+        Some(source) => vec![source],
+        None => conn.prepare_cached("SELECT id FROM sources ORDER BY id")?.query_map((), |r| r.get(0))?.collect::<Result<_, _>>()?,
+    };
+    let mut trained = 0;
+    for source in sources {
+        if conn.dictionaries().newest(conn, source)?.is_some() {
+            continue;
+        }
+        trained += u64::from(conn.in_transaction(|| train_in_transaction(conn, source))?);
     }
-    let trained = conn.in_transaction(|| train_in_transaction(conn));
-    conn.dictionaries().forget_newest();
-    trained
+    Ok(trained)
 }
 
-fn train_in_transaction(conn: &Connection) -> Result<bool, StoreError> {
+fn train_in_transaction(conn: &Connection, source: i64) -> Result<bool, StoreError> {
     // Another writer may have trained one while this one waited for the lock.
-    if conn.dictionaries().newest(conn)?.is_some() {
+    if conn.dictionaries().newest(conn, source)?.is_some() {
         return Ok(false);
     }
     let worth: i64 = conn
-        .prepare_cached("SELECT count(*) FROM (SELECT 1 FROM texts WHERE length(data) > ?1 LIMIT ?2) AS worth")?
-        .query_row(params![MIN_COMPRESSED as i64, TRAIN_AT], |r| r.get(0))?;
+        .prepare_cached("SELECT count(*) FROM (SELECT 1 FROM texts WHERE source_id = ?1 AND length(data) > ?2 LIMIT ?3) AS worth")?
+        .query_row(params![source, MIN_COMPRESSED as i64, TRAIN_AT], |r| r.get(0))?;
     if worth < TRAIN_AT {
         return Ok(false);
     }
-    // The newest texts first: a store's texts change with time (models, tools), and those
+    // The newest texts first: a source's texts change with time (models, tools), and those
     // to come are more like the recent ones.
     let mut samples: Vec<Vec<u8>> = Vec::new();
     let mut bytes = 0;
     {
-        let mut stmt = conn.prepare_cached("SELECT id, data FROM texts WHERE length(data) > ?1 ORDER BY id DESC")?;
-        let mut rows = stmt.query([MIN_COMPRESSED as i64])?;
+        let mut stmt = conn.prepare_cached("SELECT id, data FROM texts WHERE source_id = ?1 AND length(data) > ?2 ORDER BY id DESC")?;
+        let mut rows = stmt.query(params![source, MIN_COMPRESSED as i64])?;
         while let Some(r) = rows.next()? {
             let text = conn.decode_text(r.get(0)?, &r.get::<_, Vec<u8>>(1)?)?;
             // A long text teaches no more than its beginning.
@@ -295,30 +302,33 @@ fn train_in_transaction(conn: &Connection) -> Result<bool, StoreError> {
         return Ok(false);
     };
     let id = random_id()?;
-    conn.execute("INSERT INTO text_dictionaries (id, data, created) VALUES (?1, ?2, ?3)", params![id, dictionary, chrono::Utc::now().timestamp()])?;
+    conn.execute(
+        "INSERT INTO text_dictionaries (id, source_id, data, created) VALUES (?1, ?2, ?3, ?4)",
+        params![id, source, dictionary, chrono::Utc::now().timestamp()],
+    )?;
     // Used here only, until the transaction commits: no other connection meets it before.
-    recompress_with(conn, &Dictionary::new(id, &dictionary), i64::MAX)?;
+    recompress_with(conn, source, &Dictionary::new(id, &dictionary), i64::MAX)?;
     Ok(true)
 }
 
-/// Compresses with the newest dictionary up to `limit` texts stored otherwise (plain or without
-/// it), where that makes them smaller; returns how many it rewrote.
-pub fn recompress(conn: &Connection, limit: i64) -> Result<u64, StoreError> {
-    match conn.dictionaries().newest(conn)? {
-        Some(dictionary) => recompress_with(conn, &dictionary, limit),
+/// Compresses with source `source_id`'s newest dictionary up to `limit` of its texts stored
+/// otherwise (plain or without it), where that makes them smaller; returns how many it rewrote.
+pub fn recompress(conn: &Connection, source_id: i64, limit: i64) -> Result<u64, StoreError> {
+    match conn.dictionaries().newest(conn, source_id)? {
+        Some(dictionary) => recompress_with(conn, source_id, &dictionary, limit),
         None => Ok(0),
     }
 }
 
-fn recompress_with(conn: &Connection, dictionary: &Dictionary, limit: i64) -> Result<u64, StoreError> {
+fn recompress_with(conn: &Connection, source_id: i64, dictionary: &Dictionary, limit: i64) -> Result<u64, StoreError> {
     let current = {
         let mut prefix = vec![ZSTD_DICT];
         prefix.extend_from_slice(&(dictionary.id as u32).to_le_bytes());
         prefix
     };
     let stale: Vec<(i64, Vec<u8>)> = conn
-        .prepare_cached("SELECT id, data FROM texts WHERE length(data) > ?1 AND substr(data, 1, 5) != ?2 LIMIT ?3")?
-        .query_map(params![MIN_COMPRESSED as i64, current, limit], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .prepare_cached("SELECT id, data FROM texts WHERE source_id = ?1 AND length(data) > ?2 AND substr(data, 1, 5) != ?3 LIMIT ?4")?
+        .query_map(params![source_id, MIN_COMPRESSED as i64, current, limit], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<_, _>>()?;
     let mut update = conn.prepare_cached("UPDATE texts SET data = ?2 WHERE id = ?1")?;
     let mut rewritten = 0;

@@ -1,7 +1,7 @@
 //! The substring index's tokenizer, `sessiondb_trigram`: the distinct three-character
 //! sequences of a text, each once, each behind two bytes of its own hash.
 //!
-//! The substring index (`messages_substring`, `schema/0013_distinct_trigrams.sql`) is
+//! The substring index (`texts_substring`, `schema/0022_search_by_text.sql`) is
 //! `detail = 'none'`: it records which messages hold a trigram, never where or how often. FTS5's
 //! own `trigram` tokenizer hands it every trigram of a text, repeats included, and FTS5 looks
 //! each one up in its pending-terms hash; that was half of an import's time, for two reasons
@@ -141,7 +141,7 @@ unsafe extern "C" fn tokenize(
 
 /// The distinct trigrams of `text` (every window of three consecutive characters, NULs skipped,
 /// in order of first appearance), without the salt: what PostgreSQL's substring index holds
-/// ([`super::message_terms`]), by the rule of this tokenizer.
+/// ([`super::text_terms`]), by the rule of this tokenizer.
 pub fn trigrams(text: &str) -> Vec<String> {
     let mut seen = Seen::default();
     let mut out = Vec::new();

@@ -1,12 +1,12 @@
 //! Which of some messages match a word query, and their bm25 scores, decided here rather than by
 //! an FTS5 table of every message: for a store whose index holds only each message's set of
-//! words (PostgreSQL, [`super::message_terms`]), which gives a superset of the matches.
+//! words (PostgreSQL, [`super::text_terms`]), which gives a superset of the matches.
 //!
 //! A query of phrases only (barewords, `"phrases"`, `prefix*`: FTS5's implicit AND) matches a
 //! message holding every phrase, counted from the message's words as FTS5 splits them
 //! ([`super::word_tokens`]). Any other query (AND, OR, NOT, NEAR, parentheses) is put to FTS5
 //! itself, over the messages asked about, in a private in-memory table made like the word
-//! index: so what matches is exactly what `messages_fts` would match.
+//! index: so what matches is exactly what `texts_fts` would match.
 //!
 //! Scores are FTS5's bm25 (k1 = 1.2, b = 0.75, one column), from the phrases' hits in each
 //! message and the whole store's counts given by the caller. Two things differ from FTS5's:
@@ -18,7 +18,7 @@
 
 use rusqlite::OptionalExtension as _;
 
-use super::message_terms::Phrase;
+use super::text_terms::Phrase;
 use super::StoreError;
 
 /// The phrases of word query `fts` (FTS5 syntax, CJK runs already made phrases) with their
@@ -114,9 +114,9 @@ impl WordMatch {
     }
 
     /// The tsquery over the messages' word sets that every match satisfies, `None` when every
-    /// message may match ([`super::message_terms::words_query`]).
+    /// message may match ([`super::text_terms::words_query`]).
     pub fn superset(&self) -> Option<String> {
-        super::message_terms::words_query(&self.phrases, self.plain)
+        super::text_terms::words_query(&self.phrases, self.plain)
     }
 
     /// Those of `messages` (id, content) that match, in the order given.
@@ -255,7 +255,7 @@ mod tests {
             assert_eq!(got, want, "{query}");
             // Whatever the server's sets give as candidates includes every match.
             let (phrases, plain) = phrases(query).unwrap();
-            if let Some(tsquery) = super::super::message_terms::words_query(&phrases, plain) {
+            if let Some(tsquery) = super::super::text_terms::words_query(&phrases, plain) {
                 for id in &want {
                     let words = super::super::word_tokens::words(&docs[*id as usize - 1].1).unwrap();
                     assert!(holds(&words, &tsquery), "{query}: message {id} is a candidate of {tsquery}");

@@ -1,4 +1,4 @@
-//! The words of a text exactly as the word index (`messages_fts`) splits and folds them, from
+//! The words of a text exactly as the word index (`texts_fts`) splits and folds them, from
 //! SQLite's own FTS5 tokenizer.
 //!
 //! The word index tokenizes `fts::fts_text(content)` with FTS5's `unicode61 remove_diacritics 2`.
@@ -9,7 +9,7 @@
 //! `xCreate`, `xTokenize`) on a private in-memory connection.
 //!
 //! Invariant: for every text, [`WordTokens::words`] returns, in order, the tokens FTS5 stores for
-//! that message's row in `messages_fts` (a unit test checks it against `fts5vocab` of a real
+//! that text's row in `texts_fts` (a unit test checks it against `fts5vocab` of a real
 //! table); query terms are split by the same call. Safety rests on three facts, each kept here:
 //! the tokenizer instance is created from, used with, and deleted before the connection that
 //! owns it; it is used by one thread at a time (`&mut self`); the callback gets a pointer to a
@@ -163,7 +163,7 @@ impl Drop for WordTokens {
 mod tests {
     use super::*;
 
-    /// The words are FTS5's: the same as a real `messages_fts`-like table stores for each
+    /// The words are FTS5's: the same as a real `texts_fts`-like table stores for each
     /// text (read back through `fts5vocab`, which lists (term, row, position)).
     #[test]
     fn the_words_are_what_the_word_index_stores() {

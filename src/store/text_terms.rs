@@ -1,20 +1,21 @@
-//! The search indexes on PostgreSQL: each message's words and trigrams, made here by the rules
-//! of SQLite's indexes and kept by the server as lexeme sets (`schema/postgres/0016_search_sets_and_byte_order.sql`).
+//! The search indexes on PostgreSQL: each text's words and trigrams, made here by the rules
+//! of SQLite's indexes and kept by the server as lexeme sets (`schema/postgres/0016_search_sets_and_byte_order.sql`,
+//! keyed by text since `0022_search_by_text.sql`: each text once, however many messages say it).
 //!
-//! A message's *words* are the tokens FTS5's `unicode61 remove_diacritics 2` makes of it
-//! ([`super::word_tokens`]), its *trigrams* those of its text lowered as gptme's search lowers
-//! it ([`super::trigram_tokens::trigrams`]): the very rules of `messages_fts` and
-//! `messages_substring`, so a query finds on a server what it finds in a file. A set records no
-//! positions or counts, so the server answers a query with a superset of its messages
+//! A text's *words* are the tokens FTS5's `unicode61 remove_diacritics 2` makes of it
+//! ([`super::word_tokens`]), its *trigrams* those of it lowered as gptme's search lowers
+//! it ([`super::trigram_tokens::trigrams`]): the very rules of `texts_fts` and
+//! `texts_substring`, so a query finds on a server what it finds in a file. A set records no
+//! positions or counts, so the server answers a query with a superset of its texts
 //! ([`words_query`], [`trigrams_query`]), which the search then checks one by one.
 //!
-//! Invariants: every message has a row in `message_terms` or is waiting in
-//! `message_terms_pending` (the server adds it there with the message); a row is written once,
-//! in the transaction that takes the message off the waiting list, under the store's write lock
-//! ([`index_waiting`]), so a crash leaves nothing indexed twice or lost; a lexeme is at most
-//! [`MAX_LEXEME_BYTES`] long on both sides (the stored word and the query's word are cut alike,
-//! so a cut word is still found, by exact word or by prefix); a message whose set would not fit
-//! in a tsvector gets NULL there and is a candidate of every query.
+//! Invariants: every text has a row in `text_terms` or is waiting in `text_terms_pending` (the
+//! server adds it there with the text); a row is written once, in the transaction that takes
+//! the text off the waiting list, under the store's write lock ([`index_waiting`]), so a crash
+//! leaves nothing indexed twice or lost; a lexeme is at most [`MAX_LEXEME_BYTES`] long on both
+//! sides (the stored word and the query's word are cut alike, so a cut word is still found, by
+//! exact word or by prefix); a text whose set would not fit in a tsvector gets NULL there and
+//! is a candidate of every query.
 
 use super::sql::{params, Engine};
 use super::{Connection, StoreError};
@@ -23,10 +24,10 @@ use super::{Connection, StoreError};
 /// terms are cut to their first characters within it.
 pub const MAX_LEXEME_BYTES: usize = 2_000;
 
-/// The most lexeme bytes one message's set may hold (a tsvector holds less than 1 MiB).
+/// The most lexeme bytes one text's set may hold (a tsvector holds less than 1 MiB).
 const MAX_SET_BYTES: usize = 1_000_000;
 
-/// Messages indexed per transaction: each step holds the store's write lock, so that writers
+/// Texts indexed per transaction: each step holds the store's write lock, so that writers
 /// of every host wait a few tens of milliseconds at most.
 pub const STEP: i64 = 1_000;
 
@@ -65,7 +66,7 @@ fn lexeme_set(terms: impl Iterator<Item = String>) -> Option<Vec<String>> {
     Some(out)
 }
 
-/// One message's row of `message_terms` as JSON: `[id, words or null, trigrams or null, length]`.
+/// One text's row of `text_terms` as JSON: `[id, words or null, trigrams or null, length]`.
 fn row_of(id: i64, content: Option<&str>) -> Result<serde_json::Value, StoreError> {
     let content = content.unwrap_or("");
     let words = super::word_tokens::words(content).map_err(|e| StoreError::Query(e.to_string()))?;
@@ -77,47 +78,45 @@ fn row_of(id: i64, content: Option<&str>) -> Result<serde_json::Value, StoreErro
 
 /// Messages waiting for their terms.
 pub fn behind(conn: &Connection) -> Result<u64, StoreError> {
-    let n: i64 = conn.prepare_cached("SELECT count(*) FROM message_terms_pending")?.query_row((), |r| r.get(0))?;
+    let n: i64 = conn.prepare_cached("SELECT count(*) FROM text_terms_pending")?.query_row((), |r| r.get(0))?;
     Ok(n as u64)
 }
 
 /// Messages waiting for their terms, counted up to `limit` at most (a writer asks whether a few
 /// or many wait: an import's hundreds of thousands are not counted one by one).
 pub fn waiting_at_most(conn: &Connection, limit: i64) -> Result<i64, StoreError> {
-    Ok(conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM message_terms_pending LIMIT ?1) AS waiting")?.query_row([limit], |r| r.get(0))?)
+    Ok(conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM text_terms_pending LIMIT ?1) AS waiting")?.query_row([limit], |r| r.get(0))?)
 }
 
-/// Indexes at most `limit` waiting messages, lowest ids first, and takes them off the waiting
+/// Indexes at most `limit` waiting texts, lowest ids first, and takes them off the waiting
 /// list. Call inside a write transaction. Writers of different sources index at once, each the
-/// waiting messages no other has taken (`FOR UPDATE SKIP LOCKED`: held until it commits), so
-/// that none indexes a message twice or waits for another. Returns the messages indexed.
+/// waiting texts no other has taken (`FOR UPDATE SKIP LOCKED`: held until it commits), so
+/// that none indexes a text twice or waits for another. Returns the texts indexed.
 pub fn index_waiting(conn: &Connection, limit: i64) -> Result<u64, StoreError> {
     debug_assert_eq!(conn.engine(), Engine::Postgres);
     let mut stmt = conn.prepare_cached(
-        "SELECT p.message_id, m.text_id, t.data FROM message_terms_pending p JOIN messages m ON m.id = p.message_id LEFT JOIN texts t ON t.id = m.text_id
-         ORDER BY p.message_id LIMIT ?1 FOR UPDATE OF p SKIP LOCKED",
+        "SELECT p.text_id, t.data FROM text_terms_pending p JOIN texts t ON t.id = p.text_id
+         ORDER BY p.text_id LIMIT ?1 FOR UPDATE OF p SKIP LOCKED",
     )?;
-    let stored: Vec<(i64, Option<i64>, Option<Vec<u8>>)> = stmt.query_map([limit], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
-    let waiting: Vec<(i64, Option<String>)> = stored
-        .into_iter()
-        .map(|(id, text_id, data)| Ok((id, text_id.zip(data).map(|(t, d)| conn.decode_text(t, &d)).transpose()?)))
-        .collect::<Result<_, StoreError>>()?;
+    let stored: Vec<(i64, Vec<u8>)> = stmt.query_map([limit], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+    let waiting: Vec<(i64, Option<String>)> =
+        stored.into_iter().map(|(id, data)| Ok((id, Some(conn.decode_text(id, &data)?)))).collect::<Result<_, StoreError>>()?;
     if waiting.is_empty() {
         return Ok(0);
     }
     let rows = waiting.iter().map(|(id, content)| row_of(*id, content.as_deref())).collect::<Result<Vec<_>, _>>()?;
     let ids: Vec<i64> = waiting.iter().map(|(id, _)| *id).collect();
     conn.prepare_cached(
-        "INSERT INTO message_terms (message_id, words, trigrams, length)
+        "INSERT INTO text_terms (text_id, words, trigrams, length)
          SELECT (e->>0)::bigint,
                 CASE WHEN jsonb_typeof(e->1) = 'array' THEN array_to_tsvector(ARRAY(SELECT jsonb_array_elements_text(e->1))) END,
                 CASE WHEN jsonb_typeof(e->2) = 'array' THEN array_to_tsvector(ARRAY(SELECT jsonb_array_elements_text(e->2))) END,
                 (e->>3)::bigint
          FROM jsonb_array_elements(?1::text::jsonb) e
-         ON CONFLICT (message_id) DO NOTHING",
+         ON CONFLICT (text_id) DO NOTHING",
     )?
     .execute(params![serde_json::Value::Array(rows).to_string()])?;
-    conn.prepare_cached("DELETE FROM message_terms_pending WHERE message_id IN (SELECT jsonb_array_elements_text(?1::text::jsonb)::bigint)")?
+    conn.prepare_cached("DELETE FROM text_terms_pending WHERE text_id IN (SELECT jsonb_array_elements_text(?1::text::jsonb)::bigint)")?
         .execute(params![serde_json::to_string(&ids).expect("a list of integers")])?;
     Ok(ids.len() as u64)
 }
@@ -135,11 +134,11 @@ pub struct Phrase {
     pub prefix: bool,
 }
 
-/// The tsquery (over the `words` sets) that every message matching a word query with these
+/// The tsquery (over the `words` sets) that every text matching a word query with these
 /// phrases matches: when `all_required` (the query is phrases only, FTS5's implicit AND), every
 /// phrase's words; otherwise (operators: OR, NOT, NEAR, parentheses) the words of any one phrase,
-/// since a message matches such a query only through some phrase it holds. `None` when the
-/// superset is every message (a phrase without words, or no phrase).
+/// since a text matches such a query only through some phrase it holds. `None` when the
+/// superset is every text (a phrase without words, or no phrase).
 pub fn words_query(phrases: &[Phrase], all_required: bool) -> Option<String> {
     let each: Vec<Option<String>> = phrases
         .iter()
@@ -186,7 +185,7 @@ mod tests {
         let p = |w: &[&str], prefix| Phrase { words: w.iter().map(|s| s.to_string()).collect(), prefix };
         assert_eq!(words_query(&[p(&["a", "b"], false), p(&["c"], true)], true).as_deref(), Some("('a' & 'b') & ('c':*)"));
         assert_eq!(words_query(&[p(&["a"], false), p(&["c"], false)], false).as_deref(), Some("('a') | ('c')"));
-        // A phrase with no word makes every message a candidate of an OR, and no constraint of an AND.
+        // A phrase with no word makes every text a candidate of an OR, and no constraint of an AND.
         assert_eq!(words_query(&[p(&[], false), p(&["c"], false)], false), None);
         assert_eq!(words_query(&[p(&[], false), p(&["c"], false)], true).as_deref(), Some("('c')"));
         let sets = [lexeme_set(["x".repeat(3_000), "x".repeat(3_000)].into_iter()).unwrap(), lexeme_set((0..400_000).map(|i| format!("w{i}"))).unwrap_or_default()];
