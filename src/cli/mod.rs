@@ -7,6 +7,7 @@ mod complete;
 mod config;
 mod doctor;
 mod export;
+mod help;
 mod import;
 mod lifecycle;
 mod list;
@@ -64,9 +65,11 @@ enum Command {
     Stats(stats::Args),
     /// Read a conversation, as gptme's `chats read` shows it (or in full)
     Read(read::Args),
-    /// Print the script that sets up completion in your shell (bash, zsh, fish, elvish,
-    /// powershell): chat ids and branch names complete from the store. Same as
-    /// `COMPLETE=SHELL sessiondb`; e.g. `source <(sessiondb completions bash)` in ~/.bashrc
+    /// Print the script that sets up completion of chat ids and branch names in your shell
+    ///
+    /// bash, zsh, fish, elvish or powershell: chat ids and branch names complete from the store.
+    /// Same as `COMPLETE=SHELL sessiondb`; e.g. `source <(sessiondb completions bash)` in
+    /// ~/.bashrc
     Completions {
         /// bash, zsh, fish, elvish or powershell
         shell: String,
@@ -192,7 +195,7 @@ impl<E: std::error::Error + 'static> From<E> for Failure {
 /// Runs the command line; returns the process exit code.
 pub fn run() -> i32 {
     complete::answer_the_shell();
-    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let matches = help::laid_out(<Cli as clap::CommandFactory>::command()).get_matches();
     let named = named_conversations(&matches);
     let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match dispatch(cli, &named) {

@@ -1,0 +1,138 @@
+//! Issue 32, "the first hour, again": what a new user still trips over, through the real
+//! binary. Help and the listing fit the terminal (`COLUMNS`) and the commands are grouped; a sync
+//! that changes nothing says so in one short line; `rm` says that it deletes gptme's own
+//! directory, and `--store-only` keeps it (the next sync reads it in again); `serve`'s log shows
+//! clean values and a conversation without `config.toml` has gptme's default config, written
+//! nowhere; the demo script runs the binary cargo built, wherever cargo puts it.
+
+use crate::common;
+use crate::serve::{copy_fixtures, free_port, http, json};
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{run_ok, sessiondb};
+use unicode_width::UnicodeWidthStr;
+
+/// The lines of `text` wider than `width` terminal cells.
+fn too_wide(text: &str, width: usize) -> Vec<String> {
+    text.lines().filter(|l| l.width() > width).map(str::to_owned).collect()
+}
+
+/// `sessiondb ARGS` with `COLUMNS=columns`, written to a pipe; its standard output.
+fn at_width(db: &Path, columns: usize, args: &[&str]) -> String {
+    let out = run_ok(sessiondb(db).args(args).env("COLUMNS", columns.to_string()));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The commands sessiondb has, from the man pages it writes (one per command).
+fn commands() -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(Command::new(env!("CARGO_BIN_EXE_sessiondb")).args(["man", "--dir"]).arg(dir.path()));
+    let mut names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.unwrap().file_name().to_str()?.strip_prefix("sessiondb-")?.strip_suffix(".1").map(str::to_owned))
+        .filter(|n| !n.contains('-') && n != "help")
+        .collect();
+    names.sort();
+    names
+}
+
+/// Item 12: `--help` wraps to the terminal and lists the commands in groups, each once; every
+/// command's own help fits too, at 80 columns and at 200.
+#[test]
+fn help_is_grouped_and_fits_the_terminal() {
+    let db = Path::new("/nonexistent/db");
+    for columns in [80, 200] {
+        let help = at_width(db, columns, &["--help"]);
+        assert_eq!(too_wide(&help, columns), Vec::<String>::new(), "sessiondb --help at {columns} columns:\n{help}");
+        for heading in ["Read:", "Change (store and gptme's directory together):", "Keep in step with gptme's logs:", "Serve:", "Store:", "Options:"] {
+            assert!(help.lines().any(|l| l == heading), "no {heading:?} heading:\n{help}");
+        }
+        for name in commands() {
+            let listed = help.lines().filter(|l| l.strip_prefix("  ").and_then(|l| l.split_whitespace().next()) == Some(name.as_str())).count();
+            assert_eq!(listed, 1, "{name} listed {listed} times:\n{help}");
+        }
+        for name in ["list", "sync", "serve", "rm", "completions"] {
+            let help = at_width(db, columns, &[name, "--help"]);
+            assert_eq!(too_wide(&help, columns), Vec::<String>::new(), "sessiondb {name} --help at {columns} columns:\n{help}");
+        }
+    }
+}
+
+/// The bundled sample imported into a fresh store under `work`.
+fn sample(work: &Path) -> (PathBuf, PathBuf) {
+    let logs = copy_fixtures(&work.join("logs"));
+    let db = work.join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    (logs, db)
+}
+
+/// Item 12: `list` of the sample at 80 columns: no row wider than the terminal (the longest id,
+/// `2026-07-02-unicode-lone-surrogate`, leaves MODEL 9 cells), and a model cut shows its own
+/// name rather than the end of its provider's; at 200 columns models are whole.
+#[test]
+fn list_of_the_sample_fits_eighty_columns() {
+    let work = tempfile::tempdir().unwrap();
+    let (_logs, db) = sample(work.path());
+    let narrow = at_width(&db, 80, &["list", "--all", "-n", "0"]);
+    assert_eq!(too_wide(&narrow, 80), Vec::<String>::new(), "list at 80 columns:\n{narrow}");
+    assert!(narrow.contains("2026-07-02-unicode-lone-surrogate"), "ids whole:\n{narrow}");
+    let wide = at_width(&db, 200, &["list", "--all", "-n", "0"]);
+    assert_eq!(too_wide(&wide, 200), Vec::<String>::new());
+    assert!(wide.contains("anthropic/claude-sonnet-4-6"), "whole at 200 columns:\n{wide}");
+    let at_100 = at_width(&db, 100, &["list", "--all", "-n", "0"]);
+    assert!(at_100.contains(" claude-sonnet-4-6 ") && !at_100.contains("…pic/"), "the provider goes before the model's name is cut:\n{at_100}");
+}
+
+/// Item 12: a sync that changes nothing prints one short line saying so, with how many
+/// conversations it looked at; one that changes something says only what it did.
+#[test]
+fn a_sync_that_changes_nothing_says_so_in_one_line() {
+    let work = tempfile::tempdir().unwrap();
+    let (logs, db) = sample(work.path());
+    let out = String::from_utf8(run_ok(sessiondb(&db).arg("sync").arg(&logs)).stdout).unwrap();
+    assert_eq!(out.lines().count(), 1, "{out}");
+    let root = fs::canonicalize(&logs).unwrap();
+    assert_eq!(out.trim_end(), format!("nothing new in {} (18 conversations checked)", root.display()));
+    let transcript = logs.join("2026-07-01-basic-chat/conversation.jsonl");
+    let mut text = fs::read_to_string(&transcript).unwrap();
+    text.push_str("{\"role\": \"user\", \"content\": \"And the capital of Norway?\", \"timestamp\": \"2026-07-01T10:00:00\"}\n");
+    fs::write(&transcript, text).unwrap();
+    let out = String::from_utf8(run_ok(sessiondb(&db).arg("sync").arg(&logs)).stdout).unwrap();
+    assert_eq!(out.trim_end(), "took in 1 conversation (0 new), 1 message", "{out}");
+}
+
+    let chat = "2026-07-01-basic-chat";
+    let refused = sessiondb(&db).args(["rm", chat]).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("from the store and from gptme: its directory") && said.contains("is deleted (--store-only keeps it)"), "{said}");
+
+    let dry = String::from_utf8(run_ok(sessiondb(&db).args(["rm", "--store-only", "--dry-run", chat])).stdout).unwrap();
+    assert!(dry.contains("from the store only: gptme's directory") && dry.contains("the next sync reads it in again"), "{dry}");
+    let before = common::transcript_contents(&logs.join(chat));
+    let done = String::from_utf8(run_ok(sessiondb(&db).args(["rm", "--store-only", "--yes", chat])).stdout).unwrap();
+    assert!(done.contains("removed 2026-07-01-basic-chat from the store") && done.contains("`sessiondb sync` reads it in again"), "{done}");
+    assert_eq!(common::transcript_contents(&logs.join(chat)), before, "gptme's directory untouched");
+    let listed = || String::from_utf8(run_ok(sessiondb(&db).args(["list", "--json", "--all"])).stdout).unwrap();
+    assert!(!listed().contains(chat), "gone from the store");
+    run_ok(sessiondb(&db).arg("sync").arg(&logs));
+    assert!(listed().contains(chat), "the next sync read it in again");
+
+    run_ok(sessiondb(&db).args(["rm", "--yes", chat]));
+    assert!(!logs.join(chat).exists(), "without --store-only the directory goes");
+}
+
+    let text = fs::read_to_string(&log).unwrap();
+    assert!(!text.contains("Some("), "{text}");
+    assert!(text.contains(&format!("webui={}", webui.display())), "{text}");
+    let durations: Vec<&str> = text.split_whitespace().filter_map(|w| w.strip_prefix("ms=")).collect();
+    assert!(durations.len() >= 2, "the first sync and the request give their times: {text}");
+    for ms in durations {
+        let decimals = ms.split_once('.').map_or(0, |(_, d)| d.len());
+        assert!(ms.parse::<f64>().is_ok() && decimals <= 1, "ms={ms}: milliseconds to one decimal\n{text}");
+    }
+}
