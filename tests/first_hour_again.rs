@@ -105,6 +105,18 @@ fn a_sync_that_changes_nothing_says_so_in_one_line() {
     assert_eq!(out.trim_end(), "took in 1 conversation (0 new), 1 message", "{out}");
 }
 
+/// Item 16: `rm` says, in its help, its question and its dry run, that gptme's own directory is
+/// deleted; `--store-only` removes the store's copy alone, says that the next sync reads the
+/// directory in again, and the next sync does.
+#[test]
+fn rm_says_it_deletes_gptmes_directory_and_store_only_keeps_it() {
+    let work = tempfile::tempdir().unwrap();
+    let (logs, db) = sample(work.path());
+    let help = String::from_utf8(run_ok(sessiondb(&db).args(["rm", "--help"])).stdout).unwrap();
+    let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("deletes its directory in gptme's logs") && flat.contains("gptme loses it too"), "{help}");
+    assert!(flat.contains("--store-only") && flat.contains("the next `sessiondb sync`"), "{help}");
+
     let chat = "2026-07-01-basic-chat";
     let refused = sessiondb(&db).args(["rm", chat]).stdin(Stdio::null()).output().unwrap();
     assert_eq!(refused.status.code(), Some(1));

@@ -105,7 +105,15 @@ enum Command {
     Backtrack(bookmarks::BacktrackArgs),
     /// Set the display name (config.toml's [chat] name)
     Rename(lifecycle::RenameArgs),
-    /// Remove a conversation: its directory and its rows
+    /// Remove a conversation: its rows and gptme's directory of it (--store-only: the rows)
+    ///
+    /// Removes the conversation from the store AND deletes its directory in gptme's logs, as
+    /// gptme's own `chats delete` does: gptme loses it too. Shows what goes and asks first
+    /// (--yes without a terminal).
+    ///
+    /// With --store-only, only the store's copy goes and gptme's directory stays: the next
+    /// `sessiondb sync` (or import, or a command naming the conversation) reads it in again, as
+    /// any conversation gptme has and the store does not.
     Rm(lifecycle::RmArgs),
     /// Find (and with --delete remove) empty conversations
     Clean(lifecycle::CleanArgs),
