@@ -138,6 +138,43 @@ fn rm_says_it_deletes_gptmes_directory_and_store_only_keeps_it() {
     assert!(!logs.join(chat).exists(), "without --store-only the directory goes");
 }
 
+/// Item 13: `serve`'s log shows paths and milliseconds, not `Some("…")` and float noise; a
+/// conversation without `config.toml` answers gptme's default config (200, not 404), and
+/// nothing is written into its directory.
+#[test]
+fn serve_logs_clean_values_and_answers_a_default_config() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = copy_fixtures(&work.path().join("logs"));
+    let webui = work.path().join("webui");
+    fs::create_dir(&webui).unwrap();
+    fs::write(webui.join("index.html"), "<!doctype html><title>ui</title>").unwrap();
+    let log = work.path().join("serve.log");
+    let port = free_port();
+    let mut child = sessiondb(&work.path().join("db"))
+        .args(["serve", "--no-auth", "--port", &port.to_string(), "--webui-dir"])
+        .arg(&webui)
+        .arg(&logs)
+        .env("SESSIONDB_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(60) && child.try_wait().unwrap().is_none(), "serve did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let chat = "2026-07-05-branches";
+    assert!(!logs.join(chat).join("config.toml").exists());
+    let (status, _, body) = http(port, "GET", &format!("/api/v2/conversations/{chat}/config"), &[], b"");
+    let config = json(&body);
+    crate::serve::stop(&mut child);
+    assert_eq!(status, 200, "{config}");
+    let workspace = logs.join(chat).join("workspace");
+    assert_eq!(config, serde_json::json!({"chat": {"stream": true, "interactive": true, "workspace": workspace.display().to_string()}, "env": {}}));
+    assert!(!logs.join(chat).join("config.toml").exists() && !workspace.exists(), "nothing written");
+
     let text = fs::read_to_string(&log).unwrap();
     assert!(!text.contains("Some("), "{text}");
     assert!(text.contains(&format!("webui={}", webui.display())), "{text}");

@@ -276,17 +276,20 @@ fn doc_messages(conn: &Connection, conversation_id: i64, document_id: i64, path:
     })
 }
 
-/// `GET …/config`: the conversation's `ChatConfig.to_dict()`; 404 without a `config.toml`.
+/// `GET …/config`: the conversation's `ChatConfig.to_dict()`. Without a `config.toml`, gptme's
+/// defaults with the workspace this server reports for it (`<dir>/workspace`): gptme-server
+/// writes a `config.toml` when the UI opens such a conversation and answers it from then on; this
+/// server answers the same defaults and writes nothing.
 pub async fn config(State(state): State<Shared>, UrlPath(id): UrlPath<String>) -> Result<Json<Value>, ApiError> {
     check_id(&id)?;
     blocking(&state, move |store, _| {
         let conn = store.connection()?;
         let summary = live_summary(&conn, &id)?;
         let conv = modify::load_conversation(&conn, &id)?;
-        let not_found = || ApiError::not_found(format!("Chat config not found: {id}"));
-        let (bytes, _) = queries::stored_file(&conn, conv.id, crate::layout::CONFIG)?.ok_or_else(not_found)?;
-        let workspace = summary.workspace.unwrap_or_default();
-        let text = String::from_utf8_lossy(&bytes);
+        let (text, workspace) = match queries::stored_file(&conn, conv.id, crate::layout::CONFIG)? {
+            Some((bytes, _)) => (String::from_utf8_lossy(&bytes).into_owned(), summary.workspace.clone().unwrap_or_default()),
+            None => (String::new(), configured_workspace(&summary).display().to_string()),
+        };
         let dict = gptme_json::chat_config_dict(&text, &workspace)
             .unwrap_or_else(|| json!({"chat": {"stream": true, "interactive": true, "workspace": summary.source_dir}, "env": {}}));
         Ok(Json(dict))
