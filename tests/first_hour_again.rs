@@ -3,7 +3,7 @@
 //! that changes nothing says so in one short line; `rm` says that it deletes gptme's own
 //! directory, and `--store-only` keeps it (the next sync reads it in again); `serve`'s log shows
 //! clean values and a conversation without `config.toml` has gptme's default config, written
-//! nowhere; the demo script runs the binary cargo built, wherever cargo puts it.
+//! nowhere; the demo script runs the binary cargo reports having built, wherever it is.
 
 use crate::common;
 use crate::serve::{copy_fixtures, free_port, http, json};
@@ -183,5 +183,41 @@ fn serve_logs_clean_values_and_answers_a_default_config() {
     for ms in durations {
         let decimals = ms.split_once('.').map_or(0, |(_, d)| d.len());
         assert!(ms.parse::<f64>().is_ok() && decimals <= 1, "ms={ms}: milliseconds to one decimal\n{text}");
+    }
+}
+
+/// Item 2: `tools/demo.sh` runs the binary cargo reports having built, wherever that is (with
+/// `CARGO_TARGET_DIR` set, it is not `target/release`), never a path of its own. The `cargo` it
+/// runs here is a stand-in that reports this test build's binary, as cargo's JSON messages do
+/// (a real build inside the suite would rebuild the crate: `tools/demo.sh --debug` with
+/// `CARGO_TARGET_DIR` was run against real cargo by hand).
+#[test]
+fn the_demo_runs_the_binary_cargo_reports() {
+    let work = tempfile::tempdir().unwrap();
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_sessiondb"));
+    let args_seen = work.path().join("cargo-args");
+    let stand_in = work.path().join("cargo");
+    let artifact = serde_json::json!({"reason": "compiler-artifact", "target": {"name": "sessiondb"}, "executable": bin});
+    fs::write(&stand_in, format!("#!/bin/sh\necho \"$@\" >> '{}'\necho '{artifact}'\n", args_seen.display())).unwrap();
+    fs::set_permissions(&stand_in, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", work.path().display(), std::env::var("PATH").unwrap_or_default());
+    let demo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/demo.sh");
+    for (flag, profile) in [(None, "--release"), (Some("--debug"), "")] {
+        let out = Command::new("bash")
+            .arg(&demo)
+            .args(flag)
+            .env("PATH", &path)
+            .env("CARGO_TARGET_DIR", work.path().join("elsewhere"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "tools/demo.sh {flag:?} failed ({:?}):\n{stdout}\n{stderr}", out.status);
+        assert!(stdout.contains("imported 18 conversations") && stdout.contains("18 conversations"), "{stdout}");
+        assert!(stdout.contains(&format!("Keep using it: {}", bin.display())), "{stdout}");
+        let asked = fs::read_to_string(&args_seen).unwrap();
+        let last = asked.lines().last().unwrap();
+        assert!(last.starts_with("build") && last.contains("--message-format=json") && last.contains(profile), "cargo was asked: {last}");
+        assert_eq!(last.contains("--release"), flag.is_none(), "cargo was asked: {last}");
     }
 }
