@@ -251,12 +251,17 @@ fn contract(root: &Path, engine: &str) {
 fn a_non_loopback_address_without_a_token_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let logs = copy_fixtures(&tmp.path().join("logs"));
-    let out = sessiondb(&tmp.path().join("db"))
-        .args(["serve", "--host", "0.0.0.0", "--port", &free_port().to_string()])
+    // Without --no-auth a token is made for the run and the server starts: only serving
+    // without one is refused beyond loopback.
+    let child = sessiondb(&tmp.path().join("db"))
+        .args(["serve", "--no-auth", "--host", "0.0.0.0", "--port", &free_port().to_string()])
         .arg(&logs)
         .env_remove("GPTME_SERVER_TOKEN")
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    let out = common::output_within(child, Duration::from_secs(60), "serve --no-auth --host 0.0.0.0");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("without a token"), "{err}");
