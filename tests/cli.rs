@@ -341,7 +341,7 @@ fn rm_shows_what_goes_and_asks_first() {
 
         let dry = run_ok(sessiondb(db).args(["rm", "doomed", "--dry-run"]));
         let said = String::from_utf8_lossy(&dry.stdout);
-        assert!(said.starts_with("would remove doomed: 1 message, 1 branch, and its directory "), "{said}");
+        assert!(said.starts_with("would remove doomed: 1 message, 1 branch, from the store and from gptme: its directory "), "{said}");
         assert!(present());
         // What gptme wrote since the last sync is what goes too, and is shown.
         let transcript = logs.join("doomed/conversation.jsonl");

@@ -251,12 +251,17 @@ fn contract(root: &Path, engine: &str) {
 fn a_non_loopback_address_without_a_token_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let logs = copy_fixtures(&tmp.path().join("logs"));
-    let out = sessiondb(&tmp.path().join("db"))
+    // Without --no-auth a token is made for the run and the server starts: only serving
+    // without one is refused beyond loopback.
+    let child = sessiondb(&tmp.path().join("db"))
         .args(["serve", "--no-auth", "--host", "0.0.0.0", "--port", &free_port().to_string()])
         .arg(&logs)
         .env_remove("GPTME_SERVER_TOKEN")
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    let out = common::output_within(child, Duration::from_secs(60), "serve --no-auth --host 0.0.0.0");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("without a token"), "{err}");
@@ -505,10 +510,10 @@ fn the_stock_web_ui_lists_opens_searches_and_follows_live() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let logs = copy_fixtures(&tmp.path().join("logs"));
-    // A conversation written by real gptme whose word "plants" is only in a message body. (The
-    // UI's Ctrl-K list filters the server's answer again, fuzzily, by id and name: a result
-    // shows only when the typed letters occur in order in them, as p-l-a-n-t-s do in
-    // "planet-notes". gptme-server's `q=` does not find it at all; sessiondb's does.)
+    // A conversation written by real gptme whose word "greenhouse" is only in a message body,
+    // and whose letters are not in its id or name in order. (The UI's Ctrl-K list filters the
+    // server's answer again, fuzzily, by id and name: sessiondb's answer names a conversation
+    // found by content with the text around the match. gptme-server's `q=` does not find it.)
     let id = "2026-08-01-planet-notes";
     let step = |role: &str, content: &str| serde_json::json!({"op": "append", "id": id, "role": role, "content": content, "timestamp": "2026-08-01T10:00:00"});
     let script = serde_json::json!([
@@ -531,7 +536,7 @@ fn the_stock_web_ui_lists_opens_searches_and_follows_live() {
         .arg(tool("webui_probe.py"))
         .arg(format!("http://127.0.0.1:{}/", serve.port))
         .arg(&logs)
-        .args(["2026-07-01-basic-chat", "plants", id, token])
+        .args(["2026-07-01-basic-chat", "greenhouse", id, token])
         .env("SESSIONDB_CHROMIUM", chromium)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -541,7 +546,7 @@ fn the_stock_web_ui_lists_opens_searches_and_follows_live() {
     let report = String::from_utf8_lossy(&out.stdout);
     println!("{report}");
     assert!(out.status.success(), "the web UI probe failed:\n{report}\n{}", String::from_utf8_lossy(&out.stderr));
-    for check in ["sidebar", "open", "history", "search", "live", "errors", "search-word"] {
+    for check in ["sidebar", "open", "history", "history-search", "search", "live", "errors", "search-word"] {
         assert!(report.contains(&format!("ok     {check}:")), "check {check} missing from the probe's report:\n{report}");
     }
 }

@@ -18,6 +18,7 @@ mod crash_ops;
 mod db_faults;
 mod differential_ops;
 mod first_hour;
+mod first_hour_again;
 mod fuzz_regressions;
 mod hostile;
 mod html_browser;

@@ -51,10 +51,14 @@ pub fn rename(store: &Store, args: RenameArgs) -> Result<i32, Failure> {
     Ok(0)
 }
 
+/// `rm`: what it removes is gptme's too, unless `--store-only` (its help is on `Command::Rm`).
 #[derive(clap::Args)]
 pub struct RmArgs {
     /// The conversation to remove
     chat_id: String,
+    /// Remove only the store's copy; gptme's directory stays, and the next sync reads it in again
+    #[arg(long)]
+    store_only: bool,
     /// Remove it even though changes queued with --queue were never written to its directory
     /// (they are lost)
     #[arg(long)]
@@ -67,8 +71,9 @@ pub struct RmArgs {
     dry_run: bool,
 }
 
-/// Removes a conversation — its rows and its directory — once the user has seen what goes:
-/// asked on a terminal, `--yes` otherwise; `--dry-run` only shows it.
+/// Removes a conversation — its rows and gptme's directory of it, or with `--store-only` its
+/// rows alone — once the user has seen what goes: asked on a terminal, `--yes` otherwise;
+/// `--dry-run` only shows it.
 pub fn rm(store: &Store, args: RmArgs) -> Result<i32, Failure> {
     let r = ops::removal(store, &args.chat_id)?;
     let s = &r.summary;
@@ -80,9 +85,14 @@ pub fn rm(store: &Store, args: RmArgs) -> Result<i32, Failure> {
         if s.messages == 1 { "" } else { "s" },
         s.branches,
         if s.branches == 1 { "" } else { "es" },
-        match &r.dir {
-            Some(dir) => format!(", and its directory {} ({})", dir.display(), super::human_bytes(r.size_bytes)),
-            None => ", store only (its directory is gone)".into(),
+        match (&r.dir, args.store_only) {
+            (Some(dir), false) => format!(
+                ", from the store and from gptme: its directory {} ({}) is deleted (--store-only keeps it)",
+                dir.display(),
+                super::human_bytes(r.size_bytes)
+            ),
+            (Some(dir), true) => format!(", from the store only: gptme's directory {} stays, and the next sync reads it in again", dir.display()),
+            (None, _) => ", store only (its directory is gone)".into(),
         }
     );
     let queued = if r.queued { "; its changes queued with --queue were never written to the directory and go with it" } else { "" };
@@ -95,8 +105,16 @@ pub fn rm(store: &Store, args: RmArgs) -> Result<i32, Failure> {
         tell!("nothing removed");
         return Ok(1);
     }
-    ops::remove(store, &args.chat_id, args.force)?;
-    say!("removed {}", args.chat_id);
+    if args.store_only {
+        ops::remove_from_store(store, &args.chat_id, args.force)?;
+        match &r.dir {
+            Some(dir) => say!("removed {} from the store; gptme's directory {} stays (`sessiondb sync` reads it in again)", args.chat_id, dir.display()),
+            None => say!("removed {} from the store", args.chat_id),
+        }
+    } else {
+        ops::remove(store, &args.chat_id, args.force)?;
+        say!("removed {}", args.chat_id);
+    }
     Ok(0)
 }
 

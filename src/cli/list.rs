@@ -232,11 +232,32 @@ struct Layout {
 /// Fewer cells than this for a name and it goes to its own line.
 const MIN_NAME: usize = 8;
 
+/// The cells MODEL takes with the space after it: none when it is left out (`model` is 0).
+fn model_cells(model: usize) -> usize {
+    if model == 0 {
+        0
+    } else {
+        model + 2
+    }
+}
+
+/// A model's name in `width` cells: whole when it fits, else without its provider
+/// (`anthropic/claude-sonnet-4-6` → `claude-sonnet-4-6`), cut from the start if still too long.
+fn model_cell(model: &str, width: usize) -> String {
+    let shown = term::visible_line(model);
+    if term::cells(&shown) <= width {
+        return term::pad(&shown, width);
+    }
+    let bare = shown.rsplit_once('/').map_or(&*shown, |(_, name)| name);
+    term::pad(&term::cut_start(bare, width), width)
+}
+
 impl Layout {
     /// The chat id is never cut: its column is as wide as the widest id shown. MODEL widens with
     /// the terminal (a third of what is right of the cost column, at least 22 cells) up to its
-    /// widest value, and gives way (down to 10 cells) to an id that needs the room; the name
-    /// takes what is left. `width` is `None` when nothing is to be cut (a pipe or a file).
+    /// widest value, and gives way to an id that needs the room (left out below 5 cells), so
+    /// that no row is wider than the terminal unless an id alone is; the name takes what is
+    /// left. `width` is `None` when nothing is to be cut (a pipe or a file).
     fn new(rows: &[ConversationSummary], ids: &[String], id_header: &str, width: Option<usize>) -> Layout {
         let widest = |f: &dyn Fn(&ConversationSummary) -> usize, header: &str| rows.iter().map(f).max().unwrap_or(0).max(term::cells(header));
         let id = ids.iter().map(|id| term::cells(id)).max().unwrap_or(0).max(term::cells(id_header));
@@ -245,8 +266,10 @@ impl Layout {
             return Layout { model, id, name: usize::MAX, below: usize::MAX };
         };
         let right = width.saturating_sub(LEFT);
-        let model = model.min((right / 3).max(22).min(right.saturating_sub(id + 2)).max(10));
-        let below = width.saturating_sub(LEFT + model + 2).max(12);
+        // MODEL gives way to the id entirely; with fewer cells than its header it is left out.
+        let model = model.min((right / 3).max(22)).min(right.saturating_sub(id + 2));
+        let model = if model < term::cells("MODEL") { 0 } else { model };
+        let below = width.saturating_sub(LEFT + model_cells(model)).max(12);
         Layout { model, id, name: below.saturating_sub(id + 2), below }
     }
 }
@@ -318,18 +341,22 @@ fn write_table(out: &mut impl Write, conn: &sessiondb::store::Connection, filter
     let id_header = if sources { format!("{}  ID", term::pad("SOURCE", source_width)) } else { "ID".to_owned() };
     let layout = Layout::new(&rows, &ids, &id_header, width);
     let names = rows.iter().any(|c| c.name != c.chat_id);
-    let indent = LEFT + layout.model + 2;
-    let mut header = format!("{:<16}  {:>5}  {:>9}  {}  ", "MODIFIED (UTC)", "MSGS", "COST", term::pad("MODEL", layout.model));
+    let indent = LEFT + model_cells(layout.model);
+    let mut header = format!("{:<16}  {:>5}  {:>9}  ", "MODIFIED (UTC)", "MSGS", "COST");
+    if layout.model > 0 {
+        header += &format!("{}  ", term::pad("MODEL", layout.model));
+    }
     header += &if names && layout.name >= MIN_NAME { format!("{}  NAME", term::pad(&id_header, layout.id)) } else { id_header.clone() };
     writeln!(out, "{}", paint("1", &header))?;
     for (c, id) in rows.iter().zip(ids) {
         let modified = format_utc(c.modified);
         let modified = modified.get(..16).unwrap_or(&modified).replace('T', " ");
         let cost = super::dollars(c.total_cost);
-        // The end of a model's name tells it apart (the provider before it, less so).
-        let model = term::pad(&term::cut_start(&term::visible_line(c.model.as_deref().unwrap_or("-")), layout.model), layout.model);
         let named = c.name != c.chat_id;
-        let mut line = format!("{}  {:>5}  {:>9}  {}  ", paint("2", &modified), c.messages, cost, paint("36", &model));
+        let mut line = format!("{}  {:>5}  {:>9}  ", paint("2", &modified), c.messages, cost);
+        if layout.model > 0 {
+            line += &format!("{}  ", paint("36", &model_cell(c.model.as_deref().unwrap_or("-"), layout.model)));
+        }
         let mut second = Vec::new();
         if named && layout.name >= MIN_NAME {
             line += &format!("{}  {}", paint("1", &term::pad(&id, layout.id)), cell(&c.name, layout.name));

@@ -7,6 +7,7 @@ mod complete;
 mod config;
 mod doctor;
 mod export;
+mod help;
 mod import;
 mod lifecycle;
 mod list;
@@ -65,9 +66,11 @@ enum Command {
     Stats(stats::Args),
     /// Read a conversation, as gptme's `chats read` shows it (or in full)
     Read(read::Args),
-    /// Print the script that sets up completion in your shell (bash, zsh, fish, elvish,
-    /// powershell): chat ids and branch names complete from the store. Same as
-    /// `COMPLETE=SHELL sessiondb`; e.g. `source <(sessiondb completions bash)` in ~/.bashrc
+    /// Print the script that sets up completion of chat ids and branch names in your shell
+    ///
+    /// bash, zsh, fish, elvish or powershell: chat ids and branch names complete from the store.
+    /// Same as `COMPLETE=SHELL sessiondb`; e.g. `source <(sessiondb completions bash)` in
+    /// ~/.bashrc
     Completions {
         /// bash, zsh, fish, elvish or powershell
         shell: String,
@@ -103,7 +106,15 @@ enum Command {
     Backtrack(bookmarks::BacktrackArgs),
     /// Set the display name (config.toml's [chat] name)
     Rename(lifecycle::RenameArgs),
-    /// Remove a conversation: its directory and its rows
+    /// Remove a conversation: its rows and gptme's directory of it (--store-only: the rows)
+    ///
+    /// Removes the conversation from the store AND deletes its directory in gptme's logs, as
+    /// gptme's own `chats delete` does: gptme loses it too. Shows what goes and asks first
+    /// (--yes without a terminal).
+    ///
+    /// With --store-only, only the store's copy goes and gptme's directory stays: the next
+    /// `sessiondb sync` (or import, or a command naming the conversation) reads it in again, as
+    /// any conversation gptme has and the store does not.
     Rm(lifecycle::RmArgs),
     /// Find (and with --delete remove) empty conversations
     Clean(lifecycle::CleanArgs),
@@ -208,7 +219,7 @@ pub fn run() -> i32 {
     // Before any command line is built: an argument takes its variable's value when it is.
     unset_empty_variables(&<Cli as clap::CommandFactory>::command());
     complete::answer_the_shell();
-    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let matches = help::laid_out(<Cli as clap::CommandFactory>::command()).get_matches();
     let named = Named { conversations: named_values(&matches, &["chat_id", "chat_ids"]), branches: named_values(&matches, &["branch", "from", "a", "b"]) };
     let db_from_env = matches.value_source("db") == Some(clap::parser::ValueSource::EnvVariable);
     let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());

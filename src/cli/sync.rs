@@ -54,29 +54,44 @@ fn exit_code(report: &SyncReport) -> i32 {
     i32::from(report.ingest.failed + report.materialise.failed > 0)
 }
 
+/// What a pass did, in as few words as it takes: one line when nothing changed, else a line
+/// per direction with what happened, leaving out what did not.
 fn print_summary(r: &SyncReport) {
     let (i, m) = (&r.ingest, &r.materialise);
-    let would = if r.dry_run { "would take in" } else { "took in" };
-    say!(
-        "{would} {} ({} new), {}; {} gone (marked deleted); {} skipped (locked by gptme); {} still being written (next pass); {} failed",
-        super::plural(i.conversations, "conversation"),
-        i.new_conversations,
-        super::plural(i.messages, "message"),
-        i.deleted,
-        i.skipped_locked,
-        i.changing,
-        i.failed
-    );
-    let would = if r.dry_run { "would write out" } else { "wrote out" };
-    say!(
-        "{would} {}, {}, {}; {} skipped (locked by gptme); {} failed",
-        super::plural(m.conversations, "conversation"),
-        super::plural(m.messages, "message"),
-        super::plural(m.files, "file"),
-        m.skipped_locked,
-        m.failed
-    );
-    say!("{}", super::plural(r.conflicts.len() as u64, "conflict"));
+    let came_in = i.conversations + i.deleted + i.skipped_locked + i.changing + i.failed > 0;
+    let went_out = m.conversations + m.skipped_locked + m.failed > 0;
+    if !came_in && !went_out && r.conflicts.is_empty() {
+        say!("nothing new in {} ({} checked)", r.logs_dir, super::plural(i.checked, "conversation"));
+    }
+    let and = |first: String, rest: &[(u64, &str)]| {
+        let rest = rest.iter().filter(|(n, _)| *n > 0).map(|(n, what)| format!("{n} {what}"));
+        std::iter::once(first).chain(rest).collect::<Vec<_>>().join("; ")
+    };
+    if came_in {
+        let would = if r.dry_run { "would take in" } else { "took in" };
+        let first = format!("{would} {} ({} new), {}", super::plural(i.conversations, "conversation"), i.new_conversations, super::plural(i.messages, "message"));
+        say!(
+            "{}",
+            and(
+                first,
+                &[
+                    (i.deleted, "gone (marked deleted)"),
+                    (i.skipped_locked, "skipped (locked by gptme)"),
+                    (i.changing, "still being written (next pass)"),
+                    (i.failed, "failed")
+                ]
+            )
+        );
+    }
+    if went_out {
+        let would = if r.dry_run { "would write out" } else { "wrote out" };
+        let first =
+            format!("{would} {}, {}, {}", super::plural(m.conversations, "conversation"), super::plural(m.messages, "message"), super::plural(m.files, "file"));
+        say!("{}", and(first, &[(m.skipped_locked, "skipped (locked by gptme)"), (m.failed, "failed")]));
+    }
+    if !r.conflicts.is_empty() {
+        say!("{}", super::plural(r.conflicts.len() as u64, "conflict"));
+    }
     for c in &r.conflicts {
         match &c.kept_as {
             Some(kept) => say!("  {}: {}: both sides changed it; the directory's version stays, the store's is kept as {kept}", c.chat_id, c.path),

@@ -146,7 +146,14 @@ pub fn fork_at_turn(store: &Store, chat_id: &str, turn: usize, new_id: Option<&s
 /// Refused while a live gptme holds it, and — unless `force` — while it has changes queued
 /// for its directory (decided inside the write transaction, so a queue cannot slip in).
 pub fn remove(store: &Store, chat_id: &str, force: bool) -> Result<(), OpsError> {
-    remove_with(store, chat_id, force, false)
+    remove_with(store, chat_id, force, false, false)
+}
+
+/// Removes a conversation's rows only (`rm --store-only`): its directory stays as it is, so
+/// the next sync (or import, or a command naming it) reads it in again as a new conversation.
+/// Refused, unless `force`, while it has changes queued for its directory (they would be lost).
+pub fn remove_from_store(store: &Store, chat_id: &str, force: bool) -> Result<(), OpsError> {
+    remove_with(store, chat_id, force, false, true)
 }
 
 /// [`remove`] for `clean`, which chose the conversation by what the store holds: refused
@@ -154,16 +161,17 @@ pub fn remove(store: &Store, chat_id: &str, force: bool) -> Result<(), OpsError>
 /// decided under gptme's lock, so that a conversation gptme wrote to since (no longer empty) is
 /// never removed for being empty.
 pub fn remove_unchanged(store: &Store, chat_id: &str) -> Result<(), OpsError> {
-    remove_with(store, chat_id, false, true)
+    remove_with(store, chat_id, false, true, false)
 }
 
-fn remove_with(store: &Store, chat_id: &str, force: bool, only_unchanged: bool) -> Result<(), OpsError> {
+fn remove_with(store: &Store, chat_id: &str, force: bool, only_unchanged: bool, keep_dir: bool) -> Result<(), OpsError> {
     let mut conn = store.connection()?;
     let conv = modify::load_conversation(&conn, chat_id)?;
     // From here on, the chat id of this conversation's source (see `store::sources`).
     conn.scope_to(conv.source_id)?;
     let chat_id = conv.chat_id.as_str();
-    let _lock = if conv.dir.exists() { Some(gptme_lock::acquire_path(&conv.dir)?) } else { None };
+    // The directory is gptme's: it is locked only to be removed.
+    let _lock = if conv.dir.exists() && !keep_dir { Some(gptme_lock::acquire_path(&conv.dir)?) } else { None };
     let batch = WriteBatch::begin(&mut conn)?;
     let conv = modify::load_conversation(batch.conn(), chat_id)?; // its rows as they are now
     if only_unchanged && conv.dir.exists() && !unchanged_since_read(batch.conn(), conv.id, &conv.dir)? {
@@ -174,9 +182,13 @@ fn remove_with(store: &Store, chat_id: &str, force: bool, only_unchanged: bool) 
         return Err(OpsError::QueuedChanges { chat_id: chat_id.to_owned(), dir: conv.dir.clone(), where_ });
     }
     modify::delete_conversation(batch.conn(), conv.id)?;
-    crate::store::acknowledged::forget_conversation(batch.conn(), chat_id)?;
+    // A directory that stays may still hold what sessiondb appended in gptme's copies: the
+    // record of those appends stays with it.
+    if !keep_dir {
+        crate::store::acknowledged::forget_conversation(batch.conn(), chat_id)?;
+    }
     crate::store::blobs::remove_all_unreferenced(batch.conn())?;
-    if conv.dir.exists() {
+    if conv.dir.exists() && !keep_dir {
         std::fs::remove_dir_all(&conv.dir).map_err(|source| OpsError::Dir(crate::fs::dirtx::DirError::Io { path: conv.dir.clone(), source }))?;
     }
     batch.finish()?;

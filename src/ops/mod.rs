@@ -32,7 +32,8 @@ use crate::sync::ingest::{self, IngestError};
 pub use crate::codec::events::replay;
 pub use crate::codec::normalise::{normalise_for_rewrite, rewrites_unchanged};
 pub use lifecycle::{
-    clean_candidates, fork, fork_at_turn, new_conversation, removal, remove, remove_unchanged, slice_at_turn, CleanCandidate, NewConversation, Removal,
+    clean_candidates, fork, fork_at_turn, new_conversation, removal, remove, remove_from_store, remove_unchanged, slice_at_turn, CleanCandidate, NewConversation,
+    Removal,
 };
 pub use recover::{read_directory_branch, read_event_file, read_stored_branch, Recovery, RecoverySource, Standing};
 

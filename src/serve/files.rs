@@ -31,9 +31,50 @@ fn inside(base: &Path, rel: &str) -> Result<Option<PathBuf>, ApiError> {
     match base.join(rel).canonicalize() {
         Ok(p) if p.starts_with(&base) => Ok(Some(p)),
         Ok(_) => Err(escapes()),
-        Err(_) if !super::lexical(&base.join(rel)).starts_with(&base) => Err(escapes()),
+        Err(_) if !resolved(&base.join(rel)).starts_with(&base) => Err(escapes()),
         Err(_) => Ok(None),
     }
+}
+
+/// Python's `Path.resolve()` of a path that is not all there (`strict=False`): each link on the
+/// way is followed wherever it leads, even somewhere missing, before a `..` after it is applied;
+/// from the first component that does not exist on, the rest is taken by its text. So
+/// `workspace/../x` where `workspace` links out of the conversation leads out, as in gptme.
+fn resolved(path: &Path) -> PathBuf {
+    use std::path::Component;
+    // Each name to take, `None` for `..`.
+    let names = |p: &Path| -> Vec<Option<std::ffi::OsString>> {
+        p.components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(Some(n.to_owned())),
+                Component::ParentDir => Some(None),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut todo: std::collections::VecDeque<Option<std::ffi::OsString>> = names(path).into();
+    let mut out = PathBuf::from("/");
+    let mut links = 0;
+    while let Some(name) = todo.pop_front() {
+        let Some(name) = name else {
+            out.pop();
+            continue;
+        };
+        let next = out.join(&name);
+        match std::fs::read_link(&next) {
+            // As Python, a loop of links (40 followed) ends the following.
+            Ok(target) if links < 40 => {
+                links += 1;
+                let target = if target.is_absolute() { target } else { out.join(target) };
+                for n in names(&target).into_iter().rev() {
+                    todo.push_front(n);
+                }
+                out = PathBuf::from("/");
+            }
+            _ => out = next,
+        }
+    }
+    out
 }
 
 /// The conversation's directory and the workspace its files are looked up in: as gptme's
@@ -102,7 +143,8 @@ async fn browse(State(state): State<Shared>, id: String, sub: Option<String>, q:
             // gptme creates a conversation's default workspace (or attachments directory)
             // when asked for it; this server creates nothing, and answers what it would hold.
             let default = [logdir.join(crate::layout::WORKSPACE), logdir.join(crate::layout::ATTACHMENTS_DIR)];
-            if sub.is_none() && default.contains(&root) && !root.exists() {
+            // (A link there that leads nowhere is not nothing: gptme says it is not found.)
+            if sub.is_none() && default.contains(&root) && std::fs::symlink_metadata(&root).is_err() {
                 return Ok(Json(json!([])).into_response());
             }
             return Err(ApiError::not_found("Workspace not found"));

@@ -180,7 +180,7 @@ pub fn run(store: Store, config: Config) -> Result<(), ServeError> {
     // The store holds the root as it is now before the first request is answered; the
     // watcher keeps it so from then on.
     match crate::sync::pass::sync_pass(&store, &config.logs_root, config.source.as_deref(), None, false) {
-        Ok(report) => tracing::info!(conversations = report.ingest.new_conversations, seconds = report.seconds, "synced {}", config.logs_root.display()),
+        Ok(report) => tracing::info!(conversations = report.ingest.new_conversations, ms = millis(report.seconds), "synced {}", config.logs_root.display()),
         Err(e) => tracing::warn!("the first sync of {} failed: {}; serving the store as it is", config.logs_root.display(), crate::cause::chain(&e)),
     }
     // Searches rank from the ranking index once it has caught up (from the word index until then).
@@ -215,7 +215,8 @@ async fn serve(store: Store, source: Source, config: Config) -> Result<(), Serve
     let app = router(state.clone(), cors);
     let bound = listener.local_addr()?;
     let cap = listen::connection_cap(listen::raise_open_files_limit());
-    tracing::info!(address = %bound, logs = %config.logs_root.display(), auth = config.token.is_some(), webui = ?config.webui, connections = cap, "sessiondb serve listening on http://{bound}");
+    let webui = config.webui.as_ref().map_or_else(|| "none".to_owned(), |d| d.display().to_string());
+    tracing::info!(address = %bound, logs = %config.logs_root.display(), auth = config.token.is_some(), webui = %webui, connections = cap, "sessiondb serve listening on http://{bound}");
     announce(&config, bound);
     let stopping = state.clone();
     listen::serve(listener, app, cap, async move {
@@ -340,8 +341,14 @@ async fn log_request(req: Request, next: Next) -> Response {
     let (method, path) = (req.method().clone(), req.uri().path().to_owned());
     let start = Instant::now();
     let response = next.run(req).await;
-    tracing::info!(method = %method, path = %path, status = response.status().as_u16(), ms = start.elapsed().as_secs_f64() * 1e3, "request");
+    tracing::info!(method = %method, path = %path, status = response.status().as_u16(), ms = millis(start.elapsed().as_secs_f64()), "request");
     response
+}
+
+/// `seconds` in milliseconds to one decimal, as a log line shows a duration (`ms=0.4`, not
+/// `ms=0.412345678`).
+fn millis(seconds: f64) -> f64 {
+    (seconds * 1e4).round() / 10.0
 }
 
 /// The cookie the web UI's event streams authenticate with (gptme's `gptme_auth`).

@@ -5,7 +5,7 @@
 //! (same messages, same statuses), and answers are built by [`super::gptme_json`] from the
 //! store alone; nothing here writes anywhere.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use axum::extract::{Path as UrlPath, Query, State};
@@ -109,12 +109,19 @@ pub async fn conversations(State(state): State<Shared>, Query(p): Params) -> Res
         }
         let mut rows = listed(None)?;
         let in_content = content_matches(&conn, &source.name, &req.search)?;
-        rows.retain(|c| {
+        let by_meta = |c: &ConversationSummary| {
             c.name.to_lowercase().contains(&req.search)
                 || c.chat_id.to_lowercase().contains(&req.search)
                 || c.last_message_preview.as_deref().unwrap_or("").to_lowercase().contains(&req.search)
-                || in_content.contains(&c.chat_id)
-        });
+        };
+        rows.retain(|c| by_meta(c) || in_content.contains_key(&c.chat_id));
+        // Found in a message alone: the name carries the text around the match, for the stock
+        // web UI filters the answer again by id and name (Ctrl-K), and shows the name.
+        for c in rows.iter_mut().filter(|c| !by_meta(c)) {
+            if let Some(excerpt) = in_content.get(&c.chat_id).filter(|e| !e.is_empty()) {
+                c.name = format!("{} · {excerpt}", c.name);
+            }
+        }
         if !req.paginated {
             rows.truncate(req.limit);
             return Ok(Json(Value::Array(rows.iter().map(item).collect::<Result<_, _>>()?)));
@@ -145,9 +152,14 @@ fn page_json(rows: &[ConversationSummary], has_more: bool, item: impl Fn(&Conver
     Ok(json!({"conversations": page, "next_cursor": next_cursor}))
 }
 
+/// How many characters of a message a content match shows either side of the match, in a
+/// result's name.
+const EXCERPT_AROUND: usize = 24;
+
 /// The conversations whose messages contain `text` (as a substring, as gptme matches names),
-/// through the full-text index; at most the listing's own cap.
-fn content_matches(conn: &Connection, source: &str, text: &str) -> Result<HashSet<String>, StoreError> {
+/// through the full-text index, each with an excerpt of its best match; at most the listing's
+/// own cap.
+fn content_matches(conn: &Connection, source: &str, text: &str) -> Result<HashMap<String, String>, StoreError> {
     let q = SearchQuery {
         text: text.to_owned(),
         limit: 1000,
@@ -157,7 +169,15 @@ fn content_matches(conn: &Connection, source: &str, text: &str) -> Result<HashSe
         source: Some(source.to_owned()),
         ..SearchQuery::default()
     };
-    Ok(search::search(conn, &q)?.conversations.into_iter().map(|c| c.chat_id).collect())
+    let found = search::search(conn, &q)?;
+    Ok(found
+        .conversations
+        .into_iter()
+        .map(|c| {
+            let excerpt = c.hits.first().and_then(|h| search::excerpt(&h.content, &found.highlight, EXCERPT_AROUND)).unwrap_or_default();
+            (c.chat_id, excerpt)
+        })
+        .collect())
 }
 
 /// What `GET /api/v2/conversations/<id>` was asked: the last `limit` messages, ending before
@@ -276,17 +296,20 @@ fn doc_messages(conn: &Connection, conversation_id: i64, document_id: i64, path:
     })
 }
 
-/// `GET …/config`: the conversation's `ChatConfig.to_dict()`; 404 without a `config.toml`.
+/// `GET …/config`: the conversation's `ChatConfig.to_dict()`. Without a `config.toml`, gptme's
+/// defaults with the workspace this server reports for it (`<dir>/workspace`): gptme-server
+/// writes a `config.toml` when the UI opens such a conversation and answers it from then on; this
+/// server answers the same defaults and writes nothing.
 pub async fn config(State(state): State<Shared>, UrlPath(id): UrlPath<String>) -> Result<Json<Value>, ApiError> {
     check_id(&id)?;
     blocking(&state, move |store, _| {
         let conn = store.connection()?;
         let summary = live_summary(&conn, &id)?;
         let conv = modify::load_conversation(&conn, &id)?;
-        let not_found = || ApiError::not_found(format!("Chat config not found: {id}"));
-        let (bytes, _) = queries::stored_file(&conn, conv.id, crate::layout::CONFIG)?.ok_or_else(not_found)?;
-        let workspace = summary.workspace.unwrap_or_default();
-        let text = String::from_utf8_lossy(&bytes);
+        let (text, workspace) = match queries::stored_file(&conn, conv.id, crate::layout::CONFIG)? {
+            Some((bytes, _)) => (String::from_utf8_lossy(&bytes).into_owned(), summary.workspace.clone().unwrap_or_default()),
+            None => (String::new(), configured_workspace(&summary).display().to_string()),
+        };
         let dict = gptme_json::chat_config_dict(&text, &workspace)
             .unwrap_or_else(|| json!({"chat": {"stream": true, "interactive": true, "workspace": summary.source_dir}, "env": {}}));
         Ok(Json(dict))

@@ -1380,6 +1380,32 @@ pub fn match_spans(content: &str, highlight: &Highlight) -> Vec<(usize, usize)> 
     spans
 }
 
+/// One line of `content` around the first thing `highlight` matches ([`match_spans`]): every
+/// run of whitespace a single space, at most `around` characters either side of the match, `…`
+/// where the text goes on. For a result's one-line label; `None` when nothing matches.
+pub fn excerpt(content: &str, highlight: &Highlight, around: usize) -> Option<String> {
+    let &(start, end) = match_spans(content, highlight).first()?;
+    let squash = |text: &str| {
+        let mut out = String::with_capacity(text.len());
+        for c in text.chars() {
+            if !c.is_whitespace() {
+                out.push(c);
+            } else if !out.ends_with(' ') {
+                out.push(' ');
+            }
+        }
+        out
+    };
+    let (before, matched, after) = (squash(&content[..start]), squash(&content[start..end]), squash(&content[end..]));
+    let before = before.trim_start();
+    let after = after.trim_end();
+    let kept_before: String = before.chars().skip(before.chars().count().saturating_sub(around)).collect();
+    let kept_after: String = after.chars().take(around).collect();
+    let open = if kept_before.len() < before.len() { "…" } else { "" };
+    let close = if kept_after.len() < after.len() { "…" } else { "" };
+    Some(format!("{open}{kept_before}{matched}{kept_after}{close}"))
+}
+
 /// How a snippet shows text: `text` for the stored text around matches, `matched` for a match.
 pub struct Marks<'a> {
     pub text: &'a dyn Fn(&str) -> String,
@@ -1508,6 +1534,14 @@ mod tests {
     }
 
     const STARS: Marks = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**"), numbered: true };
+
+    #[test]
+    fn excerpts_show_the_first_match_on_one_line() {
+        let text = "The capital of Sweden\n\n  is Stockholm, a city on islands.";
+        assert_eq!(excerpt(text, &Highlight::literal("STOCK"), 10).as_deref(), Some("…Sweden is Stockholm, a ci…"));
+        assert_eq!(excerpt(text, &Highlight::literal("the"), 100).as_deref(), Some("The capital of Sweden is Stockholm, a city on islands."));
+        assert_eq!(excerpt(text, &Highlight::literal("oslo"), 10), None);
+    }
 
     #[test]
     fn snippets_mark_matches_with_context() {

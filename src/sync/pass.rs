@@ -43,6 +43,8 @@ use crate::store::{modify, sources, Store, StoreError, WriteBatch};
 /// What came in from the directories.
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct IngestSummary {
+    /// Conversation directories the pass looked at, changed or not.
+    pub checked: u64,
     /// Conversations that changed and were read (new ones included).
     pub conversations: u64,
     pub new_conversations: u64,
@@ -263,6 +265,7 @@ fn pass(
     };
     let on_disk: HashMap<String, PathBuf> =
         dirs.into_iter().filter_map(|d| Some((d.file_name()?.to_str()?.to_owned(), d))).filter(|(name, _)| in_scope(name)).collect();
+    report.ingest.checked = on_disk.len() as u64;
     let mut conn = store.connection()?;
     // Scoped before any write transaction begins, which then takes that source's write lock
     // alone. A root the store has no source for yet has no stored conversations: its source is

@@ -25,9 +25,13 @@ How to run
 
 The venv needs only ``gptme`` (tested with ``gptme==0.35.1``).  OUT_DIR must
 not exist or be empty, unless ``--force`` is given (it is then deleted first).
-The committed fixtures are produced with:
+The committed fixtures are produced at a neutral path, gptme's default logs root for a
+user ``you`` (the absolute paths gptme writes then name no one's checkout), and copied:
 
-    .venv/bin/python tools/oracle/gen_fixtures.py tests/fixtures/gptme-logs --force
+    mkdir -p /home/you/.local/share/gptme
+    .venv/bin/python tools/oracle/gen_fixtures.py /home/you/.local/share/gptme/logs --force
+    rm -rf tests/fixtures/gptme-logs
+    cp -a /home/you/.local/share/gptme/logs tests/fixtures/gptme-logs
 
 ``--fix-metadata`` only re-applies what git cannot store to an existing
 OUT_DIR, e.g. after a fresh checkout: the fixed mtimes of every

@@ -10,7 +10,12 @@ not one of the deliberate ones below, 0 otherwise.
 Deliberate differences (README, "sessiondb serve"):
 - `q=`/`search=` also matches message content: sessiondb's answer holds every conversation
   gptme's does, in the same order, and may hold more; the extra ones are checked to contain
-  the text in a message.
+  the text in a message, and their `name` to be the listing's name followed by ` · ` and the
+  text around the match (which holds it);
+- `…/config` of a conversation without `config.toml`: gptme-server answers 404 until the
+  conversation is opened, which writes one (its own working directory as the workspace), and
+  answers that from then on; sessiondb answers gptme's defaults with `<dir>/workspace` and
+  writes nothing: compared with gptme's answer after the open, but for the workspace;
 - a non-finite number (bare `NaN` in gptme's JSON) is `null`;
 - `GET /api/v2` has a `server` field naming sessiondb;
 - no ETag / 304 on reads;
@@ -22,6 +27,7 @@ Deliberate differences (README, "sessiondb serve"):
 import http.client
 import json
 import math
+import os
 import sys
 import urllib.parse
 
@@ -173,9 +179,12 @@ def content_search(q: str, extra: str = ""):
         out.append(f"status: gptme {sa}, sessiondb {sb}")
     else:
         low = q.strip().lower()
-        by_meta = [c for c in jb if low in c["name"].lower() or low in c["id"].lower() or low in (c["last_message_preview"] or "").lower()]
+        by_meta = [c for c in jb if low in NAMES[c["id"]].lower() or low in c["id"].lower() or low in (c["last_message_preview"] or "").lower()]
         diff(tie_order(ja), tie_order(by_meta), "", out)
         for extra in (c for c in jb if c not in by_meta):
+            shown = extra["name"].removeprefix(NAMES[extra["id"]] + " · ")
+            if shown == extra["name"] or low not in shown.lower():
+                out.append(f"{extra['id']} found by content is named {extra['name']!r}: not its name, ' · ' and the text around {q!r}")
             _, body, _ = fetch(OURS_URL, f"/api/v2/conversations/{urllib.parse.quote(extra['id'])}")
             log = json.loads(body).get("branches", {})
             if not any(low in m["content"].lower() for msgs in log.values() for m in msgs):
@@ -185,6 +194,55 @@ def content_search(q: str, extra: str = ""):
         print(f"     {o}")
         problems.append(f"GET {path}: {o}")
     return ja, jb
+
+
+def config_before_open(cid: str) -> bool:
+    """`…/config` before gptme-server opened the conversation: alike with a `config.toml`;
+    without one, gptme's 404 and sessiondb's defaults. Returns whether it had none."""
+    global compared
+    path = f"/api/v2/conversations/{urllib.parse.quote(cid)}/config"
+    if os.path.exists(os.path.join(OURS_ROOT, cid, "config.toml")) or not os.path.isdir(os.path.join(OURS_ROOT, cid)):
+        both(path)
+        return False
+    compared += 1
+    sa, _, _ = fetch(GPTME_URL, path)
+    sb, bb, _ = fetch(OURS_URL, path)
+    expected = {"chat": {"stream": True, "interactive": True, "workspace": f"<ROOT>/{cid}/workspace"}, "env": {}}
+    out = []
+    if sa != 404 or sb != 200:
+        out.append(f"status: gptme {sa} (404 expected), sessiondb {sb} (200 expected)")
+    elif norm(parse(bb), OURS_ROOT) != expected:
+        out.append(f"sessiondb answered {bb[:300]!r}, not gptme's defaults {expected}")
+    print(f"{'ok  ' if not out else 'DIFF'} {sa}/{sb} GET {path} (no config.toml)")
+    for o in out:
+        print(f"     {o}")
+        problems.append(f"GET {path}: {o}")
+    return True
+
+
+def config_after_open(cid: str):
+    """`…/config` of a conversation without `config.toml` once gptme-server opened it (and
+    wrote one): both answers alike but for the workspace."""
+    global compared
+    compared += 1
+    path = f"/api/v2/conversations/{urllib.parse.quote(cid)}/config"
+    sa, ba, _ = fetch(GPTME_URL, path)
+    sb, bb, _ = fetch(OURS_URL, path)
+    out: list[str] = []
+    if sa != 200 or sb != 200:
+        out.append(f"status: gptme {sa}, sessiondb {sb}")
+    else:
+        ja, jb = parse(ba), parse(bb)
+        for j in (ja, jb):
+            j.get("chat", {}).pop("workspace", None)
+        diff(ja, jb, "", out)
+    print(f"{'ok  ' if not out else 'DIFF'} {sa} GET {path} (after the open; workspace aside)")
+    for o in out:
+        print(f"     {o}")
+        problems.append(f"GET {path}: {o}")
+
+
+NAMES: dict[str, str] = {}
 
 
 def main():
@@ -198,7 +256,8 @@ def main():
     _, ids, _ = both("/api/v2/conversations?limit=1000")
     ids = [c["id"] for c in ids]
     # Filters on names, ids and previews (gptme's own matching).
-    _, listing, _ = both("/api/v2/conversations?limit=1000&detail=true")
+    _, listing, ours = both("/api/v2/conversations?limit=1000&detail=true")
+    NAMES.update({c["id"]: c["name"] for c in ours})
     probes = {"basic", "2026-07", "CHAT", "unicode", "zzz-no-such-thing"}
     probes |= {c["last_message_preview"].split()[0] for c in listing if c["last_message_preview"]}
     probes |= {c["name"][-6:] for c in listing}
@@ -226,11 +285,13 @@ def main():
     for cid in ids + ["test-hidden-chat", "tmp4f2a9c1e"]:
         q = urllib.parse.quote(cid)
         # Before the conversation is opened: gptme-server's open writes a config.toml.
-        both(f"/api/v2/conversations/{q}/config")
+        without_config = config_before_open(cid)
         for query in ["", "?show_hidden=true", "?root=nowhere"]:
             both(f"/api/v2/conversations/{q}/workspace{query}")
         for query in ["", "?limit=2", "?limit=2&before=3", "?limit=1&before=0", "?limit=100&before=2", "?limit=3&before=1000"]:
             both(f"/api/v2/conversations/{q}{query}")
+        if without_config:
+            config_after_open(cid)
     one = urllib.parse.quote(ids[0])
     for query in ["?limit=0", "?limit=-1", "?limit=x", "?before=2", "?limit=2&before=-1", "?limit=2&before=x"]:
         both(f"/api/v2/conversations/{one}{query}")

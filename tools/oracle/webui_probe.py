@@ -5,8 +5,10 @@ driven by Playwright; no browser is downloaded) and checks what a person would s
   sidebar     every conversation the API lists is named in the sidebar
   open        opening CHAT shows its messages (each message's text from the API is on the page)
   history     the History page counts as many conversations as the API lists
-  search      Ctrl-K, typing WORD: SEARCH_CHAT is offered (WORD is only in a message body of
-              it, not in its name, id or preview; the API's `q=` finds it through the index)
+  history-search  the History page's search box, typing WORD: it lists SEARCH_CHAT alone
+  search      Ctrl-K, typing WORD: SEARCH_CHAT is offered, and choosing it opens it (WORD is
+              only in a message body of it, not in its name, id or preview, and its letters need
+              not occur in them in order; the API's `q=` finds it through the index)
   live        a message appended to CHAT by real gptme in another process
               (tools/oracle/gptme_appender.py) appears on the open page without a reload
   errors      no request the UI made was answered 4xx/5xx
@@ -63,6 +65,9 @@ def main() -> int:
     chat = api(f"/api/v2/conversations/{CHAT}")
     found = api(f"/api/v2/conversations?q={WORD}&limit=1000")
     target = next((c for c in listing if c["id"] == SEARCH_CHAT), None)
+    global OPENED_TEXT
+    # A reply in SEARCH_CHAT (neither its preview nor the matched message the search shows).
+    OPENED_TEXT = words(api(f"/api/v2/conversations/{SEARCH_CHAT}")["log"][1]["content"])
     body_only = target is not None and all(WORD.lower() not in (target[k] or "").lower() for k in ("id", "name", "last_message_preview"))
     check("search-word", body_only and any(c["id"] == SEARCH_CHAT for c in found),
           f"{WORD!r} is in no name, id or preview of {SEARCH_CHAT}; the API's q= lists it: {[c['id'] for c in found]}")
@@ -115,15 +120,30 @@ def main() -> int:
             except Exception:
                 check("history", False, f"History does not say {expected} conversations: {words(page.inner_text('body'))[:300]}")
             shot(page, "history")
-            # Ctrl-K.
+            # The History page's search box asks the server (`q=`) and shows its answer.
+            shown_as = SEARCH_CHAT[11:] if SEARCH_CHAT[:4].isdigit() else SEARCH_CHAT
+            page.get_by_placeholder("Search conversations...", exact=True).fill(WORD)
+            try:
+                page.get_by_text("1 conversation", exact=True).first.wait_for(timeout=20000)
+                page.get_by_text(shown_as).first.wait_for(timeout=20000)
+                check("history-search", True, f"History's search {WORD!r} lists {SEARCH_CHAT} alone")
+            except Exception:
+                check("history-search", False, f"History's search {WORD!r} does not list {SEARCH_CHAT} alone: {words(page.inner_text('body'))[:300]}")
+            shot(page, "history-search")
+            # Ctrl-K: the conversation is offered, and choosing it opens it.
             page.keyboard.press("Control+k")
             page.get_by_placeholder("Type a command or search conversations...").fill(WORD)
-            option = page.get_by_role("option").filter(has_text=SEARCH_CHAT[11:] if SEARCH_CHAT[:4].isdigit() else SEARCH_CHAT)
+            option = page.get_by_role("option").filter(has_text=shown_as)
             try:
                 option.first.wait_for(timeout=20000)
-                check("search", True, f"Ctrl-K {WORD!r} offers {SEARCH_CHAT}")
-            except Exception:
-                check("search", False, f"Ctrl-K {WORD!r} does not offer {SEARCH_CHAT}: {words(page.inner_text('body'))[:300]}")
+                offered = words(option.first.inner_text())
+                option.first.click()
+                page.get_by_text(OPENED_TEXT).first.wait_for(timeout=20000)
+                if SEARCH_CHAT not in urllib.parse.unquote(page.url):
+                    raise RuntimeError(f"the page is {page.url}")
+                check("search", True, f"Ctrl-K {WORD!r} offers {SEARCH_CHAT} ({offered!r}), and choosing it opens it")
+            except Exception as e:
+                check("search", False, f"Ctrl-K {WORD!r} does not offer and open {SEARCH_CHAT}: {e}: {words(page.inner_text('body'))[:300]}")
             shot(page, "search")
         finally:
             browser.close()
