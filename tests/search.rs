@@ -1490,3 +1490,37 @@ fn an_import_is_listed_before_it_is_indexed_and_no_search_misses_what_it_stored(
     assert_eq!(doctor(&db)["unindexed"], 0);
     assert_eq!(ids(&search(&db, &["-F", "numbatberry"])), ["late-quokka"]);
 }
+
+/// Past 10,000 matching messages a search stops counting and says "at least" (`exact: false`,
+/// the text header's "at least"), for word and literal queries alike; `--exact-total` counts
+/// every one. A server ranks a word query from every match it reads, so its totals are exact.
+#[test]
+fn totals_past_ten_thousand_matches_say_at_least_unless_asked_for_every_one() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    for c in 0..60 {
+        let lines: Vec<(&str, String)> =
+            (0..180).map(|i| (if i % 2 == 0 { "user" } else { "assistant" }, format!("numbat {c} sighting {i}: a numbat-like marsupial"))).collect();
+        let lines: Vec<(&str, &str)> = lines.iter().map(|(r, t)| (*r, t.as_str())).collect();
+        conversation(&logs, &format!("numbats-{c:02}"), &lines);
+    }
+    for store in imported(work.path(), &logs) {
+        for query in [&["numbat"][..], &["-F", "numbat-like"][..]] {
+            let counted = search_page(&store.db, query);
+            let exact = search_page(&store.db, &[query, &["--exact-total"][..]].concat());
+            assert_eq!(exact["total"], serde_json::json!({"messages": 10_800, "conversations": 60, "exact": true}), "{}: {query:?}", store.engine);
+            // A server ranks a word query from every match it reads, and so counts them all.
+            if store.engine == "postgres" && query == ["numbat"] {
+                assert_eq!(counted["total"], exact["total"], "a server counts every match of a word query");
+                continue;
+            }
+            assert_eq!(counted["total"]["exact"], false, "{}: {query:?}: {}", store.engine, counted["total"]);
+            let (messages, conversations) = (counted["total"]["messages"].as_u64().unwrap(), counted["total"]["conversations"].as_u64().unwrap());
+            assert!((10_000..=10_800).contains(&messages) && (1..=60).contains(&conversations), "{query:?}: {}", counted["total"]);
+            assert_eq!(counted["results"], exact["results"], "{query:?}: the page is the same");
+            let text = run_ok(sessiondb(&store.db).arg("search").args(query));
+            let header = String::from_utf8_lossy(&text.stdout).lines().next().unwrap_or_default().to_owned();
+            assert!(header.contains("at least") && header.contains("--exact-total"), "{query:?}: {header}");
+        }
+    }
+}

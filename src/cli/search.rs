@@ -60,6 +60,10 @@ pub struct Args {
     /// Include test and eval conversations
     #[arg(long)]
     all: bool,
+    /// Count every match exactly, however many (by default counting stops past 10,000
+    /// matching messages, and the totals say "at least")
+    #[arg(long)]
+    exact_total: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -86,8 +90,9 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             SortArg::Relevance => Sort::Relevance,
             SortArg::Newest => Sort::Newest,
         },
-        // Every match is counted, for the header's "20 of 2,000".
+        // The matches are counted, for the header's "20 of 2,000".
         totals: true,
+        exact_totals: args.exact_total,
     };
     let conn = store.connection()?;
     let sources = super::list::shows_sources(&conn)?;
@@ -169,18 +174,18 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
 fn header_counts(result: &SearchResult, offset: usize) -> String {
     let shown = result.conversations.len();
     let totals = result.totals.expect("asked for");
-    let page = match (offset, shown + offset < totals.conversations) {
-        (0, false) => super::plural(totals.conversations as u64, "conversation"),
-        (0, true) => format!("{} of {}", super::grouped(shown as u64), super::plural(totals.conversations as u64, "conversation")),
-        _ => format!(
-            "{}–{} of {}",
-            super::grouped(offset as u64 + 1),
-            super::grouped((offset + shown) as u64),
-            super::plural(totals.conversations as u64, "conversation")
-        ),
+    // Counting stopped past 10,000 matches: the totals are lower bounds.
+    let least = if totals.exact { "" } else { "at least " };
+    let all = format!("{least}{}", super::plural(totals.conversations as u64, "conversation"));
+    let beyond = shown + offset < totals.conversations || !totals.exact;
+    let page = match (offset, beyond) {
+        (0, false) => all,
+        (0, true) => format!("{} of {all}", super::grouped(shown as u64)),
+        _ => format!("{}–{} of {all}", super::grouped(offset as u64 + 1), super::grouped((offset + shown) as u64)),
     };
-    let more = if shown + offset < totals.conversations { "; `-n 0` shows them all" } else { "" };
-    format!("{page}, {}{more}", super::plural(totals.messages as u64, "matching message"))
+    let more = if beyond { "; `-n 0` shows them all" } else { "" };
+    let exact = if totals.exact { "" } else { ", `--exact-total` counts them all" };
+    format!("{page}, {least}{}{more}{exact}", super::plural(totals.messages as u64, "matching message"))
 }
 
 /// A conversation's count of matches, and how many are shown when `-m` shows fewer.
@@ -192,7 +197,7 @@ fn match_counts(c: &ConversationHits) -> String {
     }
 }
 
-/// The page of `search --json`: `{"total": {"messages", "conversations"}, "offset", "sort",
+/// The page of `search --json`: `{"total": {"messages", "conversations", "exact"}, "offset", "sort",
 /// "literal", "ranked_by", "unindexed", "results"}` (the MCP server's `search_conversations`
 /// answers with the same rows); `unindexed` is [`SearchResult::unindexed`].
 /// `result` must have been asked for its totals.
@@ -200,7 +205,7 @@ fn match_counts(c: &ConversationHits) -> String {
 pub(crate) fn page_json(result: &SearchResult, offset: usize, sort: Sort, context: usize, matches: usize, sources: bool) -> serde_json::Value {
     let totals = result.totals.expect("a page is asked for with its totals");
     serde_json::json!({
-        "total": { "messages": totals.messages, "conversations": totals.conversations },
+        "total": { "messages": totals.messages, "conversations": totals.conversations, "exact": totals.exact },
         "offset": offset,
         "sort": match sort { Sort::Relevance => "relevance", Sort::Newest => "newest" },
         "literal": result.literal,

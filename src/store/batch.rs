@@ -55,6 +55,12 @@ impl<'c> WriteBatch<'c> {
         ConversationWriter::resume(self.conn, conversation_id)
     }
 
+    /// Whether the batch should commit now for its source's text dictionary to be trained
+    /// ([`super::texts::Dictionaries::due`]): the texts it writes after are compressed with it.
+    pub fn dictionary_due(&self) -> bool {
+        self.conn.dictionaries().due()
+    }
+
     /// Indexes what the batch added (unless begun unindexed), commits, and opens the next
     /// transaction so the batch can go on.
     pub fn commit(&mut self) -> Result<(), StoreError> {

@@ -70,8 +70,11 @@ pub struct SearchQuery {
     pub offset: usize,
     /// The order of conversations.
     pub sort: Sort,
-    /// Count every match ([`SearchResult::totals`]), which reads every match of the query.
+    /// Count the matches ([`SearchResult::totals`]): exactly up to [`COUNTED_UP_TO`] matching
+    /// messages, past it as "at least" ([`Totals::exact`] false) unless `exact_totals`.
     pub totals: bool,
+    /// Count every match exactly however many there are (`--exact-total`), which reads them all.
+    pub exact_totals: bool,
 }
 
 impl SearchQuery {
@@ -105,12 +108,21 @@ pub enum Sort {
     Newest,
 }
 
+/// How many matching messages a search counts one by one for its totals unless asked for the
+/// exact figure ([`SearchQuery::exact_totals`]); past it the totals say "at least" (the
+/// convention of Elasticsearch's `track_total_hits`, whose default is the same 10,000), so that
+/// a word found everywhere costs about what a rare one costs.
+pub const COUNTED_UP_TO: usize = 10_000;
+
 /// Every match of a search, past any page: messages that match (standing in a branch or view,
 /// passing the filters) and the conversations holding them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Totals {
     pub messages: usize,
     pub conversations: usize,
+    /// Whether both figures are exact; else each is a lower bound (more than
+    /// [`COUNTED_UP_TO`] messages match, and counting stopped there).
+    pub exact: bool,
 }
 
 /// One matching message.
@@ -652,6 +664,8 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
     let mut found: Vec<Found> = Vec::new();
     // Past the last conversation wanted, matches are only counted: (messages, conversations, the last one's chat id).
     let mut beyond: (usize, usize, Option<i64>) = (0, 0, None);
+    // Whether counting stopped at COUNTED_UP_TO.
+    let mut stopped = false;
     while let Some(r) = rows.next()? {
         let (id, conversation): (i64, i64) = (r.get(0)?, r.get(1)?);
         let current = found.last().is_some_and(|f| f.0 == conversation);
@@ -680,6 +694,11 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
                 beyond.1 += 1;
                 beyond.2 = Some(conversation);
             }
+            // Counted far enough: the totals are "at least" from here.
+            if !q.exact_totals && found.iter().map(|f| f.1).sum::<usize>() + beyond.0 >= COUNTED_UP_TO {
+                stopped = true;
+                break;
+            }
             continue;
         }
         if !current {
@@ -691,7 +710,7 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
             last.2.push((id, 0.0));
         }
     }
-    let totals = q.totals.then(|| Totals { messages: found.iter().map(|f| f.1).sum::<usize>() + beyond.0, conversations: found.len() + beyond.1 });
+    let totals = q.totals.then(|| Totals { messages: found.iter().map(|f| f.1).sum::<usize>() + beyond.0, conversations: found.len() + beyond.1, exact: !stopped });
     let chosen: Vec<(i64, f64)> = found.iter().skip(q.offset).flat_map(|f| f.2.iter().copied()).collect();
     let mut out = place(conn, q, &chosen, 0, usize::MAX)?;
     for c in &mut out {
@@ -975,18 +994,21 @@ fn count_in_conversation(conn: &Connection, q: &Resolved, fts: &str, conversatio
 }
 
 /// Every match of word query `fts` that passes the filters and stands in a branch or view, as
-/// [`run_filtered`] counts them, without ranking any.
+/// [`run_filtered`] counts them, without ranking any: up to [`COUNTED_UP_TO`] of them, unless
+/// every one is asked for.
 fn count_word_matches(conn: &Connection, q: &Resolved, fts: &str) -> Result<Totals, StoreError> {
-    let (filters, mut args) = filter_sql(q, 2, true);
-    args.insert(0, Value::Text(fts.to_owned()));
+    let (filters, mut args) = filter_sql(q, 3, true);
+    let bound = if q.exact_totals { i64::MAX } else { COUNTED_UP_TO as i64 };
+    args.splice(0..0, [Value::Text(fts.to_owned()), Value::Integer(bound)]);
     let sql = format!(
-        "SELECT count(*), count(DISTINCT m.conversation_id)
-         FROM texts_fts JOIN messages m ON m.text_id = texts_fts.rowid JOIN conversations c ON c.id = m.conversation_id
-         WHERE texts_fts MATCH ?1 AND {}",
+        "SELECT count(*), count(DISTINCT conversation) FROM (
+             SELECT m.conversation_id AS conversation
+             FROM texts_fts JOIN messages m ON m.text_id = texts_fts.rowid JOIN conversations c ON c.id = m.conversation_id
+             WHERE texts_fts MATCH ?1 AND {} LIMIT ?2) AS counted",
         filters.join(" AND ")
     );
     let (messages, conversations): (i64, i64) = conn.prepare_cached(&sql)?.query_row(params_from_iter(args.iter()), |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(Totals { messages: messages as usize, conversations: conversations as usize })
+    Ok(Totals { messages: messages as usize, conversations: conversations as usize, exact: messages < bound })
 }
 
 /// The documents that hold message `m` as one of their lines, `d`, with the line, `dl`: as its
@@ -1096,7 +1118,7 @@ fn run_filtered(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Conve
             }
         }
     }
-    let totals = Totals { messages: seen.values().map(|s| s.0).sum(), conversations: seen.len() };
+    let totals = Totals { messages: seen.values().map(|s| s.0).sum(), conversations: seen.len(), exact: true };
     // Every match here stands in a branch or view (the filters ask it), so the page is the
     // conversations past the offset.
     order.truncate(q.wanted());
@@ -1193,7 +1215,7 @@ fn run_on_server(conn: &Connection, q: &Resolved, mut matcher: WordMatch) -> Res
     for s in seen.values_mut() {
         s.best.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     }
-    let totals = Totals { messages: seen.values().map(|s| s.count).sum(), conversations: seen.len() };
+    let totals = Totals { messages: seen.values().map(|s| s.count).sum(), conversations: seen.len(), exact: true };
     let mut order: Vec<i64> = seen.keys().copied().collect();
     match q.sort {
         Sort::Relevance => order.sort_by(|a, b| {

@@ -81,6 +81,9 @@ pub struct Dictionaries {
     by_id: Mutex<HashMap<i64, Arc<Dictionary>>>,
     /// Each source's newest dictionary, once found.
     newest: Mutex<HashMap<i64, Arc<Dictionary>>>,
+    /// Texts stored without a dictionary since their source was last looked at for training,
+    /// by source ([`Dictionaries::due`]).
+    undictionaried: Mutex<HashMap<i64, i64>>,
 }
 
 impl Dictionaries {
@@ -93,6 +96,13 @@ impl Dictionaries {
         let d = Arc::new(Dictionary::new(id, &data));
         self.by_id.lock().unwrap_or_else(|p| p.into_inner()).insert(id, d.clone());
         Ok(d)
+    }
+
+    /// Whether enough texts were stored without a dictionary that training one is due: a long
+    /// import commits early then, so that most of its texts are compressed with it at once
+    /// rather than rewritten after.
+    pub fn due(&self) -> bool {
+        self.undictionaried.lock().unwrap_or_else(|p| p.into_inner()).values().any(|&n| n >= TRAIN_AT)
     }
 
     /// The dictionary source `source_id`'s new texts are compressed with, if it has one.
@@ -203,6 +213,9 @@ pub fn put(conn: &Connection, source_id: i64, text: &str) -> Result<i64, StoreEr
     }
     let dictionary = conn.dictionaries().newest(conn, source_id)?;
     let data = encode(text, dictionary.as_deref());
+    if dictionary.is_none() && text.len() >= MIN_COMPRESSED {
+        *conn.dictionaries().undictionaried.lock().unwrap_or_else(|p| p.into_inner()).entry(source_id).or_default() += 1;
+    }
     Ok(conn.prepare_cached("INSERT INTO texts (source_id, hash, data) VALUES (?1, ?2, ?3) RETURNING id")?.query_row(params![source_id, h, data], |r| r.get(0))?)
 }
 
@@ -260,6 +273,7 @@ pub fn train(conn: &Connection) -> Result<u64, StoreError> {
     };
     let mut trained = 0;
     for source in sources {
+        conn.dictionaries().undictionaried.lock().unwrap_or_else(|p| p.into_inner()).remove(&source);
         if conn.dictionaries().newest(conn, source)?.is_some() {
             continue;
         }

@@ -183,7 +183,7 @@ fn import_batches(
                         progress(Progress::MoreWarnings { dir, count: stats.more_warnings });
                     }
                     in_batch += stats.bytes;
-                    if in_batch > batch_bytes {
+                    if in_batch > batch_bytes || batch.dictionary_due() {
                         batch.commit()?;
                         in_batch = 0;
                     }

@@ -389,7 +389,7 @@ fn pass(
                         }
                     }
                     batch_bytes += stats.bytes;
-                    if batch_bytes > BATCH_BYTES && !dry_run {
+                    if (batch_bytes > BATCH_BYTES || batch.dictionary_due()) && !dry_run {
                         batch.commit()?;
                         follower.committed();
                         batch_bytes = 0;

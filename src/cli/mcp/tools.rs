@@ -300,6 +300,7 @@ impl Server<'_> {
                 SortName::Newest => Sort::Newest,
             },
             totals: true,
+            exact_totals: false,
         };
         let result = search(&conn, &query).map_err(store_error)?;
         let sources = crate::cli::list::shows_sources(&conn).map_err(store_error)?;
@@ -320,9 +321,14 @@ impl Server<'_> {
             }
             if taken.is_empty() {
                 // Too long alone (a match in a line of megabytes): its snippets are cut, never
-                // its id.
+                // its id; and when even cut they do not fit (their numbers and keys), the last
+                // are left out (the row's `matches` still counts them).
                 let room = budget.left().saturating_sub(budget::chars(&row) - budget::chars(&row["snippets"]));
                 budget::cut_strings(&mut row["snippets"], room);
+                while budget::chars(&row["snippets"]) > room && row["snippets"].as_array().is_some_and(|s| s.len() > 1) {
+                    row["snippets"].as_array_mut().expect("checked").pop();
+                    budget::cut_strings(&mut row["snippets"], room);
+                }
             }
             if !budget.take(&row) {
                 break;
@@ -330,8 +336,9 @@ impl Server<'_> {
             taken.push(row);
         }
         let next = offset + taken.len();
-        let total = result.totals.map_or(0, |t| t.conversations);
-        if next < total {
+        // Counting stopped past 10,000 matches: more may follow however many were counted.
+        let (total, exact) = result.totals.map_or((0, true), |t| (t.conversations, t.exact));
+        if next < total || (!exact && !taken.is_empty()) {
             page["more"] = json!(next.to_string());
         }
         page["results"] = Value::Array(taken);
