@@ -87,6 +87,19 @@ pub(crate) fn browser() -> Result<(PathBuf, PathBuf), String> {
     }
 }
 
+/// [`browser`] for the test `test`: missing, it fails the test under CI (`CI` set) and is
+/// skipped, saying so, elsewhere (`None`).
+pub(crate) fn browser_or_skip(test: &str) -> Option<(PathBuf, PathBuf)> {
+    match browser() {
+        Ok(found) => Some(found),
+        Err(why) if std::env::var_os("CI").is_some() => panic!("{test} cannot run under CI: {why}; run tools/oracle/setup-browser.sh"),
+        Err(why) => {
+            eprintln!("SKIPPED {test}: {why}; run tools/oracle/setup-browser.sh to run it");
+            None
+        }
+    }
+}
+
 fn line(role: &str, content: &str, model: Option<&str>) -> String {
     let mut v = serde_json::json!({"role": role, "content": content, "timestamp": "2026-07-16T10:00:00"});
     if let Some(m) = model {
@@ -112,14 +125,7 @@ fn probe(python: &Path, chromium: &Path, page: &Path) -> serde_json::Value {
 
 #[test]
 fn hostile_html_export_is_inert_in_chromium() {
-    let (python, chromium) = match browser() {
-        Ok(found) => found,
-        Err(why) if std::env::var_os("CI").is_some() => panic!("the browser test cannot run under CI: {why}; run tools/oracle/setup-browser.sh"),
-        Err(why) => {
-            eprintln!("SKIPPED hostile_html_export_is_inert_in_chromium: {why}; run tools/oracle/setup-browser.sh to test the HTML export in a browser");
-            return;
-        }
-    };
+    let Some((python, chromium)) = browser_or_skip("hostile_html_export_is_inert_in_chromium") else { return };
     let listener = Listener::start();
     let at = format!("http://127.0.0.1:{}", listener.port);
     let chat_id = "x<svg onload=pwned('chatid')>";

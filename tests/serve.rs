@@ -500,14 +500,7 @@ fn writes_go_through_the_operations_and_gptme_reads_the_result() {
 
 #[test]
 fn the_stock_web_ui_lists_opens_searches_and_follows_live() {
-    let (python, chromium) = match crate::html_browser::browser() {
-        Ok(found) => found,
-        Err(why) if std::env::var_os("CI").is_some() => panic!("the web UI test cannot run under CI: {why}; run tools/oracle/setup-browser.sh"),
-        Err(why) => {
-            eprintln!("SKIPPED the_stock_web_ui_lists_opens_searches_and_follows_live: {why}; run tools/oracle/setup-browser.sh");
-            return;
-        }
-    };
+    let Some((python, chromium)) = crate::html_browser::browser_or_skip("the_stock_web_ui_lists_opens_searches_and_follows_live") else { return };
     let tmp = tempfile::tempdir().unwrap();
     let logs = copy_fixtures(&tmp.path().join("logs"));
     // A conversation written by real gptme whose word "greenhouse" is only in a message body,

@@ -160,14 +160,7 @@ fn a_token_is_made_and_wanted_when_none_is_given() {
 /// is read or written, without a token (`--no-auth`) and with one the page does not know.
 #[test]
 fn pages_of_other_sites_in_a_real_browser_neither_read_nor_write() {
-    let (python, chromium) = match crate::html_browser::browser() {
-        Ok(found) => found,
-        Err(why) if std::env::var_os("CI").is_some() => panic!("the browser test cannot run under CI: {why}; run tools/oracle/setup-browser.sh"),
-        Err(why) => {
-            eprintln!("SKIPPED pages_of_other_sites_in_a_real_browser_neither_read_nor_write: {why}; run tools/oracle/setup-browser.sh");
-            return;
-        }
-    };
+    let Some((python, chromium)) = crate::html_browser::browser_or_skip("pages_of_other_sites_in_a_real_browser_neither_read_nor_write") else { return };
     for auth in [&["--no-auth"][..], &["--token", "not-known-to-pages"][..]] {
         let tmp = tempfile::tempdir().unwrap();
         let logs = copy_fixtures(&tmp.path().join("logs"));
