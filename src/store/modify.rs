@@ -158,7 +158,10 @@ pub fn message_row(conn: &Connection, conversation_id: i64, m: &Message) -> Resu
     let digest: LineDigest = Sha256::digest(&line).into();
     let id = match rows::find_message(conn, conversation_id, &digest)? {
         Some(id) => id,
-        None => rows::insert_message(conn, conversation_id, &digest, m, None)?,
+        None => {
+            let source: i64 = conn.prepare_cached("SELECT source_id FROM conversations WHERE id = ?1")?.query_row([conversation_id], |r| r.get(0))?;
+            rows::insert_message(conn, conversation_id, source, &digest, m, None)?
+        }
     };
     Ok((id, line))
 }

@@ -13,17 +13,16 @@ use crate::model::Message;
 /// The SHA-256 of a line's bytes: the identity of a message row within a conversation.
 pub type LineDigest = [u8; 32];
 
-/// Inserts a message row; `raw` holds the original line when the encoding of `m` would not
-/// reproduce it.
-pub fn insert_message(conn: &Connection, conversation_id: i64, digest: &LineDigest, m: &Message, raw: Option<&[u8]>) -> Result<i64, StoreError> {
+/// Inserts a message row of conversation `conversation_id` (of source `source_id`, whose texts
+/// it shares); `raw` holds the original line when the encoding of `m` would not reproduce it.
+pub fn insert_message(conn: &Connection, conversation_id: i64, source_id: i64, digest: &LineDigest, m: &Message, raw: Option<&[u8]>) -> Result<i64, StoreError> {
     let files = (!m.files.is_empty()).then(|| json::dump(&Json::Array(m.files.iter().cloned().map(Json::Str).collect())));
     let file_hashes =
         (!m.file_hashes.is_empty()).then(|| json::dump(&Json::Object(m.file_hashes.iter().map(|(p, h)| (p.clone(), Json::Str(h.clone()))).collect())));
     let metadata = m.metadata.as_ref().map(json::dump);
     let extra = (!m.extra.is_empty()).then(|| json::dump(&Json::Object(m.extra.clone())));
     let usage = m.usage();
-    let source: i64 = conn.prepare_cached("SELECT source_id FROM conversations WHERE id = ?1")?.query_row([conversation_id], |r| r.get(0))?;
-    let text_id = super::texts::put(conn, source, &m.content)?;
+    let text_id = super::texts::put(conn, source_id, &m.content)?;
     Ok(conn
         .prepare_cached(
             "INSERT INTO messages (conversation_id, line_sha256, role, text_id, timestamp, files, file_hashes,

@@ -69,6 +69,8 @@ pub use super::rows::LineDigest;
 pub struct ConversationWriter<'c> {
     tx: Savepoint<'c>,
     conversation_id: i64,
+    /// The conversation's source, whose texts its messages share ([`super::texts`]).
+    source_id: i64,
     message_ids: HashMap<LineDigest, i64>,
     /// Extending a stored conversation ([`Self::resume`]) rather than writing it anew: a digest
     /// missing from `message_ids` may still be stored.
@@ -131,7 +133,7 @@ impl<'c> ConversationWriter<'c> {
             )?
             .query_row(params![source, chat_id, source_dir, fingerprint, super::sql::now_utc()], |r| r.get(0))?;
         let stats = WriteStats::default();
-        Ok(ConversationWriter { tx, conversation_id, message_ids: HashMap::new(), resumed: false, previous_messages, previous_blobs, stats })
+        Ok(ConversationWriter { tx, conversation_id, source_id: source, message_ids: HashMap::new(), resumed: false, previous_messages, previous_blobs, stats })
     }
 
     /// Starts adding lines to the stored conversation `conversation_id` (incremental ingest), in
@@ -139,9 +141,11 @@ impl<'c> ConversationWriter<'c> {
     pub(super) fn resume(conn: &'c mut Connection, conversation_id: i64) -> Result<Self, StoreError> {
         let tx = Savepoint::begin(conn)?;
         let stats = WriteStats::default();
+        let source_id = tx.prepare_cached("SELECT source_id FROM conversations WHERE id = ?1")?.query_row([conversation_id], |r| r.get(0))?;
         Ok(ConversationWriter {
             tx,
             conversation_id,
+            source_id,
             message_ids: HashMap::new(),
             resumed: true,
             previous_messages: HashSet::new(),
@@ -371,7 +375,7 @@ impl<'c> ConversationWriter<'c> {
         if self.resumed || !self.previous_messages.contains(digest) {
             self.stats.new_messages += 1;
         }
-        rows::insert_message(&self.tx, self.conversation_id, digest, m, raw)
+        rows::insert_message(&self.tx, self.conversation_id, self.source_id, digest, m, raw)
     }
 
     fn insert_non_message(&mut self, digest: &LineDigest, line: &[u8], malformed: Option<&str>) -> Result<i64, StoreError> {
