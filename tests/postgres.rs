@@ -439,6 +439,9 @@ fn each_host_writes_only_its_own_sources() {
             ["messages", "documents", "entries", "pending_paths"].iter().map(|t| format!("SELECT count(*) FROM {t} WHERE conversation_id IN ({of_a})")).collect();
         queries.push(format!("SELECT count(*) FROM document_lines WHERE document_id IN (SELECT id FROM documents WHERE conversation_id IN ({of_a}))"));
         queries.extend(["SELECT count(*) FROM blob_chunks".to_owned(), format!("SELECT count(*) FROM conversations WHERE id IN ({of_a})")]);
+        queries.push("SELECT count(*) FROM texts WHERE source_id IN (SELECT id FROM sources WHERE name = 'a')".to_owned());
+        queries.push("SELECT coalesce(sum(length(data)), 0)::bigint FROM texts WHERE source_id IN (SELECT id FROM sources WHERE name = 'a')".to_owned());
+        queries.push("SELECT count(*) FROM text_dictionaries".to_owned());
         queries.iter().map(|q| count(client, q)).collect()
     };
     let before = rows_of_a(&mut client);
@@ -456,7 +459,10 @@ fn each_host_writes_only_its_own_sources() {
     let mut typed = postgres::Client::connect(as_b.to_str().unwrap(), postgres::NoTls).unwrap();
     let a_conversations = "(SELECT c.id FROM conversations c JOIN sources s ON s.id = c.source_id WHERE s.name = 'a')";
     for sql in [
-        format!("UPDATE messages SET content = 'changed by b' WHERE conversation_id IN {a_conversations}"),
+        format!("UPDATE messages SET role = 'system' WHERE conversation_id IN {a_conversations}"),
+        "UPDATE texts SET data = '\\x00'::bytea WHERE source_id IN (SELECT id FROM sources WHERE name = 'a')".to_owned(),
+        "DELETE FROM texts WHERE source_id IN (SELECT id FROM sources WHERE name = 'a')".to_owned(),
+        "DELETE FROM text_dictionaries".to_owned(),
         format!("DELETE FROM document_lines WHERE document_id IN (SELECT id FROM documents WHERE conversation_id IN {a_conversations})"),
         format!("DELETE FROM conversations WHERE id IN {a_conversations}"),
         "UPDATE sources SET writer = current_user WHERE name = 'a'".to_owned(),
@@ -469,6 +475,8 @@ fn each_host_writes_only_its_own_sources() {
         format!("INSERT INTO pending_paths (conversation_id, path) SELECT id, 'conversation.jsonl' FROM {a_conversations} x"),
         format!("INSERT INTO sources (name, root, writer) VALUES ('c', '/c', '{a}')"),
         "INSERT INTO blob_chunks (blob_id, seq, data) SELECT id, 1000, '\\x00' FROM blobs LIMIT 1".to_owned(),
+        "INSERT INTO texts (source_id, hash, data) SELECT id, 1, '\\x00' FROM sources WHERE name = 'a'".to_owned(),
+        "INSERT INTO text_dictionaries (id, source_id, data, created) SELECT 1, id, '\\x00', 0 FROM sources WHERE name = 'a'".to_owned(),
     ] {
         let e = typed.execute(sql.as_str(), &[]).unwrap_err();
         assert_eq!(e.code(), Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE), "{sql}: {e}");

@@ -288,36 +288,9 @@ fn a_store_of_the_previous_schema_still_round_trips_exactly() {
     // The store was made from another checkout of the fixtures: the same bytes, not the same
     // mtimes; and from the fixtures as generated then, at /work/main/tests/fixtures/gptme-logs,
     // where the sample now names the neutral root gptme's own default would be for `you`.
-    neutral_paths(&out);
+    common::tree::neutral_paths(&out);
     common::tree::assert_same_contents(&common::fixtures(), &out, &[".lock"]);
     run_ok(sessiondb(&db).arg("doctor"));
-}
-
-/// The logs root under `dir` with the path the fixtures were generated at before issue 32
-/// replaced by the one they name now, in files and link targets, as that change made it.
-fn neutral_paths(dir: &Path) {
-    const OLD: &str = "/work/main/tests/fixtures/gptme-logs";
-    const NEW: &str = "/home/you/.local/share/gptme/logs";
-    for entry in fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let meta = fs::symlink_metadata(&path).unwrap();
-        if meta.file_type().is_symlink() {
-            let target = fs::read_link(&path).unwrap().to_string_lossy().into_owned();
-            if target.contains(OLD) {
-                fs::remove_file(&path).unwrap();
-                std::os::unix::fs::symlink(target.replace(OLD, NEW), &path).unwrap();
-            }
-        } else if meta.is_dir() {
-            neutral_paths(&path);
-        } else {
-            let bytes = fs::read(&path).unwrap();
-            if let Ok(text) = std::str::from_utf8(&bytes) {
-                if text.contains(OLD) {
-                    fs::write(&path, text.replace(OLD, NEW)).unwrap();
-                }
-            }
-        }
-    }
 }
 
 /// `export --to DIR` writes DIR/<chat id>: two sources' `my-chat` cannot both go to one DIR, so

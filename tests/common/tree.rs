@@ -100,3 +100,30 @@ fn describe(a: &Node, b: &Node) -> String {
         _ => format!("{a:?} vs {b:?}").chars().take(300).collect(),
     }
 }
+
+/// The logs root under `dir` with the path the fixtures were generated at before issue 32
+/// replaced by the one they name now, in files and link targets, as that change made it.
+pub fn neutral_paths(dir: &Path) {
+    const OLD: &str = "/work/main/tests/fixtures/gptme-logs";
+    const NEW: &str = "/home/you/.local/share/gptme/logs";
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let meta = fs::symlink_metadata(&path).unwrap();
+        if meta.file_type().is_symlink() {
+            let target = fs::read_link(&path).unwrap().to_string_lossy().into_owned();
+            if target.contains(OLD) {
+                fs::remove_file(&path).unwrap();
+                std::os::unix::fs::symlink(target.replace(OLD, NEW), &path).unwrap();
+            }
+        } else if meta.is_dir() {
+            neutral_paths(&path);
+        } else {
+            let bytes = fs::read(&path).unwrap();
+            if let Ok(text) = std::str::from_utf8(&bytes) {
+                if text.contains(OLD) {
+                    fs::write(&path, text.replace(OLD, NEW)).unwrap();
+                }
+            }
+        }
+    }
+}

@@ -14,7 +14,7 @@
 --   INSERT INTO source_readers (role_name, source_id) SELECT 'alice', id FROM sources WHERE name IN ('alice-laptop', 'alice-pod');
 --
 -- What a reader can still learn of others: the number of messages and words in the store (the
--- search's ranking statistics, `message_terms_totals`), and the schema version.
+-- search's ranking statistics, `text_terms_totals`), and the schema version.
 \set ON_ERROR_STOP on
 BEGIN;
 CREATE TABLE IF NOT EXISTS source_readers (
@@ -73,14 +73,22 @@ DROP POLICY IF EXISTS sessiondb_read ON conv_checkpoints;
 DROP POLICY IF EXISTS own_sources ON conv_checkpoints;
 CREATE POLICY own_sources ON conv_checkpoints FOR SELECT USING (document_id IN (SELECT id FROM documents));
 
-ALTER TABLE message_terms ENABLE ROW LEVEL SECURITY;
-DROP POLICY IF EXISTS sessiondb_read ON message_terms;
-DROP POLICY IF EXISTS own_sources ON message_terms;
-CREATE POLICY own_sources ON message_terms FOR ALL USING (message_id IN (SELECT id FROM messages));
-ALTER TABLE message_terms_pending ENABLE ROW LEVEL SECURITY;
-DROP POLICY IF EXISTS sessiondb_read ON message_terms_pending;
-DROP POLICY IF EXISTS own_sources ON message_terms_pending;
-CREATE POLICY own_sources ON message_terms_pending FOR ALL USING (message_id IN (SELECT id FROM messages));
+-- Message texts are rows of their source; the search sets' rows are those of the texts one sees
+-- (any host may index a text it sees: the sets are made from the texts, 0022).
+ALTER TABLE texts ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS sessiondb_read ON texts;
+DROP POLICY IF EXISTS own_sources ON texts;
+CREATE POLICY own_sources ON texts FOR SELECT USING (source_id IN (SELECT id FROM sources));
+ALTER TABLE text_dictionaries ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS sessiondb_read ON text_dictionaries;
+DROP POLICY IF EXISTS own_sources ON text_dictionaries;
+CREATE POLICY own_sources ON text_dictionaries FOR SELECT USING (source_id IN (SELECT id FROM sources));
+ALTER TABLE text_terms ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS own_sources ON text_terms;
+CREATE POLICY own_sources ON text_terms FOR ALL USING (text_id IN (SELECT id FROM texts));
+ALTER TABLE text_terms_pending ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS own_sources ON text_terms_pending;
+CREATE POLICY own_sources ON text_terms_pending FOR ALL USING (text_id IN (SELECT id FROM texts));
 
 -- Attachments are stored once by content, whoever holds them: a reader sees those its
 -- conversations hold.
