@@ -617,3 +617,93 @@ fn limit_zero_means_all_in_every_tool() {
 fn cli_json_lines(db: &Path, chat_id: &str) -> usize {
     String::from_utf8(run_ok(sessiondb(db).args(["show", chat_id, "--json"])).stdout).unwrap().lines().count()
 }
+
+/// The largest answer any call gets (`max_chars` at most), in bytes of UTF-8: under what
+/// Claude Code (50,000 characters) and Codex (about 48,000 bytes) pass to their model whole.
+const CAP: usize = 40_000;
+
+/// Issue 32, item 18: however large a `max_chars` a call asks for, its answer is at most
+/// [`CAP`] bytes — a message of Chinese text, three bytes a character, as well — and the rest
+/// comes page by page through `more`, joining up to the whole: a message of 240,000 characters,
+/// one of 105,000 Chinese ones, a search finding 150 conversations and a listing of 152.
+#[test]
+fn no_answer_is_over_what_clients_pass_whole_and_the_rest_is_paged() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    let ascii: String = (0..40_000).map(|i| ["okapi ", "zebra ", "tapir "][i % 3]).collect();
+    let cjk = "数据库会话存储".repeat(15_000);
+    conversation(&logs, "mcp-long-ascii", &[("user", &ascii)]);
+    conversation(&logs, "mcp-long-cjk", &[("user", &cjk)]);
+    for i in 0..150 {
+        conversation(&logs, &format!("mcp-many-{i:03}"), &[("user", &format!("a quagga, number {i}, {}", "grazing on the plain ".repeat(12)))]);
+    }
+    let db = work.path().join("db");
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let mut server = Server::start(&db, &logs);
+    // Every page of `tool` called with `arguments` and the largest budget, following `more`.
+    let mut pages = |tool: &str, arguments: Value| -> Vec<Value> {
+        let mut pages: Vec<Value> = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut arguments = arguments.clone();
+            arguments["max_chars"] = json!(1_000_000);
+            if let Some(cursor) = &cursor {
+                arguments["cursor"] = json!(cursor);
+            }
+            let result = server.call(pages.len() as u64, tool, arguments.clone());
+            assert_eq!(result["isError"], false, "{tool} {arguments}: {result}");
+            let text = result["content"][0]["text"].as_str().unwrap();
+            assert!(text.len() <= CAP, "{tool} {arguments}: an answer of {} bytes", text.len());
+            let page: Value = serde_json::from_str(text).unwrap();
+            cursor = page["more"].as_str().map(str::to_owned);
+            pages.push(page);
+            if cursor.is_none() || pages.len() > 100 {
+                return pages;
+            }
+        }
+    };
+    for (id, text) in [("mcp-long-ascii", &ascii), ("mcp-long-cjk", &cjk)] {
+        let read = pages("read_conversation", json!({ "chat_id": id }));
+        assert!(read.len() > text.len() / CAP, "{id}: {} pages", read.len());
+        let joined: String = read.iter().flat_map(|p| p["messages"].as_array().unwrap()).map(|m| m["content"].as_str().unwrap()).collect();
+        assert!(joined == *text, "{id}: the pages join up to the message");
+    }
+    let found = pages("search_conversations", json!({ "query": "quagga", "limit": 0 }));
+    assert!(found.len() > 1, "150 conversations are found, more than one page holds");
+    let cli = cli_json(&db, &["search", "--json", "-n", "0", "quagga"]);
+    let joined: Vec<Value> = found.iter().flat_map(|p| p["results"].as_array().unwrap().clone()).collect();
+    assert_eq!(joined.len(), 150);
+    assert_eq!(search_rows(&joined), search_rows(cli["results"].as_array().unwrap()), "the pages join up to search --json");
+    let listed = pages("list_conversations", json!({ "limit": 0 }));
+    assert!(listed.len() > 1, "152 conversations are listed, more than one page holds");
+    let joined: Vec<Value> = listed.iter().flat_map(|p| p["conversations"].as_array().unwrap().clone()).collect();
+    assert_eq!(Value::Array(joined), cli_json(&db, &["list", "--json", "-n", "0"]), "the pages join up to list --json");
+    server.finish();
+}
+
+/// Issue 32, item 18: an integer argument written as a whole-number float (`5.0`, an integer
+/// to JSON Schema, and what Codex passes on when the model writes it) is that integer; a
+/// fraction is refused, saying which argument and what it should be.
+#[test]
+fn integer_arguments_written_as_whole_floats_are_taken_and_fractions_refused() {
+    let setup = setup();
+    let mut server = Server::start(&setup.db, &setup.logs);
+    for (tool, as_integers, as_floats) in [
+        ("list_conversations", json!({ "limit": 5 }), json!({ "limit": 5.0 })),
+        ("search_conversations", json!({ "query": "borrow", "limit": 2, "matches": 1 }), json!({ "query": "borrow", "limit": 2.0, "matches": 1e0 })),
+        (
+            "read_conversation",
+            json!({ "chat_id": "mcp-rust", "start": 1, "limit": 1, "max_chars": 600 }),
+            json!({ "chat_id": "mcp-rust", "start": 1.0, "limit": 1.0, "max_chars": 600.0 }),
+        ),
+    ] {
+        let expected = server.call(1, tool, as_integers);
+        assert_eq!(expected["isError"], false, "{tool}: {expected}");
+        let got = server.call(2, tool, as_floats.clone());
+        assert_eq!(got, expected, "{tool} {as_floats}");
+    }
+    let refused = server.call(3, "list_conversations", json!({ "limit": 5.5 }));
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(refused["content"][0]["text"], "list_conversations: argument \"limit\" is 5.5, expected a whole number, 0 or more");
+    server.finish();
+}

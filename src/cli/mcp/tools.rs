@@ -82,10 +82,10 @@ impl Tools for Server<'_> {
 
     fn call(&self, name: &str, arguments: &Map<String, Value>) -> Option<Value> {
         let spec = tool_specs().into_iter().find(|t| t["name"] == name)?;
-        if let Err(problem) = check_arguments(&spec["inputSchema"], arguments) {
-            return Some(tool_answer(Err(ToolError::Invalid(format!("{name}: {problem}")))));
-        }
-        let args = Value::Object(arguments.clone());
+        let args = match check_arguments(&spec["inputSchema"], arguments) {
+            Ok(checked) => Value::Object(checked),
+            Err(problem) => return Some(tool_answer(Err(ToolError::Invalid(format!("{name}: {problem}"))))),
+        };
         let outcome = match name {
             "search_conversations" => parse("search_conversations", args).and_then(|a| self.search(a)),
             "read_conversation" => parse("read_conversation", args).and_then(|a| self.read(a)),
@@ -115,9 +115,12 @@ fn tool_answer(outcome: Result<Value, ToolError>) -> Value {
 
 /// Checks a call's arguments against the tool's input schema (the one the client was given):
 /// every argument is one the tool has, of its type, and every required one is there. Says
-/// which argument is wrong and what it should be.
-fn check_arguments(schema: &Value, arguments: &Map<String, Value>) -> Result<(), String> {
+/// which argument is wrong and what it should be. The arguments as the tools read them: an
+/// integer written as a whole-number float (`5.0`, which JSON Schema counts as an integer, and
+/// which clients in Rust or Python pass on as the model wrote it) becomes that integer.
+fn check_arguments(schema: &Value, arguments: &Map<String, Value>) -> Result<Map<String, Value>, String> {
     let properties = schema["properties"].as_object().expect("every tool has properties");
+    let mut checked = Map::new();
     for (name, value) in arguments {
         let Some(spec) = properties.get(name) else {
             let known: Vec<&str> = properties.keys().map(String::as_str).collect();
@@ -125,13 +128,16 @@ fn check_arguments(schema: &Value, arguments: &Map<String, Value>) -> Result<(),
         };
         let fits = match spec["type"].as_str() {
             Some("string") => value.is_string() && spec["enum"].as_array().is_none_or(|choices| choices.contains(value)),
-            Some("integer") => value.is_u64(),
+            Some("integer") => whole_number(value).is_some(),
             Some("boolean") => value.is_boolean(),
             _ => true,
         };
         if !fits {
             let wanted = match (spec["type"].as_str(), spec["enum"].as_array()) {
                 (_, Some(choices)) => format!("one of {}", choices.iter().map(Value::to_string).collect::<Vec<_>>().join(", ")),
+                (Some("integer"), _) if value.as_f64().is_some_and(|f| f.fract() == 0.0 && f > 0.0) => {
+                    format!("a whole number, 0 or more, at most {}", u64::MAX)
+                }
                 (Some("integer"), _) => "a whole number, 0 or more".to_owned(),
                 (Some(t), _) => format!("a {t}"),
                 _ => "something else".to_owned(),
@@ -140,13 +146,30 @@ fn check_arguments(schema: &Value, arguments: &Map<String, Value>) -> Result<(),
             let shown = if shown.chars().count() > 80 { format!("{}…", shown.chars().take(80).collect::<String>()) } else { shown };
             return Err(format!("argument {name:?} is {shown}, expected {wanted}"));
         }
+        let value = match (spec["type"].as_str(), whole_number(value)) {
+            (Some("integer"), Some(n)) => json!(n),
+            _ => value.clone(),
+        };
+        checked.insert(name.clone(), value);
     }
     for required in schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str) {
         if !arguments.contains_key(required) {
             return Err(format!("the argument {required:?} is required"));
         }
     }
-    Ok(())
+    Ok(checked)
+}
+
+/// `value` as an integer argument (every one is 0 or more): a whole number however it is
+/// written (`5`, `5.0`, `5e0`) that fits in a `u64`; `None` for anything else (`5.5`, `-1`,
+/// `"5"`, `1e300`).
+fn whole_number(value: &Value) -> Option<u64> {
+    if let Some(n) = value.as_u64() {
+        return Some(n);
+    }
+    let f = value.as_f64()?;
+    // `u64::MAX as f64` is 2^64, the first whole number past the range.
+    (f.fract() == 0.0 && f >= 0.0 && f < u64::MAX as f64).then_some(f as u64)
 }
 
 /// A tool's arguments, checked against its struct (unknown fields refused).
@@ -323,9 +346,9 @@ impl Server<'_> {
                 // Too long alone (a match in a line of megabytes): its snippets are cut, never
                 // its id; and when even cut they do not fit (their numbers and keys), the last
                 // are left out (the row's `matches` still counts them).
-                let room = budget.left().saturating_sub(budget::chars(&row) - budget::chars(&row["snippets"]));
+                let room = budget.left().saturating_sub(budget::size(&row) - budget::size(&row["snippets"]));
                 budget::cut_strings(&mut row["snippets"], room);
-                while budget::chars(&row["snippets"]) > room && row["snippets"].as_array().is_some_and(|s| s.len() > 1) {
+                while budget::size(&row["snippets"]) > room && row["snippets"].as_array().is_some_and(|s| s.len() > 1) {
                     row["snippets"].as_array_mut().expect("checked").pop();
                     budget::cut_strings(&mut row["snippets"], room);
                 }
@@ -383,11 +406,11 @@ impl Server<'_> {
                     item["content_from"] = json!(from);
                 }
                 item["content"] = json!(rest);
-                if taken.is_empty() && budget::chars(&item) > budget.left() {
+                if taken.is_empty() && budget::size(&item) > budget.left() {
                     // Too long for the page on its own: as much as fits, and the cursor goes on
                     // from there inside the message.
                     item["content"] = json!("");
-                    let room = budget.left().saturating_sub(budget::chars(&item) - 2);
+                    let room = budget.left().saturating_sub(budget::size(&item) - 2);
                     let (kept, count) = fitting_prefix(&rest, room);
                     item["content"] = json!(kept);
                     // Whole after all (what did not fit was the rest of the message: its
@@ -438,7 +461,7 @@ impl Server<'_> {
             if seen <= offset || full {
                 return Ok::<_, StoreError>(());
             }
-            // A row is a few hundred characters: the first is taken whatever its length.
+            // A row is a few hundred bytes: the first is taken whatever its length.
             let row = serde_json::to_value(summary_json(&c).with_source(&c, sources)).expect("serialisable");
             if budget.take(&row) {
                 rows.push(row);
@@ -481,15 +504,15 @@ impl Server<'_> {
     }
 }
 
-/// The longest prefix of `text` whose JSON string takes at most `room` characters, and how many
+/// The longest prefix of `text` whose JSON string takes at most `room` bytes, and how many
 /// characters of `text` it holds (at least one, so that a cursor always moves on).
 fn fitting_prefix(text: &str, room: usize) -> (String, usize) {
-    // Characters as serde_json writes them in a string: two for the short escapes, six for
-    // the other control characters.
+    // Bytes as serde_json writes them in a string: two for the short escapes, six for the
+    // other control characters, the UTF-8 of any other.
     let cost = |c: char| match c {
         '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
         c if (c as u32) < 0x20 => 6,
-        _ => 1,
+        c => c.len_utf8(),
     };
     let mut used = 2; // the quotes
     let mut kept = String::new();
@@ -508,7 +531,7 @@ fn fitting_prefix(text: &str, room: usize) -> (String, usize) {
 /// The tools as `tools/list` gives them: names, descriptions for a model to choose well, and
 /// the JSON schemas of their arguments.
 fn tool_specs() -> Vec<Value> {
-    let max_chars = json!({ "type": "integer", "minimum": 1, "description": format!("Budget for the answer in characters of JSON (default {}, at most {}); past it, the answer stops early and \"more\" continues it", budget::DEFAULT_MAX_CHARS, budget::MAX_MAX_CHARS) });
+    let max_chars = json!({ "type": "integer", "minimum": 1, "description": format!("Budget for the answer in bytes of JSON, about its characters (default {}, at most {}: what MCP clients give their model whole); past it, the answer stops early and \"more\" continues it", budget::DEFAULT_MAX_CHARS, budget::MAX_MAX_CHARS) });
     let cursor = json!({ "type": "string", "description": "The \"more\" of the previous answer of this tool with the same other arguments: the next page" });
     let since =
         json!({ "type": "string", "description": "Only conversations modified since this date: YYYY-MM-DD (UTC), or Nd / Nh (days or hours ago, e.g. 7d)" });
@@ -621,12 +644,23 @@ mod tests {
     fn arguments_are_checked_against_the_schema_the_client_was_given() {
         let specs = tool_specs();
         let search = &specs[0]["inputSchema"];
-        assert_eq!(check_arguments(search, &args(json!({ "query": "x", "limit": 5, "sort": "newest", "literal": true }))), Ok(()));
+        let given = args(json!({ "query": "x", "limit": 5, "sort": "newest", "literal": true }));
+        assert_eq!(check_arguments(search, &given), Ok(given.clone()));
+        // A whole number written as a float is that integer (JSON Schema's "integer" is any
+        // whole number); a fraction is refused.
+        for whole in [json!(5.0), json!(5e0), json!(-0.0)] {
+            let checked = check_arguments(search, &args(json!({ "query": "x", "limit": whole }))).unwrap();
+            assert!(checked["limit"].is_u64(), "{whole}: {checked:?}");
+            assert_eq!(checked["limit"].as_u64(), whole_number(&whole), "{whole}");
+        }
+        assert_eq!(whole_number(&json!(5.0)), Some(5));
         let wrong = [
             (json!({}), "the argument \"query\" is required"),
             (json!({ "query": 3 }), "argument \"query\" is 3, expected a string"),
             (json!({ "query": "x", "limit": -1 }), "argument \"limit\" is -1, expected a whole number, 0 or more"),
-            (json!({ "query": "x", "limit": 2.5 }), "expected a whole number"),
+            (json!({ "query": "x", "limit": 2.5 }), "argument \"limit\" is 2.5, expected a whole number, 0 or more"),
+            (json!({ "query": "x", "limit": -3.0 }), "argument \"limit\" is -3.0, expected a whole number, 0 or more"),
+            (json!({ "query": "x", "limit": 1e300 }), "expected a whole number, 0 or more, at most 18446744073709551615"),
             (json!({ "query": "x", "sort": "oldest" }), "expected one of \"relevance\", \"newest\""),
             (json!({ "query": "x", "literal": "yes" }), "expected a boolean"),
             (json!({ "query": "x", "limti": 1 }), "unknown argument \"limti\""),
@@ -648,10 +682,10 @@ mod tests {
                 assert_eq!(kept.chars().count(), count);
                 assert!(text.starts_with(&kept));
                 assert!(count >= 1, "{text:?} {room}");
-                assert!(count == 1 || budget::chars(&json!(kept)) <= room, "{text:?} {room}: {kept:?}");
+                assert!(count == 1 || budget::size(&json!(kept)) <= room, "{text:?} {room}: {kept:?}");
                 if count < text.chars().count() {
                     let one_more: String = text.chars().take(count + 1).collect();
-                    assert!(budget::chars(&json!(one_more)) > room, "{text:?} {room}: stopped early");
+                    assert!(budget::size(&json!(one_more)) > room, "{text:?} {room}: stopped early");
                 }
             }
         }
