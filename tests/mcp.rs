@@ -2,7 +2,10 @@
 //! lists the four tools and calls each, and the answers agree with the command line's `--json`
 //! on the same store — the same conversations in the same order, page after page; gptme gives
 //! the tools to its agent; and the server answers whatever it is sent (malformed lines, unknown
-//! tools and methods, huge limits) and keeps answering, fresh, while a sync runs beside it.
+//! tools and methods, huge limits) and keeps answering, fresh, while a sync runs beside it. A
+//! server that cannot open its store answers all the same, each tool saying why; no answer is
+//! larger than MCP clients pass to their model whole. (Claude Code and Codex themselves drive
+//! the server in `tests/mcp_agents.rs`.)
 
 use crate::common;
 
@@ -335,7 +338,12 @@ impl Server {
 
     /// [`Server::start`] with more arguments after the logs root.
     fn start_with(db: &Path, logs: &Path, more: &[&str]) -> Server {
-        let mut child = sessiondb(db).arg("mcp").arg(logs).args(more).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        Server::spawn(sessiondb(db).arg("mcp").arg(logs).args(more))
+    }
+
+    /// Starts `command`, a `sessiondb … mcp` command line.
+    fn spawn(command: &mut Command) -> Server {
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
         let input = child.stdin.take().unwrap();
         let output = BufReader::new(child.stdout.take().unwrap());
         let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -370,7 +378,13 @@ impl Server {
     }
 
     /// Closes the input and waits: the server must end on its own, successfully.
-    fn finish(mut self) {
+    fn finish(self) {
+        let status = self.end();
+        assert!(status.success(), "{status}");
+    }
+
+    /// Closes the input and waits for the server to end on its own; its exit status.
+    fn end(mut self) -> std::process::ExitStatus {
         drop(self.input);
         let mut rest = String::new();
         std::io::Read::read_to_string(&mut self.output, &mut rest).unwrap();
@@ -389,7 +403,7 @@ impl Server {
                 }
             }
         };
-        assert!(status.success(), "{status}");
+        status
     }
 }
 
@@ -616,6 +630,72 @@ fn limit_zero_means_all_in_every_tool() {
 /// The messages of a conversation's main branch, as `show --json` prints them.
 fn cli_json_lines(db: &Path, chat_id: &str) -> usize {
     String::from_utf8(run_ok(sessiondb(db).args(["show", chat_id, "--json"])).stdout).unwrap().lines().count()
+}
+
+/// The `sessiondb` binary under test, for a command line without `--db`.
+const BIN: &str = env!("CARGO_BIN_EXE_sessiondb");
+
+/// Issue 32, item 17: a server started where it cannot find its store — as Codex starts one,
+/// with `HOME` and `PATH` but not the user's `XDG_DATA_HOME` — answers `initialize` and
+/// `tools/list` as ever, and every tool call is a tool error saying what failed, what the
+/// server had, and what to change (it used to exit 1 at once, and the agent went on without
+/// its tools, unaware). A store made meanwhile is used from the next call, without a restart.
+#[test]
+fn a_server_that_cannot_open_its_store_answers_and_says_why() {
+    let work = tempfile::tempdir().unwrap();
+    let (home, data) = (work.path().join("home"), work.path().join("data"));
+    std::fs::create_dir_all(&home).unwrap();
+    let logs = data.join("gptme/logs");
+    conversation(&logs, "mcp-elsewhere", &[("user", "a tapir under XDG_DATA_HOME")]);
+    // The user's store, where their shell's XDG_DATA_HOME puts it.
+    run_ok(Command::new(BIN).arg("import").env_clear().env("HOME", &home).env("XDG_DATA_HOME", &data));
+    assert!(data.join("sessiondb/sessions.db").is_file());
+    // The server, with the environment Codex gives its MCP servers.
+    let mut server = Server::spawn(Command::new(BIN).arg("mcp").env_clear().env("HOME", &home).env("PATH", "/usr/bin:/bin").env("LANG", "C.UTF-8"));
+    let looked_at = home.join(".local/share/sessiondb/sessions.db");
+    let says_why = |text: &str| {
+        for part in [
+            "sessiondb cannot open its store".to_owned(),
+            format!("no database at {}", looked_at.display()),
+            format!("HOME={}", home.display()),
+            "none of SESSIONDB_DB, GPTME_LOGS_HOME, XDG_DATA_HOME, XDG_CONFIG_HOME".to_owned(),
+            "`--db PATH` before `mcp`".to_owned(),
+            "env_vars = [\"SESSIONDB_DB\", \"GPTME_LOGS_HOME\", \"XDG_DATA_HOME\", \"XDG_CONFIG_HOME\"]".to_owned(),
+            "claude mcp add sessiondb -e SESSIONDB_DB=PATH".to_owned(),
+        ] {
+            assert!(text.contains(&part), "{part:?} in {text}");
+        }
+    };
+    let init = server.ask(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+    );
+    assert_eq!(init["result"]["serverInfo"]["name"], "sessiondb", "{init}");
+    says_why(init["result"]["instructions"].as_str().unwrap());
+    let listed = server.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    let names: Vec<&str> = listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, TOOLS, "{listed}");
+    for (id, (tool, arguments)) in [
+        ("search_conversations", json!({ "query": "tapir" })),
+        ("read_conversation", json!({ "chat_id": "mcp-elsewhere" })),
+        ("list_conversations", json!({})),
+        ("conversation_stats", json!({})),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let result = server.call(2 + id as u64, tool, arguments);
+        assert_eq!(result["isError"], true, "{tool}: {result}");
+        says_why(result["content"][0]["text"].as_str().unwrap());
+    }
+    assert_eq!(server.ask(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"rm_everything"}}"#)["error"]["code"], -32602);
+    assert!(!looked_at.exists(), "nothing made where the server looked");
+    // The store made where the server looks: the next call is answered from it.
+    run_ok(sessiondb(&looked_at).arg("import").arg(&logs));
+    let result = server.call(10, "search_conversations", json!({ "query": "tapir" }));
+    assert_eq!(result["isError"], false, "{result}");
+    let page: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(ids(page["results"].as_array().unwrap()), ["mcp-elsewhere"], "{page}");
+    assert!(server.end().success(), "the store opened in the end");
 }
 
 /// The largest answer any call gets (`max_chars` at most), in bytes of UTF-8: under what

@@ -332,12 +332,17 @@ fn dispatch(cli: Cli, named: &Named, db_from_env: bool) -> Result<i32, Failure> 
         let store = if args.reads_a_directory() { None } else { Some(open_store(cli.db, db_from_env, false)?) };
         return recover::recover(store.as_ref(), args);
     }
+    // The MCP server opens its store itself: one it cannot open is said to the agent, in
+    // answers, rather than in an exit its client would not show. It reads gptme's logs root
+    // in before each answer, as `sync` does, so it creates the database when it has one.
+    if let Command::Mcp(args) = cli.command {
+        let db = cli.db;
+        return mcp::run(args, &|args: &mcp::Args| open_store(db.clone(), db_from_env, args.takes_in_logs()));
+    }
     // Taking in gptme's logs, or starting a conversation, is how a history begins; every other
     // command needs one already (a mistyped --db must not look like an empty history).
     let creates = match &cli.command {
         Command::Import(args) => args.takes_in_logs(),
-        // The MCP server reads gptme's logs root in before each answer, as `sync` does.
-        Command::Mcp(args) => args.takes_in_logs(),
         Command::Sync(_) | Command::New(_) => true,
         #[cfg(feature = "serve")]
         Command::Serve(_) => true,
@@ -368,7 +373,7 @@ fn dispatch(cli: Cli, named: &Named, db_from_env: bool) -> Result<i32, Failure> 
     // A conversation or branch named that the store does not have is refused here, with the
     // closest ids or the branches there are; `new` makes one, `rm` and `clean` take what a
     // directory holds, and `search` answers a filter naming nothing itself (exit 2).
-    if !matches!(cli.command, Command::New(_) | Command::Import(_) | Command::Sync(_) | Command::Rm(_) | Command::Clean(_) | Command::Search(_) | Command::Mcp(_)) {
+    if !matches!(cli.command, Command::New(_) | Command::Import(_) | Command::Sync(_) | Command::Rm(_) | Command::Clean(_) | Command::Search(_)) {
         for chat_id in &named.conversations {
             named::check_conversation(&store, chat_id)?;
         }
@@ -454,7 +459,7 @@ fn run_command(store: &Store, command: Command) -> Result<i32, Failure> {
         Command::Rename(args) => lifecycle::rename(store, args),
         Command::Rm(args) => lifecycle::rm(store, args),
         Command::Clean(args) => lifecycle::clean(store, args),
-        Command::Mcp(args) => mcp::run(store, args),
+        Command::Mcp(_) => unreachable!("handled above"),
     }
 }
 
@@ -466,8 +471,6 @@ fn logs_root_read(command: &Command) -> Option<Option<PathBuf>> {
         Command::Sync(args) => Some(args.logs_dir.clone()),
         #[cfg(feature = "serve")]
         Command::Serve(args) => Some(args.logs_dir.clone()),
-        // Without a LOGS_DIR, `mcp` reads the default root only when it is there.
-        Command::Mcp(args) => args.logs_dir.clone().map(Some),
         _ => None,
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! Invariant: standard output carries the protocol and nothing else ([`rpc`]); everything for
 //! people goes to standard error. The server lives until its client closes standard input;
-//! no request, however malformed, ends it ([`rpc`]), and no failure of a tool does ([`tools`]).
+//! no request, however malformed, ends it ([`rpc`]), no failure of a tool does ([`tools`]), and
+//! neither does a store that cannot be opened ([`opening`]).
 //!
 //! The transport is written here rather than taken from the official SDK (`rmcp`): MCP over
 //! stdio is newline-delimited JSON-RPC with three methods that matter, the store is
@@ -12,6 +13,7 @@
 //! (modelcontextprotocol/rust-sdk#825), where this server must answer and go on.
 
 mod budget;
+mod opening;
 // The transport and the tools, for another transport to serve too (`rpc::answer_bytes` with a
 // `tools::Server`).
 pub(crate) mod rpc;
@@ -39,24 +41,32 @@ impl Args {
     }
 }
 
-pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
-    let logs_root = match args.logs_dir {
-        Some(given) => Some(super::logs_root(Some(given))?),
-        None => {
-            let root = config::default_logs_root()?.filter(|r| r.is_dir());
-            if root.is_none() {
-                term::tell!("sessiondb: no gptme logs root found (give LOGS_DIR or set GPTME_LOGS_HOME); answering from the store as it stands");
-            }
-            root
+/// Serves the tools until the client closes standard input. `open_store` opens the database
+/// (creating it when the arguments allow, [`Args::takes_in_logs`]); when it fails, the server
+/// answers all the same and each tool call says why ([`opening`]), trying again. The exit code
+/// is 1 when the store never opened.
+pub fn run(args: Args, open_store: &dyn Fn(&Args) -> Result<Store, Failure>) -> Result<i32, Failure> {
+    let open = || -> Result<tools::Server, Failure> {
+        // A logs root given that is not there fails before the database is made: a mistyped
+        // path must not leave an empty store behind.
+        let logs_root = match &args.logs_dir {
+            Some(given) => Some(super::logs_root(Some(given.clone()))?),
+            None => config::default_logs_root()?.filter(|r| r.is_dir()),
+        };
+        let store = open_store(&args)?;
+        if logs_root.is_none() {
+            term::tell!("sessiondb: no gptme logs root found (give LOGS_DIR or set GPTME_LOGS_HOME); answering from the store as it stands");
         }
+        let following = logs_root.is_some();
+        let server = tools::Server::new(store, logs_root, args.source.source.clone());
+        if following && !server.notified() {
+            term::tell!("sessiondb: no filesystem notifications for the logs root; each answer over every conversation walks it first");
+        }
+        Ok(server)
     };
-    let following = logs_root.is_some();
-    let server = tools::Server::new(store, logs_root, args.source.source);
-    if following && !server.notified() {
-        term::tell!("sessiondb: no filesystem notifications for the logs root; each answer over every conversation walks it first");
-    }
+    let tools = opening::Opening::new(&open);
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
-    rpc::serve(&mut stdin.lock(), &mut stdout.lock(), &server)?;
-    Ok(0)
+    rpc::serve(&mut stdin.lock(), &mut stdout.lock(), &tools)?;
+    Ok(if tools.opened() { 0 } else { 1 })
 }

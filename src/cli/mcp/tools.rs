@@ -52,18 +52,18 @@ enum ToolError {
 }
 
 /// The tools, over one store, caught up from one logs root.
-pub struct Server<'s> {
-    store: &'s Store,
+pub struct Server {
+    store: Store,
     /// gptme's logs root, read in before each answer; `None` when there is none to read.
     logs_root: Option<PathBuf>,
     /// What changed under the logs root since the last answer.
     follower: Option<RefCell<Follower>>,
 }
 
-impl Server<'_> {
+impl Server {
     /// The tools over `store`, caught up from `logs_root` before each answer (when there is one).
     /// The root's source is named `source` when the store has none for it yet.
-    pub fn new(store: &Store, logs_root: Option<PathBuf>, source: Option<String>) -> Server<'_> {
+    pub fn new(store: Store, logs_root: Option<PathBuf>, source: Option<String>) -> Server {
         let follower = logs_root.as_deref().map(|root| RefCell::new(Follower::new(root).with_source(source)));
         Server { store, logs_root, follower }
     }
@@ -75,7 +75,7 @@ impl Server<'_> {
     }
 }
 
-impl Tools for Server<'_> {
+impl Tools for Server {
     fn list(&self) -> Vec<Value> {
         tool_specs()
     }
@@ -97,20 +97,28 @@ impl Tools for Server<'_> {
     }
 
     fn instructions(&self) -> &str {
-        "sessiondb holds every past gptme conversation, the current one included, in a database. \
-         search_conversations finds where something was discussed or done (a word, a phrase, an error message, a code fragment); \
-         read_conversation reads a conversation around a hit; list_conversations browses conversations by date; \
-         conversation_stats gives costs and token use. Answers are JSON; an answer whose \"more\" is not null \
-         continues when the same tool is called again with \"cursor\" set to it."
+        INSTRUCTIONS
     }
 }
+
+/// What `initialize` tells the client (and through it the model) about the tools.
+pub const INSTRUCTIONS: &str = "sessiondb holds every past gptme conversation, the current one included, in a database. \
+     search_conversations finds where something was discussed or done (a word, a phrase, an error message, a code fragment); \
+     read_conversation reads a conversation around a hit; list_conversations browses conversations by date; \
+     conversation_stats gives costs and token use. Answers are JSON; an answer whose \"more\" is not null \
+     continues when the same tool is called again with \"cursor\" set to it.";
 
 /// A `CallToolResult`: the answer as JSON text, or the error as a tool error.
 fn tool_answer(outcome: Result<Value, ToolError>) -> Value {
     match outcome {
         Ok(answer) => json!({ "content": [{ "type": "text", "text": answer.to_string() }], "isError": false }),
-        Err(e) => json!({ "content": [{ "type": "text", "text": sessiondb::cause::chain(&e) }], "isError": true }),
+        Err(e) => tool_error(&sessiondb::cause::chain(&e)),
     }
+}
+
+/// A tool error (`isError`) saying `text`.
+pub fn tool_error(text: &str) -> Value {
+    json!({ "content": [{ "type": "text", "text": text }], "isError": true })
 }
 
 /// Checks a call's arguments against the tool's input schema (the one the client was given):
@@ -266,15 +274,15 @@ struct StatsArgs {
     source: Option<String>,
 }
 
-impl Server<'_> {
+impl Server {
     /// Reads into the store what gptme wrote since it last looked: conversation `chat` (when the
     /// call names one), else the conversations of the logs root that changed. A note when that
     /// failed (the answer is then the store's as it stood), else `None`.
     fn catch_up(&self, chat: Option<&str>) -> Option<String> {
         let outcome = match (chat, &self.logs_root) {
-            (Some(chat), root) => sessiondb::sync::catch_up::catch_up(self.store, chat, root.as_deref()),
+            (Some(chat), root) => sessiondb::sync::catch_up::catch_up(&self.store, chat, root.as_deref()),
             (None, _) => match &self.follower {
-                Some(follower) => follower.borrow_mut().catch_up(self.store),
+                Some(follower) => follower.borrow_mut().catch_up(&self.store),
                 None => Ok(None),
             },
         };
@@ -530,7 +538,7 @@ fn fitting_prefix(text: &str, room: usize) -> (String, usize) {
 
 /// The tools as `tools/list` gives them: names, descriptions for a model to choose well, and
 /// the JSON schemas of their arguments.
-fn tool_specs() -> Vec<Value> {
+pub fn tool_specs() -> Vec<Value> {
     let max_chars = json!({ "type": "integer", "minimum": 1, "description": format!("Budget for the answer in bytes of JSON, about its characters (default {}, at most {}: what MCP clients give their model whole); past it, the answer stops early and \"more\" continues it", budget::DEFAULT_MAX_CHARS, budget::MAX_MAX_CHARS) });
     let cursor = json!({ "type": "string", "description": "The \"more\" of the previous answer of this tool with the same other arguments: the next page" });
     let since =
