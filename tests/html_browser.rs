@@ -87,17 +87,10 @@ pub(crate) fn browser() -> Result<(PathBuf, PathBuf), String> {
     }
 }
 
-/// [`browser`] for the test `test`: missing, it fails the test under CI (`CI` set) and is
-/// skipped, saying so, elsewhere (`None`).
+/// [`browser`] for the test `test`, by [`common::needed_or_skip`]: missing, it fails the test
+/// under CI and is skipped, saying so, elsewhere (`None`).
 pub(crate) fn browser_or_skip(test: &str) -> Option<(PathBuf, PathBuf)> {
-    match browser() {
-        Ok(found) => Some(found),
-        Err(why) if std::env::var_os("CI").is_some() => panic!("{test} cannot run under CI: {why}; run tools/oracle/setup-browser.sh"),
-        Err(why) => {
-            eprintln!("SKIPPED {test}: {why}; run tools/oracle/setup-browser.sh to run it");
-            None
-        }
-    }
+    common::needed_or_skip(test, browser(), "tools/oracle/setup-browser.sh")
 }
 
 fn line(role: &str, content: &str, model: Option<&str>) -> String {

@@ -54,6 +54,21 @@ pub fn gptme_python() -> PathBuf {
     venv
 }
 
+/// What a test needs from outside the project (a browser, a shell, an agent), `found` or why
+/// not: missing, it fails the test under CI (`CI` set), whose `.ci/run` installs it with
+/// `setup`, and elsewhere the test is skipped, saying so (`None`). The one rule for every such
+/// test.
+pub fn needed_or_skip<T>(test: &str, found: Result<T, String>, setup: &str) -> Option<T> {
+    match found {
+        Ok(found) => Some(found),
+        Err(why) if std::env::var_os("CI").is_some() => panic!("{test} cannot run under CI: {why}; run {setup}"),
+        Err(why) => {
+            eprintln!("SKIPPED {test}: {why}; run {setup} to run it");
+            None
+        }
+    }
+}
+
 /// A script of the gptme oracle, in `tools/oracle/`.
 pub fn tool(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/oracle").join(name)
