@@ -17,7 +17,7 @@ use common::{run_ok, sessiondb};
 use serde_json::{json, Value};
 
 /// The four tools, in the order the server lists them.
-const TOOLS: [&str; 4] = ["search_conversations", "read_conversation", "list_conversations", "conversation_stats"];
+pub(crate) const TOOLS: [&str; 4] = ["search_conversations", "read_conversation", "list_conversations", "conversation_stats"];
 
 /// Queries of every class, each found in two conversations or more: words, a phrase, CJK, a
 /// literal code fragment, a prefix, a path.
@@ -32,7 +32,7 @@ struct Setup {
 }
 
 /// Writes conversation `id` under `logs` with gptme's line format.
-fn conversation(logs: &Path, id: &str, messages: &[(&str, &str)]) {
+pub(crate) fn conversation(logs: &Path, id: &str, messages: &[(&str, &str)]) {
     let dir = logs.join(id);
     std::fs::create_dir_all(&dir).unwrap();
     let mut text = String::new();
@@ -118,7 +118,7 @@ fn gptme_client(setup: &Setup, calls: &Value) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-fn cli_json(db: &Path, args: &[&str]) -> Value {
+pub(crate) fn cli_json(db: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&run_ok(sessiondb(db).args(args)).stdout).unwrap()
 }
 
@@ -132,13 +132,13 @@ fn pages(result: &Value) -> Vec<Value> {
     result["pages"].as_array().unwrap_or_else(|| panic!("no pages: {result}")).iter().map(|p| serde_json::from_str(p.as_str().unwrap()).unwrap()).collect()
 }
 
-fn ids(rows: &[Value]) -> Vec<String> {
+pub(crate) fn ids(rows: &[Value]) -> Vec<String> {
     rows.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
 }
 
 /// What both sides say of a search result: its conversation, match count and each snippet's
 /// place and marked text.
-fn search_rows(rows: &[Value]) -> Vec<Value> {
+pub(crate) fn search_rows(rows: &[Value]) -> Vec<Value> {
     rows.iter()
         .map(|r| {
             let snippets: Vec<Value> = r["snippets"].as_array().unwrap().iter().map(|s| json!([s["role"], s["file"], s["index"], s["highlighted"]])).collect();
@@ -320,7 +320,7 @@ fn gptmes_client_gets_tool_errors_that_say_what_was_wrong() {
 }
 
 /// A `sessiondb mcp` process spoken to line by line.
-struct Server {
+pub(crate) struct Server {
     child: std::process::Child,
     input: std::process::ChildStdin,
     output: BufReader<std::process::ChildStdout>,
@@ -342,7 +342,7 @@ impl Server {
     }
 
     /// Starts `command`, a `sessiondb … mcp` command line.
-    fn spawn(command: &mut Command) -> Server {
+    pub(crate) fn spawn(command: &mut Command) -> Server {
         let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
         let input = child.stdin.take().unwrap();
         let output = BufReader::new(child.stdout.take().unwrap());
@@ -371,20 +371,20 @@ impl Server {
         serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?} for {line}"))
     }
 
-    fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+    pub(crate) fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
         let answer = self.ask(&json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": tool, "arguments": arguments } }).to_string());
         assert_eq!(answer["id"], id, "{answer}");
         answer["result"].clone()
     }
 
     /// Closes the input and waits: the server must end on its own, successfully.
-    fn finish(self) {
+    pub(crate) fn finish(self) {
         let status = self.end();
         assert!(status.success(), "{status}");
     }
 
     /// Closes the input and waits for the server to end on its own; its exit status.
-    fn end(mut self) -> std::process::ExitStatus {
+    pub(crate) fn end(mut self) -> std::process::ExitStatus {
         drop(self.input);
         let mut rest = String::new();
         std::io::Read::read_to_string(&mut self.output, &mut rest).unwrap();
@@ -633,7 +633,7 @@ fn cli_json_lines(db: &Path, chat_id: &str) -> usize {
 }
 
 /// The `sessiondb` binary under test, for a command line without `--db`.
-const BIN: &str = env!("CARGO_BIN_EXE_sessiondb");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_sessiondb");
 
 /// Issue 32, item 17: a server started where it cannot find its store — as Codex starts one,
 /// with `HOME` and `PATH` but not the user's `XDG_DATA_HOME` — answers `initialize` and
@@ -700,7 +700,7 @@ fn a_server_that_cannot_open_its_store_answers_and_says_why() {
 
 /// The largest answer any call gets (`max_chars` at most), in bytes of UTF-8: under what
 /// Claude Code (50,000 characters) and Codex (about 48,000 bytes) pass to their model whole.
-const CAP: usize = 40_000;
+pub(crate) const CAP: usize = 40_000;
 
 /// Issue 32, item 18: however large a `max_chars` a call asks for, its answer is at most
 /// [`CAP`] bytes — a message of Chinese text, three bytes a character, as well — and the rest

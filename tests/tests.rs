@@ -26,6 +26,7 @@ mod import_errors;
 mod interop_gptme;
 mod layering;
 mod mcp;
+mod mcp_agents;
 mod migrations;
 mod ops_interop;
 mod pg_trust;
