@@ -199,6 +199,8 @@ pub fn run(store: Store, config: Config) -> Result<(), ServeError> {
 }
 
 async fn serve(store: Store, source: Source, config: Config) -> Result<(), ServeError> {
+    // Before the port opens: a client that reaches it finds the limit raised already.
+    let cap = listen::connection_cap(listen::raise_open_files_limit());
     let addr = SocketAddr::new(config.host, config.port);
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
     let cors = match &config.cors_origin {
@@ -214,7 +216,6 @@ async fn serve(store: Store, source: Source, config: Config) -> Result<(), Serve
     let state: Shared = Arc::new(AppState { store, source, config: config.clone(), hosts, writes: tokio::sync::Mutex::new(()), root, live });
     let app = router(state.clone(), cors);
     let bound = listener.local_addr()?;
-    let cap = listen::connection_cap(listen::raise_open_files_limit());
     let webui = config.webui.as_ref().map_or_else(|| "none".to_owned(), |d| d.display().to_string());
     tracing::info!(address = %bound, logs = %config.logs_root.display(), auth = config.token.is_some(), webui = %webui, connections = cap, "sessiondb serve listening on http://{bound}");
     announce(&config, bound);

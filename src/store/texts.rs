@@ -61,16 +61,88 @@ pub fn hash(text: &str) -> i64 {
     i64::from_be_bytes(digest[..8].try_into().expect("eight bytes"))
 }
 
-/// A dictionary ready for both directions.
+/// A dictionary ready for both directions: zstd contexts with it loaded, kept for reuse
+/// ([`Contexts`]).
 pub struct Dictionary {
     pub id: i64,
-    encoder: zstd::dict::EncoderDictionary<'static>,
-    decoder: zstd::dict::DecoderDictionary<'static>,
+    contexts: Contexts,
 }
 
 impl Dictionary {
     fn new(id: i64, data: &[u8]) -> Dictionary {
-        Dictionary { id, encoder: zstd::dict::EncoderDictionary::copy(data, LEVEL), decoder: zstd::dict::DecoderDictionary::copy(data) }
+        Dictionary { id, contexts: Contexts::new(Some(data.to_vec())) }
+    }
+}
+
+/// zstd contexts for one dictionary (or none), made on demand and kept for the next text.
+///
+/// Making a context and loading a dictionary into it costs more than compressing or
+/// decompressing a message's text (by `perf`, two fifths of an import's writing thread went
+/// to it when each text had its own); a context taken from here has the dictionary loaded
+/// already, and goes back when done. At most [`KEPT_CONTEXTS`] of each kind wait.
+struct Contexts {
+    dictionary: Option<Vec<u8>>,
+    compressors: Mutex<Vec<zstd::bulk::Compressor<'static>>>,
+    decompressors: Mutex<Vec<zstd::bulk::Decompressor<'static>>>,
+}
+
+/// The most idle contexts of each kind kept per dictionary: one per thread that compresses or
+/// decompresses at once, in practice.
+const KEPT_CONTEXTS: usize = 8;
+
+/// The contexts of texts compressed without a dictionary.
+static WITHOUT_DICTIONARY: std::sync::LazyLock<Contexts> = std::sync::LazyLock::new(|| Contexts::new(None));
+
+impl Contexts {
+    fn new(dictionary: Option<Vec<u8>>) -> Contexts {
+        Contexts { dictionary, compressors: Mutex::new(Vec::new()), decompressors: Mutex::new(Vec::new()) }
+    }
+
+    /// A zstd frame of `bytes`, with its content's checksum.
+    fn compress(&self, bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+        let idle = self.compressors.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut c = match idle {
+            Some(c) => c,
+            None => {
+                let mut c = match &self.dictionary {
+                    Some(d) => zstd::bulk::Compressor::with_dictionary(LEVEL, d)?,
+                    None => zstd::bulk::Compressor::new(LEVEL)?,
+                };
+                c.include_checksum(true)?;
+                c
+            }
+        };
+        let frame = c.compress(bytes);
+        // A context that failed is dropped, not kept.
+        if frame.is_ok() {
+            keep(&self.compressors, c);
+        }
+        frame
+    }
+
+    /// The `size` bytes of zstd frame `frame`.
+    fn decompress(&self, frame: &[u8], size: usize) -> std::io::Result<Vec<u8>> {
+        let idle = self.decompressors.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut d = match idle {
+            Some(d) => d,
+            None => match &self.dictionary {
+                Some(dictionary) => zstd::bulk::Decompressor::with_dictionary(dictionary)?,
+                None => zstd::bulk::Decompressor::new()?,
+            },
+        };
+        let bytes = d.decompress(frame, size);
+        if bytes.is_ok() {
+            keep(&self.decompressors, d);
+        }
+        bytes
+    }
+}
+
+/// Puts `context` back among the idle ones, unless enough wait already.
+fn keep<T>(idle: &Mutex<Vec<T>>, context: T) {
+    let mut idle = idle.lock().unwrap_or_else(|p| p.into_inner());
+    if idle.len() < KEPT_CONTEXTS {
+        idle.push(context);
     }
 }
 
@@ -129,14 +201,8 @@ pub fn encode(text: &str, dictionary: Option<&Dictionary>) -> Vec<u8> {
     let bytes = text.as_bytes();
     if bytes.len() >= MIN_COMPRESSED {
         let compressed = match dictionary {
-            Some(d) => zstd::bulk::Compressor::with_prepared_dictionary(&d.encoder).and_then(|mut c| {
-                c.include_checksum(true)?;
-                c.compress(bytes)
-            }),
-            None => zstd::bulk::Compressor::new(LEVEL).and_then(|mut c| {
-                c.include_checksum(true)?;
-                c.compress(bytes)
-            }),
+            Some(d) => d.contexts.compress(bytes),
+            None => WITHOUT_DICTIONARY.compress(bytes),
         };
         if let Ok(frame) = compressed {
             let header = if dictionary.is_some() { 5 } else { 1 };
@@ -180,12 +246,11 @@ pub fn decode_with(data: &[u8], dictionary: impl FnOnce(i64) -> Result<Arc<Dicti
 fn decompress(frame: &[u8], dictionary: Option<&Dictionary>) -> Result<Vec<u8>, String> {
     let size = zstd::zstd_safe::get_frame_content_size(frame).ok().flatten().ok_or("its zstd frame is damaged (no size)")?;
     let size = usize::try_from(size).map_err(|_| "its zstd frame claims an impossible size")?;
-    let mut d = match dictionary {
-        Some(d) => zstd::bulk::Decompressor::with_prepared_dictionary(&d.decoder),
-        None => zstd::bulk::Decompressor::new(),
+    match dictionary {
+        Some(d) => d.contexts.decompress(frame, size),
+        None => WITHOUT_DICTIONARY.decompress(frame, size),
     }
-    .map_err(|e| e.to_string())?;
-    d.decompress(frame, size).map_err(|e| format!("its zstd frame is damaged ({e})"))
+    .map_err(|e| format!("its zstd frame is damaged ({e})"))
 }
 
 impl Connection {

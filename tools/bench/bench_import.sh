@@ -141,6 +141,7 @@ declare -A TIMES
 declare -A LISTABLE
 declare -A PEAK_MB
 DB_MB=""
+DB_BYTES=0
 BASE_DB_MB=""
 SDB_MSGS=""
 import_once() {
@@ -169,7 +170,7 @@ import_once() {
     [[ -s "$WORK/$name$i.rss" ]] && PEAK_MB[$name]+="$(( $(tail -n1 "$WORK/$name$i.rss") / 1024 )) "
     local bytes
     bytes=$(du -cb "$db" "$db-wal" "$db.ranking" 2>/dev/null | tail -n1 | cut -f1)
-    [[ "$name" == sessiondb ]] && { SDB_MSGS=$(json_field "$WORK/$name$i.json" messages); DB_MB=$((bytes / 1000000)); }
+    [[ "$name" == sessiondb ]] && { SDB_MSGS=$(json_field "$WORK/$name$i.json" messages); DB_MB=$((bytes / 1000000)); DB_BYTES=$bytes; }
     [[ "$name" == baseline ]] && BASE_DB_MB=$((bytes / 1000000))
     echo "   $name run $i: $(elapsed "$t0" "$t1") s (listable after $listable s), $(json_field "$WORK/$name$i.json" messages) messages, database and indexes $((bytes / 1000000)) MB" >&2
     rm -rf "$db" "$db-wal" "$db-shm" "$db-journal" "$db.ranking"
@@ -213,6 +214,7 @@ printf '%-30s %14s %14s\n' "gptme read s" "$GP_BEST" "$GP_MED"
 printf '%-30s %14s %14s\n' "ratio (gptme / listable)" "$(ratio "$GP_BEST" "$SDB_LBEST")" "$(ratio "$GP_MED" "$SDB_LMED")"
 printf '%-30s %14s %14s\n' "ratio (gptme / import)" "$(ratio "$GP_BEST" "$SDB_BEST")" "$(ratio "$GP_MED" "$SDB_MED")"
 printf '%-30s %14s\n' "database + indexes (MB)" "$DB_MB"
+printf '%-30s %14s\n' "ratio (store / logs)" "$(awk -v d="$DB_BYTES" -v l="$APPARENT_BYTES" 'BEGIN { printf "%.2f", d / l }')"
 [[ -n "${PEAK_MB[sessiondb]:-}" ]] && printf '%-30s %14s\n' "peak memory (MB), each run" "${PEAK_MB[sessiondb]}"
 if [[ -n "$BASELINE" ]]; then
     read -r -a BASE_TIMES <<< "${TIMES[baseline]}"
