@@ -1492,15 +1492,16 @@ fn an_import_is_listed_before_it_is_indexed_and_no_search_misses_what_it_stored(
 }
 
 /// Past 10,000 matching messages a search stops counting and says "at least" (`exact: false`,
-/// the text header's "at least"), for word and literal queries alike; `--exact-total` counts
-/// every one. A server ranks a word query from every match it reads, so its totals are exact.
+/// the text header's "at least"), for word and literal queries alike, and a literal query past
+/// 10,000 candidates read; `--exact-total` counts every one. A server ranks a word query from
+/// every match it reads, so its totals are exact.
 #[test]
-fn totals_past_ten_thousand_matches_say_at_least_unless_asked_for_every_one() {
+fn totals_past_ten_thousand_matches_or_candidates_say_at_least_unless_asked_for_every_one() {
     let work = tempfile::tempdir().unwrap();
     let logs = work.path().join("logs");
     for c in 0..60 {
         let lines: Vec<(&str, String)> =
-            (0..180).map(|i| (if i % 2 == 0 { "user" } else { "assistant" }, format!("numbat {c} sighting {i}: a numbat-like marsupial"))).collect();
+            (0..180).map(|i| (if i % 2 == 0 { "user" } else { "assistant" }, format!("numbat {c} sighting {i}: a numbat-like marsupial{}", if i % 60 == 1 { " 🦘" } else { "" }))).collect();
         let lines: Vec<(&str, &str)> = lines.iter().map(|(r, t)| (*r, t.as_str())).collect();
         conversation(&logs, &format!("numbats-{c:02}"), &lines);
     }
@@ -1522,5 +1523,13 @@ fn totals_past_ten_thousand_matches_say_at_least_unless_asked_for_every_one() {
             let header = String::from_utf8_lossy(&text.stdout).lines().next().unwrap_or_default().to_owned();
             assert!(header.contains("at least") && header.contains("--exact-total"), "{query:?}: {header}");
         }
+        // A needle too short for the substring index has every message for a candidate: past
+        // 10,000 read, counting stops though only 180 match, and the page is the same.
+        let query = &["-F", "🦘"][..];
+        let (counted, exact) = (search_page(&store.db, query), search_page(&store.db, &[query, &["--exact-total"][..]].concat()));
+        assert_eq!(exact["total"], serde_json::json!({"messages": 180, "conversations": 60, "exact": true}), "{}", store.engine);
+        assert_eq!(counted["total"]["exact"], false, "{}: {}", store.engine, counted["total"]);
+        assert!(counted["total"]["messages"].as_u64().unwrap() < 180, "{}", counted["total"]);
+        assert_eq!(counted["results"], exact["results"], "the page is the same");
     }
 }

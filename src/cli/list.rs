@@ -15,7 +15,7 @@ use sessiondb::store::{Store, StoreError};
 pub struct Args {
     /// Print JSON with the field names of `gptme-util chats list --json`
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Include test and eval conversations (ids starting with `tmp` or `test-`, or containing `gptme-evals-`)
     #[arg(long)]
     all: bool,

@@ -386,8 +386,15 @@ fn dispatch(cli: Cli, named: &Named, db_from_env: bool) -> Result<i32, Failure> 
     // Commands over every conversation say how many gptme changed since the last sync (they
     // cannot show those yet), counted beside the command, on another thread. The count looks
     // at every conversation of the logs root: the command never waits more than
-    // [`BEHIND_GRACE`] for it after it is done (a note not ready by then is left out).
-    let across_all = matches!(cli.command, Command::List(_) | Command::Search(_) | Command::Stats(_)) && named.conversations.is_empty();
+    // [`BEHIND_GRACE`] for it after it is done (a note not ready by then is left out). The note
+    // is for people: a command asked for JSON (a tool's, an agent's) neither counts nor waits.
+    let for_people = match &cli.command {
+        Command::List(a) => !a.json,
+        Command::Search(a) => !a.json,
+        Command::Stats(a) => !a.json,
+        _ => false,
+    };
+    let across_all = for_people && named.conversations.is_empty();
     let behind = across_all.then(|| {
         let (store, (sender, receiver)) = (store.clone(), std::sync::mpsc::channel());
         std::thread::spawn(move || sender.send(behind(&store)));

@@ -32,7 +32,7 @@ pub struct Args {
     /// JSON: {"total": {"messages", "conversations"} (every match, exact), "offset", "sort",
     /// "literal", "results": [the page]}
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Only messages of this role
     #[arg(long)]
     role: Option<String>,

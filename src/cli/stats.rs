@@ -20,7 +20,7 @@ pub struct Args {
     all: bool,
     /// Print the figures as JSON
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Only conversations of this source (the logs root they are read from)
     #[arg(long, value_name = "NAME", conflicts_with = "chat_id")]
     source: Option<String>,

@@ -111,7 +111,9 @@ pub enum Sort {
 /// How many matching messages a search counts one by one for its totals unless asked for the
 /// exact figure ([`SearchQuery::exact_totals`]); past it the totals say "at least" (the
 /// convention of Elasticsearch's `track_total_hits`, whose default is the same 10,000), so that
-/// a word found everywhere costs about what a rare one costs.
+/// a word found everywhere costs about what a rare one costs. A literal query also stops
+/// counting once it has read as many candidate messages to check (a needle too short for the
+/// substring index has every message for a candidate).
 pub const COUNTED_UP_TO: usize = 10_000;
 
 /// Every match of a search, past any page: messages that match (standing in a branch or view,
@@ -121,7 +123,8 @@ pub struct Totals {
     pub messages: usize,
     pub conversations: usize,
     /// Whether both figures are exact; else each is a lower bound (more than
-    /// [`COUNTED_UP_TO`] messages match, and counting stopped there).
+    /// [`COUNTED_UP_TO`] messages match, or a literal query read as many candidates, and
+    /// counting stopped there).
     pub exact: bool,
 }
 
@@ -666,6 +669,9 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
     let mut beyond: (usize, usize, Option<i64>) = (0, 0, None);
     // Whether counting stopped at COUNTED_UP_TO.
     let mut stopped = false;
+    // Candidates read so far: past the page, counting stops once COUNTED_UP_TO were read (a
+    // needle of fewer than three characters has every message for a candidate).
+    let mut read = 0usize;
     while let Some(r) = rows.next()? {
         let (id, conversation): (i64, i64) = (r.get(0)?, r.get(1)?);
         let current = found.last().is_some_and(|f| f.0 == conversation);
@@ -673,6 +679,11 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
         if past && !q.totals {
             break;
         }
+        if past && !q.exact_totals && read >= COUNTED_UP_TO {
+            stopped = true;
+            break;
+        }
+        read += 1;
         let Some((text_id, data)) = text_of.query_row([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))).optional()? else { continue };
         let held = match checked.get(&text_id) {
             Some(&held) => held,
