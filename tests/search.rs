@@ -1500,8 +1500,11 @@ fn totals_past_ten_thousand_matches_or_candidates_say_at_least_unless_asked_for_
     let work = tempfile::tempdir().unwrap();
     let logs = work.path().join("logs");
     for c in 0..60 {
-        let lines: Vec<(&str, String)> =
-            (0..180).map(|i| (if i % 2 == 0 { "user" } else { "assistant" }, format!("numbat {c} sighting {i}: a numbat-like marsupial{}", if i % 60 == 1 { " 🦘" } else { "" }))).collect();
+        let lines: Vec<(&str, String)> = (0..180)
+            .map(|i| {
+                (if i % 2 == 0 { "user" } else { "assistant" }, format!("numbat {c} sighting {i}: a numbat-like marsupial{}", if i % 60 == 1 { " 🦘" } else { "" }))
+            })
+            .collect();
         let lines: Vec<(&str, &str)> = lines.iter().map(|(r, t)| (*r, t.as_str())).collect();
         conversation(&logs, &format!("numbats-{c:02}"), &lines);
     }
