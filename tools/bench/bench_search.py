@@ -143,16 +143,20 @@ def time_with_home(args: argparse.Namespace, queries: dict, home: Path) -> dict:
         if not isinstance(q, dict):
             continue
         text = q["query"]
-        sdb, gp = [], []
+        # The text a person reads, the JSON a tool or agent reads, and gptme's CLI, alternating.
+        sdb, sdb_json, gp = [], [], []
         for _ in range(args.runs):
             sdb.append(run_once([args.sdb, "--db", args.db, "search", "-n", str(args.limit), "--", text]))
+            sdb_json.append(run_once([args.sdb, "--db", args.db, "search", "--json", "-n", str(args.limit), "--", text]))
             gp.append(run_once([gptme_util, "chats", "search", text, "-n", str(args.limit)], env))
         med = lambda runs, k: statistics.median(r[k] for r in runs)  # noqa: E731
         out[cls] = {
-            "query": text, "sessiondb": sdb, "gptme": gp,
+            "query": text, "sessiondb": sdb, "sessiondb_json": sdb_json, "gptme": gp,
             "sessiondb_median": med(sdb, 0), "gptme_median": med(gp, 0), "sessiondb_cpu": med(sdb, 1), "gptme_cpu": med(gp, 1),
+            "sessiondb_json_median": med(sdb_json, 0), "sessiondb_json_cpu": med(sdb_json, 1),
         }
-        print(f"   {cls}: sessiondb {out[cls]['sessiondb_median'] * 1000:.1f} ms, gptme {out[cls]['gptme_median']:.3f} s", file=sys.stderr)
+        print(f"   {cls}: sessiondb {out[cls]['sessiondb_median'] * 1000:.1f} ms, --json {out[cls]['sessiondb_json_median'] * 1000:.1f} ms, "
+              f"gptme {out[cls]['gptme_median']:.3f} s", file=sys.stderr)
     return out
 
 

@@ -12,7 +12,8 @@
 #      corpus (rare / mid-frequency / very common word, phrase, prefix, literal code fragment,
 #      CJK, emoji) and the table prints each with the number of messages holding it;
 #   4. bench_search.py time runs, R times alternating, the whole processes
-#      `sessiondb --db DB search -n 20 QUERY` and gptme's `gptme-util chats search QUERY -n 20`
+#      `sessiondb --db DB search -n 20 QUERY` (the text), the same with `--json` (what tools
+#      and agents read) and gptme's `gptme-util chats search QUERY -n 20`
 #      (gptme's CLI, a fresh interpreter each time, on a hard-linked copy of the logs, since
 #      gptme may add files to them), output to /dev/null; medians and their ratio;
 #   5. benches/search.rs times the same queries in-process (open the store, search, snippets;
@@ -86,14 +87,16 @@ i = json.load(open(f"{work}/inprocess-{size}.json"))
 print(f"\n### {size}: {gen['conversations']} conversations, {gen['messages']} messages, {gen['bytes'] / 1e6:.0f} MB of logs; "
       f"import {import_s if import_s == 'reused' else f'{float(import_s):.1f} s'}, database {os.path.getsize(db) / 1e6:.0f} MB, "
       f"ranking index {sum(e.stat().st_size for e in os.scandir(db + '.ranking')) / 1e6:.0f} MB\n")
-print("| class | query | messages holding it | sessiondb process (CPU) | gptme process (CPU) | ratio wall (CPU) | sessiondb in-process | found |")
-print("|---|---|---|---|---|---|---|---|")
+print("| class | query | messages holding it | sessiondb process (CPU) | `--json` process (CPU) | gptme process (CPU) | ratio wall (CPU) | ratio `--json` wall | sessiondb in-process | found |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for cls, v in p.items():
     inp = i[v["query"]]
     how = "literal" if inp["literal"] else "words"
     print(f"| {cls} | `{v['query']}` ({how}) | {q[cls]['messages']:,} of {q['messages']:,} "
-          f"| {v['sessiondb_median'] * 1000:.1f} ms ({v['sessiondb_cpu'] * 1000:.0f} ms) | {v['gptme_median']:.2f} s ({v['gptme_cpu']:.2f} s) "
-          f"| {v['gptme_median'] / v['sessiondb_median']:.0f}x ({v['gptme_cpu'] / max(v['sessiondb_cpu'], 1e-3):.0f}x) | {inp['median'] * 1000:.2f} ms | {inp['found']} |")
+          f"| {v['sessiondb_median'] * 1000:.1f} ms ({v['sessiondb_cpu'] * 1000:.0f} ms) | {v['sessiondb_json_median'] * 1000:.1f} ms ({v['sessiondb_json_cpu'] * 1000:.0f} ms) "
+          f"| {v['gptme_median']:.2f} s ({v['gptme_cpu']:.2f} s) "
+          f"| {v['gptme_median'] / v['sessiondb_median']:.0f}x ({v['gptme_cpu'] / max(v['sessiondb_cpu'], 1e-3):.0f}x) | {v['gptme_median'] / v['sessiondb_json_median']:.0f}x "
+          f"| {inp['median'] * 1000:.2f} ms | {inp['found']} |")
 EOF
 )
 done
