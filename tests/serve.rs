@@ -638,3 +638,36 @@ fn source_of(db: &Path, root: &Path) -> String {
     let conv = list.as_array().unwrap().iter().find(|c| c["path"].as_str().is_some_and(|p| Path::new(p).starts_with(&want))).unwrap_or_else(|| panic!("{list}"));
     conv["source"].as_str().unwrap().to_owned()
 }
+
+/// With neither `--webui-dir` nor `GPTME_WEBUI_DIR` nor `GPTME_PYTHON`, the web UI is found
+/// through the `gptme` command on `PATH`: the interpreter its `#!` line names (as pipx and
+/// `uv tool` install it, in a virtual environment `python3` does not see) imports gptme.
+#[test]
+fn the_web_ui_is_found_through_the_gptme_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = copy_fixtures(&tmp.path().join("logs"));
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    // Absolute, and not resolved: a virtual environment's python is a link out of it.
+    let python = std::path::absolute(gptme_python()).unwrap();
+    std::fs::write(bin.join("gptme"), format!("#!{}\nimport gptme.cli\n", python.display())).unwrap();
+    let path = std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()))).unwrap();
+    let port = free_port();
+    let child = sessiondb(&tmp.path().join("db"))
+        .args(["serve", "--no-auth", "--port", &port.to_string()])
+        .arg(&logs)
+        .env("PATH", path)
+        .env_remove("GPTME_PYTHON")
+        .env_remove("GPTME_WEBUI_DIR")
+        .env("SESSIONDB_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut serve = Serve { child, port };
+    serve.wait_ready();
+    let (status, _, body) = http(port, "GET", "/", &[], b"");
+    let page = String::from_utf8_lossy(&body);
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<html") || page.contains("<!doctype html") || page.contains("<!DOCTYPE html"), "{page}");
+}

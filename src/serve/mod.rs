@@ -249,7 +249,7 @@ fn announce(config: &Config, bound: SocketAddr) {
     if config.webui.is_some() {
         tracing::info!(url = %link, "open the web UI: {link}");
     } else {
-        tracing::warn!("no web UI found (give --webui-dir or GPTME_WEBUI_DIR, or install gptme); serving the API only");
+        tracing::warn!("no web UI found (give --webui-dir or GPTME_WEBUI_DIR, or install gptme: pipx install gptme); serving the API only");
     }
     if let (Some(token), true) = (&config.token, config.token_made_here) {
         tracing::info!("API clients give this run's token as `Authorization: Bearer {token}` (--token or GPTME_SERVER_TOKEN sets one of your own)");

@@ -17,7 +17,8 @@ use serde_json::json;
 use super::Shared;
 
 /// The web UI to serve: `given` (`--webui-dir`), else `$GPTME_WEBUI_DIR`, else the build inside
-/// the `gptme` package that `python3` imports. `None` when none has an `index.html`.
+/// the `gptme` package that a Python interpreter imports ([`pythons`]). `None` when none has an
+/// `index.html`.
 pub fn locate(given: Option<PathBuf>) -> Option<PathBuf> {
     let has_index = |d: &Path| d.join("index.html").is_file();
     if let Some(d) = given {
@@ -26,14 +27,38 @@ pub fn locate(given: Option<PathBuf>) -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("GPTME_WEBUI_DIR").map(PathBuf::from) {
         return has_index(&d).then_some(d);
     }
-    let python = std::env::var_os("GPTME_PYTHON").unwrap_or_else(|| "python3".into());
-    let out = std::process::Command::new(python)
-        .args(["-c", "import gptme.server, os; print(os.path.join(os.path.dirname(gptme.server.__file__), 'webui-dist'))"])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    let d = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    (out.status.success() && has_index(&d)).then_some(d)
+    pythons().into_iter().find_map(|python| {
+        let out = std::process::Command::new(python)
+            .args(["-c", "import gptme.server, os; print(os.path.join(os.path.dirname(gptme.server.__file__), 'webui-dist'))"])
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        let d = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        (out.status.success() && has_index(&d)).then_some(d)
+    })
+}
+
+/// The interpreters asked for gptme, in turn: `$GPTME_PYTHON` alone when set; else the one the
+/// `gptme` command on `PATH` runs with (its `#!` line: pipx and `uv tool` install gptme in a
+/// virtual environment of its own, which `python3` does not see), then `python3`.
+fn pythons() -> Vec<std::ffi::OsString> {
+    if let Some(python) = std::env::var_os("GPTME_PYTHON") {
+        return vec![python];
+    }
+    let command = std::env::var_os("PATH").and_then(|path| std::env::split_paths(&path).map(|dir| dir.join("gptme")).find(|p| p.is_file()));
+    command.and_then(|c| interpreter(&c)).into_iter().chain(["python3".into()]).collect()
+}
+
+/// The program a script's `#!` line names (through `env`, the program `env` is given).
+fn interpreter(script: &Path) -> Option<std::ffi::OsString> {
+    use std::io::Read;
+    let mut head = [0u8; 512];
+    let n = std::fs::File::open(script).ok()?.read(&mut head).ok()?;
+    let line = std::str::from_utf8(&head[..n]).ok()?.lines().next()?.strip_prefix("#!")?;
+    let mut words = line.split_whitespace();
+    let program = words.next()?;
+    let program = if program.ends_with("/env") { words.find(|w| !w.starts_with('-'))? } else { program };
+    Some(program.into())
 }
 
 /// Everything no route took: an API path is a JSON 404; anything else a file of the web UI.
@@ -45,7 +70,7 @@ pub(crate) async fn fallback(State(state): State<Shared>, req: Request) -> Respo
     let Some(dir) = state.config.webui.clone() else {
         return (
             StatusCode::NOT_FOUND,
-            "sessiondb serve has no web UI to serve: give --webui-dir, set GPTME_WEBUI_DIR, or install gptme (pip install gptme) so that python3 finds it.\n",
+            "sessiondb serve has no web UI to serve: give --webui-dir, set GPTME_WEBUI_DIR, or install gptme (pipx install gptme, or pip install gptme) so that the gptme command or python3 finds it.\n",
         )
             .into_response();
     };
@@ -84,5 +109,28 @@ fn content_type(path: &Path) -> &'static str {
         "woff" => "font/woff",
         "wasm" => "application/wasm",
         _ => "application/octet-stream",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scripts_interpreter_is_read_from_its_first_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            ("#!/home/you/.local/pipx/venvs/gptme/bin/python\nimport sys\n", Some("/home/you/.local/pipx/venvs/gptme/bin/python")),
+            ("#!/usr/bin/env python3\n", Some("python3")),
+            ("#!/usr/bin/env -S python3 -u\n", Some("python3")),
+            ("#! /opt/py/bin/python3.12 -E\n", Some("/opt/py/bin/python3.12")),
+            ("\x7fELF binary", None),
+            ("", None),
+        ];
+        for (i, (text, want)) in cases.into_iter().enumerate() {
+            let script = dir.path().join(format!("gptme-{i}"));
+            std::fs::write(&script, text).unwrap();
+            assert_eq!(interpreter(&script), want.map(std::ffi::OsString::from), "{text:?}");
+        }
     }
 }
