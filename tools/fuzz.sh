@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(message_line event_line conv_checkpoint_line json config_toml chat_id snippet)
+[ ${#targets[@]} -gt 0 ] || targets=(message_line event_line conv_checkpoint_line json config_toml chat_id snippet stored_text)
 export RUSTC_BOOTSTRAP=1
 
 seed() { # seed TARGET FILE... : one corpus file per line of the given files
@@ -38,6 +38,18 @@ for d in "$fixtures"/*/; do n="$(basename "$d")"; printf '%s' "$n" > "fuzz/corpu
 mkdir -p fuzz/corpus/snippet
 printf '\001\001k\000\304\260\304\260\342\204\252 k\nline two K' > fuzz/corpus/snippet/folding
 printf '\000\002"hello world" OR foo*\000the Hello\nworld of foo\tbar' > fuzz/corpus/snippet/syntax
+# stored_text: a plain text, and zstd frames without and with dictionary 7 (the fuzz target's)
+# when the zstd command is there.
+mkdir -p fuzz/corpus/stored_text
+printf '\000You are gptme, ünïcödé 日本語 🚀' > fuzz/corpus/stored_text/plain
+if command -v zstd >/dev/null 2>&1; then
+    tmp="$(mktemp -d)"
+    printf 'Ran command: ```shell\nls\n```\n%.0s' $(seq 20) > "$tmp/text"
+    printf 'You are gptme, a general-purpose AI assistant powered by LLMs. Ran command: ```shell\n%.0s' $(seq 8) > "$tmp/dict"
+    { printf '\001'; zstd -q -c --check "$tmp/text"; } > fuzz/corpus/stored_text/zstd
+    { printf '\002\007\000\000\000'; zstd -q -c --check -D "$tmp/dict" "$tmp/text"; } > fuzz/corpus/stored_text/dictionary
+    rm -rf "$tmp"
+fi
 
 for target in "${targets[@]}"; do
     echo "== fuzzing $target for ${seconds}s"

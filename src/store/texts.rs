@@ -69,7 +69,8 @@ pub struct Dictionary {
 }
 
 impl Dictionary {
-    fn new(id: i64, data: &[u8]) -> Dictionary {
+    /// Dictionary `id` of bytes `data` (zstd's format, or raw content).
+    pub fn new(id: i64, data: &[u8]) -> Dictionary {
         Dictionary { id, contexts: Contexts::new(Some(data.to_vec())) }
     }
 }
@@ -89,6 +90,10 @@ struct Contexts {
 /// The most idle contexts of each kind kept per dictionary: one per thread that compresses or
 /// decompresses at once, in practice.
 const KEPT_CONTEXTS: usize = 8;
+
+/// The largest content a frame's header is taken at its word for (its buffer made that size
+/// at once); a larger claim is checked against what the frame holds as it is read.
+const TRUSTED_SIZE: usize = 16 << 20;
 
 /// The contexts of texts compressed without a dictionary.
 static WITHOUT_DICTIONARY: std::sync::LazyLock<Contexts> = std::sync::LazyLock::new(|| Contexts::new(None));
@@ -120,8 +125,23 @@ impl Contexts {
         frame
     }
 
-    /// The `size` bytes of zstd frame `frame`.
+    /// The `size` bytes of zstd frame `frame`. A frame claiming more than [`TRUSTED_SIZE`]
+    /// is read as a stream, so that memory follows what it holds, not what a damaged header
+    /// says it holds.
     fn decompress(&self, frame: &[u8], size: usize) -> std::io::Result<Vec<u8>> {
+        if size > TRUSTED_SIZE {
+            use std::io::Read;
+            let decoder = match &self.dictionary {
+                Some(d) => zstd::stream::read::Decoder::with_dictionary(frame, d)?,
+                None => zstd::stream::read::Decoder::with_buffer(frame)?,
+            };
+            let mut out = Vec::new();
+            decoder.single_frame().take(size as u64 + 1).read_to_end(&mut out)?;
+            if out.len() != size {
+                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("it holds {} bytes where its header says {size}", out.len())));
+            }
+            return Ok(out);
+        }
         let idle = self.decompressors.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let mut d = match idle {
             Some(d) => d,
@@ -477,6 +497,42 @@ mod tests {
         assert!(decode_with(&[9, 1, 2], no_dict).is_err());
         assert!(decode_with(&[ZSTD_DICT, 1, 2], no_dict).is_err());
         assert!(decode_with(&[PLAIN, 0xff], no_dict).is_err());
+    }
+
+    /// A frame whose header claims far more than it holds is refused without a buffer of the
+    /// claimed size; one larger than [`TRUSTED_SIZE`] that holds it all reads back whole.
+    #[test]
+    fn a_frame_claiming_more_than_it_holds_is_refused_as_read() {
+        let no_dict = |_| -> Result<Arc<Dictionary>, StoreError> { Err(StoreError::Corrupt("none".into())) };
+        let big = "0123456789abcdef".repeat((TRUSTED_SIZE / 16) + 1000);
+        let data = encode(&big, None);
+        assert_eq!(data[0], ZSTD);
+        assert_eq!(decode_with(&data, no_dict).unwrap(), big);
+        // The same frame with its content size field claiming 2^40 bytes (single-segment
+        // frames write it last in the header: here, 8 bytes after the descriptor and window).
+        let small = encode(&"a small text, compressed all the same. ".repeat(10), None);
+        let mut frame = zstd::bulk::Compressor::new(LEVEL).unwrap();
+        frame.include_checksum(true).unwrap();
+        frame.include_contentsize(true).unwrap();
+        let plain = "a small text, compressed all the same. ".repeat(10);
+        let mut lying = frame.compress(plain.as_bytes()).unwrap();
+        // Frame header descriptor: its top two bits give the size field's width; make it 8.
+        let descriptor = lying[4];
+        let width = [if descriptor & 0x20 != 0 { 1 } else { 0 }, 2, 4, 8][usize::from(descriptor >> 6)];
+        let start = 5 + usize::from(descriptor & 0x20 == 0) + if descriptor & 0x03 != 0 { [0, 1, 2, 4][usize::from(descriptor & 0x03)] } else { 0 };
+        let claimed = (1u64 << 40).to_le_bytes();
+        let mut header = lying[..5].to_vec();
+        header[4] = (descriptor & 0x3f) | 0xc0;
+        header.extend_from_slice(&lying[5..start]);
+        header.extend_from_slice(&claimed);
+        header.extend_from_slice(&lying[start + width..]);
+        lying = header;
+        let mut data = vec![ZSTD];
+        data.extend_from_slice(&lying);
+        assert_eq!(zstd::zstd_safe::get_frame_content_size(&lying).unwrap(), Some(1 << 40));
+        let err = decode_with(&data, no_dict).unwrap_err();
+        assert!(err.contains("damaged"), "{err}");
+        assert_eq!(decode_with(&small, no_dict).unwrap(), plain);
     }
 
     proptest::proptest! {
