@@ -79,19 +79,25 @@ impl Serve {
     /// Serves `logs` from `db` with `args`; without a token (`--no-auth`) unless `args` give
     /// one, so that plain requests are answered.
     pub(crate) fn start(db: &Path, logs: &Path, args: &[&str]) -> Serve {
+        Serve::start_with(db, logs, args, |_| {})
+    }
+
+    /// [`Serve::start`], with the command changed by `adjust` before it runs (its environment,
+    /// its limits).
+    pub(crate) fn start_with(db: &Path, logs: &Path, args: &[&str], adjust: impl FnOnce(&mut Command)) -> Serve {
         let port = free_port();
         let auth: &[&str] = if args.contains(&"--token") || args.contains(&"--no-auth") { &[] } else { &["--no-auth"] };
-        let child = sessiondb(db)
-            .args(["serve", "--port", &port.to_string(), "--rescan", "2"])
+        let mut cmd = sessiondb(db);
+        cmd.args(["serve", "--port", &port.to_string(), "--rescan", "2"])
             .args(auth)
             .args(args)
             .arg(logs)
             .env_remove("GPTME_SERVER_TOKEN")
             .env("SESSIONDB_LOG", "warn")
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::inherit());
+        adjust(&mut cmd);
+        let child = cmd.spawn().unwrap();
         let mut serve = Serve { child, port };
         serve.wait_ready();
         // (A server's store has no ranking index: its searches rank from its own sets.)
@@ -652,21 +658,10 @@ fn the_web_ui_is_found_through_the_gptme_command() {
     let python = std::path::absolute(gptme_python()).unwrap();
     std::fs::write(bin.join("gptme"), format!("#!{}\nimport gptme.cli\n", python.display())).unwrap();
     let path = std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()))).unwrap();
-    let port = free_port();
-    let child = sessiondb(&tmp.path().join("db"))
-        .args(["serve", "--no-auth", "--port", &port.to_string()])
-        .arg(&logs)
-        .env("PATH", path)
-        .env_remove("GPTME_PYTHON")
-        .env_remove("GPTME_WEBUI_DIR")
-        .env("SESSIONDB_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut serve = Serve { child, port };
-    serve.wait_ready();
-    let (status, _, body) = http(port, "GET", "/", &[], b"");
+    let serve = Serve::start_with(&tmp.path().join("db"), &logs, &[], |cmd| {
+        cmd.env("PATH", path).env_remove("GPTME_PYTHON").env_remove("GPTME_WEBUI_DIR");
+    });
+    let (status, _, body) = http(serve.port, "GET", "/", &[], b"");
     let page = String::from_utf8_lossy(&body);
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("<html") || page.contains("<!doctype html") || page.contains("<!DOCTYPE html"), "{page}");

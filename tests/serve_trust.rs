@@ -204,13 +204,9 @@ fn with_files_limit(cmd: &mut Command, soft: u64, hard: u64) -> &mut Command {
 }
 
 fn serve_limited(db: &Path, logs: &Path, soft: u64, hard: u64) -> Serve {
-    let port = free_port();
-    let mut cmd = sessiondb(db);
-    cmd.args(["serve", "--no-auth", "--port", &port.to_string()]).arg(logs).env("SESSIONDB_LOG", "warn").stdout(Stdio::null()).stderr(Stdio::null());
-    with_files_limit(&mut cmd, soft, hard);
-    let mut serve = Serve { child: cmd.spawn().unwrap(), port };
-    serve.wait_ready();
-    serve
+    Serve::start_with(db, logs, &[], |cmd| {
+        with_files_limit(cmd, soft, hard);
+    })
 }
 
 /// Opens a connection that sends half a request head and nothing more.
