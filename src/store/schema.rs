@@ -39,6 +39,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0020_server_only_source_names_per_writer.sql"),
     include_str!("../../schema/0021_message_texts.sql"),
     include_str!("../../schema/0022_search_by_text.sql"),
+    include_str!("../../schema/0023_messages_by_text_with_conversation.sql"),
 ];
 
 /// The schema version this build writes.
@@ -60,6 +61,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (20, include_str!("../../schema/postgres/0020_source_names_per_writer.sql")),
     (21, include_str!("../../schema/postgres/0021_message_texts.sql")),
     (22, include_str!("../../schema/postgres/0022_search_by_text.sql")),
+    (23, include_str!("../../schema/postgres/0023_messages_by_text_with_conversation.sql")),
 ];
 
 /// The advisory lock (a key of PostgreSQL's `pg_advisory_lock`) that migrations hold, so

@@ -890,7 +890,8 @@ fn plain_terms(fts: &str) -> Option<Vec<String>> {
 /// index is not usable now, and FTS5 answers instead. Filters on what a message is (`--chat`,
 /// `--role`, `--model`) are answered inside the index, the others by [`place`]. The best
 /// matches are read in windows growing eightfold until they hold enough conversations or every
-/// match; each conversation's count of matches is then made exactly ([`count_in_conversation`]).
+/// match; each conversation's count of matches is then made exactly: from the window when it
+/// holds every match, else from the conversation's texts ([`matches_in_conversation`]).
 fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<Vec<ConversationHits>>, StoreError> {
     if q.sort != Sort::Relevance {
         return Ok(None);
@@ -912,6 +913,7 @@ fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<
     // in a branch or view is all that is asked of them (no text, no count), so that a deep page
     // costs about what its place in the order costs, not that many pages' answers.
     let mut stands = Stands::new(conn, q)?;
+    let mut texts = TextMatches::new(fts)?;
     let mut window = first_window(q);
     loop {
         let Ok(top) = index.top(&query, window) else { return Ok(None) };
@@ -950,7 +952,16 @@ fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<
                 continue;
             }
             if let Some(mut hits) = place(conn, q, found, 0, 1)?.pop() {
-                hits.total = count_in_conversation(conn, q, fts, *conversation)?;
+                hits.total = if exhausted {
+                    // Every match is in the window: those that stand are the conversation's.
+                    let mut standing = 0;
+                    for &(id, _) in &matches[conversation] {
+                        standing += usize::from(stands.conversation(id)?.is_some());
+                    }
+                    standing
+                } else {
+                    matches_in_conversation(conn, q, &mut texts, *conversation)?.len()
+                };
                 out.push(hits);
             }
         }
@@ -979,29 +990,51 @@ fn holders(conn: &Connection, texts: &[(i64, f64)]) -> Result<Vec<(i64, i64, f64
     Ok(out)
 }
 
-/// The messages of conversation `conversation` (its row id) that match word query `fts` and
-/// pass the filters, standing in a branch or view, with their texts: found from the
-/// conversation's messages, each text looked up in the word index by its row id, so that the
-/// work follows the conversation's length, not the whole index's matches.
-fn matches_in_conversation(conn: &Connection, q: &Resolved, fts: &str, conversation: i64) -> Result<Vec<(i64, i64)>, StoreError> {
-    let (mut filters, mut args) = filter_sql(q, 3, true);
-    args.splice(0..0, [Value::Text(fts.to_owned()), Value::Integer(conversation)]);
-    filters.push("m.conversation_id = ?2".to_owned());
-    // CROSS JOIN keeps the conversation's messages the outer loop, and each text a lookup.
+/// Which texts match a word query, each decided once per search ([`WordMatch`]: FTS5's own
+/// rules, as the word index applies them) however many messages and conversations say it.
+struct TextMatches {
+    matcher: WordMatch,
+    known: std::collections::HashMap<i64, bool>,
+}
+
+impl TextMatches {
+    fn new(fts: &str) -> Result<TextMatches, StoreError> {
+        Ok(TextMatches { matcher: WordMatch::new(fts)?, known: std::collections::HashMap::new() })
+    }
+
+    /// Those of `messages` (message id, text id) whose text matches, in the order given.
+    fn keep(&mut self, conn: &Connection, messages: Vec<(i64, i64)>) -> Result<Vec<(i64, i64)>, StoreError> {
+        let mut unknown: Vec<(i64, String)> = Vec::new();
+        for &(_, text) in &messages {
+            if !self.known.contains_key(&text) && !unknown.iter().any(|(t, _)| *t == text) {
+                unknown.push((text, super::texts::get(conn, text)?));
+            }
+        }
+        let matched: std::collections::HashSet<i64> = self.matcher.matching(&unknown)?.into_iter().map(|m| m.id).collect();
+        for (text, _) in &unknown {
+            self.known.insert(*text, matched.contains(text));
+        }
+        Ok(messages.into_iter().filter(|(_, text)| self.known[text]).collect())
+    }
+}
+
+/// The messages of conversation `conversation` (its row id) that match the query and pass
+/// the filters, standing in a branch or view, with their texts: the conversation's messages
+/// read by the index on it, each text checked once ([`TextMatches`]), so that the work follows
+/// the conversation's length, not the whole index's matches (a lookup of a common word's
+/// long list of texts in the word index for each message, as it was, took milliseconds).
+fn matches_in_conversation(conn: &Connection, q: &Resolved, texts: &mut TextMatches, conversation: i64) -> Result<Vec<(i64, i64)>, StoreError> {
+    let (mut filters, mut args) = filter_sql(q, 2, true);
+    args.insert(0, Value::Integer(conversation));
+    filters.push("m.conversation_id = ?1".to_owned());
     let sql = format!(
-        "SELECT m.id, m.text_id FROM messages m CROSS JOIN texts_fts ON texts_fts.rowid = m.text_id JOIN conversations c ON c.id = m.conversation_id
-         WHERE texts_fts MATCH ?1 AND {} ORDER BY m.id",
+        "SELECT m.id, m.text_id FROM messages m JOIN conversations c ON c.id = m.conversation_id
+         WHERE m.text_id IS NOT NULL AND {} ORDER BY m.id",
         filters.join(" AND ")
     );
     let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(params_from_iter(args.iter()), |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
-
-/// How many messages of conversation `conversation` match word query `fts` and pass the
-/// filters, standing in a branch or view ([`matches_in_conversation`]).
-fn count_in_conversation(conn: &Connection, q: &Resolved, fts: &str, conversation: i64) -> Result<usize, StoreError> {
-    Ok(matches_in_conversation(conn, q, fts, conversation)?.len())
+    let messages = stmt.query_map(params_from_iter(args.iter()), |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<Vec<(i64, i64)>, _>>()?;
+    texts.keep(conn, messages)
 }
 
 /// Every match of word query `fts` that passes the filters and stands in a branch or view, as
@@ -1093,7 +1126,7 @@ fn run_filtered(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Conve
     };
     match q.chat {
         Some(conversation) => {
-            let found = matches_in_conversation(conn, q, fts, conversation)?;
+            let found = matches_in_conversation(conn, q, &mut TextMatches::new(fts)?, conversation)?;
             let texts: std::collections::HashSet<i64> = found.iter().map(|&(_, t)| t).collect();
             let mut scores: std::collections::HashMap<i64, f64> = std::collections::HashMap::new();
             if let (Some(&lo), Some(&hi)) = (texts.iter().min(), texts.iter().max()) {
