@@ -1,4 +1,4 @@
-//! 8 processes × 500 appends, over conversations some of them share and some they have alone,
+//! 8 processes × 250 appends (`SESSIONDB_CONCURRENCY_APPENDS` for more), over conversations some of them share and some they have alone,
 //! while `sessiondb list`, `search` and `sync` run in a loop beside them: no message lost,
 //! duplicated or reordered, positions contiguous, no "database is locked" reaching anyone, and
 //! listing totals equal to the messages stored. On an SQLite file and on a PostgreSQL store.
@@ -15,7 +15,10 @@ use std::process::{Command, Stdio};
 use common::{run_ok, sessiondb, tree::assert_same_tree};
 
 const PROCESSES: usize = 8;
-const APPENDS: usize = 500;
+/// Appends per process: 250, or `SESSIONDB_CONCURRENCY_APPENDS` (inherited by the children).
+fn appends() -> usize {
+    std::env::var("SESSIONDB_CONCURRENCY_APPENDS").ok().and_then(|n| n.parse().ok()).unwrap_or(250)
+}
 
 /// Which conversation process `p` appends to: four share one, two share another, two have
 /// one each.
@@ -34,7 +37,7 @@ fn concurrency_child() {
     let (db, p) = spec.split_once('|').unwrap();
     let p: usize = p.parse().unwrap();
     let store = sessiondb::store::Store::open(std::path::Path::new(db)).unwrap();
-    for n in 0..APPENDS {
+    for n in 0..appends() {
         let message = sessiondb::model::Message::new(sessiondb::model::Role::User, format!("p{p} {n}"), Some("2026-12-01T10:00:00".into()));
         sessiondb::ops::with_session(&store, conversation_of(p), |s| s.append("main", &message)).unwrap_or_else(|e| panic!("append {n}: {e}"));
     }
@@ -128,7 +131,7 @@ fn eight_processes_appending(engine: &str) {
             per_process.entry(p.parse().unwrap()).or_default().push(n.parse().unwrap());
         }
         for p in (0..PROCESSES).filter(|&p| conversation_of(p) == chat) {
-            assert_eq!(per_process.remove(&p).unwrap_or_default(), (0..APPENDS).collect::<Vec<_>>(), "{chat}: process {p}'s appends, each once, in order");
+            assert_eq!(per_process.remove(&p).unwrap_or_default(), (0..appends()).collect::<Vec<_>>(), "{chat}: process {p}'s appends, each once, in order");
         }
         assert!(per_process.is_empty(), "{chat}: appends from elsewhere");
         let (lines, last) = test_db.query_pair(
@@ -144,12 +147,12 @@ fn eight_processes_appending(engine: &str) {
         run_ok(sessiondb(&db).args(["export", "--to"]).arg(out.path()).arg(chat));
         assert_same_tree(&logs.join(chat), &out.path().join(chat), &[".lock"]);
     }
-    assert_eq!(stored_total, PROCESSES * APPENDS);
+    assert_eq!(stored_total, PROCESSES * appends());
     test_db.assert_sound("after the appends");
     println!(
         "{engine}: {} appends by {PROCESSES} processes in {:.1} s ({:.0}/s), alongside {reads} list/search/sync/stats runs; lost 0, duplicated 0",
-        PROCESSES * APPENDS,
+        PROCESSES * appends(),
         appending.as_secs_f64(),
-        (PROCESSES * APPENDS) as f64 / appending.as_secs_f64()
+        (PROCESSES * appends()) as f64 / appending.as_secs_f64()
     );
 }
