@@ -208,9 +208,31 @@ const SUBSTRING_INDEX: &str = "
 /// `text` lowercased as Python's `str.lower()` does, which gptme's search applies to both the
 /// query and each message: full mappings (`İ` becomes `i̇`), and the whole text at once, so
 /// that a capital sigma ending a word becomes `ς`. (Rust's tables may be of a newer Unicode
-/// version than the Python's.)
+/// version than the Python's.) Runs of ASCII, most of any history, are lowered byte by byte,
+/// other characters one by one: the same answer as `str::to_lowercase` (whose only mapping
+/// that depends on the text around it is the final sigma, left to it), without its table
+/// lookup for every character after the first that is not ASCII.
 pub fn lower(text: &str) -> String {
-    text.to_lowercase()
+    if text.is_ascii() {
+        return text.to_ascii_lowercase();
+    }
+    if text.contains('Σ') {
+        return text.to_lowercase();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        let ascii = rest.bytes().position(|b| !b.is_ascii()).unwrap_or(rest.len());
+        let start = out.len();
+        out.push_str(&rest[..ascii]);
+        out[start..].make_ascii_lowercase();
+        rest = &rest[ascii..];
+        if let Some(c) = rest.chars().next() {
+            out.extend(c.to_lowercase());
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
 }
 
 /// Whether a character belongs to a script written without spaces between words (CJK

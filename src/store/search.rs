@@ -630,7 +630,10 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
                 if server {
                     "m.text_id IN (SELECT text_id FROM text_terms WHERE trigrams @@ ?1::text::tsquery OR trigrams IS NULL)"
                 } else {
-                    "m.text_id IN (SELECT rowid FROM texts_substring WHERE texts_substring MATCH ?1)"
+                    // `+`: the candidates are checked as each conversation's messages go by (the
+                    // listing order is the outer loop), not looked up text by text within each
+                    // conversation through `messages_by_text`, a plan SQLite picks otherwise.
+                    "+m.text_id IN (SELECT rowid FROM texts_substring WHERE texts_substring MATCH ?1)"
                 }
                 .into(),
             );
@@ -651,10 +654,10 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
     } else {
         "conversations c CROSS JOIN messages m ON m.conversation_id = c.id"
     };
-    let sql = format!("SELECT m.id, c.id FROM {from} WHERE {} ORDER BY c.modified DESC, c.chat_id, c.id, m.id", filters.join(" AND "));
+    let sql = format!("SELECT m.id, c.id, m.text_id FROM {from} WHERE {} ORDER BY c.modified DESC, c.chat_id, c.id, m.id", filters.join(" AND "));
     // The text is read for candidates only, and kept out of the sort; a text many messages
     // share (a system prompt, a tool's output) is read and checked once.
-    let mut text_of = conn.prepare_cached("SELECT m.text_id, t.data FROM messages m JOIN texts t ON t.id = m.text_id WHERE m.id = ?1")?;
+    let mut text_of = conn.prepare_cached("SELECT data FROM texts WHERE id = ?1")?;
     let mut checked: std::collections::HashMap<i64, bool> = std::collections::HashMap::new();
     // Whether a match stands in a branch or view (the `--branch` one): asked of matches only.
     let mut stands = Stands::new(conn, q)?;
@@ -673,7 +676,7 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
     // needle of fewer than three characters has every message for a candidate).
     let mut read = 0usize;
     while let Some(r) = rows.next()? {
-        let (id, conversation): (i64, i64) = (r.get(0)?, r.get(1)?);
+        let (id, conversation, text_id): (i64, i64, Option<i64>) = (r.get(0)?, r.get(1)?, r.get(2)?);
         let current = found.last().is_some_and(|f| f.0 == conversation);
         let past = !current && found.len() == wanted;
         if past && !q.totals {
@@ -684,10 +687,11 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
             break;
         }
         read += 1;
-        let Some((text_id, data)) = text_of.query_row([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))).optional()? else { continue };
+        let Some(text_id) = text_id else { continue };
         let held = match checked.get(&text_id) {
             Some(&held) => held,
             None => {
+                let Some(data) = text_of.query_row([text_id], |r| r.get::<_, Vec<u8>>(0)).optional()? else { continue };
                 let held = holds(&conn.decode_text(text_id, &data)?);
                 checked.insert(text_id, held);
                 held
@@ -1406,21 +1410,15 @@ pub fn match_spans(content: &str, highlight: &Highlight) -> Vec<(usize, usize)> 
     };
     match highlight {
         Highlight::Literal(needle) if needle.is_empty() => {}
+        Highlight::Literal(needle) if content.is_ascii() => {
+            // Lowering ASCII keeps every byte where it was.
+            for (at, m) in super::fts::lower(content).match_indices(needle.as_str()) {
+                add(at, at + m.len());
+            }
+        }
         Highlight::Literal(needle) => {
-            let lowered = super::fts::lower(content);
-            let mut origin: Vec<usize> = Vec::with_capacity(lowered.len());
-            for (at, c) in content.char_indices() {
-                // Each character lowers alone as in the whole text, but for a final sigma (ς, as
-                // long as σ): the lengths add up the same.
-                let len: usize = c.to_lowercase().map(char::len_utf8).sum();
-                origin.resize(origin.len() + len, at);
-            }
-            if origin.len() != lowered.len() {
-                return Vec::new();
-            }
-            let char_end = |at: usize| at + content[at..].chars().next().map_or(0, char::len_utf8);
-            for (at, m) in lowered.match_indices(needle.as_str()) {
-                add(origin[at], char_end(origin[at + m.len() - 1]));
+            for (s, e) in literal_spans(content, needle) {
+                add(s, e);
             }
         }
         Highlight::Words(phrases) => {
@@ -1444,6 +1442,54 @@ pub fn match_spans(content: &str, highlight: &Highlight) -> Vec<(usize, usize)> 
         }
     }
     spans
+}
+
+/// Where lowered `needle` stands in `content` lowered, as ranges of `content` widened to whole
+/// characters: any text, each match's bytes in the lowered text traced back to the characters
+/// they came from ([`Origins`]). For [`match_spans`]'s literal highlights; ASCII text takes a
+/// shorter way there.
+fn literal_spans(content: &str, needle: &str) -> Vec<(usize, usize)> {
+    let lowered = super::fts::lower(content);
+    let mut origins = Origins { content, at: 0, lowered_at: 0 };
+    let char_end = |at: usize| at + content[at..].chars().next().map_or(0, char::len_utf8);
+    let matches: Vec<(usize, usize)> = lowered.match_indices(needle).map(|(at, m)| (at, at + m.len() - 1)).collect();
+    matches.into_iter().map(|(first, last)| (origins.of(first), char_end(origins.of(last)))).collect()
+}
+
+/// Which character of `content` each byte of its lowered form ([`super::fts::lower`]) came
+/// from, asked in order. Each character lowers alone as in the whole text but for a final
+/// sigma (ς, as long as σ), so the lengths add up the same; a run of ASCII lowers byte for byte
+/// and is crossed at once.
+struct Origins<'a> {
+    content: &'a str,
+    /// A character boundary of `content`, and where the lowered text is there.
+    at: usize,
+    lowered_at: usize,
+}
+
+impl Origins<'_> {
+    /// The start of the character of `content` that byte `lowered` of the lowered text came
+    /// from; `lowered` never less than asked before. Past the end, the end.
+    fn of(&mut self, lowered: usize) -> usize {
+        loop {
+            let rest = &self.content.as_bytes()[self.at..];
+            let ascii = rest.iter().position(|b| !b.is_ascii()).unwrap_or(rest.len());
+            if lowered < self.lowered_at + ascii {
+                self.at += lowered - self.lowered_at;
+                self.lowered_at = lowered;
+                return self.at;
+            }
+            self.at += ascii;
+            self.lowered_at += ascii;
+            let Some(c) = self.content[self.at..].chars().next() else { return self.at };
+            let len: usize = c.to_lowercase().map(char::len_utf8).sum();
+            if lowered < self.lowered_at + len {
+                return self.at;
+            }
+            self.at += c.len_utf8();
+            self.lowered_at += len;
+        }
+    }
 }
 
 /// One line of `content` around the first thing `highlight` matches ([`match_spans`]): every
@@ -1686,6 +1732,25 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn ascii_text_is_highlighted_as_any_text(content in "[ -~\n]{0,80}", needle in "[a-z0-9 .(_]{1,4}") {
+            // The way for ASCII and the way for any text find the same ranges.
+            let mut general: Vec<(usize, usize)> = Vec::new();
+            for (s, e) in literal_spans(&content, &needle) {
+                match general.last_mut() {
+                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                    _ => general.push((s, e)),
+                }
+            }
+            prop_assert_eq!(match_spans(&content, &Highlight::Literal(needle.clone())), general);
+            prop_assert_eq!(crate::store::fts::lower(&content), content.to_lowercase());
+        }
+
+        #[test]
+        fn any_text_lowers_as_the_standard_library_lowers_it(content in any_text()) {
+            prop_assert_eq!(crate::store::fts::lower(&content), content.to_lowercase());
+        }
 
         /// Any text and any query: no panic; the marks only wrap text (removing them gives the
         /// numbered lines back). A literal query's marks cover every occurrence of it and
