@@ -718,3 +718,52 @@ fn a_database_of_another_locale_orders_as_sqlite_does() {
     bytes.sort();
     assert_eq!(order, bytes, "ties broken by chat id in byte order");
 }
+
+/// The rows of message lines are sent in batches (`store::writer::PENDING_LINES` lines, in
+/// statements of up to 256 rows): a conversation of 2,600 lines straddles several, with lines
+/// said again (within a batch and across them), blank and damaged lines at and around the
+/// boundaries, and texts shared by different lines. Written back, it is the file it was, on
+/// both engines: no batch dropped, duplicated or reordered a row; and one message is counted
+/// per distinct line.
+#[test]
+fn a_conversation_longer_than_a_batch_comes_back_whole() {
+    common::on_each_engine(|work, db| {
+        let logs = work.join("logs");
+        let dir = logs.join("2026-07-09-long");
+        fs::create_dir_all(&dir).unwrap();
+        let mut lines: Vec<String> = Vec::new();
+        let mut distinct = std::collections::HashSet::new();
+        for i in 0..2_600usize {
+            let line = match i {
+                // Lines said again: the first line of the file, and the line just before.
+                _ if i % 97 == 0 && i > 0 => lines[0].clone(),
+                _ if i % 101 == 0 && i > 0 => lines[i - 1].clone(),
+                // Blank and damaged lines, some at the batch boundaries (1,024 and 2,048).
+                1_023 | 1_024 | 2_047 => String::new(),
+                1_025 | 2_048 | 500 => format!("{{\"role\": \"user\", \"content\": \"cut short {i}"),
+                _ => {
+                    // Texts shared by lines that differ (their timestamps): every seventh.
+                    let content = if i % 7 == 0 { "the same text, again".to_owned() } else { format!("message {i}: {}", "words ".repeat(i % 13)) };
+                    let role = if i % 2 == 0 { "user" } else { "assistant" };
+                    serde_json::json!({"role": role, "content": content, "timestamp": format!("2026-07-09T10:{:02}:{:02}.{i:06}", i / 60 % 60, i % 60)}).to_string()
+                }
+            };
+            distinct.insert(line.clone());
+            lines.push(line);
+        }
+        fs::write(dir.join("conversation.jsonl"), lines.join("\n") + "\n").unwrap();
+        let summary: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(db).arg("import").arg(&logs).arg("--json")).stdout).unwrap();
+        assert_eq!(summary["failed"], 0, "{summary}");
+        let messages = distinct.iter().filter(|l| l.ends_with('}')).count();
+        assert_eq!(summary["messages"].as_u64().unwrap() as usize, messages, "{summary}");
+        let out = work.join("out");
+        run_ok(sessiondb(db).args(["export", "--to"]).arg(&out));
+        assert_same_tree(&logs, &out, &[".lock"]);
+        // Read again whole (the previous copy replaced), it still comes back as it was.
+        fs::write(dir.join("conversation.jsonl"), lines.join("\n") + "\n" + &lines[3] + "\n").unwrap();
+        run_ok(sessiondb(db).arg("import").arg(&logs));
+        let again = work.join("again");
+        run_ok(sessiondb(db).args(["export", "--to"]).arg(&again));
+        assert_same_tree(&logs, &again, &[".lock"]);
+    });
+}

@@ -31,6 +31,7 @@ pub mod pending;
 pub mod queries;
 pub mod ranking;
 pub mod rows;
+mod rowsets;
 pub mod schema;
 pub mod search;
 #[cfg(feature = "postgres")]

@@ -4,7 +4,8 @@
 
 use std::io::Read;
 
-use super::sql::{params, OptionalExtension};
+use super::rowsets::Insert;
+use super::sql::{params, OptionalExtension, ToSql};
 
 use super::{Connection, StoreError};
 use crate::codec::json::{self, Json};
@@ -13,59 +14,149 @@ use crate::model::Message;
 /// The SHA-256 of a line's bytes: the identity of a message row within a conversation.
 pub type LineDigest = [u8; 32];
 
+/// A row of `messages` to write: a message (`raw` holds the original line when the encoding of
+/// `message` would not reproduce it), or a line that is not one (blank or damaged), only its
+/// bytes.
+pub enum NewRow<'a> {
+    Message { message: &'a Message, raw: Option<&'a [u8]> },
+    Other { line: &'a [u8], malformed: Option<&'a str> },
+}
+
 /// Inserts a message row of conversation `conversation_id` (of source `source_id`, whose texts
 /// it shares); `raw` holds the original line when the encoding of `m` would not reproduce it.
 pub fn insert_message(conn: &Connection, conversation_id: i64, source_id: i64, digest: &LineDigest, m: &Message, raw: Option<&[u8]>) -> Result<i64, StoreError> {
-    let files = (!m.files.is_empty()).then(|| json::dump(&Json::Array(m.files.iter().cloned().map(Json::Str).collect())));
-    let file_hashes =
-        (!m.file_hashes.is_empty()).then(|| json::dump(&Json::Object(m.file_hashes.iter().map(|(p, h)| (p.clone(), Json::Str(h.clone()))).collect())));
-    let metadata = m.metadata.as_ref().map(json::dump);
-    let extra = (!m.extra.is_empty()).then(|| json::dump(&Json::Object(m.extra.clone())));
-    let usage = m.usage();
-    let text_id = super::texts::put(conn, source_id, &m.content)?;
-    Ok(conn
-        .prepare_cached(
-            "INSERT INTO messages (conversation_id, line_sha256, role, text_id, timestamp, files, file_hashes,
-            call_id, pinned, hide, ui_only, ephemeral_ttl, metadata, extra, raw,
-            model, cost, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, rewrites_unchanged)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)
-         RETURNING id",
-        )?
-        .query_row(
-            params![
-                conversation_id,
-                &digest[..],
-                m.role.as_str(),
-                text_id,
-                m.timestamp,
-                files,
-                file_hashes,
-                m.call_id,
-                m.pinned,
-                m.hide,
-                m.ui_only,
-                m.ephemeral_ttl,
-                metadata,
-                extra,
-                raw,
-                m.model(),
-                Some(usage.cost).filter(|c| c.is_finite()),
-                usage.input_tokens,
-                usage.output_tokens,
-                usage.cache_read_tokens,
-                usage.cache_creation_tokens,
-                raw.is_none() && crate::codec::normalise::rewrites_unchanged(m),
-            ],
-            |r| r.get(0),
-        )?)
+    Ok(insert_messages(conn, conversation_id, source_id, &[(*digest, NewRow::Message { message: m, raw })])?[0])
 }
 
 /// Inserts a row for a line that is not a message (blank or damaged): only its bytes.
 pub fn insert_non_message(conn: &Connection, conversation_id: i64, digest: &LineDigest, line: &[u8], malformed: Option<&str>) -> Result<i64, StoreError> {
-    Ok(conn
-        .prepare_cached("INSERT INTO messages (conversation_id, line_sha256, raw, malformed) VALUES (?1, ?2, ?3, ?4) RETURNING id")?
-        .query_row(params![conversation_id, &digest[..], line, malformed], |r| r.get(0))?)
+    Ok(insert_messages(conn, conversation_id, 0, &[(*digest, NewRow::Other { line, malformed })])?[0])
 }
+
+/// The values of a message's row, apart from its conversation and digest.
+struct MessageValues<'a> {
+    m: &'a Message,
+    role: &'a str,
+    raw: Option<&'a [u8]>,
+    text_id: i64,
+    files: Option<String>,
+    file_hashes: Option<String>,
+    metadata: Option<String>,
+    extra: Option<String>,
+    model: Option<&'a str>,
+    cost: Option<f64>,
+    usage: crate::model::Usage,
+    rewrites_unchanged: bool,
+}
+
+/// Inserts rows of `messages` of conversation `conversation_id` (of source `source_id`, whose
+/// texts its messages share: [`super::texts::put_all`]), each under its line's digest (distinct,
+/// and new to the conversation), in the order given, in few statements ([`super::rowsets`]).
+/// Returns their ids, in that order.
+pub fn insert_messages(conn: &Connection, conversation_id: i64, source_id: i64, rows: &[(LineDigest, NewRow<'_>)]) -> Result<Vec<i64>, StoreError> {
+    let contents: Vec<&str> = rows
+        .iter()
+        .filter_map(|(_, r)| match r {
+            NewRow::Message { message, .. } => Some(message.content.as_str()),
+            NewRow::Other { .. } => None,
+        })
+        .collect();
+    let mut text_ids = super::texts::put_all(conn, source_id, &contents)?.into_iter();
+    let mut ids: std::collections::HashMap<LineDigest, i64> = std::collections::HashMap::with_capacity(rows.len());
+    let returned = |ids: &mut std::collections::HashMap<LineDigest, i64>, r: &super::sql::Row<'_>| -> Result<(), StoreError> {
+        let digest: Vec<u8> = r.get(1)?;
+        let digest = LineDigest::try_from(digest.as_slice()).map_err(|_| StoreError::Corrupt("a message row's digest is not 32 bytes".into()))?;
+        ids.insert(digest, r.get(0)?);
+        Ok(())
+    };
+    // Runs of rows of one kind, each in its statements, so that ids follow the lines' order.
+    let mut start = 0;
+    while start < rows.len() {
+        let is_message = |r: &NewRow<'_>| matches!(r, NewRow::Message { .. });
+        let kind = is_message(&rows[start].1);
+        let end = rows[start..].iter().position(|(_, r)| is_message(r) != kind).map_or(rows.len(), |n| start + n);
+        let run = &rows[start..end];
+        if kind {
+            let values: Vec<(&LineDigest, MessageValues)> = run
+                .iter()
+                .map(|(digest, r)| {
+                    let NewRow::Message { message: m, raw } = *r else { unreachable!("a run of messages") };
+                    let usage = m.usage();
+                    let values = MessageValues {
+                        m,
+                        role: m.role.as_str(),
+                        raw,
+                        text_id: text_ids.next().expect("a text per message"),
+                        files: (!m.files.is_empty()).then(|| json::dump(&Json::Array(m.files.iter().cloned().map(Json::Str).collect()))),
+                        file_hashes: (!m.file_hashes.is_empty())
+                            .then(|| json::dump(&Json::Object(m.file_hashes.iter().map(|(p, h)| (p.clone(), Json::Str(h.clone()))).collect()))),
+                        metadata: m.metadata.as_ref().map(json::dump),
+                        extra: (!m.extra.is_empty()).then(|| json::dump(&Json::Object(m.extra.clone()))),
+                        model: m.model(),
+                        cost: Some(usage.cost).filter(|c| c.is_finite()),
+                        rewrites_unchanged: raw.is_none() && crate::codec::normalise::rewrites_unchanged(m),
+                        usage,
+                    };
+                    (digest, values)
+                })
+                .collect();
+            MESSAGES.run(
+                conn,
+                &values,
+                |(digest, v), out| {
+                    let m = v.m;
+                    out.extend_from_slice(&[
+                        &conversation_id as &dyn ToSql,
+                        *digest,
+                        &v.role,
+                        &v.text_id,
+                        &m.timestamp,
+                        &v.files,
+                        &v.file_hashes,
+                        &m.call_id,
+                        &m.pinned,
+                        &m.hide,
+                        &m.ui_only,
+                        &m.ephemeral_ttl,
+                        &v.metadata,
+                        &v.extra,
+                        &v.raw,
+                        &v.model,
+                        &v.cost,
+                        &v.usage.input_tokens,
+                        &v.usage.output_tokens,
+                        &v.usage.cache_read_tokens,
+                        &v.usage.cache_creation_tokens,
+                        &v.rewrites_unchanged,
+                    ]);
+                },
+                |r| returned(&mut ids, r),
+            )?;
+        } else {
+            OTHERS.run(
+                conn,
+                run,
+                |(digest, r), out| {
+                    let NewRow::Other { line, malformed } = r else { unreachable!("a run of other lines") };
+                    out.extend_from_slice(&[&conversation_id as &dyn ToSql, digest, line, malformed]);
+                },
+                |r| returned(&mut ids, r),
+            )?;
+        }
+        start = end;
+    }
+    rows.iter().map(|(digest, _)| ids.get(digest).copied().ok_or_else(|| StoreError::Corrupt("a message row written was not returned".into()))).collect()
+}
+
+const MESSAGES: Insert = Insert {
+    head: "INSERT INTO messages (conversation_id, line_sha256, role, text_id, timestamp, files, file_hashes,
+            call_id, pinned, hide, ui_only, ephemeral_ttl, metadata, extra, raw,
+            model, cost, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, rewrites_unchanged) VALUES",
+    columns: 22,
+    tail: "RETURNING id, line_sha256",
+};
+
+const OTHERS: Insert = Insert { head: "INSERT INTO messages (conversation_id, line_sha256, raw, malformed) VALUES", columns: 4, tail: "RETURNING id, line_sha256" };
 
 /// The id of the row holding these line bytes in this conversation, if any.
 pub fn find_message(conn: &Connection, conversation_id: i64, digest: &LineDigest) -> Result<Option<i64>, StoreError> {

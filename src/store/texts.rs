@@ -283,26 +283,81 @@ impl Connection {
 
 /// The id of the row holding `text` in source `source_id`, stored now if none does.
 pub fn put(conn: &Connection, source_id: i64, text: &str) -> Result<i64, StoreError> {
-    let h = hash(text);
-    {
-        let mut same = conn.prepare_cached("SELECT id, data FROM texts WHERE source_id = ?1 AND hash = ?2")?;
-        let mut rows = same.query(params![source_id, h])?;
+    Ok(put_all(conn, source_id, &[text])?[0])
+}
+
+/// The ids of the rows holding `texts` in source `source_id`, in order, each stored now if
+/// none does: equal texts get one row. The rows are looked up and written in few statements
+/// ([`super::rowsets`]), in the order the texts first appear.
+pub fn put_all(conn: &Connection, source_id: i64, texts: &[&str]) -> Result<Vec<i64>, StoreError> {
+    let hashes: Vec<i64> = texts.iter().map(|t| hash(t)).collect();
+    let mut ids: Vec<Option<i64>> = vec![None; texts.len()];
+    // The stored rows of every hash, compared by their text: a row that cannot be read is not
+    // this text (it gets a sound row of its own, and the damaged one goes once nothing holds
+    // it; `doctor` names it meanwhile).
+    let mut distinct: Vec<i64> = hashes.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let mut stored: HashMap<i64, Vec<(i64, Vec<u8>)>> = HashMap::new();
+    for range in super::rowsets::chunks(distinct.len()) {
+        let mut same =
+            conn.prepare_cached(&format!("SELECT id, hash, data FROM texts WHERE source_id = ?1 AND hash IN ({})", super::rowsets::parameters(2, range.len())))?;
+        let mut values: Vec<&dyn super::sql::ToSql> = vec![&source_id];
+        values.extend(distinct[range].iter().map(|h| h as &dyn super::sql::ToSql));
+        let mut rows = same.query(values.as_slice())?;
         while let Some(r) = rows.next()? {
-            let (id, data): (i64, Vec<u8>) = (r.get(0)?, r.get(1)?);
-            // A row that cannot be read is not this text: it gets a sound row of its own, and
-            // the damaged one goes once nothing holds it (`doctor` names it meanwhile).
-            if conn.decode_text(id, &data).is_ok_and(|stored| stored == text) {
-                return Ok(id);
-            }
+            stored.entry(r.get(1)?).or_default().push((r.get(0)?, r.get(2)?));
         }
     }
-    let dictionary = conn.dictionaries().newest(conn, source_id)?;
-    let data = encode(text, dictionary.as_deref());
-    if dictionary.is_none() && text.len() >= MIN_COMPRESSED {
-        *conn.dictionaries().undictionaried.lock().unwrap_or_else(|p| p.into_inner()).entry(source_id).or_default() += 1;
+    // Texts to store: the first of each, unless a text new here has its hash already (two
+    // texts, one hash): that one is stored after, on its own.
+    let mut new: Vec<usize> = Vec::new();
+    let mut first_of: HashMap<&str, usize> = HashMap::new();
+    let mut new_hashes: std::collections::HashSet<i64> = std::collections::HashSet::new();
+    let mut later: Vec<usize> = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let found = stored.get(&hashes[i]).into_iter().flatten().find(|(id, data)| conn.decode_text(*id, data).is_ok_and(|s| s == *text));
+        if let Some((id, _)) = found {
+            ids[i] = Some(*id);
+        } else if first_of.contains_key(text) {
+            // Said again: shares its first's row (below).
+        } else if !new_hashes.insert(hashes[i]) {
+            later.push(i);
+        } else {
+            first_of.insert(text, i);
+            new.push(i);
+        }
     }
-    Ok(conn.prepare_cached("INSERT INTO texts (source_id, hash, data) VALUES (?1, ?2, ?3) RETURNING id")?.query_row(params![source_id, h, data], |r| r.get(0))?)
+    if !new.is_empty() {
+        let dictionary = conn.dictionaries().newest(conn, source_id)?;
+        let rows: Vec<(i64, Vec<u8>)> = new.iter().map(|&i| (hashes[i], encode(texts[i], dictionary.as_deref()))).collect();
+        if dictionary.is_none() {
+            let compressible = new.iter().filter(|&&i| texts[i].len() >= MIN_COMPRESSED).count() as i64;
+            *conn.dictionaries().undictionaried.lock().unwrap_or_else(|p| p.into_inner()).entry(source_id).or_default() += compressible;
+        }
+        let mut inserted: HashMap<i64, i64> = HashMap::with_capacity(rows.len());
+        NEW_TEXTS.run(
+            conn,
+            &rows,
+            |(h, data), out| out.extend_from_slice(&[&source_id as &dyn super::sql::ToSql, h, data]),
+            |r| {
+                inserted.insert(r.get(1)?, r.get(0)?);
+                Ok(())
+            },
+        )?;
+        for &i in &new {
+            ids[i] = Some(*inserted.get(&hashes[i]).ok_or_else(|| StoreError::Corrupt("a text written was not returned".into()))?);
+        }
+    }
+    for i in later {
+        ids[i] = Some(put(conn, source_id, texts[i])?);
+    }
+    // A text said again within `texts` shares the row of its first.
+    (0..texts.len()).map(|i| ids[i].or_else(|| ids[first_of[texts[i]]]).ok_or_else(|| StoreError::Corrupt("a text was given no row".into()))).collect()
 }
+
+const NEW_TEXTS: super::rowsets::Insert =
+    super::rowsets::Insert { head: "INSERT INTO texts (source_id, hash, data) VALUES", columns: 3, tail: "RETURNING id, hash" };
 
 /// The text of row `id`.
 pub fn get(conn: &Connection, id: i64) -> Result<String, StoreError> {

@@ -4,10 +4,15 @@
 //! [`ConversationWriter::finish`]: the previous copy of the conversation (if any) is deleted
 //! and the new one inserted inside it, so a failure or a crash at any point leaves the store with
 //! the old copy, complete. The writer only writes rows: reading and decoding the files is the
-//! caller's job (`sync::ingest` does it on another thread), and lines arrive one at a time, so
-//! memory is bounded by the longest line plus one 32-byte key per distinct message. The rows
-//! an import shares with live operations — a message, a regular file with its blob — are
-//! written by [`super::rows`], the same way for both.
+//! caller's job (`sync::ingest` does it on another thread), and lines arrive one at a time.
+//! The rows of message lines (their texts, `messages`, `document_lines`) wait in the writer
+//! and are sent together, a few statements for up to [`PENDING_LINES`] lines
+//! ([`super::rowsets`]: on a server a statement is a round trip), so memory is bounded by
+//! [`PENDING_BYTES`] plus the longest line, plus one 32-byte key per distinct message. Every
+//! read of the conversation's messages or lines through the writer sends them first
+//! ([`ConversationWriter::flush`]). The rows an import shares with live operations — a
+//! message, a regular file with its blob — are written by [`super::rows`], the same way for
+//! both.
 
 use crate::fs::watermark::Watermark;
 use std::collections::{HashMap, HashSet};
@@ -57,6 +62,33 @@ pub struct WriteStats {
     pub rescued: Vec<(String, u64, String)>,
 }
 
+/// Message lines that wait, at most, before their rows are sent ([`ConversationWriter::flush`]).
+pub const PENDING_LINES: usize = 1_024;
+
+/// Bytes of lines that wait, at most, before their rows are sent.
+pub const PENDING_BYTES: usize = 4 << 20;
+
+/// The rows of message lines not sent yet: new `messages` rows in the order their lines came
+/// (each digest once, and none the conversation holds already), and `document_lines` rows that
+/// refer to a message by its digest.
+#[derive(Default)]
+struct Pending {
+    rows: Vec<(LineDigest, PendingRow)>,
+    /// The digests of `rows`.
+    digests: HashSet<LineDigest>,
+    /// `(document, line_no, message digest)`.
+    lines: Vec<(i64, i64, LineDigest)>,
+    bytes: usize,
+}
+
+enum PendingRow {
+    Message { message: Message, raw: Option<Vec<u8>> },
+    Other { line: Vec<u8>, malformed: Option<String> },
+}
+
+const DOCUMENT_LINES: super::rowsets::Insert =
+    super::rowsets::Insert { head: "INSERT INTO document_lines (document_id, line_no, message_id) VALUES", columns: 3, tail: "" };
+
 /// At most this many warnings are kept per conversation; the rest are only counted.
 const MAX_WARNINGS: usize = 100;
 
@@ -79,6 +111,7 @@ pub struct ConversationWriter<'c> {
     previous_messages: HashSet<LineDigest>,
     /// Blobs the previous copy referred to: removed at the end unless still referred to.
     previous_blobs: Vec<Vec<u8>>,
+    pending: Pending,
     stats: WriteStats,
 }
 
@@ -133,7 +166,17 @@ impl<'c> ConversationWriter<'c> {
             )?
             .query_row(params![source, chat_id, source_dir, fingerprint, super::sql::now_utc()], |r| r.get(0))?;
         let stats = WriteStats::default();
-        Ok(ConversationWriter { tx, conversation_id, source_id: source, message_ids: HashMap::new(), resumed: false, previous_messages, previous_blobs, stats })
+        Ok(ConversationWriter {
+            tx,
+            conversation_id,
+            source_id: source,
+            message_ids: HashMap::new(),
+            resumed: false,
+            previous_messages,
+            previous_blobs,
+            pending: Pending::default(),
+            stats,
+        })
     }
 
     /// Starts adding lines to the stored conversation `conversation_id` (incremental ingest), in
@@ -150,13 +193,45 @@ impl<'c> ConversationWriter<'c> {
             resumed: true,
             previous_messages: HashSet::new(),
             previous_blobs: Vec::new(),
+            pending: Pending::default(),
             stats,
         })
     }
 
-    /// The transaction, for reads.
+    /// The transaction, for reads (of other rows than the conversation's messages and lines,
+    /// which may wait to be sent: [`Self::flush`]).
     pub fn conn(&self) -> &Connection {
         &self.tx
+    }
+
+    /// Sends the rows of the message lines that wait: their texts and messages, then their
+    /// `document_lines`, each table in few statements.
+    pub fn flush(&mut self) -> Result<(), StoreError> {
+        let pending = std::mem::take(&mut self.pending);
+        if !pending.rows.is_empty() {
+            let rows: Vec<(LineDigest, rows::NewRow<'_>)> = pending
+                .rows
+                .iter()
+                .map(|(digest, row)| {
+                    let row = match row {
+                        PendingRow::Message { message, raw } => rows::NewRow::Message { message, raw: raw.as_deref() },
+                        PendingRow::Other { line, malformed } => rows::NewRow::Other { line, malformed: malformed.as_deref() },
+                    };
+                    (*digest, row)
+                })
+                .collect();
+            let ids = rows::insert_messages(&self.tx, self.conversation_id, self.source_id, &rows)?;
+            self.message_ids.extend(pending.rows.iter().map(|(digest, _)| *digest).zip(ids));
+        }
+        let lines: Vec<[i64; 3]> = pending
+            .lines
+            .iter()
+            .map(|(document, line_no, digest)| {
+                Ok([*document, *line_no, *self.message_ids.get(digest).ok_or_else(|| StoreError::Corrupt("a line's message has no row".into()))?])
+            })
+            .collect::<Result<_, StoreError>>()?;
+        DOCUMENT_LINES.run(&self.tx, &lines, |[d, n, m], out| out.extend_from_slice(&[d as &dyn super::sql::ToSql, n, m]), |_| Ok(()))?;
+        Ok(())
     }
 
     /// The row of an already stored line with this digest, if any.
@@ -266,7 +341,8 @@ impl<'c> ConversationWriter<'c> {
     /// The stored document at `path` of this conversation, to add lines to (incremental ingest):
     /// its id, how many lines it has, and the number its next line gets. The two differ for an
     /// event log that was compacted in place, whose remaining lines keep their numbers.
-    pub fn existing_document(&self, path: &str) -> Result<(DocumentId, i64, i64), StoreError> {
+    pub fn existing_document(&mut self, path: &str) -> Result<(DocumentId, i64, i64), StoreError> {
+        self.flush()?;
         let (id, lines, kind): (i64, i64, String) = self
             .tx
             .prepare_cached("SELECT id, line_count, kind FROM documents WHERE conversation_id = ?1 AND path = ?2")?
@@ -298,7 +374,8 @@ impl<'c> ConversationWriter<'c> {
     /// Ends an incremental ingest: main's listing totals when it gained lines, the directory's
     /// new fingerprint (empty when not everything it describes was read), and the savepoint
     /// released.
-    pub fn finish_resumed(self, main: Option<(&ListingTotals, f64)>, fingerprint: &[u8]) -> Result<WriteStats, StoreError> {
+    pub fn finish_resumed(mut self, main: Option<(&ListingTotals, f64)>, fingerprint: &[u8]) -> Result<WriteStats, StoreError> {
+        self.flush()?;
         if let Some((totals, modified)) = main {
             super::totals::save(&self.tx, self.conversation_id, totals, modified)?;
         }
@@ -323,14 +400,14 @@ impl<'c> ConversationWriter<'c> {
         }
     }
 
-    /// Whether a message row with this digest was already written for this conversation (the
-    /// caller may then skip decoding the line).
+    /// Whether a message row with this digest was already written (or waits to be) for this
+    /// conversation (the caller may then skip decoding the line).
     pub fn knows(&self, digest: &LineDigest) -> bool {
-        self.message_ids.contains_key(digest)
+        self.message_ids.contains_key(digest) || self.pending.digests.contains(digest)
     }
 
     /// Adds line `line_no` of a branch, view or lossless document. `decoded` may be `None` only
-    /// when [`Self::knows`] the digest.
+    /// when [`Self::knows`] the digest. Its rows wait to be sent with others ([`Self::flush`]).
     pub fn add_message_line(
         &mut self,
         document: DocumentId,
@@ -341,49 +418,52 @@ impl<'c> ConversationWriter<'c> {
         decoded: Option<&DecodedLine>,
     ) -> Result<(), StoreError> {
         self.stats.bytes += line.len() as u64 + 1;
-        let message_id = match self.stored_message(digest)? {
-            Some(id) => id,
-            None => {
-                let owned;
-                let decoded = match decoded {
-                    Some(d) => d,
-                    None => {
-                        owned = crate::codec::message_line::decode_line(line);
-                        &owned
-                    }
-                };
-                let id = match &decoded.content {
-                    LineContent::Message(m) => self.insert_message(digest, m, (!decoded.canonical).then_some(line))?,
-                    LineContent::Blank => self.insert_non_message(digest, line, None)?,
-                    LineContent::Malformed(reason) => {
-                        self.warn(path, line_no, reason.clone());
-                        self.insert_non_message(digest, line, Some(reason))?
-                    }
-                };
-                self.message_ids.insert(*digest, id);
-                id
-            }
-        };
-        self.tx
-            .prepare_cached("INSERT INTO document_lines (document_id, line_no, message_id) VALUES (?1, ?2, ?3)")?
-            .execute(params![document.0, line_no, message_id])?;
+        if !self.pending.digests.contains(digest) && self.stored_message(digest)?.is_none() {
+            let owned;
+            let decoded = match decoded {
+                Some(d) => d,
+                None => {
+                    owned = crate::codec::message_line::decode_line(line);
+                    &owned
+                }
+            };
+            let row = match &decoded.content {
+                LineContent::Message(m) => {
+                    self.count_message(digest);
+                    PendingRow::Message { message: m.clone(), raw: (!decoded.canonical).then(|| line.to_vec()) }
+                }
+                LineContent::Blank => PendingRow::Other { line: line.to_vec(), malformed: None },
+                LineContent::Malformed(reason) => {
+                    self.warn(path, line_no, reason.clone());
+                    PendingRow::Other { line: line.to_vec(), malformed: Some(reason.clone()) }
+                }
+            };
+            self.pending.bytes += line.len();
+            self.pending.digests.insert(*digest);
+            self.pending.rows.push((*digest, row));
+        }
+        self.pending.lines.push((document.0, line_no, *digest));
+        if self.pending.lines.len() >= PENDING_LINES || self.pending.bytes >= PENDING_BYTES {
+            self.flush()?;
+        }
         Ok(())
     }
 
-    fn insert_message(&mut self, digest: &LineDigest, m: &Message, raw: Option<&[u8]>) -> Result<i64, StoreError> {
+    fn count_message(&mut self, digest: &LineDigest) {
         self.stats.messages += 1;
         if self.resumed || !self.previous_messages.contains(digest) {
             self.stats.new_messages += 1;
         }
+    }
+
+    fn insert_message(&mut self, digest: &LineDigest, m: &Message, raw: Option<&[u8]>) -> Result<i64, StoreError> {
+        self.count_message(digest);
         rows::insert_message(&self.tx, self.conversation_id, self.source_id, digest, m, raw)
     }
 
-    fn insert_non_message(&mut self, digest: &LineDigest, line: &[u8], malformed: Option<&str>) -> Result<i64, StoreError> {
-        rows::insert_non_message(&self.tx, self.conversation_id, digest, line, malformed)
-    }
-
-    /// Adds line `line_no` of an event log. For a canonical event carrying messages,
-    /// `nested_digests` are the digests of those messages' encodings, in order.
+    /// Adds line `line_no` of an event log, at once (event logs are rare, and short). For a
+    /// canonical event carrying messages, `nested_digests` are the digests of those messages'
+    /// encodings, in order.
     pub fn add_event_line(
         &mut self,
         document: DocumentId,
@@ -393,6 +473,8 @@ impl<'c> ConversationWriter<'c> {
         decoded: &EventLine,
         nested_digests: &[LineDigest],
     ) -> Result<(), StoreError> {
+        // Its messages are written a row at a time, found among the lines' own: those first.
+        self.flush()?;
         self.stats.bytes += line.len() as u64 + 1;
         let insert = "INSERT INTO events (document_id, line_no, seq, ts, type, payload_form, payload, raw, malformed)
                       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
@@ -471,7 +553,8 @@ impl<'c> ConversationWriter<'c> {
     /// number of `branches/*.jsonl` entries.
     /// `complete` is false when not everything the fingerprint describes was read (a line left
     /// for later): the fingerprint is then cleared, so that the directory is looked at again.
-    pub fn finish(self, totals: &ListingTotals, modified: f64, branch_count: i64, complete: bool) -> Result<WriteStats, StoreError> {
+    pub fn finish(mut self, totals: &ListingTotals, modified: f64, branch_count: i64, complete: bool) -> Result<WriteStats, StoreError> {
+        self.flush()?;
         super::totals::save(&self.tx, self.conversation_id, totals, modified)?;
         if !complete {
             self.tx.execute("UPDATE conversations SET fingerprint = ?2 WHERE id = ?1", params![self.conversation_id, &b""[..]])?;
