@@ -1006,21 +1006,42 @@ impl TextMatches {
         Ok(TextMatches { matcher: WordMatch::new(fts)?, known: std::collections::HashMap::new() })
     }
 
-    /// Those of `messages` (message id, text id) whose text matches, in the order given.
+    /// Those of `messages` (message id, text id) whose text matches, in the order given. The
+    /// texts not yet decided are read and checked a few at a time ([`TEXTS_AT_ONCE`]), so that
+    /// a long conversation's texts are never all in memory.
     fn keep(&mut self, conn: &Connection, messages: Vec<(i64, i64)>) -> Result<Vec<(i64, i64)>, StoreError> {
-        let mut unknown: Vec<(i64, String)> = Vec::new();
+        let mut waiting: Vec<(i64, String)> = Vec::new();
+        let mut bytes = 0;
         for &(_, text) in &messages {
-            if !self.known.contains_key(&text) && !unknown.iter().any(|(t, _)| *t == text) {
-                unknown.push((text, super::texts::get(conn, text)?));
+            if self.known.contains_key(&text) || waiting.iter().any(|(t, _)| *t == text) {
+                continue;
+            }
+            let content = super::texts::get(conn, text)?;
+            bytes += content.len();
+            waiting.push((text, content));
+            if waiting.len() >= TEXTS_AT_ONCE || bytes >= TEXT_BYTES_AT_ONCE {
+                self.decide(&mut waiting)?;
+                bytes = 0;
             }
         }
-        let matched: std::collections::HashSet<i64> = self.matcher.matching(&unknown)?.into_iter().map(|m| m.id).collect();
-        for (text, _) in &unknown {
-            self.known.insert(*text, matched.contains(text));
+        self.decide(&mut waiting)?;
+        Ok(messages.into_iter().filter(|(_, text)| self.known.get(text).copied().unwrap_or(false)).collect())
+    }
+
+    /// Checks `waiting` (text id, text) and remembers the answers; empties it.
+    fn decide(&mut self, waiting: &mut Vec<(i64, String)>) -> Result<(), StoreError> {
+        let matched: std::collections::HashSet<i64> = self.matcher.matching(waiting)?.into_iter().map(|m| m.id).collect();
+        for (text, _) in waiting.drain(..) {
+            self.known.insert(text, matched.contains(&text));
         }
-        Ok(messages.into_iter().filter(|(_, text)| self.known[text]).collect())
+        Ok(())
     }
 }
+
+/// At most this many texts, or about [`TEXT_BYTES_AT_ONCE`] of them, are checked at once by
+/// [`TextMatches`].
+const TEXTS_AT_ONCE: usize = 16;
+const TEXT_BYTES_AT_ONCE: usize = 4 << 20;
 
 /// The messages of conversation `conversation` (its row id) that match the query and pass
 /// the filters, standing in a branch or view, with their texts: the conversation's messages
