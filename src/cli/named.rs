@@ -28,11 +28,13 @@ pub fn check_conversation(store: &Store, chat_id: &str) -> Result<(), Failure> {
 }
 
 /// Refuses `branch` when conversation `chat_id` (which the store has) has no such branch,
-/// naming the branches it has.
+/// naming the branches it has. No branch at all is no answer: the conversation was being
+/// replaced (a sync reading it again whole gives it a new row between this check's two reads),
+/// and the command's own check, in its transaction, decides.
 pub fn check_branch(store: &Store, chat_id: &str, branch: &str) -> Result<(), Failure> {
     let conn = store.connection()?;
     let Ok(branches) = queries::branch_names(&conn, chat_id) else { return Ok(()) };
-    if branches.iter().any(|b| b == branch) {
+    if branches.is_empty() || branches.iter().any(|b| b == branch) {
         return Ok(());
     }
     Err(Failure(format!("conversation {chat_id:?} has no branch {branch:?}; its branches are {}", branches.join(", "))))
