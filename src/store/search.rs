@@ -1493,8 +1493,10 @@ impl Origins<'_> {
     /// from; `lowered` never less than asked before. Past the end, the end.
     fn of(&mut self, lowered: usize) -> usize {
         loop {
+            // Only as far as `lowered`: a long run of ASCII is not scanned again for each match.
             let rest = &self.content.as_bytes()[self.at..];
-            let ascii = rest.iter().position(|b| !b.is_ascii()).unwrap_or(rest.len());
+            let wanted = rest.len().min(lowered.saturating_sub(self.lowered_at) + 1);
+            let ascii = rest[..wanted].iter().position(|b| !b.is_ascii()).unwrap_or(wanted);
             if lowered < self.lowered_at + ascii {
                 self.at += lowered - self.lowered_at;
                 self.lowered_at = lowered;
