@@ -41,6 +41,7 @@ const RELEASED: &[(&str, &str)] = &[
     ("0020_server_only_source_names_per_writer.sql", "1fbeca11566605adbba8128c2206423d9ab62b749406ae81533e5553172c72dc"),
     ("0021_message_texts.sql", "17bcf718c1424dda68328ca97b2644aa88b92e72936c8186b3e1d20ea5218726"),
     ("0022_search_by_text.sql", "6df05b1a78f8092631c9ba6228e9a8c31f19a9990a867df8539f7a1d9b6b882b"),
+    ("0023_messages_by_text_with_conversation.sql", "cb58a32c21bca8abff19060dca1a14f9f452fb1f952102389d1d155b71ccb239"),
 ];
 
 fn schema_dir() -> PathBuf {

@@ -622,25 +622,27 @@ impl Store {
         fts::behind(&self.connection()?)
     }
 
-    /// A thread that catches the ranking index up each time it is told a batch has committed
-    /// ([`RankingFollower::committed`]), so that a long writer (an import, a sync pass reading
-    /// many conversations) builds the index on the other core as it goes rather than after.
-    /// The thread starts at the first commit: a writer that commits once (most sync passes)
-    /// starts none.
-    pub fn follow_ranking(&self) -> RankingFollower {
-        RankingFollower { store: self.clone(), committed: None, thread: None }
+    /// A thread that catches up, each time it is told a batch has committed
+    /// ([`IndexFollower::committed`]), the derived indexes that can be built beside a writer, so
+    /// that a long writer (an import, a sync pass reading many conversations) builds them on the
+    /// other core as it goes rather than after: on SQLite the ranking index (the word and
+    /// substring indexes are written under SQLite's one write lock, so by the writer itself); on
+    /// a server the word and trigram sets, which are written beside the writers. The thread
+    /// starts at the first commit: a writer that commits once (most sync passes) starts none.
+    pub fn follow_indexes(&self) -> IndexFollower {
+        IndexFollower { store: self.clone(), committed: None, thread: None }
     }
 }
 
-/// See [`Store::follow_ranking`]. Dropped, it lets its thread finish the catch-up under way
+/// See [`Store::follow_indexes`]. Dropped, it lets its thread finish the catch-up under way
 /// and waits for it (what was committed after is left to the writer's own catch-up).
-pub struct RankingFollower {
+pub struct IndexFollower {
     store: Store,
     committed: Option<std::sync::mpsc::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl RankingFollower {
+impl IndexFollower {
     /// Tells the thread a batch has committed, starting it the first time.
     pub fn committed(&mut self) {
         let committed = self.committed.get_or_insert_with(|| {
@@ -649,10 +651,14 @@ impl RankingFollower {
             self.thread = Some(std::thread::spawn(move || {
                 while commits.recv().is_ok() {
                     while commits.try_recv().is_ok() {}
-                    // The index is derived: a failure here is met again, and told, by the
-                    // writer's own catch-up at its end, and searches answer from the word index
-                    // meanwhile.
-                    let _ = store.catch_up_ranking(&mut |_| {});
+                    // The indexes are derived: a failure here is met again, and told, by the
+                    // writer's own catch-up at its end, and searches answer meanwhile (from the
+                    // word index, or saying what they could not look at).
+                    if Store::is_server(&store.path) {
+                        let _ = store.catch_up_search_indexes(&mut |_, _| {});
+                    } else {
+                        let _ = store.catch_up_ranking(&mut |_| {});
+                    }
                 }
             }));
             committed
@@ -661,7 +667,7 @@ impl RankingFollower {
     }
 }
 
-impl Drop for RankingFollower {
+impl Drop for IndexFollower {
     fn drop(&mut self) {
         drop(self.committed.take());
         if let Some(thread) = self.thread.take() {

@@ -40,6 +40,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0021_message_texts.sql"),
     include_str!("../../schema/0022_search_by_text.sql"),
     include_str!("../../schema/0023_messages_by_text_with_conversation.sql"),
+    include_str!("../../schema/0024_server_only_texts_found_by_hash.sql"),
 ];
 
 /// The schema version this build writes.
@@ -50,7 +51,7 @@ pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
 /// are one sequence for both engines: a change to both has a file in each, numbered alike; a
 /// change to one engine only (16: the server's search indexes; 17: each source's writer; 18:
 /// writers of sources at once; 19: attachments checked against their SHA-256; 20: source names
-/// and roots per writer) takes the next number, which the other skips. Append only.
+/// and roots per writer; 24: texts found by hash first) takes the next number, which the other skips. Append only.
 #[cfg(feature = "postgres")]
 const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (15, include_str!("../../schema/postgres/0015_init.sql")),
@@ -62,6 +63,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (21, include_str!("../../schema/postgres/0021_message_texts.sql")),
     (22, include_str!("../../schema/postgres/0022_search_by_text.sql")),
     (23, include_str!("../../schema/postgres/0023_messages_by_text_with_conversation.sql")),
+    (24, include_str!("../../schema/postgres/0024_texts_found_by_hash.sql")),
 ];
 
 /// The advisory lock (a key of PostgreSQL's `pg_advisory_lock`) that migrations hold, so

@@ -4,11 +4,13 @@
 //! queued in the store is skipped (re-reading it would replace them; `sessiondb sync` merges),
 //! and one that fails leaves the store's copy as it was. Conversations are committed in batches
 //! of about [`BATCH_BYTES`], so an interrupted import keeps what it committed. The batches are
-//! committed unindexed, so that what they hold can be listed at once; the three search indexes
-//! are built after the last one, the word and substring indexes here
+//! committed unindexed, so that what they hold can be listed at once. On SQLite the three
+//! search indexes are built after the last one, the word and substring indexes here
 //! ([`crate::store::fts::catch_up`]: a search meanwhile catches up itself, or says what it
-//! could not look at) while the ranking index is built on a thread of its own. The write-ahead
-//! log is folded into the database at the end.
+//! could not look at) while the ranking index is built on a thread of its own; the write-ahead
+//! log is folded into the database at the end. On a server, whose search sets are written
+//! beside the writers, the batches are smaller ([`SERVER_BATCH_BYTES`]) and a thread of their
+//! own indexes each as it commits, while the next is read.
 //! What happens on the way is told to a [`Progress`] callback, and what came of it all is the
 //! [`ImportReport`]: the caller only shows them.
 
@@ -23,6 +25,11 @@ use crate::store::{LineWarning, Store, StoreError, WriteBatch};
 /// in-phase of a sync pass): few enough commits that full-text indexing runs in bulk, small
 /// enough that an interrupted import loses little work.
 pub const BATCH_BYTES: u64 = 64 << 20;
+
+/// [`BATCH_BYTES`] on a server: a batch's texts can be indexed only once it has committed, and
+/// they are then indexed beside the import (on the other core, by the server), so the sooner
+/// the better; a commit on a server costs about what it costs SQLite.
+pub const SERVER_BATCH_BYTES: u64 = 8 << 20;
 
 /// What an import did, in total.
 #[derive(Debug, Default, Clone)]
@@ -83,11 +90,12 @@ pub enum Progress<'a> {
 /// holds something, but no conversation, is [`SyncError::NotALogsRoot`]; an empty one imports
 /// nothing (gptme has not written anything yet).
 pub fn import_root(store: &Store, logs_root: &Path, source: Option<&str>, progress: &mut dyn FnMut(Progress<'_>)) -> Result<ImportReport, SyncError> {
-    import_root_in_batches(store, logs_root, source, BATCH_BYTES, progress)
+    let batch_bytes = if Store::is_server(store.path()) { SERVER_BATCH_BYTES } else { BATCH_BYTES };
+    import_root_in_batches(store, logs_root, source, batch_bytes, progress)
 }
 
 /// [`import_root`], committing about every `batch_bytes` of logs read instead of
-/// [`BATCH_BYTES`].
+/// [`BATCH_BYTES`] (or [`SERVER_BATCH_BYTES`]).
 pub fn import_root_in_batches(
     store: &Store,
     logs_root: &Path,
@@ -124,11 +132,19 @@ pub fn import_root_in_batches(
         if known == crate::store::sources::root_key(&root) { dirs } else { dirs.iter().filter_map(|d| Some(known.join(d.file_name()?))).collect() };
     let root = known;
     // Storing the rows takes both cores (reading and decoding on one, writing on the other).
-    // Then the three indexes: the ranking index on a thread of its own, the word and substring
-    // indexes here (SQLite has one writer), about as long each.
-    let imported = import_batches(store, &root, source, &dirs, batch_bytes, &mut report, progress);
+    // Then on SQLite the three indexes: the ranking index on a thread of its own, the word and
+    // substring indexes here (SQLite has one writer), about as long each. A server's search
+    // sets follow the batches as they commit, and what is left is indexed here and by that
+    // thread at once.
+    let mut follower = store.follow_indexes();
+    let follow = Store::is_server(store.path());
+    let mut committed = || {
+        if follow {
+            follower.committed();
+        }
+    };
+    let imported = import_batches(store, &root, source, &dirs, batch_bytes, &mut report, &mut committed, progress);
     report.listable_seconds = started.elapsed().as_secs_f64();
-    let mut follower = store.follow_ranking();
     follower.committed();
     let indexed = imported.and_then(|()| Ok(store.catch_up_search_indexes(&mut |indexed, of| progress(Progress::Indexing { indexed, of }))?));
     drop(follower);
@@ -148,6 +164,7 @@ fn import_batches(
     dirs: &[std::path::PathBuf],
     batch_bytes: u64,
     report: &mut ImportReport,
+    committed: &mut dyn FnMut(),
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<(), SyncError> {
     let mut conn = store.connection()?;
@@ -185,6 +202,7 @@ fn import_batches(
                     in_batch += stats.bytes;
                     if in_batch > batch_bytes || batch.dictionary_due() {
                         batch.commit()?;
+                        committed();
                         in_batch = 0;
                     }
                 }

@@ -368,9 +368,10 @@ fn pass(
     // still changing, left for the next pass (not a failure). One whose write met another
     // writer's (a server's deadlock, broken by failing one of them) is written again at once.
     let mut batch_bytes = 0;
-    // The ranking index follows the batches as they commit (many when a root is read in
-    // whole: a first sync, `serve`'s first start), on the other core.
-    let mut follower = store.follow_ranking();
+    // The indexes built beside a writer (SQLite's ranking index, a server's search sets) follow
+    // the batches as they commit (many when a root is read in whole: a first sync, `serve`'s
+    // first start), on the other core.
+    let mut follower = store.follow_indexes();
     for attempt in 0..2 {
         let mut retry = Vec::new();
         ingest::import_dirs(&mut batch, &full, ReadMode::CompleteLines, dry_run, &mut |batch, dir, outcome| {

@@ -1,0 +1,2 @@
+-- 0024: a change to a PostgreSQL server's store only (schema/postgres/0024_texts_found_by_hash.sql);
+-- versions are one sequence for both engines, and an SQLite store takes this one unchanged.
