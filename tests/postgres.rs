@@ -88,6 +88,40 @@ fn many_hosts_migrate_a_new_database_once() {
     assert_eq!(versions, [sessiondb::store::schema::POSTGRES_VERSION]);
 }
 
+/// Schema 24 on a server: a store at version 23 (texts found by source, then hash) is migrated
+/// by the next command that opens it, to texts found by hash first, and keeps every byte.
+#[test]
+fn a_store_at_version_23_finds_its_texts_by_hash_first() {
+    let Some(pg) = common::postgres_db() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    copy_tree(&fixtures(), &logs);
+    run_ok(sessiondb(&pg.db).arg("import").arg(&logs));
+    let url = pg.db.to_str().unwrap();
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let index =
+        |client: &mut postgres::Client| -> String { client.query_one("SELECT indexdef FROM pg_indexes WHERE indexname = 'texts_by_hash'", &[]).unwrap().get(0) };
+    assert!(index(&mut client).ends_with("(hash, source_id)"), "{}", index(&mut client));
+    // The store as version 23 left it.
+    client.batch_execute("DROP INDEX texts_by_hash; CREATE INDEX texts_by_hash ON texts (source_id, hash); UPDATE sessiondb_schema SET version = 23").unwrap();
+    run_ok(sessiondb(&pg.db).args(["list", "--json"]));
+    assert!(index(&mut client).ends_with("(hash, source_id)"), "{}", index(&mut client));
+    let version: i64 = client.query_one("SELECT version FROM sessiondb_schema", &[]).unwrap().get(0);
+    assert_eq!(version, 24);
+    // The texts are found by it: a copy of a conversation under another name is stored with
+    // the texts already there, none again.
+    let texts = |client: &mut postgres::Client| -> i64 { client.query_one("SELECT count(*) FROM texts", &[]).unwrap().get(0) };
+    let before = texts(&mut client);
+    let first = fs::read_dir(&logs).unwrap().map(|e| e.unwrap().path()).filter(|p| p.join("conversation.jsonl").is_file()).min().unwrap();
+    copy_tree(&first, &logs.join("a-copy"));
+    let again: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&pg.db).arg("import").arg(&logs).arg("--json")).stdout).unwrap();
+    assert_eq!((again["failed"].as_u64(), again["conversations"].as_u64()), (Some(0), Some(1)), "{again}");
+    assert_eq!(texts(&mut client), before);
+    let out = work.path().join("out");
+    run_ok(sessiondb(&pg.db).args(["export", "--to"]).arg(&out));
+    assert_same_tree(&logs, &out, &[".lock"]);
+}
+
 /// Three hosts import their logs roots (the same chat ids in each) into one database at once:
 /// every conversation is there once under its host's source, each host's are written back
 /// byte for byte, and a query sees all three.

@@ -1223,6 +1223,44 @@ fn an_import_of_many_batches_ends_with_the_ranking_index_whole() {
     assert_eq!(search(&db, &["-n", "1000", "zebracorn"]).len(), 8);
 }
 
+/// On a server the search sets follow an import's batches as they commit (a thread indexing
+/// each beside the import, the import indexing what is left at its end, both taking waiting
+/// texts no other has taken): after an import of many batches none waits, and every query
+/// answers as on SQLite.
+#[test]
+fn an_import_of_many_batches_on_a_server_ends_with_its_search_sets_whole() {
+    let Some(pg) = common::postgres_db() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    generated_logs_of(&logs, 120, 0x5eed_b47d, WORD_PIECES);
+    for i in (0..120).step_by(17) {
+        conversation(&logs, &format!("zebracorn-{i}"), &[("user", "a zebracorn"), ("assistant", "the zebracorn, again")]);
+    }
+    let store = sessiondb::store::Store::open(&pg.db).unwrap();
+    let report = sessiondb::sync::import::import_root_in_batches(&store, &logs, None, 8 << 10, &mut |_| {}).unwrap();
+    assert!(report.bytes > 16 * (8 << 10), "many batches: {} bytes", report.bytes);
+    assert_eq!((report.failed, report.conversations), (0, 120 + 8));
+    assert_eq!(store.search_indexes_behind().unwrap(), 0);
+    drop(store);
+    let sqlite = work.path().join("db");
+    run_ok(sessiondb(&sqlite).arg("import").arg(&logs));
+    // Each conversation found, with its count of matches (the order of equal scores is the
+    // engine's).
+    let found = |db: &Path, query: &[&str]| {
+        let mut found: Vec<(String, Value)> = search(db, query).iter().map(|r| (r["id"].as_str().unwrap().to_owned(), r["matches"].clone())).collect();
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        found
+    };
+    for query in
+        [&["-n", "1000", "zebracorn"][..], &["-n", "1000", "the"], &["-n", "1000", "\"the borrow\""], &["-n", "1000", "-F", "orrow c"], &["-n", "1000", "borr*"]]
+    {
+        let on_server = found(&pg.db, query);
+        assert!(!on_server.is_empty(), "{query:?}");
+        assert_eq!(on_server, found(&sqlite, query), "{query:?}");
+    }
+    assert_eq!(search(&pg.db, &["-n", "1000", "zebracorn"]).len(), 8);
+}
+
 /// Issue 15, item 3: the ranking index is derived and follows the store through every kind of
 /// change: messages appended, a conversation removed, an undo and an edit (each deletes rows);
 /// an index left behind (as a process killed before its catch-up would leave it) is caught up,

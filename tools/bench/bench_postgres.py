@@ -2,16 +2,20 @@
 """sessiondb on PostgreSQL beside sessiondb on SQLite, on the same logs, in one run.
 
     python3 tools/bench/bench_postgres.py [--conversations N] [--messages M] [--runs R]
+        [--realistic] [--common WORD] [--rare WORD]
         [--hosts "1 4 16"] [--host-conversations C] [--rounds K] [--bin PATH] [--url URL]
         [--parts "1 2"]
 
 Part 1, one logs root of N conversations x M messages (tools/bench/make_bench_logs.py, seed 1,
-cached as target/bench-logs-N-M like the other benchmarks), into a new SQLite file and a new
-PostgreSQL database:
-  import                      `import LOGS --source bench`, timed once per engine
+cached as target/bench-logs-N-M like the other benchmarks; with --realistic,
+tools/bench/make_realistic_logs.py, cached as target/bench-realistic-N-M as bench_import.sh
+caches them), into a new SQLite file and a new PostgreSQL database:
+  import                      `import LOGS --source bench`, R times per engine, each into a new
+                              file or database, the engines alternating
   list / list -n 20           `list --json --all`, `list --json -n 20`
-  search common / rare        `search WORD --json -n 20` ("database": about half of all
-                              messages; "undo": about 0.4%)
+  search common / rare        `search WORD --json -n 20` (--common, --rare; by default
+                              "database" (about half of all messages) and "undo" (about
+                              0.4%), or with --realistic "the" and "ambiguities")
   stats                       `stats --json`
   sync, 1% changed            a new message appended to 1% of the conversations (the same
                               lines for both engines), then `sync LOGS`
@@ -71,13 +75,14 @@ def timed(cmd: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def cached_logs(n: int, m: int) -> Path:
-    logs = ROOT / "target" / f"bench-logs-{n}-{m}"
-    marker = ROOT / "target" / f"bench-logs-{n}-{m}.complete"
+def cached_logs(n: int, m: int, realistic: bool) -> Path:
+    kind, generator = ("realistic", "make_realistic_logs.py") if realistic else ("logs", "make_bench_logs.py")
+    logs = ROOT / "target" / f"bench-{kind}-{n}-{m}"
+    marker = ROOT / "target" / f"bench-{kind}-{n}-{m}.complete"
     if not marker.exists():
         python = os.environ.get("GPTME_PYTHON") or str(ROOT / ".venv" / "bin" / "python")
-        log(f"generating {n} x {m} logs into {logs}")
-        run([python, str(ROOT / "tools/bench/make_bench_logs.py"), str(logs), "--conversations", str(n), "--messages", str(m), "--seed", "1", "--force"])
+        log(f"generating {n} x {m} {kind} logs into {logs}")
+        run([python, str(ROOT / "tools/bench" / generator), str(logs), "--conversations", str(n), "--messages", str(m), "--seed", "1", "--force"])
         marker.touch()
     return logs
 
@@ -138,23 +143,31 @@ def p99(xs: list[float]) -> float:
     return s[min(len(s) - 1, int(round(0.99 * (len(s) - 1))))]
 
 
-def part_one(bin_: str, server: Server, n: int, m: int, runs: int, work: Path) -> list[tuple[str, float, float]]:
-    cached = cached_logs(n, m)
+def part_one(bin_: str, server: Server, cached: Path, runs: int, common: str, rare: str, work: Path) -> list[tuple[str, float, float]]:
     logs = work / "logs"
     log(f"copying {cached} to {logs}")
     shutil.copytree(cached, logs, symlinks=True)
-    engines = {"sqlite": str(work / "bench.db"), "postgres": server.new_database("sessiondb_bench_one")}
+    engines: dict[str, str] = {}
     rows: list[tuple[str, float, float]] = []
-    imported = {}
-    for name, db in engines.items():
-        log(f"import into {name}")
-        imported[name] = timed([bin_, "--db", db, "import", str(logs), "--source", "bench"])
-    rows.append(("import", imported["sqlite"], imported["postgres"]))
+    imported: dict[str, list[float]] = {"sqlite": [], "postgres": []}
+    for r in range(runs):
+        # Each run into a new file or database; the last ones are queried below.
+        order = ["sqlite", "postgres"] if r % 2 == 0 else ["postgres", "sqlite"]
+        for name in order:
+            if name == "sqlite":
+                for f in work.glob("bench.db*"):
+                    shutil.rmtree(f) if f.is_dir() else f.unlink()
+                engines[name] = str(work / "bench.db")
+            else:
+                engines[name] = server.new_database("sessiondb_bench_one")
+            imported[name].append(timed([bin_, "--db", engines[name], "import", str(logs), "--source", "bench"]))
+        log(f"import {r + 1}/{runs}: sqlite {imported['sqlite'][-1]:.2f} s, postgres {imported['postgres'][-1]:.2f} s")
+    rows.append(("import", median(imported["sqlite"]), median(imported["postgres"])))
     queries = [
         ("list --all", ["list", "--json", "--all"]),
         ("list -n 20", ["list", "--json", "-n", "20"]),
-        ("search common word", ["search", "database", "--json", "-n", "20"]),
-        ("search rare word", ["search", "undo", "--json", "-n", "20"]),
+        (f"search common word ({common})", ["search", common, "--json", "-n", "20"]),
+        (f"search rare word ({rare})", ["search", rare, "--json", "-n", "20"]),
         ("stats", ["stats", "--json"]),
     ]
     for label, args in queries:
@@ -241,6 +254,9 @@ def main() -> None:
     p.add_argument("--conversations", type=int, default=10_000)
     p.add_argument("--messages", type=int, default=20)
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--realistic", action="store_true", help="logs from make_realistic_logs.py")
+    p.add_argument("--common", help="a word in about half of the messages")
+    p.add_argument("--rare", help="a word in a few messages")
     p.add_argument("--hosts", default="1 4 16")
     p.add_argument("--host-conversations", type=int, default=100)
     p.add_argument("--rounds", type=int, default=10)
@@ -250,18 +266,21 @@ def main() -> None:
     a = p.parse_args()
     if not Path(a.bin).is_file():
         raise SystemExit(f"bench_postgres: no binary at {a.bin}: run `cargo build --release` first, or give --bin")
-    cached = cached_logs(a.conversations, a.messages)
+    cached = cached_logs(a.conversations, a.messages, a.realistic)
+    common = a.common or ("the" if a.realistic else "database")
+    rare = a.rare or ("ambiguities" if a.realistic else "undo")
     server = Server(a.url)
     work = Path(tempfile.mkdtemp(prefix="sessiondb-bench-"))
     try:
         parts = a.parts.split()
-        one = part_one(a.bin, server, a.conversations, a.messages, a.runs, work) if "1" in parts else []
+        one = part_one(a.bin, server, cached, a.runs, common, rare, work) if "1" in parts else []
         two = part_two(a.bin, server, cached, [int(h) for h in a.hosts.split()], a.host_conversations, a.rounds, work) if "2" in parts else []
     finally:
         server.close()
         shutil.rmtree(work, ignore_errors=True)
     if one:
-        print(f"{a.conversations} conversations x {a.messages} messages; medians of {a.runs} runs, engines alternating")
+        kind = "realistic" if a.realistic else "bench"
+        print(f"{a.conversations} conversations x {a.messages} messages ({kind} logs); medians of {a.runs} runs, engines alternating")
         print()
         print("| operation | SQLite s | PostgreSQL s | PostgreSQL / SQLite |")
         print("|---|---:|---:|---:|")
