@@ -485,13 +485,17 @@ impl Store {
 
     /// Opens the PostgreSQL database at `url` and brings its schema up to date
     /// ([`schema::migrate_postgres`]). The first connection is made outside the pool, so that
-    /// a server that cannot be reached fails at once with what it said.
+    /// a server that cannot be reached fails at once with what it said, and then given to the
+    /// pool.
     #[cfg(feature = "postgres")]
     fn open_postgres(url: &str) -> Result<Store, StoreError> {
         let (manager, conn) = Connection::connect_server_with(url)?;
-        let pool = r2d2::Pool::builder().max_size(4).min_idle(Some(0)).connection_timeout(std::time::Duration::from_secs(30)).build_unchecked(manager);
         schema::migrate_postgres(&conn)?;
-        drop(conn);
+        // Idle again (each migration committed, the lock released): the pool's first.
+        if let Inner::PostgresPlain(client) = conn.0 {
+            manager.keep(client);
+        }
+        let pool = r2d2::Pool::builder().max_size(4).min_idle(Some(0)).connection_timeout(std::time::Duration::from_secs(30)).build_unchecked(manager);
         Ok(Store { pool: Pool::Postgres(pool), path: PathBuf::from(url), scope: None, identity: None, dictionaries: Default::default() })
     }
 

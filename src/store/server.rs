@@ -49,6 +49,8 @@ pub struct Manager {
     tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     /// How long connecting may take (`None`: for ever), and the server as messages name it.
     connecting: Deadline,
+    /// A connection made already, handed out as the next new one ([`Manager::keep`]).
+    spare: std::sync::Mutex<Option<Client>>,
 }
 
 impl Manager {
@@ -80,7 +82,15 @@ impl Manager {
             config.tcp_user_timeout(TCP_USER_TIMEOUT);
         }
         let why = "is a PostgreSQL server running there, and reachable? connect_timeout=SECONDS in the URL waits longer (0: for ever)".to_owned();
-        Ok(Manager { config, tls, connecting: Deadline { server: redacted(url), wait: connect_timeout, why } })
+        Ok(Manager { config, tls, connecting: Deadline { server: redacted(url), wait: connect_timeout, why }, spare: Default::default() })
+    }
+
+    /// Keeps `client`, a connection this manager made and that is idle (no transaction, no
+    /// session lock), to be the next connection the pool asks for: the store's first
+    /// connection, which checked the schema, serves its first command, which would otherwise
+    /// wait for the server to start a second (a few milliseconds of every command).
+    pub fn keep(&self, client: Client) {
+        *self.spare.lock().unwrap_or_else(|e| e.into_inner()) = Some(client);
     }
 }
 
@@ -115,6 +125,9 @@ impl r2d2::ManageConnection for Manager {
     type Error = Error;
 
     fn connect(&self) -> Result<Client, Error> {
+        if let Some(client) = self.spare.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            return Ok(client);
+        }
         let mut client = match &self.tls {
             Some(tls) => Client::connect(&self.config, tls.clone(), self.connecting.clone())?,
             None => Client::connect(&self.config, postgres::NoTls, self.connecting.clone())?,
