@@ -488,6 +488,8 @@ pub struct RootConversation {
     pub deleted: bool,
     /// It has changes queued for its directory (see [`super::pending`]).
     pub queued: bool,
+    /// The recorded mtime of each of its directories, by path ([`dir_mtimes`]).
+    pub dir_mtimes: HashMap<String, i64>,
 }
 
 /// The stored conversations of logs root `root`'s source (the one this connection's role reads
@@ -499,11 +501,27 @@ pub fn conversations_in(conn: &Connection, root: &std::path::Path) -> Result<Has
          FROM conversations c WHERE c.source_id = {}",
         super::sources::root_source_sql(conn)
     ))?;
-    let rows = stmt.query_map([super::sources::root_key(root).to_string_lossy()], |r| {
-        let stored = RootConversation { id: r.get(0)?, deleted: r.get(2)?, queued: r.get(3)?, fingerprint: r.get(4)? };
+    let root = super::sources::root_key(root).to_string_lossy().into_owned();
+    let rows = stmt.query_map([&root], |r| {
+        let stored = RootConversation { id: r.get(0)?, deleted: r.get(2)?, queued: r.get(3)?, fingerprint: r.get(4)?, dir_mtimes: HashMap::new() };
         Ok((r.get::<_, String>(1)?, stored))
     })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    let mut found: HashMap<String, RootConversation> = rows.collect::<Result<_, _>>()?;
+    // Every directory's mtime in one statement too: a sync compares them for each unchanged
+    // conversation, and on a server a question a conversation is a round trip each.
+    let mut dirs = conn.prepare(&format!(
+        "SELECT c.chat_id, e.path, e.mtime_ns FROM conversations c JOIN entries e ON e.conversation_id = c.id
+         WHERE c.source_id = {} AND e.kind = 'dir'",
+        super::sources::root_source_sql(conn)
+    ))?;
+    let rows = dirs.query_map([&root], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?)))?;
+    for row in rows {
+        let (chat_id, path, mtime) = row?;
+        if let Some(c) = found.get_mut(&chat_id) {
+            c.dir_mtimes.insert(path, mtime);
+        }
+    }
+    Ok(found)
 }
 
 /// The conversation's bookmarks (gptme's `conv-checkpoints.jsonl`), oldest first, damaged

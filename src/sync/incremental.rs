@@ -9,6 +9,7 @@
 //! removed branch, view, attachment or config — needs the conversation read again whole, by
 //! the ordinary import.
 
+use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -57,26 +58,39 @@ impl Planned {
     }
 }
 
-/// Compares directory `dir` with what the store holds of conversation `conversation_id`, whose
-/// stored fingerprint is `known` when the caller has read it already (a sync reads every
-/// conversation's at once: on a server each question is a round trip, and an unchanged
-/// conversation then costs none).
-pub fn plan(conn: &crate::store::Connection, conversation_id: i64, dir: &Path, known: Option<&[u8]>) -> Result<Planned, IngestError> {
+/// What the caller has read already of a stored conversation: its fingerprint and its
+/// directories' mtimes (a sync reads every conversation's at once: on a server each question is
+/// a round trip, and an unchanged conversation then costs none).
+pub struct Known<'a> {
+    pub fingerprint: &'a [u8],
+    pub dir_mtimes: &'a HashMap<String, i64>,
+}
+
+/// Compares directory `dir` with what the store holds of conversation `conversation_id`, asking
+/// the store what `known` does not give.
+pub fn plan(conn: &crate::store::Connection, conversation_id: i64, dir: &Path, known: Option<Known<'_>>) -> Result<Planned, IngestError> {
     let dir = std::path::absolute(dir).map_err(|source| IngestError::Io { path: dir.to_owned(), source })?;
     let Listing { entries: found, debris } = walk(&dir)?;
     let mut dir_mtimes = Vec::new();
     let planned = |plan, fingerprint, dir_mtimes| Ok(Planned { plan, fingerprint, debris, dir_mtimes });
     let fingerprint = fingerprint(&dir, &found);
-    let known = match known {
-        Some(known) => known.to_vec(),
+    let stored_fingerprint = match &known {
+        Some(known) => known.fingerprint.to_vec(),
         None => queries::fingerprint(conn, conversation_id).map_err(|source| IngestError::Store { path: dir.clone(), source })?,
     };
-    if known == fingerprint {
+    if stored_fingerprint == fingerprint {
         // Nothing to read; directories' mtimes are outside the fingerprint, so compare them.
         if !found.iter().any(|f| f.meta.is_dir()) {
             return planned(Plan::Unchanged, fingerprint, dir_mtimes);
         }
-        let stored = queries::dir_mtimes(conn, conversation_id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
+        let asked;
+        let stored = match &known {
+            Some(known) => known.dir_mtimes,
+            None => {
+                asked = queries::dir_mtimes(conn, conversation_id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
+                &asked
+            }
+        };
         for f in found.iter().filter(|f| f.meta.is_dir()) {
             if stored.get(&f.rel).is_some_and(|&m| m != f.mtime_ns()) {
                 dir_mtimes.push((f.rel.clone(), f.mtime_ns()));
