@@ -418,6 +418,26 @@ fn directory_mtimes_stay_true_through_backups_and_debris() {
     assert_store_matches_directory(&root, chat);
 }
 
+/// A directory whose files came and went, leaving the conversation as it was: the sync finds
+/// nothing to read, and records the directory's new mtime (read with every other directory's
+/// at the start of the pass), so that export gives it back.
+#[test]
+fn a_directory_whose_files_came_and_went_keeps_its_new_mtime() {
+    let root = root_with_fixtures();
+    run_ok(root.sessiondb().arg("import").arg(&root.logs));
+    let chat = "2026-07-05-branches";
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let passing = root.logs.join(chat).join("branches/passing-through");
+    fs::write(&passing, "here a moment").unwrap();
+    fs::remove_file(&passing).unwrap();
+    let report = root.sync();
+    assert_eq!(report["ingest"]["messages"], 0, "{report}");
+    assert_store_matches_directory(&root, chat);
+    // And again, with nothing moved since: still the same.
+    root.sync();
+    assert_store_matches_directory(&root, chat);
+}
+
 /// The documents of a conversation as the store keeps them: (name, lines borrowed, own rows).
 fn line_sharing(root: &Root, chat: &str) -> Vec<(String, i64, i64)> {
     let conn = rusqlite::Connection::open(&root.db).unwrap();
