@@ -636,6 +636,55 @@ fn serve_keeps_to_its_own_root_in_a_store_of_several() {
     assert!(!String::from_utf8_lossy(&shown.stdout).contains("answered at work"), "the other root's rows were changed");
 }
 
+/// `?q=` answers with the first matches in the listing's order, whatever the limit: the
+/// answer to `limit=k` is the first k of the answer to `limit=1000` (content matches are asked
+/// for as many as the page holds), ties of modification time included; and the pages of a
+/// paginated search, cursor after cursor, are the whole paginated answer in order.
+#[test]
+fn a_search_gives_the_first_matches_of_the_listing_at_any_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    for i in 0..24 {
+        // By name (the id), by content, by both, or not at all; four at each second, so that
+        // ties are many.
+        let id = if i % 7 == 0 { format!("zephyr-{i:02}") } else { format!("chat-{i:02}") };
+        let said = if i % 3 == 0 { "a zephyr blew" } else { "calm air" };
+        std::fs::create_dir_all(logs.join(&id)).unwrap();
+        let line = format!("{{\"role\": \"user\", \"content\": \"{said} ({i})\", \"timestamp\": \"2025-01-01T00:00:{:02}\"}}\n", i / 4);
+        std::fs::write(logs.join(&id).join("conversation.jsonl"), line).unwrap();
+    }
+    let serve = Serve::start(&dir.path().join("db"), &logs, &[]);
+    let get = |path: &str| {
+        let (status, _, body) = http(serve.port, "GET", path, &[], b"");
+        assert_eq!(status, 200, "{path}: {}", String::from_utf8_lossy(&body));
+        json(&body)
+    };
+    let all = get("/api/v2/conversations?q=zephyr&limit=1000&detail=true");
+    let all = all.as_array().unwrap();
+    // By name 0, 7, 14, 21; by content every third: 0 and 21 both.
+    assert_eq!(all.len(), 10, "{all:?}");
+    for k in 1..=all.len() + 1 {
+        let some = get(&format!("/api/v2/conversations?q=zephyr&limit={k}&detail=true"));
+        assert_eq!(some.as_array().unwrap()[..], all[..k.min(all.len())], "limit={k}");
+    }
+    let whole = get("/api/v2/conversations?q=zephyr&limit=1000&paginated=1");
+    let mut paged = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let page = get(&format!("/api/v2/conversations?q=zephyr&limit=3&paginated=1{cursor}"));
+        paged.extend(page["conversations"].as_array().unwrap().iter().cloned());
+        match page["next_cursor"].as_str() {
+            Some(next) => {
+                let encoded: String =
+                    next.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect();
+                cursor = format!("&cursor={encoded}");
+            }
+            None => break,
+        }
+    }
+    assert_eq!(paged[..], whole["conversations"].as_array().unwrap()[..]);
+}
+
 /// The name of the source that reads logs root `root`, as `list --json` shows it.
 fn source_of(db: &Path, root: &Path) -> String {
     let out = run_ok(sessiondb(db).args(["list", "--json", "--all"]));

@@ -78,7 +78,7 @@ impl ListRequest {
             Some(c) => Some(gptme_json::parse_cursor(c).ok_or_else(|| ApiError::bad_request("cursor must be a numeric Unix timestamp or opaque cursor token"))?),
             None => None,
         };
-        Ok(ListRequest { limit: limit.min(1000) as usize, search, detail: flag(p, "detail"), paginated: flag(p, "paginated"), cursor })
+        Ok(ListRequest { limit: limit.min(MAX_LISTED as i64) as usize, search, detail: flag(p, "detail"), paginated: flag(p, "paginated"), cursor })
     }
 }
 
@@ -107,35 +107,57 @@ pub async fn conversations(State(state): State<Shared>, Query(p): Params) -> Res
             rows.truncate(req.limit);
             return Ok(Json(page_json(&rows, has_more, item)?));
         }
-        let mut rows = listed(None)?;
-        let in_content = content_matches(&conn, &source.name, &req.search)?;
-        let by_meta = |c: &ConversationSummary| {
-            c.name.to_lowercase().contains(&req.search)
-                || c.chat_id.to_lowercase().contains(&req.search)
-                || c.last_message_preview.as_deref().unwrap_or("").to_lowercase().contains(&req.search)
+        // The listing's keys in its order, the whole rows read for the ones kept only.
+        let keys = queries::listing_keys(&conn, &ListFilter { source: Some(source.id), ..ListFilter::default() })?;
+        // Unpaged, the answer is the first `limit` matches in the listing's order, which is the
+        // order content matches come in (newest first, ties by chat id): a conversation among
+        // them that matches by content is among the first `limit` content matches. A page
+        // orders ties the other way, so it asks for as many as a listing holds.
+        let wanted = if req.paginated { MAX_LISTED } else { req.limit };
+        let in_content = content_matches(&conn, &source.name, &req.search, wanted)?;
+        let by_meta = |k: &queries::ListingKey| {
+            k.name.to_lowercase().contains(&req.search)
+                || k.chat_id.to_lowercase().contains(&req.search)
+                || k.preview.as_deref().unwrap_or("").to_lowercase().contains(&req.search)
         };
-        rows.retain(|c| by_meta(c) || in_content.contains_key(&c.chat_id));
-        // Found in a message alone: the name carries the text around the match, for the stock
-        // web UI filters the answer again by id and name (Ctrl-K), and shows the name.
-        for c in rows.iter_mut().filter(|c| !by_meta(c)) {
-            if let Some(excerpt) = in_content.get(&c.chat_id).filter(|e| !e.is_empty()) {
-                c.name = format!("{} · {excerpt}", c.name);
+        let mut kept: Vec<(&queries::ListingKey, bool)> = keys
+            .iter()
+            .filter_map(|k| {
+                let meta = by_meta(k);
+                (meta || in_content.contains_key(&k.chat_id)).then_some((k, meta))
+            })
+            .collect();
+        let mut has_more = false;
+        if req.paginated {
+            // gptme pages on (modified, id), newest first, ties by id descending.
+            kept.sort_by(|(a, _), (b, _)| b.modified.total_cmp(&a.modified).then_with(|| b.chat_id.cmp(&a.chat_id)));
+            if let Some((t, id)) = &req.cursor {
+                kept.retain(|(c, _)| match id {
+                    None => c.modified < *t,
+                    Some(id) => c.modified < *t || (c.modified == *t && c.chat_id.as_str() < id.as_str()),
+                });
             }
+            has_more = kept.len() > req.limit;
         }
+        kept.truncate(req.limit);
+        let mut whole = queries::summaries_by_id(&conn, &kept.iter().map(|(k, _)| k.id).collect::<Vec<_>>())?;
+        let rows: Vec<ConversationSummary> = kept
+            .iter()
+            .filter_map(|(k, meta)| {
+                let mut c = whole.remove(&k.id)?;
+                // Found in a message alone: the name carries the text around the match, for the
+                // stock web UI filters the answer again by id and name (Ctrl-K), and shows the name.
+                if !meta {
+                    if let Some(excerpt) = in_content.get(&c.chat_id).filter(|e| !e.is_empty()) {
+                        c.name = format!("{} · {excerpt}", c.name);
+                    }
+                }
+                Some(c)
+            })
+            .collect();
         if !req.paginated {
-            rows.truncate(req.limit);
             return Ok(Json(Value::Array(rows.iter().map(item).collect::<Result<_, _>>()?)));
         }
-        // gptme pages on (modified, id), newest first, ties by id descending.
-        rows.sort_by(|a, b| b.modified.total_cmp(&a.modified).then_with(|| b.chat_id.cmp(&a.chat_id)));
-        if let Some((t, id)) = &req.cursor {
-            rows.retain(|c| match id {
-                None => c.modified < *t,
-                Some(id) => c.modified < *t || (c.modified == *t && c.chat_id.as_str() < id.as_str()),
-            });
-        }
-        let has_more = rows.len() > req.limit;
-        rows.truncate(req.limit);
         Ok(Json(page_json(&rows, has_more, item)?))
     })
     .await
@@ -156,19 +178,14 @@ fn page_json(rows: &[ConversationSummary], has_more: bool, item: impl Fn(&Conver
 /// result's name.
 const EXCERPT_AROUND: usize = 24;
 
-/// The conversations whose messages contain `text` (as a substring, as gptme matches names),
-/// through the full-text index, each with an excerpt of its best match; at most the listing's
-/// own cap.
-fn content_matches(conn: &Connection, source: &str, text: &str) -> Result<HashMap<String, String>, StoreError> {
-    let q = SearchQuery {
-        text: text.to_owned(),
-        limit: 1000,
-        matches: 1,
-        literal: true,
-        sort: Sort::Newest,
-        source: Some(source.to_owned()),
-        ..SearchQuery::default()
-    };
+/// The most conversations a listing gives (gptme-server's cap).
+const MAX_LISTED: usize = 1000;
+
+/// The first `limit` conversations, newest first, whose messages contain `text` (as a
+/// substring, as gptme matches names), through the full-text index, each with an excerpt of
+/// its best match.
+fn content_matches(conn: &Connection, source: &str, text: &str, limit: usize) -> Result<HashMap<String, String>, StoreError> {
+    let q = SearchQuery { text: text.to_owned(), limit, matches: 1, literal: true, sort: Sort::Newest, source: Some(source.to_owned()), ..SearchQuery::default() };
     let found = search::search(conn, &q)?;
     Ok(found
         .conversations

@@ -45,6 +45,9 @@ pub struct ConversationSummary {
 
 /// The columns [`summary_from_row`] reads, of `conversations` on `engine` (its source by its
 /// label: [`super::sources::Source::label`]).
+/// How many columns [`summary_columns`] gives.
+const SUMMARY_COLUMNS: usize = 18;
+
 fn summary_columns(engine: super::sql::Engine) -> String {
     format!(
         "chat_id, coalesce(name, chat_id), source_dir, workspace, created, modified,
@@ -170,8 +173,53 @@ pub fn count_filtered(conn: &Connection, f: &ListFilter) -> Result<usize, StoreE
     Ok(n as usize)
 }
 
+/// What a listing's row is found and ordered by, without the rest of it: for a filter applied
+/// row by row in the listing's order (`serve`'s `?q=`), the whole rows are then read for the
+/// few kept ([`summaries_by_id`]).
+#[derive(Debug, Clone)]
+pub struct ListingKey {
+    /// The store's id of the conversation.
+    pub id: i64,
+    pub chat_id: String,
+    /// Its name, else its chat id (as [`ConversationSummary::name`]).
+    pub name: String,
+    pub modified: f64,
+    /// As [`ConversationSummary::last_message_preview`].
+    pub preview: Option<String>,
+}
+
+/// The keys of the rows [`list_filtered`] gives, in its order.
+pub fn listing_keys(conn: &Connection, f: &ListFilter) -> Result<Vec<ListingKey>, StoreError> {
+    let (sql, args) = listing_sql_of(f, conn.engine(), "id, chat_id, coalesce(name, chat_id), modified, last_preview");
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(super::sql::params_from_iter(args), |r| {
+        Ok(ListingKey { id: r.get(0)?, chat_id: r.get(1)?, name: r.get(2)?, modified: r.get(3)?, preview: r.get(4)? })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The listing rows of the conversations with these store ids, by id (an id no longer
+/// stored is left out).
+pub fn summaries_by_id(conn: &Connection, ids: &[i64]) -> Result<HashMap<i64, ConversationSummary>, StoreError> {
+    let within = match conn.engine() {
+        super::sql::Engine::Postgres => "id IN (SELECT jsonb_array_elements_text(?1::text::jsonb)::bigint)",
+        super::sql::Engine::Sqlite => "id IN (SELECT value FROM json_each(?1))",
+    };
+    // The id after the listing's columns, which `summary_from_row` reads from the first.
+    let sql = format!("SELECT {}, id FROM conversations WHERE {within}", summary_columns(conn.engine()));
+    let list = format!("[{}]", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","));
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map([list], |r| Ok((r.get::<_, i64>(SUMMARY_COLUMNS)?, summary_from_row(r)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// The listing's statement and its arguments, on `engine`.
 fn listing_sql(f: &ListFilter, engine: super::sql::Engine) -> (String, Vec<super::sql::Value>) {
+    listing_sql_of(f, engine, &summary_columns(engine))
+}
+
+/// [`listing_sql`] giving `columns` of each row.
+fn listing_sql_of(f: &ListFilter, engine: super::sql::Engine, columns: &str) -> (String, Vec<super::sql::Value>) {
     let mut filters: Vec<String> = Vec::new();
     let mut args: Vec<super::sql::Value> = Vec::new();
     let mut arg = |v: super::sql::Value| {
@@ -217,7 +265,7 @@ fn listing_sql(f: &ListFilter, engine: super::sql::Engine) -> (String, Vec<super
     // index (schema 0006) serves both directions.
     let (direction, tie) = if f.reverse { ("ASC", "DESC") } else { ("DESC", "ASC") };
     let limit = arg((f.limit.map_or(i64::MAX, |l| l as i64)).into());
-    let sql = format!("SELECT {} FROM conversations {filter} ORDER BY {key} {direction}, chat_id {tie} LIMIT {limit}", summary_columns(engine));
+    let sql = format!("SELECT {columns} FROM conversations {filter} ORDER BY {key} {direction}, chat_id {tie} LIMIT {limit}");
     (sql, args)
 }
 
