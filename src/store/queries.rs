@@ -244,7 +244,12 @@ fn listing_sql_of(f: &ListFilter, engine: super::sql::Engine, columns: &str) -> 
         filters.push(format!("modified < {}", arg(t.into())));
     }
     if let Some(s) = f.source {
-        filters.push(format!("source_id = {}", arg(s.into())));
+        // Written so that no index serves it (as `list_page` writes it): the listing is then
+        // read in order from its sort key's index, stopping at the limit, where SQLite's
+        // planner took the source's conversations from the key `(source_id, chat_id)` and
+        // sorted them all (the 100 newest of 10,000: 40 ms instead of 0.3).
+        let p = arg(s.into());
+        filters.push(format!("(source_id = {p} OR {p} IS NULL)"));
     }
     if let Some(g) = &f.name {
         let p = arg(g.clone().into());
@@ -897,6 +902,36 @@ mod tests {
                 .unwrap();
             assert!(plan.iter().any(|s| s.contains("MERGE")), "{plan:#?}");
             assert!(!plan.iter().any(|s| s.contains("TEMP B-TREE") || s.contains("MATERIALIZE") || s.starts_with("SCAN")), "{plan:#?}");
+        }
+    }
+
+    /// A listing of one source is read in order from its sort key's index, not sorted: a page
+    /// of the newest costs the page, however many conversations the source holds.
+    #[test]
+    fn a_listing_of_one_source_sorts_nothing() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        super::super::fts::register_functions(&conn).unwrap();
+        super::super::schema::migrate(&mut conn).unwrap();
+        for sort in [SortBy::Modified, SortBy::Created, SortBy::Messages] {
+            let f = ListFilter { source: Some(1), limit: Some(100), sort, ..ListFilter::default() };
+            let (sql, args) = listing_sql(&f, super::super::sql::Engine::Sqlite);
+            let args: Vec<rusqlite::types::Value> = args
+                .into_iter()
+                .map(|v| match v {
+                    super::super::sql::Value::Integer(i) => rusqlite::types::Value::Integer(i),
+                    super::super::sql::Value::Real(r) => rusqlite::types::Value::Real(r),
+                    super::super::sql::Value::Text(t) => rusqlite::types::Value::Text(t),
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            let plan: Vec<String> = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .unwrap()
+                .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert!(!plan.iter().any(|s| s.contains("TEMP B-TREE")), "{sort:?}: {plan:#?}");
         }
     }
 }
