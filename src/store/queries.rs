@@ -43,11 +43,11 @@ pub struct ConversationSummary {
     pub last_message_preview: Option<String>,
 }
 
-/// The columns [`summary_from_row`] reads, of `conversations` on `engine` (its source by its
-/// label: [`super::sources::Source::label`]).
 /// How many columns [`summary_columns`] gives.
 const SUMMARY_COLUMNS: usize = 18;
 
+/// The columns [`summary_from_row`] reads, of `conversations` on `engine` (its source by its
+/// label: [`super::sources::Source::label`]).
 fn summary_columns(engine: super::sql::Engine) -> String {
     format!(
         "chat_id, coalesce(name, chat_id), source_dir, workspace, created, modified,

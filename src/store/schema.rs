@@ -51,7 +51,8 @@ pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
 /// are one sequence for both engines: a change to both has a file in each, numbered alike; a
 /// change to one engine only (16: the server's search indexes; 17: each source's writer; 18:
 /// writers of sources at once; 19: attachments checked against their SHA-256; 20: source names
-/// and roots per writer; 24: texts found by hash first) takes the next number, which the other skips. Append only.
+/// and roots per writer; 24: texts found by hash first) takes the next number, which the other
+/// skips. Append only.
 #[cfg(feature = "postgres")]
 const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (15, include_str!("../../schema/postgres/0015_init.sql")),
