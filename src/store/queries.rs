@@ -201,15 +201,10 @@ pub fn listing_keys(conn: &Connection, f: &ListFilter) -> Result<Vec<ListingKey>
 /// The listing rows of the conversations with these store ids, by id (an id no longer
 /// stored is left out).
 pub fn summaries_by_id(conn: &Connection, ids: &[i64]) -> Result<HashMap<i64, ConversationSummary>, StoreError> {
-    let within = match conn.engine() {
-        super::sql::Engine::Postgres => "id IN (SELECT jsonb_array_elements_text(?1::text::jsonb)::bigint)",
-        super::sql::Engine::Sqlite => "id IN (SELECT value FROM json_each(?1))",
-    };
     // The id after the listing's columns, which `summary_from_row` reads from the first.
-    let sql = format!("SELECT {}, id FROM conversations WHERE {within}", summary_columns(conn.engine()));
-    let list = format!("[{}]", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","));
+    let sql = format!("SELECT {}, id FROM conversations WHERE {}", summary_columns(conn.engine()), super::sql::among_ids(conn.engine(), "id", 1));
     let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt.query_map([list], |r| Ok((r.get::<_, i64>(SUMMARY_COLUMNS)?, summary_from_row(r)?)))?;
+    let rows = stmt.query_map([super::sql::id_list(ids.iter().copied())], |r| Ok((r.get::<_, i64>(SUMMARY_COLUMNS)?, summary_from_row(r)?)))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 

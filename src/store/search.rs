@@ -617,12 +617,8 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
     };
     match &few {
         Some(ids) => {
-            let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
-            args.insert(0, Value::Text(format!("[{list}]")));
-            filters.push(
-                if server { "m.text_id IN (SELECT jsonb_array_elements_text(?1::text::jsonb)::bigint)" } else { "m.text_id IN (SELECT value FROM json_each(?1))" }
-                    .into(),
-            );
+            args.insert(0, Value::Text(super::sql::id_list(ids.iter().copied())));
+            filters.push(super::sql::among_ids(conn.engine(), "m.text_id", 1));
         }
         None if !trigrams.is_empty() => {
             args.insert(0, Value::Text(trigrams.to_owned()));
@@ -1239,12 +1235,13 @@ fn run_on_server(conn: &Connection, q: &Resolved, mut matcher: WordMatch) -> Res
         None => conn.prepare_cached("SELECT text_id FROM text_terms")?.query_map((), |r| r.get(0))?.collect::<Result<_, _>>()?,
     };
     ids.sort_unstable();
-    let mut texts_of = conn.prepare_cached("SELECT id, data FROM texts WHERE id IN (SELECT jsonb_array_elements_text(?1::text::jsonb)::bigint)")?;
+    let mut texts_of = conn.prepare_cached(&format!("SELECT id, data FROM texts WHERE {}", super::sql::among_ids(Engine::Postgres, "id", 1)))?;
     let (filters, mut args) = filter_sql(q, 2, true);
     args.insert(0, Value::Null);
     let sql = format!(
         "SELECT m.id, m.text_id, c.id, c.modified, c.chat_id FROM messages m JOIN conversations c ON c.id = m.conversation_id
-         WHERE m.text_id IN (SELECT jsonb_array_elements_text(?1::text::jsonb)::bigint) AND {}",
+         WHERE {} AND {}",
+        super::sql::among_ids(Engine::Postgres, "m.text_id", 1),
         filters.join(" AND ")
     );
     let mut stmt = conn.prepare_cached(&sql)?;
@@ -1257,7 +1254,7 @@ fn run_on_server(conn: &Connection, q: &Resolved, mut matcher: WordMatch) -> Res
     }
     let per = q.matches.max(1);
     let mut seen: std::collections::HashMap<i64, Seen> = std::collections::HashMap::new();
-    let list = |ids: &mut dyn Iterator<Item = i64>| Value::Text(format!("[{}]", ids.map(|i| i.to_string()).collect::<Vec<_>>().join(",")));
+    let list = |ids: &mut dyn Iterator<Item = i64>| Value::Text(super::sql::id_list(ids));
     for chunk in ids.chunks(SERVER_CHUNK) {
         // Each candidate text, checked (and scored) once, however many messages say it.
         let mut texts: Vec<(i64, String)> = Vec::new();

@@ -397,6 +397,20 @@ impl fmt::Display for Engine {
     }
 }
 
+/// The condition that `column` is one of the ids of the JSON array given as parameter `?n`
+/// ([`id_list`]), on `engine`: one parameter, and one statement, however many ids.
+pub fn among_ids(engine: Engine, column: &str, n: usize) -> String {
+    match engine {
+        Engine::Postgres => format!("{column} IN (SELECT jsonb_array_elements_text(?{n}::text::jsonb)::bigint)"),
+        Engine::Sqlite => format!("{column} IN (SELECT value FROM json_each(?{n}))"),
+    }
+}
+
+/// `ids` as the JSON array [`among_ids`] reads.
+pub fn id_list(ids: impl IntoIterator<Item = i64>) -> String {
+    format!("[{}]", ids.into_iter().map(|i| i.to_string()).collect::<Vec<_>>().join(","))
+}
+
 /// A column's position in a row (0-based).
 pub trait RowIndex {
     fn index(self) -> usize;

@@ -119,8 +119,8 @@ pub fn index_waiting(conn: &Connection, limit: i64) -> Result<u64, StoreError> {
     }
     TERMS.run(conn, &rows, |(id, words, trigrams, length), out| out.extend_from_slice(&[id as &dyn ToSql, words, trigrams, length]), |_| Ok(()))?;
     let ids: Vec<i64> = rows.iter().map(|(id, ..)| *id).collect();
-    conn.prepare_cached("DELETE FROM text_terms_pending WHERE text_id IN (SELECT jsonb_array_elements_text(?1::text::jsonb)::bigint)")?
-        .execute(params![serde_json::to_string(&ids).expect("a list of integers")])?;
+    conn.prepare_cached(&format!("DELETE FROM text_terms_pending WHERE {}", super::sql::among_ids(Engine::Postgres, "text_id", 1)))?
+        .execute(params![super::sql::id_list(ids.iter().copied())])?;
     Ok(ids.len() as u64)
 }
 

@@ -61,6 +61,7 @@ impl Planned {
 /// What the caller has read already of a stored conversation: its fingerprint and its
 /// directories' mtimes (a sync reads every conversation's at once: on a server each question is
 /// a round trip, and an unchanged conversation then costs none).
+#[derive(Clone, Copy)]
 pub struct Known<'a> {
     pub fingerprint: &'a [u8],
     pub dir_mtimes: &'a HashMap<String, i64>,

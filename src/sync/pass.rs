@@ -327,18 +327,18 @@ fn pass(
             full.push(dir.clone());
             continue;
         }
-        let outcome =
-            incremental::plan(batch.conn(), s.id, dir, Some(incremental::Known { fingerprint: &s.fingerprint, dir_mtimes: &s.dir_mtimes })).and_then(|planned| {
-                // Removing files moves their directories' mtimes: plan again, so that the mtimes
-                // recorded are the ones the directory has from now on.
-                let planned = if planned.debris && !dry_run && direction == Direction::Both && clear_debris(dir) {
-                    incremental::plan(batch.conn(), s.id, dir, Some(incremental::Known { fingerprint: &s.fingerprint, dir_mtimes: &s.dir_mtimes }))?
-                } else {
-                    planned
-                };
-                planned.record_dir_mtimes(batch.conn(), s.id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
-                Ok((planned.plan, planned.fingerprint))
-            });
+        let known = incremental::Known { fingerprint: &s.fingerprint, dir_mtimes: &s.dir_mtimes };
+        let outcome = incremental::plan(batch.conn(), s.id, dir, Some(known)).and_then(|planned| {
+            // Removing files moves their directories' mtimes: plan again, so that the mtimes
+            // recorded are the ones the directory has from now on.
+            let planned = if planned.debris && !dry_run && direction == Direction::Both && clear_debris(dir) {
+                incremental::plan(batch.conn(), s.id, dir, Some(known))?
+            } else {
+                planned
+            };
+            planned.record_dir_mtimes(batch.conn(), s.id).map_err(|source| IngestError::Store { path: dir.clone(), source })?;
+            Ok((planned.plan, planned.fingerprint))
+        });
         let outcome = outcome.and_then(|(plan, fingerprint)| match plan {
             Plan::Unchanged => {
                 if fingerprint != s.fingerprint || s.deleted {
