@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use super::term::{visible, visible_line};
 use super::Failure;
 use sessiondb::codec::timestamp::format_utc;
-use sessiondb::store::search::{search, snippet, ConversationHits, Highlight, Marks, SearchQuery, SearchResult, Sort};
+use sessiondb::store::search::{match_spans, search, snippet, snippet_at, ConversationHits, Highlight, Marks, SearchQuery, SearchResult, Sort};
 use sessiondb::store::Store;
 
 #[derive(clap::Args)]
@@ -174,7 +174,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
 fn header_counts(result: &SearchResult, offset: usize) -> String {
     let shown = result.conversations.len();
     let totals = result.totals.expect("asked for");
-    // Counting stopped past 10,000 matches: the totals are lower bounds.
+    // Counting stopped past COUNTED_UP_TO matches: the totals are lower bounds.
     let least = if totals.exact { "" } else { "at least " };
     let all = format!("{least}{}", super::plural(totals.conversations as u64, "conversation"));
     let beyond = shown + offset < totals.conversations || !totals.exact;
@@ -204,6 +204,7 @@ fn match_counts(c: &ConversationHits) -> String {
 /// With `sources` (the store has several), each result has its `source`.
 pub(crate) fn page_json(result: &SearchResult, offset: usize, sort: Sort, context: usize, matches: usize, sources: bool) -> serde_json::Value {
     let totals = result.totals.expect("a page is asked for with its totals");
+    let mut spans = SpansOf::new();
     serde_json::json!({
         "total": { "messages": totals.messages, "conversations": totals.conversations, "exact": totals.exact },
         "offset": offset,
@@ -212,7 +213,7 @@ pub(crate) fn page_json(result: &SearchResult, offset: usize, sort: Sort, contex
         "ranked_by": result.ranked_by.name(),
         "unindexed": result.unindexed,
         "results": result.conversations.iter().map(|c| {
-            let mut json = conversation_json(c, &result.highlight, context, matches);
+            let mut json = conversation_json(c, &result.highlight, context, matches, &mut spans);
             if sources {
                 json["source"] = serde_json::json!(c.source);
             }
@@ -221,9 +222,14 @@ pub(crate) fn page_json(result: &SearchResult, offset: usize, sort: Sort, contex
     })
 }
 
+/// Where the query matches each text shown on a page ([`match_spans`]), found once per text:
+/// a page often shows one text many times (a system prompt every conversation holds), each in
+/// two forms.
+type SpansOf<'r> = std::collections::HashMap<&'r str, Vec<(usize, usize)>>;
+
 /// One conversation of a search page, as `--json` prints it: its id, name, last modification,
 /// how many messages matched, and a snippet of each match shown, exact and with `**` marks.
-pub(crate) fn conversation_json(c: &ConversationHits, terms: &Highlight, context: usize, matches: usize) -> serde_json::Value {
+fn conversation_json<'r>(c: &'r ConversationHits, terms: &Highlight, context: usize, matches: usize, spans: &mut SpansOf<'r>) -> serde_json::Value {
     // Plain text: the message's own lines, without the listing's line numbers.
     let exact = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| s.to_owned(), numbered: false };
     let starred = Marks { text: &|s: &str| s.to_owned(), matched: &|s: &str| format!("**{s}**"), numbered: false };
@@ -232,13 +238,16 @@ pub(crate) fn conversation_json(c: &ConversationHits, terms: &Highlight, context
         "name": c.name,
         "modified": format_utc(c.modified),
         "matches": c.total,
-        "snippets": c.hits.iter().map(|h| serde_json::json!({
-            "role": h.role,
-            "file": h.document,
-            "index": h.line,
-            "rank": h.rank,
-            "snippet": snippet(&h.content, terms, context, matches, &exact),
-            "highlighted": snippet(&h.content, terms, context, matches, &starred),
-        })).collect::<Vec<_>>(),
+        "snippets": c.hits.iter().map(|h| {
+            let spans = spans.entry(h.content.as_str()).or_insert_with(|| match_spans(&h.content, terms));
+            serde_json::json!({
+                "role": h.role,
+                "file": h.document,
+                "index": h.line,
+                "rank": h.rank,
+                "snippet": snippet_at(&h.content, spans, context, matches, &exact),
+                "highlighted": snippet_at(&h.content, spans, context, matches, &starred),
+            })
+        }).collect::<Vec<_>>(),
     })
 }

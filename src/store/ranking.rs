@@ -30,8 +30,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
-use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, PhraseQuery, Query, TermQuery};
+use tantivy::collector::{DocSetCollector, TopDocs};
+use tantivy::query::{BooleanQuery, PhraseQuery, Query, TermQuery, TermSetQuery};
 use tantivy::schema::{Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
@@ -353,6 +353,39 @@ impl RankingIndex {
     /// The best `limit` texts for `query`, best first: (text id, bm25 score, higher is better).
     /// Ties come in the index's order, the same for every call on the same commit.
     pub fn top(&self, query: &RankQuery, limit: usize) -> Result<Vec<(i64, f32)>, RankingError> {
+        let searcher = self.reader.searcher();
+        let top = searcher.search(&self.clauses(query, Vec::new()), &TopDocs::with_limit(limit.max(1)).order_by_score()).map_err(|e| self.tantivy_error(e))?;
+        let mut ids = TextIds::new(self, &searcher);
+        let mut out = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            if let Some(id) = ids.of(address)? {
+                out.push((id, score));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Which of `texts` (text ids) match `query`, in no order: asked of the index as the
+    /// query and "is one of these texts", so that no text is read or split into words. The
+    /// same answer as checking each text ([`super::word_match`]), since the index holds the
+    /// word index's words.
+    pub fn matching_among(&self, query: &RankQuery, texts: &[i64]) -> Result<Vec<i64>, RankingError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let among: Box<dyn Query> = Box::new(TermSetQuery::new(texts.iter().map(|&t| Term::from_field_u64(self.fields.text, t as u64))));
+        let searcher = self.reader.searcher();
+        let found = searcher.search(&self.clauses(query, vec![among]), &DocSetCollector).map_err(|e| self.tantivy_error(e))?;
+        let mut ids = TextIds::new(self, &searcher);
+        let mut out = Vec::with_capacity(found.len());
+        for address in found {
+            out.extend(ids.of(address)?);
+        }
+        Ok(out)
+    }
+
+    /// `query` as tantivy's, every term required, with `more` clauses required too.
+    fn clauses(&self, query: &RankQuery, more: Vec<Box<dyn Query>>) -> Box<dyn Query> {
         let f = self.fields;
         let mut clauses: Vec<Box<dyn Query>> = query
             .terms
@@ -365,25 +398,36 @@ impl RankingIndex {
                     Box::new(PhraseQuery::new(terms))
                 }
             })
+            .chain(more)
             .collect();
-        let query: Box<dyn Query> = if clauses.len() == 1 { clauses.remove(0) } else { Box::new(BooleanQuery::intersection(clauses)) };
-        let searcher = self.reader.searcher();
-        let top = searcher.search(&query, &TopDocs::with_limit(limit.max(1)).order_by_score()).map_err(|e| self.tantivy_error(e))?;
-        // Each segment's column of text ids, read once.
-        let mut columns: HashMap<u32, tantivy::columnar::Column<u64>> = HashMap::new();
-        let mut out = Vec::with_capacity(top.len());
-        for (score, address) in top {
-            let ids = match columns.entry(address.segment_ord) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(searcher.segment_reader(address.segment_ord).fast_fields().u64("text").map_err(|e| self.tantivy_error(e))?)
-                }
-            };
-            if let Some(id) = ids.first(address.doc_id) {
-                out.push((id as i64, score));
-            }
+        if clauses.len() == 1 {
+            clauses.remove(0)
+        } else {
+            Box::new(BooleanQuery::intersection(clauses))
         }
-        Ok(out)
+    }
+}
+
+/// The text ids of documents found by one searcher: each segment's column of them read once.
+struct TextIds<'i> {
+    index: &'i RankingIndex,
+    searcher: &'i tantivy::Searcher,
+    columns: HashMap<u32, tantivy::columnar::Column<u64>>,
+}
+
+impl<'i> TextIds<'i> {
+    fn new(index: &'i RankingIndex, searcher: &'i tantivy::Searcher) -> TextIds<'i> {
+        TextIds { index, searcher, columns: HashMap::new() }
+    }
+
+    fn of(&mut self, address: tantivy::DocAddress) -> Result<Option<i64>, RankingError> {
+        let ids = match self.columns.entry(address.segment_ord) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(self.searcher.segment_reader(address.segment_ord).fast_fields().u64("text").map_err(|e| self.index.tantivy_error(e))?)
+            }
+        };
+        Ok(ids.first(address.doc_id).map(|id| id as i64))
     }
 }
 

@@ -110,11 +110,13 @@ pub enum Sort {
 
 /// How many matching messages a search counts one by one for its totals unless asked for the
 /// exact figure ([`SearchQuery::exact_totals`]); past it the totals say "at least" (the
-/// convention of Elasticsearch's `track_total_hits`, whose default is the same 10,000), so that
-/// a word found everywhere costs about what a rare one costs. A literal query also stops
+/// convention of Elasticsearch's `track_total_hits`), so that a word found everywhere costs
+/// about what a rare one costs. A thousand rather than Elasticsearch's 10,000: each match
+/// counted here is a few lookups in the store (two microseconds), and 10,000 of them cost twice
+/// what the page of a common word costs at 10,000 conversations. A literal query also stops
 /// counting once it has read as many candidate messages to check (a needle too short for the
 /// substring index has every message for a candidate).
-pub const COUNTED_UP_TO: usize = 10_000;
+pub const COUNTED_UP_TO: usize = 1_000;
 
 /// Every match of a search, past any page: messages that match (standing in a branch or view,
 /// passing the filters) and the conversations holding them.
@@ -340,18 +342,29 @@ impl Highlight {
 fn word_spans(text: &str) -> Vec<(usize, usize)> {
     let mut spans = Vec::new();
     let mut start: Option<usize> = None;
-    for (at, c) in text.char_indices() {
-        let cjk = is_cjk(c);
-        if !is_word_char(c) || cjk {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        // An ASCII byte is a character of its own, never CJK: classified without decoding
+        // (snippets split whole messages, some of them tens of kilobytes, once per match).
+        let (len, word, cjk) = match bytes[at] {
+            b if b.is_ascii() => (1, b.is_ascii_alphanumeric(), false),
+            _ => {
+                let c = text[at..].chars().next().expect("at a character boundary");
+                (c.len_utf8(), is_word_char(c), is_cjk(c))
+            }
+        };
+        if !word || cjk {
             if let Some(s) = start.take() {
                 spans.push((s, at));
             }
         }
         if cjk {
-            spans.push((at, at + c.len_utf8()));
-        } else if is_word_char(c) && start.is_none() {
+            spans.push((at, at + len));
+        } else if word && start.is_none() {
             start = Some(at);
         }
+        at += len;
     }
     if let Some(s) = start {
         spans.push((s, text.len()));
@@ -371,6 +384,12 @@ pub fn fold_word(word: &str) -> String {
 /// `prefix`), compared character by character without building the folded word: snippets ask
 /// it of every word of a message, some of them tens of kilobytes long.
 fn folds_to(word: &str, folded: &str, prefix: bool) -> bool {
+    if word.is_ascii() {
+        // ASCII folds to its lowercase, byte for byte.
+        let (word, folded) = (word.as_bytes(), folded.as_bytes());
+        let same = |n: usize| word[..n].iter().zip(&folded[..n]).all(|(w, f)| w.to_ascii_lowercase() == *f);
+        return if prefix { word.len() >= folded.len() && same(folded.len()) } else { word.len() == folded.len() && same(word.len()) };
+    }
     let mut want = folded.chars();
     for c in fold_chars(word) {
         match want.next() {
@@ -722,7 +741,7 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
         }
     }
     let totals = q.totals.then(|| Totals { messages: found.iter().map(|f| f.1).sum::<usize>() + beyond.0, conversations: found.len() + beyond.1, exact: !stopped });
-    let chosen: Vec<(i64, f64)> = found.iter().skip(q.offset).flat_map(|f| f.2.iter().copied()).collect();
+    let chosen: Vec<(i64, i64, f64)> = found.iter().skip(q.offset).flat_map(|f| f.2.iter().map(|&(id, score)| (id, f.0, score))).collect();
     let mut out = place(conn, q, &chosen, 0, usize::MAX)?;
     for c in &mut out {
         c.total = found.iter().find(|f| f.0 == c.conversation_id).map_or(c.total, |f| f.1);
@@ -816,6 +835,7 @@ fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<(Option<i64>, Opt
 /// conversation first. Totals, when asked for and not counted by the pass, are counted apart
 /// ([`count_word_matches`]).
 fn run(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>, RankedBy), StoreError> {
+    let t0=std::time::Instant::now();//TIMING
     let (out, mut totals, ranked_by) = match ranked_by_index(conn, q, fts)? {
         Some(page) => (page, None, RankedBy::RankingIndex),
         None => {
@@ -823,9 +843,11 @@ fn run(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<ConversationHi
             (out, totals, RankedBy::WordIndex)
         }
     };
+    let t1=std::time::Instant::now();//TIMING
     if q.totals && totals.is_none() {
         totals = Some(count_word_matches(conn, q, fts)?);
     }
+    if std::env::var_os("SDB_TIME").is_some() { eprintln!("page {:?} {:?} totals {:?}", t1-t0, ranked_by, t1.elapsed()); }//TIMING
     Ok((out, totals.filter(|_| q.totals), ranked_by))
 }
 
@@ -842,8 +864,7 @@ fn run_ranked(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Convers
         let mut ranked = conn.prepare_cached("SELECT rowid, bm25(texts_fts) AS score FROM texts_fts WHERE texts_fts MATCH ?1 ORDER BY score, rowid LIMIT ?2")?;
         let texts: Vec<(i64, f64)> = ranked.query_map(params![fts, window as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
         let exhausted = texts.len() < window;
-        let candidates: Vec<(i64, f64)> = holders(conn, &texts)?.into_iter().map(|(id, _, score)| (id, score)).collect();
-        let out = place(conn, q, &candidates, q.offset, wanted - q.offset)?;
+        let out = place(conn, q, &holders(conn, &texts)?, q.offset, wanted - q.offset)?;
         if out.len() >= wanted - q.offset || exhausted {
             return Ok((out.into_iter().take(wanted - q.offset).collect(), None));
         }
@@ -887,11 +908,12 @@ fn plain_terms(fts: &str) -> Option<Vec<String>> {
 /// ranked by the ranking index (`store::ranking`: bm25 over the whole history without scoring
 /// every match), grouped as
 /// [`place`] groups them; `None` when the query is not one it answers ([`plain_terms`]) or the
-/// index is not usable now, and FTS5 answers instead. Filters on what a message is (`--chat`,
-/// `--role`, `--model`) are answered inside the index, the others by [`place`]. The best
-/// matches are read in windows growing eightfold until they hold enough conversations or every
-/// match; each conversation's count of matches is then made exactly: from the window when it
-/// holds every match, else from the conversation's texts ([`matches_in_conversation`]).
+/// index is not usable now, and FTS5 answers instead; so does a query narrowed to what a
+/// message is (`--chat`, `--role`, `--model`), while the other filters are answered by
+/// [`place`]. The best matches are read in windows growing eightfold until they hold enough
+/// conversations or every match; each conversation's count of matches is then made exactly:
+/// from the window when it holds every match, else by asking the index which of the
+/// page's texts match ([`count_in_conversations`]).
 fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<Vec<ConversationHits>>, StoreError> {
     if q.sort != Sort::Relevance {
         return Ok(None);
@@ -913,7 +935,6 @@ fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<
     // in a branch or view is all that is asked of them (no text, no count), so that a deep page
     // costs about what its place in the order costs, not that many pages' answers.
     let mut stands = Stands::new(conn, q)?;
-    let mut texts = TextMatches::new(fts)?;
     let mut window = first_window(q);
     loop {
         let Ok(top) = index.top(&query, window) else { return Ok(None) };
@@ -951,7 +972,8 @@ fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<
                 skipped += usize::from(placed);
                 continue;
             }
-            if let Some(mut hits) = place(conn, q, found, 0, 1)?.pop() {
+            let found: Vec<(i64, i64, f64)> = found.iter().map(|&(id, score)| (id, *conversation, score)).collect();
+            if let Some(mut hits) = place(conn, q, &found, 0, 1)?.pop() {
                 hits.total = if exhausted {
                     // Every match is in the window: those that stand are the conversation's.
                     let mut standing = 0;
@@ -960,12 +982,19 @@ fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<
                     }
                     standing
                 } else {
-                    matches_in_conversation(conn, q, &mut texts, *conversation)?.len()
+                    // Counted below, with the other conversations of the page.
+                    0
                 };
                 out.push(hits);
             }
         }
         if skipped + out.len() == wanted || exhausted {
+            if !exhausted {
+                let Some(counts) = count_in_conversations(conn, q, &index, &query, &out)? else { return Ok(None) };
+                for hits in &mut out {
+                    hits.total = counts.get(&hits.conversation_id).copied().unwrap_or(0);
+                }
+            }
             return Ok(Some(out));
         }
         if window >= MAX_WINDOW {
@@ -1045,6 +1074,42 @@ const TEXT_BYTES_AT_ONCE: usize = 4 << 20;
 /// the conversation's length, not the whole index's matches (a lookup of a common word's
 /// long list of texts in the word index for each message, as it was, took milliseconds).
 fn matches_in_conversation(conn: &Connection, q: &Resolved, texts: &mut TextMatches, conversation: i64) -> Result<Vec<(i64, i64)>, StoreError> {
+    texts.keep(conn, messages_in_conversation(conn, q, conversation)?)
+}
+
+/// How many messages of each of `page`'s conversations match `query` and pass the filters,
+/// standing in a branch or view, as [`matches_in_conversation`] counts them, by conversation
+/// row id: the conversations' messages read by the index on them, their texts asked of the
+/// ranking index all at once ([`super::ranking::RankingIndex::matching_among`]), so that no
+/// text is read or split into words. `None` when the index fails now, and FTS5 answers.
+fn count_in_conversations(
+    conn: &Connection,
+    q: &Resolved,
+    index: &super::ranking::RankingIndex,
+    query: &super::ranking::RankQuery,
+    page: &[ConversationHits],
+) -> Result<Option<std::collections::HashMap<i64, usize>>, StoreError> {
+    let mut messages: Vec<(i64, i64)> = Vec::new();
+    for hits in page {
+        messages.extend(messages_in_conversation(conn, q, hits.conversation_id)?.into_iter().map(|(_, text)| (hits.conversation_id, text)));
+    }
+    let mut texts: Vec<i64> = messages.iter().map(|&(_, text)| text).collect();
+    texts.sort_unstable();
+    texts.dedup();
+    let Ok(matching) = index.matching_among(query, &texts) else { return Ok(None) };
+    let matching: std::collections::HashSet<i64> = matching.into_iter().collect();
+    let mut counts: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
+    for (conversation, text) in messages {
+        if matching.contains(&text) {
+            *counts.entry(conversation).or_default() += 1;
+        }
+    }
+    Ok(Some(counts))
+}
+
+/// The messages (id, text id) of conversation `conversation` that pass the filters and stand
+/// in a branch or view, by id: read by the index on the conversation.
+fn messages_in_conversation(conn: &Connection, q: &Resolved, conversation: i64) -> Result<Vec<(i64, i64)>, StoreError> {
     let (mut filters, mut args) = filter_sql(q, 2, true);
     args.insert(0, Value::Integer(conversation));
     filters.push("m.conversation_id = ?1".to_owned());
@@ -1055,7 +1120,7 @@ fn matches_in_conversation(conn: &Connection, q: &Resolved, texts: &mut TextMatc
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let messages = stmt.query_map(params_from_iter(args.iter()), |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<Vec<(i64, i64)>, _>>()?;
-    texts.keep(conn, messages)
+    Ok(messages)
 }
 
 /// Every match of word query `fts` that passes the filters and stands in a branch or view, as
@@ -1188,7 +1253,7 @@ fn run_filtered(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Conve
     // conversations past the offset.
     order.truncate(q.wanted());
     order.drain(..q.offset.min(order.len()));
-    let chosen: Vec<(i64, f64)> = order.iter().flat_map(|c| seen[c].1.iter().copied()).collect();
+    let chosen: Vec<(i64, i64, f64)> = order.iter().flat_map(|&c| seen[&c].1.iter().map(move |&(id, score)| (id, c, score))).collect();
     let mut out = place(conn, q, &chosen, 0, usize::MAX)?;
     for c in &mut out {
         c.total = seen[&c.conversation_id].0;
@@ -1295,7 +1360,7 @@ fn run_on_server(conn: &Connection, q: &Resolved, mut matcher: WordMatch) -> Res
     }
     order.truncate(q.wanted());
     order.drain(..q.offset.min(order.len()));
-    let chosen: Vec<(i64, f64)> = order.iter().flat_map(|c| seen[c].best.iter().map(|&(score, id)| (id, score))).collect();
+    let chosen: Vec<(i64, i64, f64)> = order.iter().flat_map(|&c| seen[&c].best.iter().map(move |&(score, id)| (id, c, score))).collect();
     let mut out = place(conn, q, &chosen, 0, usize::MAX)?;
     for c in &mut out {
         c.total = seen[&c.conversation_id].count;
@@ -1325,15 +1390,15 @@ impl<'c> Stands<'c> {
     }
 }
 
-/// The ranked candidates that pass the filters, with where each stands, grouped by
-/// conversation in rank order: the `limit` conversations after the first `skip`. Of the
-/// skipped ones only whether a candidate passes and stands somewhere is asked, and once
-/// `limit` are found only a candidate's conversation (no text is read), so that a deep page
-/// costs little more than its own conversations.
-fn place(conn: &Connection, q: &Resolved, candidates: &[(i64, f64)], skip: usize, limit: usize) -> Result<Vec<ConversationHits>, StoreError> {
+/// The ranked candidates (message id, its conversation's row id, score) that pass the filters,
+/// with where each stands, grouped by conversation in rank order: the `limit` conversations
+/// after the first `skip`. Of the skipped ones only whether a candidate passes and stands
+/// somewhere is asked, and once `limit` are found a candidate of another conversation is
+/// passed over unread, so that a deep page costs little more than its own conversations and a
+/// text thousands of conversations share costs nothing past the page.
+fn place(conn: &Connection, q: &Resolved, candidates: &[(i64, i64, f64)], skip: usize, limit: usize) -> Result<Vec<ConversationHits>, StoreError> {
     let mut skipped: std::collections::HashSet<i64> = std::collections::HashSet::new();
     let mut stands = Stands::new(conn, q)?;
-    let mut conversation_of = conn.prepare_cached("SELECT conversation_id FROM messages WHERE id = ?1")?;
     let (mut filters, mut args) = filter_sql(q, 2, false);
     filters.insert(0, "m.id = ?1".to_owned());
     args.insert(0, Value::Null);
@@ -1364,17 +1429,14 @@ fn place(conn: &Connection, q: &Resolved, candidates: &[(i64, f64)], skip: usize
     let mut out: Vec<ConversationHits> = Vec::new();
     // Where each conversation is in `out`.
     let mut at: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
-    for &(id, rank) in candidates {
+    for &(id, conversation, rank) in candidates {
         if skipped.len() < skip {
             skipped.extend(stands.conversation(id)?);
             continue;
         }
-        if out.len() >= limit {
+        if out.len() >= limit && !at.contains_key(&conversation) {
             // Only more matches of the conversations found count now.
-            let conversation: Option<i64> = conversation_of.query_row([id], |r| r.get(0)).optional()?;
-            if !conversation.is_some_and(|c| at.contains_key(&c)) {
-                continue;
-            }
+            continue;
         }
         args[0] = Value::Integer(id);
         let mut rows = stmt.query(params_from_iter(args.iter()))?;
@@ -1553,7 +1615,12 @@ pub struct Marks<'a> {
 /// in them passed to `marks.matched` and the rest of the text to `marks.text` (a match across
 /// lines is marked on each). Without a match, the first 100 characters.
 pub fn snippet(content: &str, highlight: &Highlight, context: usize, max_matches: usize, marks: &Marks) -> String {
-    let spans = match_spans(content, highlight);
+    snippet_at(content, &match_spans(content, highlight), context, max_matches, marks)
+}
+
+/// [`snippet`] with the matches of `content` found already (`spans`, as [`match_spans`] gives
+/// them): for a caller that shows one text several times, or in several forms.
+pub fn snippet_at(content: &str, spans: &[(usize, usize)], context: usize, max_matches: usize, marks: &Marks) -> String {
     // Each line with its byte offset in `content`.
     let mut lines: Vec<(usize, &str)> = Vec::new();
     let mut at = 0;

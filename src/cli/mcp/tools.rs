@@ -367,7 +367,7 @@ impl Server {
             taken.push(row);
         }
         let next = offset + taken.len();
-        // Counting stopped past 10,000 matches: more may follow however many were counted.
+        // Counting stopped past COUNTED_UP_TO matches: more may follow however many were counted.
         let (total, exact) = result.totals.map_or((0, true), |t| (t.conversations, t.exact));
         if next < total || (!exact && !taken.is_empty()) {
             page["more"] = json!(next.to_string());
