@@ -908,10 +908,11 @@ fn word_queries(generated: &[(String, std::collections::BTreeMap<String, String>
 
 /// Searches `store` for word query `terms` and checks the answer against the reference
 /// tokenizer over `words`: a word query, ranked by what ranks it on that engine, the same
-/// conversations and as many matching messages. Returns whether it found any.
+/// conversations and as many matching messages (every one counted: `--exact-total`). Returns
+/// whether it found any.
 fn finds_what_the_reference_finds(store: &common::TestDb, words: &[(String, Vec<Vec<String>>)], terms: &[Term]) -> bool {
     let text = terms.iter().map(Term::query).collect::<Vec<_>>().join(" ");
-    let page = search_page(&store.db, &["-n", "1000", "--", &text]);
+    let page = search_page(&store.db, &["-n", "1000", "--exact-total", "--", &text]);
     assert_eq!(page["literal"], false, "{text:?} is a word query");
     // On SQLite words and phrases are ranked by the ranking index, prefixes by the word index.
     let by = if store.engine == "postgres" {
@@ -1537,10 +1538,11 @@ fn an_import_is_listed_before_it_is_indexed_and_no_search_misses_what_it_stored(
 fn totals_past_a_thousand_matches_or_candidates_say_at_least_unless_asked_for_every_one() {
     let work = tempfile::tempdir().unwrap();
     let logs = work.path().join("logs");
-    for c in 0..12 {
-        let lines: Vec<(&str, String)> = (0..100)
+    // More conversations than a page (20), so that counting goes on past it.
+    for c in 0..30 {
+        let lines: Vec<(&str, String)> = (0..40)
             .map(|i| {
-                (if i % 2 == 0 { "user" } else { "assistant" }, format!("numbat {c} sighting {i}: a numbat-like marsupial{}", if i % 50 == 1 { " 🦘" } else { "" }))
+                (if i % 2 == 0 { "user" } else { "assistant" }, format!("numbat {c} sighting {i}: a numbat-like marsupial{}", if i % 20 == 1 { " 🦘" } else { "" }))
             })
             .collect();
         let lines: Vec<(&str, &str)> = lines.iter().map(|(r, t)| (*r, t.as_str())).collect();
@@ -1550,7 +1552,7 @@ fn totals_past_a_thousand_matches_or_candidates_say_at_least_unless_asked_for_ev
         for query in [&["numbat"][..], &["-F", "numbat-like"][..]] {
             let counted = search_page(&store.db, query);
             let exact = search_page(&store.db, &[query, &["--exact-total"][..]].concat());
-            assert_eq!(exact["total"], serde_json::json!({"messages": 1_200, "conversations": 12, "exact": true}), "{}: {query:?}", store.engine);
+            assert_eq!(exact["total"], serde_json::json!({"messages": 1_200, "conversations": 30, "exact": true}), "{}: {query:?}", store.engine);
             // A server ranks a word query from every match it reads, and so counts them all.
             if store.engine == "postgres" && query == ["numbat"] {
                 assert_eq!(counted["total"], exact["total"], "a server counts every match of a word query");
@@ -1558,19 +1560,19 @@ fn totals_past_a_thousand_matches_or_candidates_say_at_least_unless_asked_for_ev
             }
             assert_eq!(counted["total"]["exact"], false, "{}: {query:?}: {}", store.engine, counted["total"]);
             let (messages, conversations) = (counted["total"]["messages"].as_u64().unwrap(), counted["total"]["conversations"].as_u64().unwrap());
-            assert!((1_000..1_200).contains(&messages) && (1..=12).contains(&conversations), "{query:?}: {}", counted["total"]);
+            assert!((1_000..1_200).contains(&messages) && (1..=30).contains(&conversations), "{query:?}: {}", counted["total"]);
             assert_eq!(counted["results"], exact["results"], "{query:?}: the page is the same");
             let text = run_ok(sessiondb(&store.db).arg("search").args(query));
             let header = String::from_utf8_lossy(&text.stdout).lines().next().unwrap_or_default().to_owned();
             assert!(header.contains("at least") && header.contains("--exact-total"), "{query:?}: {header}");
         }
         // A needle too short for the substring index has every message for a candidate: past
-        // 1,000 read, counting stops though only 24 match, and the page is the same.
+        // 1,000 read, counting stops though only 60 match, and the page is the same.
         let query = &["-F", "🦘"][..];
         let (counted, exact) = (search_page(&store.db, query), search_page(&store.db, &[query, &["--exact-total"][..]].concat()));
-        assert_eq!(exact["total"], serde_json::json!({"messages": 24, "conversations": 12, "exact": true}), "{}", store.engine);
+        assert_eq!(exact["total"], serde_json::json!({"messages": 60, "conversations": 30, "exact": true}), "{}", store.engine);
         assert_eq!(counted["total"]["exact"], false, "{}: {}", store.engine, counted["total"]);
-        assert!(counted["total"]["messages"].as_u64().unwrap() < 24, "{}", counted["total"]);
+        assert!(counted["total"]["messages"].as_u64().unwrap() < 60, "{}", counted["total"]);
         assert_eq!(counted["results"], exact["results"], "the page is the same");
     }
 }

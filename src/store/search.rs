@@ -835,7 +835,6 @@ fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<(Option<i64>, Opt
 /// conversation first. Totals, when asked for and not counted by the pass, are counted apart
 /// ([`count_word_matches`]).
 fn run(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>, RankedBy), StoreError> {
-    let t0=std::time::Instant::now();//TIMING
     let (out, mut totals, ranked_by) = match ranked_by_index(conn, q, fts)? {
         Some(page) => (page, None, RankedBy::RankingIndex),
         None => {
@@ -843,11 +842,15 @@ fn run(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<ConversationHi
             (out, totals, RankedBy::WordIndex)
         }
     };
-    let t1=std::time::Instant::now();//TIMING
     if q.totals && totals.is_none() {
         totals = Some(count_word_matches(conn, q, fts)?);
     }
-    if std::env::var_os("SDB_TIME").is_some() { eprintln!("page {:?} {:?} totals {:?}", t1-t0, ranked_by, t1.elapsed()); }//TIMING
+    if let Some(t) = totals.as_mut().filter(|t| !t.exact) {
+        // Counting stopped at its bound: the page's own conversations and matches are as sure
+        // a lower bound, and may be more (a page of every conversation, `-n 0`).
+        t.conversations = t.conversations.max(q.offset + out.len());
+        t.messages = t.messages.max(out.iter().map(|c| c.total).sum::<usize>());
+    }
     Ok((out, totals.filter(|_| q.totals), ranked_by))
 }
 

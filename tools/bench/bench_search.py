@@ -11,6 +11,8 @@ class by its frequency in the corpus (the number of messages holding it, printed
   mid        a word of 5+ letters in the number of messages closest to 2% of them
   common     the word in the most messages
   phrase     two words in a row ("w1 w2"), both of 4+ letters, closest to 0.5% of the messages
+  phrase_page  the two words in a row in the most messages, asked for a page of 1,000
+             conversations (`-n 1000`, both tools)
   prefix     the first 4 letters of the mid word, then *
   code       a literal code fragment (an identifier followed by `(`, or `a::b`), closest to 0.2%
              (below one a conversation: not the tool names every system prompt lists)
@@ -63,6 +65,8 @@ def contents(root: Path):
 def pick(root: Path) -> dict:
     words: collections.Counter = collections.Counter()
     pairs: collections.Counter = collections.Counter()
+    # Pairs of any words, for a phrase of common words.
+    common_pairs: collections.Counter = collections.Counter()
     code: collections.Counter = collections.Counter()
     cjk: collections.Counter = collections.Counter()
     emoji: collections.Counter = collections.Counter()
@@ -73,6 +77,7 @@ def pick(root: Path) -> dict:
         ts = TOKEN.findall(lowered)
         words.update({t for t in ts if WORD.fullmatch(t)})
         pairs.update({f"{a} {b}" for a, b in zip(ts, ts[1:]) if len(a) >= 4 and len(b) >= 4 and WORD.fullmatch(a) and WORD.fullmatch(b)})
+        common_pairs.update({f"{a} {b}" for a, b in zip(ts, ts[1:]) if WORD.fullmatch(a) and WORD.fullmatch(b)})
         code.update(set(CODE.findall(text)))
         cjk.update(set(CJK.findall(text)))
         emoji.update(set(EMOJI.findall(text)))
@@ -84,6 +89,7 @@ def pick(root: Path) -> dict:
     mid = closest(words, 0.02 * total, lambda w: len(w) >= 5)
     common = max(words.items(), key=lambda wn: (wn[1], wn[0]))
     phrase = closest(pairs, 0.005 * total)
+    common_phrase = max(common_pairs.items(), key=lambda kn: (kn[1], kn[0]))
     prefix = mid[0][:4]
     prefix_n = None  # counted below
     # A code fragment's count: messages holding it, ignoring case.
@@ -94,6 +100,8 @@ def pick(root: Path) -> dict:
         "mid": {"query": mid[0], "messages": mid[1]},
         "common": {"query": common[0], "messages": common[1]},
         "phrase": {"query": f'"{phrase[0]}"', "messages": phrase[1]},
+        # A phrase of the commonest words with a large page (its own `limit`).
+        "phrase_page": {"query": f'"{common_phrase[0]}"', "messages": common_phrase[1], "limit": 1000},
         "prefix": {"query": f"{prefix}*", "messages": prefix_n},
         "code": {"query": frag[0], "messages": None},
     }
@@ -143,15 +151,16 @@ def time_with_home(args: argparse.Namespace, queries: dict, home: Path) -> dict:
         if not isinstance(q, dict):
             continue
         text = q["query"]
+        limit = str(q.get("limit", args.limit))
         # The text a person reads, the JSON a tool or agent reads, and gptme's CLI, alternating.
         sdb, sdb_json, gp = [], [], []
         for _ in range(args.runs):
-            sdb.append(run_once([args.sdb, "--db", args.db, "search", "-n", str(args.limit), "--", text]))
-            sdb_json.append(run_once([args.sdb, "--db", args.db, "search", "--json", "-n", str(args.limit), "--", text]))
-            gp.append(run_once([gptme_util, "chats", "search", text, "-n", str(args.limit)], env))
+            sdb.append(run_once([args.sdb, "--db", args.db, "search", "-n", limit, "--", text]))
+            sdb_json.append(run_once([args.sdb, "--db", args.db, "search", "--json", "-n", limit, "--", text]))
+            gp.append(run_once([gptme_util, "chats", "search", text, "-n", limit], env))
         med = lambda runs, k: statistics.median(r[k] for r in runs)  # noqa: E731
         out[cls] = {
-            "query": text, "sessiondb": sdb, "sessiondb_json": sdb_json, "gptme": gp,
+            "query": text, "limit": int(limit), "sessiondb": sdb, "sessiondb_json": sdb_json, "gptme": gp,
             "sessiondb_median": med(sdb, 0), "gptme_median": med(gp, 0), "sessiondb_cpu": med(sdb, 1), "gptme_cpu": med(gp, 1),
             "sessiondb_json_median": med(sdb_json, 0), "sessiondb_json_cpu": med(sdb_json, 1),
         }
