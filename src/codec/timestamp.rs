@@ -134,15 +134,36 @@ pub fn normalise(text: &str) -> Option<String> {
 /// Formats a naive local time as Python's `datetime.isoformat()` (microseconds only when
 /// non-zero), which is how gptme writes message timestamps.
 pub fn format_naive(dt: NaiveDateTime) -> String {
-    // Fields formatted directly: a listing formats two timestamps per conversation, and
-    // chrono's strftime parser was a tenth of `list --json`'s time.
+    let mut out = String::with_capacity(32);
+    push_naive(&mut out, dt);
+    out
+}
+
+/// [`format_naive`] written at the end of `out`. Fields are written digit by digit: a listing
+/// formats two timestamps per conversation, and chrono's strftime parser, then `format!` of
+/// each field, were a tenth of `list --json --all`'s time.
+fn push_naive(out: &mut String, dt: NaiveDateTime) {
     let (date, time) = (dt.date(), dt.time());
-    let whole = format!("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", date.year(), date.month(), date.day(), time.hour(), time.minute(), time.second());
+    match u32::try_from(date.year()) {
+        Ok(year) if year <= 9999 => push_digits(out, year, 4),
+        // Outside what Python's datetime holds; written as `{:04}` writes it.
+        _ => out.push_str(&format!("{:04}", date.year())),
+    }
+    for (sep, value) in [('-', date.month()), ('-', date.day()), ('T', time.hour()), (':', time.minute()), (':', time.second())] {
+        out.push(sep);
+        push_digits(out, value, 2);
+    }
     let micros = dt.and_utc().timestamp_subsec_micros();
-    if micros == 0 {
-        whole
-    } else {
-        format!("{whole}.{micros:06}")
+    if micros != 0 {
+        out.push('.');
+        push_digits(out, micros, 6);
+    }
+}
+
+/// `value` in decimal, zero-padded to `width` digits (`value` has at most `width`).
+fn push_digits(out: &mut String, value: u32, width: u32) {
+    for place in (0..width).rev() {
+        out.push(char::from(b'0' + (value / 10u32.pow(place) % 10) as u8));
     }
 }
 
@@ -152,7 +173,10 @@ pub fn format_utc(epoch_seconds: f64) -> String {
     let whole = epoch_seconds.trunc();
     let micros = ((epoch_seconds - whole) * 1e6).round_ties_even() as i64 + whole as i64 * 1_000_000;
     let dt = DateTime::from_timestamp_micros(micros).unwrap_or_default().naive_utc();
-    format!("{}+00:00", format_naive(dt))
+    let mut out = String::with_capacity(40);
+    push_naive(&mut out, dt);
+    out.push_str("+00:00");
+    out
 }
 
 #[cfg(test)]
@@ -194,6 +218,19 @@ mod tests {
         assert_eq!(normalise("2026-07-16T10:00:00Z").as_deref(), Some("2026-07-16T10:00:00+00:00"));
         assert_eq!(normalise("2026-07-16 10:00").as_deref(), Some("2026-07-16T10:00:00"));
         assert_eq!(normalise("2026-07-16T10:00:00-0530").as_deref(), Some("2026-07-16T10:00:00-05:30"));
+    }
+
+    proptest::proptest! {
+        /// Every instant of the years Python's datetime holds (1 to 9999) is written as
+        /// chrono's own `%Y-%m-%dT%H:%M:%S` and `%.6f` (when it has a fraction) write it.
+        #[test]
+        fn timestamps_are_written_as_chrono_writes_them(micros in -62_135_596_800_000_000i64..253_402_300_800_000_000) {
+            if let Some(dt) = DateTime::from_timestamp_micros(micros) {
+                let dt = dt.naive_utc();
+                let fraction = if dt.and_utc().timestamp_subsec_micros() == 0 { String::new() } else { dt.format("%.6f").to_string() };
+                proptest::prop_assert_eq!(format_naive(dt), format!("{}{fraction}", dt.format("%Y-%m-%dT%H:%M:%S")));
+            }
+        }
     }
 
     #[test]
