@@ -608,36 +608,19 @@ const FEW_CANDIDATES: usize = 5_000;
 /// first of them (ids, with no rank).
 type Found = (i64, usize, Vec<(i64, f64)>);
 
-/// The conversations holding `needle` (lowercased) in a message, newest first (the relevance
-/// order of a literal query too), every match checked against the text: candidates from the
-/// substring index when `trigrams` is not empty, else every message. Each conversation is read
-/// whole (so its count of matches is exact), in listing order, until `offset + limit` have
-/// matched — or to the end, counting, when totals are asked for. With many candidates, conversations are read one
-/// after another from the listing index, so that nothing is sorted but one conversation's
-/// messages and a query found everywhere stops after the first few; with at most
-/// [`FEW_CANDIDATES`], the candidates alone are looked up and sorted.
-fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
-    let server = conn.engine() == Engine::Postgres;
+/// The scan of a literal search (see [`run_literal`]): (message id, conversation id, text id)
+/// of the candidates passing the filters, in the listing's order, newest conversation first.
+/// Candidates are `few` texts when the substring index gave at most [`FEW_CANDIDATES`], else
+/// those the index gives for `trigrams` (an index query), else (no trigrams) every message.
+/// Conversations are the outer loop, read in order from the listing's index (never sorted
+/// whole, whatever the filters), unless the candidates are few.
+fn literal_scan_sql(engine: Engine, q: &Resolved, few: Option<&[i64]>, trigrams: &str) -> (String, Vec<Value>) {
+    let server = engine == Engine::Postgres;
     let (mut filters, mut args) = filter_sql(q, 2, false);
-    // The index is asked once: up to one more candidate than "few", which are then looked up
-    // by id (a list of them, as JSON) rather than by asking the index again.
-    let few: Option<Vec<i64>> = if trigrams.is_empty() {
-        None
-    } else {
-        let sql = if server {
-            // A text whose set was too large to keep is a candidate of every query.
-            "SELECT text_id FROM text_terms WHERE trigrams @@ ?1::text::tsquery
-             UNION ALL SELECT text_id FROM text_terms WHERE trigrams IS NULL LIMIT ?2"
-        } else {
-            "SELECT rowid FROM texts_substring WHERE texts_substring MATCH ?1 LIMIT ?2"
-        };
-        let ids = conn.prepare_cached(sql)?.query_map(params![trigrams, FEW_CANDIDATES as i64 + 1], |r| r.get::<_, i64>(0))?.collect::<Result<Vec<_>, _>>()?;
-        (ids.len() <= FEW_CANDIDATES).then_some(ids)
-    };
-    match &few {
+    match few {
         Some(ids) => {
             args.insert(0, Value::Text(super::sql::id_list(ids.iter().copied())));
-            filters.push(super::sql::among_ids(conn.engine(), "m.text_id", 1));
+            filters.push(super::sql::among_ids(engine, "m.text_id", 1));
         }
         None if !trigrams.is_empty() => {
             args.insert(0, Value::Text(trigrams.to_owned()));
@@ -670,6 +653,35 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
         "conversations c CROSS JOIN messages m ON m.conversation_id = c.id"
     };
     let sql = format!("SELECT m.id, c.id, m.text_id FROM {from} WHERE {} ORDER BY c.modified DESC, c.chat_id, c.id, m.id", filters.join(" AND "));
+    (sql, args)
+}
+
+/// The conversations holding `needle` (lowercased) in a message, newest first (the relevance
+/// order of a literal query too), every match checked against the text: candidates from the
+/// substring index when `trigrams` is not empty, else every message. Each conversation is read
+/// whole (so its count of matches is exact), in listing order, until `offset + limit` have
+/// matched — or to the end, counting, when totals are asked for. With many candidates, conversations are read one
+/// after another from the listing index, so that nothing is sorted but one conversation's
+/// messages and a query found everywhere stops after the first few; with at most
+/// [`FEW_CANDIDATES`], the candidates alone are looked up and sorted.
+fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) -> Result<(Vec<ConversationHits>, Option<Totals>), StoreError> {
+    let server = conn.engine() == Engine::Postgres;
+    // The index is asked once: up to one more candidate than "few", which are then looked up
+    // by id (a list of them, as JSON) rather than by asking the index again.
+    let few: Option<Vec<i64>> = if trigrams.is_empty() {
+        None
+    } else {
+        let sql = if server {
+            // A text whose set was too large to keep is a candidate of every query.
+            "SELECT text_id FROM text_terms WHERE trigrams @@ ?1::text::tsquery
+             UNION ALL SELECT text_id FROM text_terms WHERE trigrams IS NULL LIMIT ?2"
+        } else {
+            "SELECT rowid FROM texts_substring WHERE texts_substring MATCH ?1 LIMIT ?2"
+        };
+        let ids = conn.prepare_cached(sql)?.query_map(params![trigrams, FEW_CANDIDATES as i64 + 1], |r| r.get::<_, i64>(0))?.collect::<Result<Vec<_>, _>>()?;
+        (ids.len() <= FEW_CANDIDATES).then_some(ids)
+    };
+    let (sql, args) = literal_scan_sql(conn.engine(), q, few.as_deref(), trigrams);
     // The text is read for candidates only, and kept out of the sort; a text many messages
     // share (a system prompt, a tool's output) is read and checked once.
     let mut text_of = conn.prepare_cached("SELECT data FROM texts WHERE id = ?1")?;
@@ -1174,7 +1186,11 @@ fn filter_sql(q: &Resolved, first: usize, placed: bool) -> (Vec<String>, Vec<Val
         filters.push(format!("c.id = ?{}", arg(Value::Integer(chat))));
     }
     if let Some(source) = q.source {
-        filters.push(format!("c.source_id = ?{}", arg(Value::Integer(source))));
+        // Written so that no index on the source is used for it (as `queries` lists one
+        // source): a search read in the listing's order keeps that order from its index,
+        // rather than finding the source's conversations and sorting all their messages.
+        let n = arg(Value::Integer(source));
+        filters.push(format!("(c.source_id = ?{n} OR ?{n} IS NULL)"));
     }
     if q.chat_id.is_none() {
         filters.push("c.deleted_at IS NULL".into());
@@ -1797,6 +1813,42 @@ mod tests {
         }
         assert!("😀\"()\\€ ".chars().all(is_caseless));
         assert!(!"xX\u{307}İ数".chars().any(is_caseless));
+    }
+
+    /// A literal search of many candidates, or of every message, reads conversations in the
+    /// listing's order from its index, with any filter: only each conversation's messages are
+    /// sorted, never the whole answer (a search of one source, as `serve` asks, sorted every
+    /// message of the source first).
+    #[test]
+    fn a_literal_scan_sorts_only_within_a_conversation() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        super::super::fts::register_functions(&conn).unwrap();
+        super::super::schema::migrate(&mut conn).unwrap();
+        let query = |since: Option<f64>, branch: Option<&str>| SearchQuery { since, branch: branch.map(str::to_owned), limit: 10, ..SearchQuery::default() };
+        for (source, since, branch) in [(None, None, None), (Some(1), None, None), (Some(1), Some(1.0e9), None), (None, None, Some("main"))] {
+            for trigrams in ["\"abc\"", ""] {
+                let q = query(since, branch);
+                let (sql, args) = literal_scan_sql(Engine::Sqlite, &Resolved { q: &q, chat: None, source }, None, trigrams);
+                let args: Vec<rusqlite::types::Value> = args
+                    .into_iter()
+                    .map(|v| match v {
+                        Value::Integer(i) => rusqlite::types::Value::Integer(i),
+                        Value::Real(r) => rusqlite::types::Value::Real(r),
+                        Value::Text(t) => rusqlite::types::Value::Text(t),
+                        other => panic!("{other:?}"),
+                    })
+                    .collect();
+                let plan: Vec<String> = conn
+                    .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+                    .unwrap()
+                    .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
+                    .unwrap()
+                    .collect::<Result<_, _>>()
+                    .unwrap();
+                assert!(plan.iter().any(|s| s.contains("conversations_by_modified")), "{source:?} {trigrams:?}: {plan:#?}");
+                assert!(!plan.iter().any(|s| s.contains("TEMP B-TREE FOR ORDER BY")), "{source:?} {trigrams:?}: {plan:#?}");
+            }
+        }
     }
 
     #[test]
