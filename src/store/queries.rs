@@ -910,22 +910,7 @@ mod tests {
         for sort in [SortBy::Modified, SortBy::Created, SortBy::Messages] {
             let f = ListFilter { source: Some(1), limit: Some(100), sort, ..ListFilter::default() };
             let (sql, args) = listing_sql(&f, super::super::sql::Engine::Sqlite);
-            let args: Vec<rusqlite::types::Value> = args
-                .into_iter()
-                .map(|v| match v {
-                    super::super::sql::Value::Integer(i) => rusqlite::types::Value::Integer(i),
-                    super::super::sql::Value::Real(r) => rusqlite::types::Value::Real(r),
-                    super::super::sql::Value::Text(t) => rusqlite::types::Value::Text(t),
-                    other => panic!("{other:?}"),
-                })
-                .collect();
-            let plan: Vec<String> = conn
-                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-                .unwrap()
-                .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
-                .unwrap()
-                .collect::<Result<_, _>>()
-                .unwrap();
+            let plan = super::super::sql::sqlite_plan(&conn, &sql, &args);
             assert!(!plan.iter().any(|s| s.contains("TEMP B-TREE")), "{sort:?}: {plan:#?}");
         }
     }

@@ -1829,22 +1829,7 @@ mod tests {
             for trigrams in ["\"abc\"", ""] {
                 let q = query(since, branch);
                 let (sql, args) = literal_scan_sql(Engine::Sqlite, &Resolved { q: &q, chat: None, source }, None, trigrams);
-                let args: Vec<rusqlite::types::Value> = args
-                    .into_iter()
-                    .map(|v| match v {
-                        Value::Integer(i) => rusqlite::types::Value::Integer(i),
-                        Value::Real(r) => rusqlite::types::Value::Real(r),
-                        Value::Text(t) => rusqlite::types::Value::Text(t),
-                        other => panic!("{other:?}"),
-                    })
-                    .collect();
-                let plan: Vec<String> = conn
-                    .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-                    .unwrap()
-                    .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
-                    .unwrap()
-                    .collect::<Result<_, _>>()
-                    .unwrap();
+                let plan = super::super::sql::sqlite_plan(&conn, &sql, &args);
                 assert!(plan.iter().any(|s| s.contains("conversations_by_modified")), "{source:?} {trigrams:?}: {plan:#?}");
                 assert!(!plan.iter().any(|s| s.contains("TEMP B-TREE FOR ORDER BY")), "{source:?} {trigrams:?}: {plan:#?}");
             }

@@ -406,6 +406,14 @@ pub fn among_ids(engine: Engine, column: &str, n: usize) -> String {
     }
 }
 
+/// What SQLite's planner does with `sql` and its arguments on `conn`, a line a step (the
+/// detail column of `EXPLAIN QUERY PLAN`): for tests that a statement is read by an index.
+#[cfg(test)]
+pub fn sqlite_plan(conn: &rusqlite::Connection, sql: &str, args: &[Value]) -> Vec<String> {
+    let mut stmt = Statement::sqlite(conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap());
+    stmt.query_map(params_from_iter(args.iter()), |r| r.get::<_, String>(3)).unwrap().collect::<Result<_>>().unwrap()
+}
+
 /// `ids` as the JSON array [`among_ids`] reads.
 pub fn id_list(ids: impl IntoIterator<Item = i64>) -> String {
     format!("[{}]", ids.into_iter().map(|i| i.to_string()).collect::<Vec<_>>().join(","))
