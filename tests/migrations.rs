@@ -42,6 +42,8 @@ const RELEASED: &[(&str, &str)] = &[
     ("0021_message_texts.sql", "17bcf718c1424dda68328ca97b2644aa88b92e72936c8186b3e1d20ea5218726"),
     ("0022_search_by_text.sql", "6df05b1a78f8092631c9ba6228e9a8c31f19a9990a867df8539f7a1d9b6b882b"),
     ("0023_messages_by_text_with_conversation.sql", "cb58a32c21bca8abff19060dca1a14f9f452fb1f952102389d1d155b71ccb239"),
+    ("0024_server_only_texts_found_by_hash.sql", "eb2208a425d6a89f1497d4e6bf06d59ffcc407997ec5c9509fe7f9aa5d67df83"),
+    ("0025_compact_message_rows.sql", "29e6c789a254cc7100999e41f0b58fb8ad790ee11c388f0b36bc67bab497618c"),
 ];
 
 fn schema_dir() -> PathBuf {

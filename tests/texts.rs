@@ -152,9 +152,25 @@ fn a_store_of_schema_15_moves_its_texts_in_place() {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
+    let with_metadata: i64 = before.query_row("SELECT count(metadata) FROM messages", [], |r| r.get(0)).unwrap();
     drop(before);
     let listed: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["list", "--json", "--all"])).stdout).unwrap();
     assert_eq!(listed.as_array().unwrap().len(), 18);
+    // Schema 25: gptme's usual metadata moved into the rows' columns, the rest kept as text;
+    // rows found by the first bytes of their digest.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let (text, shaped): (i64, i64) = conn.query_row("SELECT count(metadata), count(metadata_shape) FROM messages", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    assert_eq!(text + shaped, with_metadata, "each message's metadata is kept one way");
+    assert!(shaped > 0 && text > 0, "{shaped} in columns, {text} as text");
+    let indexes: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE tbl_name = 'messages' AND type = 'index' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(indexes, ["messages_by_line", "messages_by_text", "messages_not_rewritten_unchanged"]);
+    drop(conn);
     let conn = rusqlite::Connection::open(&db).unwrap();
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     assert_eq!(version, sessiondb::store::schema::CURRENT_VERSION);
@@ -235,5 +251,68 @@ fn a_damaged_text_is_named_and_nothing_else_is_lost() {
         let doctor = run_ok(sessiondb(&store.db).args(["doctor", "--json"]));
         let report: serde_json::Value = serde_json::from_slice(&doctor.stdout).unwrap();
         assert_eq!(report["problems"], serde_json::json!([]), "{}: {report}", store.engine);
+    }
+}
+
+/// Metadata kept in a message row's columns (schema 25) that they cannot give back — a shape
+/// this build does not write, the model column emptied — is named by `doctor` with its
+/// conversation; every other conversation exports byte for byte, the damaged one is refused
+/// saying why rather than written with other metadata, and reading its directory again heals it.
+#[test]
+fn a_damaged_metadata_row_is_named_and_nothing_else_is_lost() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    for i in 0..3 {
+        let dir = logs.join(format!("2026-04-0{}-chat-{i}", i + 1));
+        fs::create_dir_all(&dir).unwrap();
+        let meta = format!(
+            r#"{{"model": "anthropic/claude-sonnet-4", "usage": {{"input_tokens": {}, "output_tokens": 7, "cache_read_tokens": 0}}, "cost": 0.0{i}3}}"#,
+            10 + i
+        );
+        let text = line("user", "hello there", "2026-04-01T09:00:00")
+            + &format!(r#"{{"role": "assistant", "content": "hi {i}", "timestamp": "2026-04-01T09:00:01", "metadata": {meta}}}"#)
+            + "\n";
+        fs::write(dir.join("conversation.jsonl"), text).unwrap();
+    }
+    for store in common::databases(work.path()) {
+        run_ok(sessiondb(&store.db).arg("import").arg(&logs));
+        assert_eq!(one(&store, "SELECT count(metadata_shape) FROM messages WHERE ?1 = ?1", ""), 3, "{}: kept in the columns", store.engine);
+        let out = work.path().join(format!("whole-{}", store.engine));
+        run_ok(sessiondb(&store.db).arg("export").arg("--to").arg(&out));
+        common::tree::assert_same_tree(&logs, &out, &[".lock"]);
+        let row_of = |chat: &str| {
+            one(&store, "SELECT m.id FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE c.chat_id = ?1 AND m.metadata_shape IS NOT NULL", chat)
+        };
+        let (unknown, emptied) = (row_of("2026-04-01-chat-0"), row_of("2026-04-02-chat-1"));
+        store.execute(&format!("UPDATE messages SET metadata_shape = 1000 WHERE id = {unknown}"));
+        store.execute(&format!("UPDATE messages SET model = NULL WHERE id = {emptied}"));
+        let doctor = sessiondb(&store.db).args(["doctor", "--json"]).output().unwrap();
+        assert!(!doctor.status.success(), "{}", store.engine);
+        let report: serde_json::Value = serde_json::from_slice(&doctor.stdout).unwrap();
+        let problems: Vec<String> = report["problems"].as_array().unwrap().iter().map(|p| p.as_str().map_or_else(|| p.to_string(), str::to_owned)).collect();
+        let named = |chat: &str, id: i64, why: &str| {
+            problems.iter().any(|p| p.contains("message metadata") && p.contains(chat) && p.contains(&format!("message row {id}:")) && p.contains(why))
+        };
+        assert!(named("2026-04-01-chat-0", unknown, "shape 1000 is not one sessiondb writes"), "{}: {problems:?}", store.engine);
+        assert!(named("2026-04-02-chat-1", emptied, "model column is empty"), "{}: {problems:?}", store.engine);
+        let out = work.path().join(format!("sound-{}", store.engine));
+        run_ok(sessiondb(&store.db).arg("export").arg("--to").arg(&out).arg("2026-04-03-chat-2"));
+        common::tree::assert_same_tree(&logs.join("2026-04-03-chat-2"), &out.join("2026-04-03-chat-2"), &[".lock"]);
+        let refused =
+            sessiondb(&store.db).arg("export").arg("--to").arg(work.path().join(format!("refused-{}", store.engine))).arg("2026-04-01-chat-0").output().unwrap();
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(!refused.status.success() && err.contains("metadata shape 1000"), "{}: {err}", store.engine);
+        // The conversations' directories hold everything: imported again, the store is whole.
+        for chat in ["2026-04-01-chat-0", "2026-04-02-chat-1"] {
+            let file = logs.join(chat).join("conversation.jsonl");
+            let mut text = fs::read_to_string(&file).unwrap();
+            text.push_str(&line("user", "thanks", "2026-04-01T09:00:02"));
+            fs::write(&file, text).unwrap();
+        }
+        run_ok(sessiondb(&store.db).arg("import").arg(&logs));
+        let healed = work.path().join(format!("healed-{}", store.engine));
+        run_ok(sessiondb(&store.db).arg("export").arg("--to").arg(&healed));
+        common::tree::assert_same_tree(&logs, &healed, &[".lock"]);
+        store.assert_sound("after the conversations were read again");
     }
 }

@@ -115,13 +115,14 @@ pub fn missing_from_store(conn: &Connection, chat_id: &str) -> Result<Vec<Acknow
     };
     let Some(source) = source_of(conn, chat_id)? else { return Ok(Vec::new()) };
     // `sha256()`: PostgreSQL's own; on SQLite, `store::fts::register_functions`.
-    let mut not_by_digest = conn.prepare_cached(
+    let mut not_by_digest = conn.prepare_cached(&format!(
         "SELECT a.path, a.message_key, a.line, a.event_seq, a.appended_at FROM acknowledged_lines a
          WHERE a.chat_id = ?1 AND a.source_id = ?2
            AND NOT EXISTS (SELECT 1 FROM messages m JOIN document_lines dl ON dl.message_id = m.id
-                           WHERE m.conversation_id = ?3 AND m.line_sha256 = sha256(a.line))
+                           WHERE m.conversation_id = ?3 AND {})
          ORDER BY a.event_seq, a.appended_at",
-    )?;
+        super::rows::digest_is(conn.engine(), "sha256(a.line)")
+    ))?;
     let candidates = not_by_digest
         .query_map(params![chat_id, source, conversation_id], |r| {
             let key: Vec<u8> = r.get(1)?;

@@ -72,6 +72,9 @@ pub enum Check {
     /// A message text that cannot be read (its compressed form damaged, its dictionary
     /// missing), does not hash to its key, or is missing for a message ([`super::texts`]).
     Text,
+    /// A message whose metadata is kept in its row's columns ([`super::metadata_columns`]) and
+    /// cannot be rebuilt from them: a shape this build does not write, or a column it needs empty.
+    MessageMetadata,
     /// A text no message holds (a write stopped before it removed it): harmless, takes room.
     OrphanedText,
     Document,
@@ -93,6 +96,7 @@ impl Check {
             Check::Blob => "blob",
             Check::MissingBlob => "missing blob",
             Check::Text => "message text",
+            Check::MessageMetadata => "message metadata",
             Check::OrphanedText => "orphaned message text",
             Check::Document => "document",
             Check::ListingTotals => "listing totals",
@@ -336,6 +340,7 @@ fn check_rows(conn: &Connection, report: &mut DatabaseReport, progress: &mut dyn
         )?,
     );
     push_all(&mut report.problems, Check::Text, unsound_texts(conn, progress)?);
+    push_all(&mut report.problems, Check::MessageMetadata, unsound_metadata(conn)?);
     push_all(
         &mut report.problems,
         Check::OrphanedText,
@@ -467,6 +472,40 @@ fn unsound_texts(conn: &Connection, progress: &mut dyn FnMut(Step)) -> Result<Ve
                 .collect::<Result<_, _>>()?;
             let held = if holders.is_empty() { "no message".to_owned() } else { holders.join(", ") };
             out.push(format!("{why}; held by {held} (`sessiondb import` of those conversations' directories stores it again)"));
+        }
+        after = last;
+    }
+}
+
+/// Every message row whose metadata is kept as a shape ([`super::metadata_columns`]) that its
+/// columns cannot rebuild, or that holds its metadata as text as well, each named with its
+/// conversation. Reads those rows a page at a time.
+fn unsound_metadata(conn: &Connection) -> Result<Vec<String>, StoreError> {
+    let mut out = Vec::new();
+    let mut after = i64::MIN;
+    loop {
+        type Shaped = (i64, String, i64, bool, Option<String>, Option<f64>, [i64; 4]);
+        let page: Vec<Shaped> = conn
+            .prepare_cached(&format!(
+                "SELECT m.id, {} || ':' || c.chat_id, m.metadata_shape, m.metadata IS NOT NULL, m.model, m.cost,
+                        m.input_tokens, m.output_tokens, m.cache_read_tokens, m.cache_creation_tokens
+                 FROM messages m JOIN conversations c ON c.id = m.conversation_id JOIN sources s ON s.id = c.source_id
+                 WHERE m.id > ?1 AND m.metadata_shape IS NOT NULL ORDER BY m.id LIMIT ?2",
+                super::sources::label_sql(conn.engine())
+            ))?
+            .query_map(params![after, TEXT_PAGE], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, [r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?]))
+            })?
+            .collect::<Result<_, _>>()?;
+        let Some(&(last, ..)) = page.last() else { return Ok(out) };
+        for (id, chat, shape, as_text, model, cost, tokens) in page {
+            let columns = super::metadata_columns::Columns { model: model.as_deref(), cost, tokens };
+            let why = match super::metadata_columns::rebuild(shape, &columns) {
+                Err(why) => why,
+                Ok(_) if as_text => "it holds its metadata both as text and as a shape".to_owned(),
+                Ok(_) => continue,
+            };
+            out.push(format!("{chat}: message row {id}: {why} (`sessiondb import` of the conversation's directory stores it again)"));
         }
         after = last;
     }

@@ -26,6 +26,7 @@ mod batch;
 pub mod blobs;
 pub mod doctor;
 pub mod fts;
+mod metadata_columns;
 pub mod modify;
 pub mod pending;
 pub mod queries;

@@ -588,29 +588,42 @@ pub fn open_blob<'c>(conn: &'c Connection, sha256: &[u8; 32]) -> Result<super::b
     super::blobs::open(conn, sha256)
 }
 
-/// A message's columns, over `messages m` and its text `texts t` ([`MESSAGE_TEXT`]).
+/// A message's columns, over `messages m` and its text `texts t` ([`MESSAGE_TEXT`]); the last
+/// seven are those its metadata may be rebuilt from ([`super::metadata_columns`]).
 const MESSAGE_COLUMNS: &str =
-    "m.role, t.data, m.timestamp, m.files, m.file_hashes, m.call_id, m.pinned, m.hide, m.ui_only, m.ephemeral_ttl, m.metadata, m.extra, m.raw, m.text_id";
+    "m.role, t.data, m.timestamp, m.files, m.file_hashes, m.call_id, m.pinned, m.hide, m.ui_only, m.ephemeral_ttl, m.metadata, m.extra, m.raw, m.text_id,
+     m.metadata_shape, m.model, m.cost, m.input_tokens, m.output_tokens, m.cache_read_tokens, m.cache_creation_tokens";
 
 /// How [`MESSAGE_COLUMNS`] reach a message's text, after `messages m`.
 const MESSAGE_TEXT: &str = "LEFT JOIN texts t ON t.id = m.text_id";
 
 /// How many columns [`MESSAGE_COLUMNS`] are.
-const MESSAGE_COLUMN_COUNT: usize = 14;
+const MESSAGE_COLUMN_COUNT: usize = 21;
 
 /// A message row: the typed message (absent for blank or malformed lines), its raw bytes, and
-/// its text as stored until [`MessageRow::decoded`] reads it into the message.
+/// its text as stored until [`MessageRow::decoded`] reads it into the message, with the shape
+/// of its metadata and the columns that rebuild it, when it is kept so.
 struct MessageRow {
     message: Option<Message>,
     raw: Option<Vec<u8>>,
     text: Option<(i64, Vec<u8>)>,
+    metadata: Option<StoredMetadata>,
 }
 
+/// A row's metadata shape and the columns it is rebuilt from: model, cost and token counts.
+type StoredMetadata = (i64, Option<String>, Option<f64>, [i64; 4]);
+
 impl MessageRow {
-    /// The row with its message's content read from its text.
+    /// The row with its message's content read from its text, and its metadata rebuilt from
+    /// its columns when they hold it.
     fn decoded(mut self, conn: &Connection) -> Result<MessageRow, StoreError> {
         if let (Some(m), Some((id, data))) = (self.message.as_mut(), self.text.take()) {
             m.content = conn.decode_text(id, &data)?;
+        }
+        if let (Some(m), Some((shape, model, cost, tokens))) = (self.message.as_mut(), self.metadata.take()) {
+            let columns = super::metadata_columns::Columns { model: model.as_deref(), cost, tokens };
+            m.metadata =
+                Some(super::metadata_columns::rebuild(shape, &columns).map_err(|why| StoreError::Corrupt(format!("a message row cannot be read: {why}")))?);
         }
         Ok(self)
     }
@@ -633,7 +646,7 @@ fn parse_stored_json(text: Option<String>) -> Option<Json> {
 fn message_from_row(r: &Row, at: usize) -> super::sql::Result<MessageRow> {
     let raw: Option<Vec<u8>> = r.get(at + 12)?;
     let Some(role) = r.get::<_, Option<String>>(at)? else {
-        return Ok(MessageRow { message: None, raw, text: None });
+        return Ok(MessageRow { message: None, raw, text: None, metadata: None });
     };
     let text = r.get::<_, Option<i64>>(at + 13)?.zip(r.get::<_, Option<Vec<u8>>>(at + 1)?);
     let mut m = Message::new(Role::parse(&role), String::new(), r.get(at + 2)?);
@@ -652,7 +665,11 @@ fn message_from_row(r: &Row, at: usize) -> super::sql::Result<MessageRow> {
     if let Some(Json::Object(extra)) = parse_stored_json(r.get(at + 11)?) {
         m.extra = extra;
     }
-    Ok(MessageRow { message: Some(m), raw, text })
+    let metadata = match r.get::<_, Option<i64>>(at + 14)? {
+        Some(shape) => Some((shape, r.get(at + 15)?, r.get(at + 16)?, [r.get(at + 17)?, r.get(at + 18)?, r.get(at + 19)?, r.get(at + 20)?])),
+        None => None,
+    };
+    Ok(MessageRow { message: Some(m), raw, text, metadata })
 }
 
 /// Calls `f` with each line of a document, in order, exactly as imported.

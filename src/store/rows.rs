@@ -41,7 +41,9 @@ struct MessageValues<'a> {
     text_id: i64,
     files: Option<String>,
     file_hashes: Option<String>,
+    /// The metadata as text, unless its [`super::metadata_columns`] shape is kept instead.
     metadata: Option<String>,
+    metadata_shape: Option<i64>,
     extra: Option<String>,
     model: Option<&'a str>,
     cost: Option<f64>,
@@ -82,6 +84,10 @@ pub fn insert_messages(conn: &Connection, conversation_id: i64, source_id: i64, 
                 .map(|(digest, r)| {
                     let NewRow::Message { message: m, raw } = *r else { unreachable!("a run of messages") };
                     let usage = m.usage();
+                    let (model, cost) = (m.model(), Some(usage.cost).filter(|c| c.is_finite()));
+                    let tokens = [usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_creation_tokens];
+                    let metadata_shape =
+                        m.metadata.as_ref().and_then(|meta| super::metadata_columns::shape(meta, &super::metadata_columns::Columns { model, cost, tokens }));
                     let values = MessageValues {
                         m,
                         role: m.role.as_str(),
@@ -90,10 +96,11 @@ pub fn insert_messages(conn: &Connection, conversation_id: i64, source_id: i64, 
                         files: (!m.files.is_empty()).then(|| json::dump(&Json::Array(m.files.iter().cloned().map(Json::Str).collect()))),
                         file_hashes: (!m.file_hashes.is_empty())
                             .then(|| json::dump(&Json::Object(m.file_hashes.iter().map(|(p, h)| (p.clone(), Json::Str(h.clone()))).collect()))),
-                        metadata: m.metadata.as_ref().map(json::dump),
+                        metadata: m.metadata.as_ref().filter(|_| metadata_shape.is_none()).map(json::dump),
+                        metadata_shape,
                         extra: (!m.extra.is_empty()).then(|| json::dump(&Json::Object(m.extra.clone()))),
-                        model: m.model(),
-                        cost: Some(usage.cost).filter(|c| c.is_finite()),
+                        model,
+                        cost,
                         rewrites_unchanged: raw.is_none() && crate::codec::normalise::rewrites_unchanged(m),
                         usage,
                     };
@@ -128,6 +135,7 @@ pub fn insert_messages(conn: &Connection, conversation_id: i64, source_id: i64, 
                         &v.usage.cache_read_tokens,
                         &v.usage.cache_creation_tokens,
                         &v.rewrites_unchanged,
+                        &v.metadata_shape,
                     ]);
                 },
                 |r| returned(&mut ids, r),
@@ -151,8 +159,8 @@ pub fn insert_messages(conn: &Connection, conversation_id: i64, source_id: i64, 
 const MESSAGES: Insert = Insert {
     head: "INSERT INTO messages (conversation_id, line_sha256, role, text_id, timestamp, files, file_hashes,
             call_id, pinned, hide, ui_only, ephemeral_ttl, metadata, extra, raw,
-            model, cost, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, rewrites_unchanged) VALUES",
-    columns: 22,
+            model, cost, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, rewrites_unchanged, metadata_shape) VALUES",
+    columns: 23,
     tail: "RETURNING id, line_sha256",
 };
 
@@ -161,9 +169,19 @@ const OTHERS: Insert = Insert { head: "INSERT INTO messages (conversation_id, li
 /// The id of the row holding these line bytes in this conversation, if any.
 pub fn find_message(conn: &Connection, conversation_id: i64, digest: &LineDigest) -> Result<Option<i64>, StoreError> {
     Ok(conn
-        .prepare_cached("SELECT id FROM messages WHERE conversation_id = ?1 AND line_sha256 = ?2")?
+        .prepare_cached(&format!("SELECT id FROM messages m WHERE m.conversation_id = ?1 AND {}", digest_is(conn.engine(), "?2")))?
         .query_row(params![conversation_id, &digest[..]], |r| r.get(0))
         .optional()?)
+}
+
+/// SQL that is true when the line digest of message row `m` (of a conversation the query
+/// names) is `digest`, an SQL expression: on SQLite by the first eight bytes of the digest,
+/// the index `messages_by_line` (schema 25), then the whole; on a server by its unique index.
+pub(super) fn digest_is(engine: super::sql::Engine, digest: &str) -> String {
+    match engine {
+        super::sql::Engine::Sqlite => format!("substr(m.line_sha256, 1, 8) = substr({digest}, 1, 8) AND m.line_sha256 = {digest}"),
+        super::sql::Engine::Postgres => format!("m.line_sha256 = {digest}"),
+    }
 }
 
 /// Stores regular file `path` of a conversation: its `size` bytes, read from `data` (whose

@@ -15,7 +15,7 @@ use std::ops::Range;
 use super::sql::{Row, ToSql};
 use super::{Connection, StoreError};
 
-/// The most rows one statement holds: 256 messages of 22 columns bind 5,632 parameters, well
+/// The most rows one statement holds: 256 messages of 23 columns bind 5,888 parameters, well
 /// within both engines' limits (SQLite 32,766, PostgreSQL 65,535).
 pub const MAX_ROWS: usize = 256;
 

@@ -1,7 +1,8 @@
 //! Schema migrations, applied in order and recorded in `PRAGMA user_version`.
 //!
 //! Migration N (1-based) brings a database from version N-1 to N inside one transaction, so a
-//! crash leaves the database at a whole version. A database whose version is newer than this
+//! crash leaves the database at a whole version. A migration is its SQL file, and for 25 a
+//! pass over the rows in Rust as well (what SQL cannot decide: [`super::metadata_columns`]). A database whose version is newer than this
 //! build knows is refused untouched: an older sessiondb must not write rows it cannot read.
 //!
 //! Migrations run with foreign keys off, so that one may rebuild a table that others refer to
@@ -41,6 +42,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0022_search_by_text.sql"),
     include_str!("../../schema/0023_messages_by_text_with_conversation.sql"),
     include_str!("../../schema/0024_server_only_texts_found_by_hash.sql"),
+    include_str!("../../schema/0025_compact_message_rows.sql"),
 ];
 
 /// The schema version this build writes.
@@ -65,6 +67,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (22, include_str!("../../schema/postgres/0022_search_by_text.sql")),
     (23, include_str!("../../schema/postgres/0023_messages_by_text_with_conversation.sql")),
     (24, include_str!("../../schema/postgres/0024_texts_found_by_hash.sql")),
+    (25, include_str!("../../schema/postgres/0025_compact_message_rows.sql")),
 ];
 
 /// The advisory lock (a key of PostgreSQL's `pg_advisory_lock`) that migrations hold, so
@@ -113,6 +116,9 @@ fn apply(conn: &mut Connection, from: i64, target: i64) -> Result<(), StoreError
         }
         let before = dangling(&tx)?;
         tx.execute_batch(sql)?;
+        if i + 1 == 25 {
+            super::metadata_columns::compact_sqlite(&tx)?;
+        }
         if dangling(&tx)? > before {
             return Err(StoreError::Corrupt(format!("migration {} would leave rows referring to nothing", i + 1)));
         }

@@ -226,6 +226,15 @@ impl TestDb {
         }
     }
 
+    /// Runs statements on the store's tables directly in the database (SQL both engines read).
+    pub fn execute(&self, sql: &str) {
+        if self.engine == "sqlite" {
+            rusqlite::Connection::open(&self.db).unwrap().execute_batch(sql).unwrap();
+        } else {
+            postgres::Client::connect(self.db.to_str().unwrap(), postgres::NoTls).unwrap().batch_execute(sql).unwrap();
+        }
+    }
+
     /// Two integers a query of the store's tables gives for `arg` (`?1` in it), read directly
     /// from the database.
     pub fn query_pair(&self, sql: &str, arg: &str) -> (i64, i64) {
