@@ -1,4 +1,4 @@
--- 0025: message rows made smaller, about a third.
+-- 0025: message rows made smaller, by about half.
 --
 -- 1. gptme's usual message metadata kept in the row's own columns. An assistant message's
 --    metadata (`{"model": …, "usage": {…}, "cost": …}`) repeats what the row's model, token and
@@ -11,6 +11,10 @@
 --    the unique index on (conversation_id, line_sha256) held the 32 bytes again for every row.
 --    The writer never stores a line twice in a conversation (it looks each up first, under the
 --    conversation's write lock), as it did with the constraint there.
+-- 3. A timestamp of gptme's own form (`2025-01-01T12:35:30.236366`, what it writes for every
+--    message) is kept as the integer of its microseconds (8 bytes for 26; store::timestamps),
+--    any other as its text: the column has no affinity (declared BLOB), so SQLite keeps each
+--    value as given. The migration's pass rewrites the rows stored before it, as for 1.
 --
 -- SQLite's procedure for changing a table's constraints: the table again, ids kept (so every
 -- reference and the search indexes stay as they are), its sequence, view, indexes and trigger.
@@ -21,7 +25,7 @@ CREATE TABLE messages_0025 (
     line_sha256     BLOB NOT NULL,
     role            TEXT,
     text_id         INTEGER REFERENCES texts(id),
-    timestamp       TEXT,
+    timestamp       BLOB,               -- text, or gptme's own form as its microseconds
     files           TEXT,
     file_hashes     TEXT,
     call_id         TEXT,

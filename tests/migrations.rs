@@ -43,7 +43,7 @@ const RELEASED: &[(&str, &str)] = &[
     ("0022_search_by_text.sql", "6df05b1a78f8092631c9ba6228e9a8c31f19a9990a867df8539f7a1d9b6b882b"),
     ("0023_messages_by_text_with_conversation.sql", "cb58a32c21bca8abff19060dca1a14f9f452fb1f952102389d1d155b71ccb239"),
     ("0024_server_only_texts_found_by_hash.sql", "eb2208a425d6a89f1497d4e6bf06d59ffcc407997ec5c9509fe7f9aa5d67df83"),
-    ("0025_compact_message_rows.sql", "29e6c789a254cc7100999e41f0b58fb8ad790ee11c388f0b36bc67bab497618c"),
+    ("0025_compact_message_rows.sql", "84d050210a2b2e3d40dbfbb321666108a4928e5558c660d20dbbab487fa3f0fb"),
 ];
 
 fn schema_dir() -> PathBuf {
@@ -483,4 +483,54 @@ fn a_schema_12_database_gets_a_source_per_logs_root() {
     let listed: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["list", "--json", "--all"])).stdout).unwrap();
     let untimed_source = listed.as_array().unwrap().iter().find(|c| c["id"] == "2026-01-03-untimed").map(|c| c["source"].clone());
     assert_eq!(untimed_source, Some(json!(format!("{host}:/other"))));
+}
+
+/// 0025 on a store the previous release wrote (schema 24, commit c6270f3, from the fixture logs
+/// at /tmp/fx/logs): when opened, gptme's usual metadata moves into the rows' columns, gptme's
+/// own timestamps become integers and rows are found by the first bytes of their digest; the
+/// store then lists, searches and exports as before, byte for byte, and `doctor` finds nothing.
+#[test]
+fn a_schema_24_store_takes_compact_message_rows_in_place() {
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("v24.sqlite");
+    fs::copy(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stores/schema24-by-c6270f3.sqlite"), &db).unwrap();
+    let counts = |conn: &Connection, sql: &str| -> (i64, i64) { conn.query_row(sql, [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap() };
+    let before = Connection::open(&db).unwrap();
+    let version: i64 = before.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, 24);
+    let (rows, with_metadata) = counts(&before, "SELECT count(*), count(metadata) FROM messages");
+    let (timed, max_id) = counts(&before, "SELECT count(timestamp), max(id) FROM messages");
+    drop(before);
+    let listed: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["list", "--json", "--all"])).stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 18);
+    let conn = Connection::open(&db).unwrap();
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, sessiondb::store::schema::CURRENT_VERSION);
+    assert_eq!(counts(&conn, "SELECT count(*), max(id) FROM messages"), (rows, max_id), "every row kept, ids and all");
+    let (text, shaped) = counts(&conn, "SELECT count(metadata), count(metadata_shape) FROM messages");
+    assert_eq!(text + shaped, with_metadata, "each message's metadata is kept one way");
+    assert!(shaped > 0 && text > 0, "{shaped} in columns, {text} as text");
+    let (integers, texts) =
+        counts(&conn, "SELECT count(*) FILTER (WHERE typeof(timestamp) = 'integer'), count(*) FILTER (WHERE typeof(timestamp) = 'text') FROM messages");
+    assert_eq!(integers + texts, timed);
+    assert!(integers > 0 && texts > 0, "gptme's own timestamps kept as integers ({integers}), the others as text ({texts})");
+    let sequence: i64 = conn.query_row("SELECT seq FROM sqlite_sequence WHERE name = 'messages'", [], |r| r.get(0)).unwrap();
+    assert!(sequence >= max_id, "ids go on from where they were");
+    drop(conn);
+    let out = work.path().join("out");
+    run_ok(sessiondb(&db).arg("export").arg("--to").arg(&out));
+    common::tree::assert_same_contents(&common::fixtures(), &out, &[".lock"]);
+    let found: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["search", "capital", "--json"])).stdout).unwrap();
+    assert_eq!(found["results"][0]["id"], "2026-07-01-basic-chat");
+    let report: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["doctor", "--json"])).stdout).unwrap();
+    assert_eq!(report["problems"], json!([]), "{report}");
+    // Appended to after it (in the store alone: the fixture's logs root is not here), the new
+    // row takes the new form.
+    let metadata = r#"{"model": "openai/gpt-4o", "usage": {"input_tokens": 3, "output_tokens": 1}, "cost": 0.25}"#;
+    run_ok(sessiondb(&db).args(["append", "--queue", "--role", "assistant", "--content", "Rome.", "--metadata", metadata, "2026-07-01-basic-chat"]));
+    let newest = "FROM messages WHERE id = (SELECT max(id) FROM messages)";
+    assert_eq!(counts(&Connection::open(&db).unwrap(), &format!("SELECT typeof(timestamp) = 'integer', metadata_shape IS NOT NULL {newest}")), (1, 1));
+    let shown = run_ok(sessiondb(&db).args(["show", "2026-07-01-basic-chat", "--json"]));
+    let last = String::from_utf8(shown.stdout).unwrap().lines().last().unwrap().to_owned();
+    assert!(last.contains(&format!(r#""metadata": {metadata}"#)), "{last}");
 }

@@ -157,11 +157,17 @@ fn a_store_of_schema_15_moves_its_texts_in_place() {
     let listed: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["list", "--json", "--all"])).stdout).unwrap();
     assert_eq!(listed.as_array().unwrap().len(), 18);
     // Schema 25: gptme's usual metadata moved into the rows' columns, the rest kept as text;
-    // rows found by the first bytes of their digest.
+    // rows found by the first bytes of their digest; gptme's own timestamps as integers.
     let conn = rusqlite::Connection::open(&db).unwrap();
     let (text, shaped): (i64, i64) = conn.query_row("SELECT count(metadata), count(metadata_shape) FROM messages", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
     assert_eq!(text + shaped, with_metadata, "each message's metadata is kept one way");
     assert!(shaped > 0 && text > 0, "{shaped} in columns, {text} as text");
+    let (integers, texts): (i64, i64) = conn
+        .query_row("SELECT count(*) FILTER (WHERE typeof(timestamp) = 'integer'), count(*) FILTER (WHERE typeof(timestamp) = 'text') FROM messages", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert!(integers > 0 && texts > 0, "gptme's own timestamps kept as integers ({integers}), the others as text ({texts})");
     let indexes: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE tbl_name = 'messages' AND type = 'index' ORDER BY name")
         .unwrap()

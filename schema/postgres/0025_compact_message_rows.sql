@@ -4,4 +4,4 @@
 -- unique index on (conversation_id, line_sha256): a B-tree of PostgreSQL's deduplicates nothing
 -- here and the queries that find a line by the first eight bytes of its digest use it as well.
 
-ALTER TABLE messages ADD COLUMN metadata_shape BIGINT;
+ALTER TABLE messages ADD COLUMN IF NOT EXISTS metadata_shape BIGINT;

@@ -131,6 +131,20 @@ pub fn normalise(text: &str) -> Option<String> {
     })
 }
 
+/// A naive timestamp as one integer, microseconds from 1970-01-01T00:00:00 on its own clock
+/// (no time zone is applied): `Some` only when [`from_naive_micros`] of it gives `text` back
+/// exactly (gptme's own form, [`format_naive`]), so that a store may keep the integer instead.
+pub fn naive_micros(text: &str) -> Option<i64> {
+    let t = parse(text).filter(|t| t.offset_seconds.is_none())?;
+    let micros = t.naive.and_utc().timestamp_micros();
+    (from_naive_micros(micros).as_deref() == Some(text)).then_some(micros)
+}
+
+/// The timestamp [`naive_micros`] made `micros` of; `None` past what a date holds.
+pub fn from_naive_micros(micros: i64) -> Option<String> {
+    Some(format_naive(DateTime::from_timestamp_micros(micros)?.naive_utc()))
+}
+
 /// Formats a naive local time as Python's `datetime.isoformat()` (microseconds only when
 /// non-zero), which is how gptme writes message timestamps.
 pub fn format_naive(dt: NaiveDateTime) -> String {
@@ -184,6 +198,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn gptmes_own_naive_timestamps_become_integers_and_nothing_else_does() {
+        for s in ["2025-01-01T12:35:30.236366", "2026-07-16T10:00:00", "0001-01-01T00:00:00", "9999-12-31T23:59:59.999999", "1969-12-31T23:59:59.000001"] {
+            let micros = naive_micros(s).unwrap_or_else(|| panic!("{s}"));
+            assert_eq!(from_naive_micros(micros).as_deref(), Some(s));
+        }
+        for s in [
+            "2026-07-16T10:00:00.000000",
+            "2026-07-16T10:00:00.5",
+            "2026-07-16 10:00:00",
+            "2026-07-16T10:00",
+            "2026-07-16",
+            "2026-07-16T10:00:00+00:00",
+            "2026-07-16T10:00:00Z",
+            "2026-07-16T24:00:00",
+            "yesterday",
+            "",
+        ] {
+            assert_eq!(naive_micros(s), None, "{s}");
+        }
+        assert_eq!(from_naive_micros(i64::MAX), None);
+    }
+
+    #[test]
     fn accepts_gptme_forms() {
         for s in [
             "2026-07-16T10:00:00",
@@ -230,6 +267,14 @@ mod tests {
                 let fraction = if dt.and_utc().timestamp_subsec_micros() == 0 { String::new() } else { dt.format("%.6f").to_string() };
                 proptest::prop_assert_eq!(format_naive(dt), format!("{}{fraction}", dt.format("%Y-%m-%dT%H:%M:%S")));
             }
+        }
+
+        /// Every timestamp gptme writes for an instant of those years is kept as its integer
+        /// and given back exactly.
+        #[test]
+        fn naive_timestamps_round_trip_through_their_integer(micros in -62_135_596_800_000_000i64..253_402_300_800_000_000) {
+            let text = from_naive_micros(micros).unwrap();
+            proptest::prop_assert_eq!(naive_micros(&text), Some(micros));
         }
     }
 

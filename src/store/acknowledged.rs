@@ -132,16 +132,16 @@ pub fn missing_from_store(conn: &Connection, chat_id: &str) -> Result<Vec<Acknow
     // Texts of the same hash, each compared whole (a text is found by its hash, never trusted by it).
     let mut by_content = conn.prepare_cached(
         "SELECT DISTINCT t.id, t.data FROM messages m JOIN document_lines dl ON dl.message_id = m.id JOIN texts t ON t.id = m.text_id
-          WHERE m.conversation_id = ?1 AND m.role = ?2 AND t.hash = ?3 AND coalesce(m.timestamp, '') = ?4",
+          WHERE m.conversation_id = ?1 AND m.role = ?2 AND t.hash = ?3 AND coalesce(m.timestamp, '') = coalesce(?4, '')",
     )?;
     let mut missing = Vec::new();
     for a in candidates {
         let found = match decode_line(&a.line).content {
             LineContent::Message(m) => {
-                let same = by_content
-                    .query_map(params![conversation_id, m.role.as_str(), super::texts::hash(&m.content), m.timestamp.as_deref().unwrap_or("")], |r| {
-                        Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
-                    })?;
+                let same = by_content.query_map(
+                    params![conversation_id, m.role.as_str(), super::texts::hash(&m.content), super::timestamps::stored(conn.engine(), m.timestamp.as_deref())],
+                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)),
+                )?;
                 let mut found = false;
                 for row in same {
                     let (id, data) = row?;

@@ -44,6 +44,7 @@ pub mod sql;
 pub mod stats;
 mod text_terms;
 pub mod texts;
+mod timestamps;
 pub mod totals;
 mod trigram_tokens;
 mod word_match;

@@ -505,7 +505,7 @@ pub fn fingerprint(conn: &Connection, conversation_id: i64) -> Result<Vec<u8>, S
 /// The timestamp of message row `message_id` as gptme wrote it (`None`: the line has none). For
 /// a search hit ([`super::search::Hit::message_id`]). Fails when there is no such row.
 pub fn message_timestamp(conn: &Connection, message_id: i64) -> Result<Option<String>, StoreError> {
-    Ok(conn.prepare_cached("SELECT timestamp FROM messages WHERE id = ?1")?.query_row([message_id], |r| r.get(0))?)
+    Ok(conn.prepare_cached("SELECT timestamp FROM messages WHERE id = ?1")?.query_row([message_id], |r| r.get::<_, super::timestamps::MessageTime>(0))?.0)
 }
 
 /// The logs roots the stored conversations of the sources this connection's role reads roots
@@ -649,7 +649,7 @@ fn message_from_row(r: &Row, at: usize) -> super::sql::Result<MessageRow> {
         return Ok(MessageRow { message: None, raw, text: None, metadata: None });
     };
     let text = r.get::<_, Option<i64>>(at + 13)?.zip(r.get::<_, Option<Vec<u8>>>(at + 1)?);
-    let mut m = Message::new(Role::parse(&role), String::new(), r.get(at + 2)?);
+    let mut m = Message::new(Role::parse(&role), String::new(), r.get::<_, super::timestamps::MessageTime>(at + 2)?.0);
     if let Some(Json::Array(files)) = parse_stored_json(r.get(at + 3)?) {
         m.files = files.into_iter().filter_map(|f| if let Json::Str(s) = f { Some(s) } else { None }).collect();
     }

@@ -2,7 +2,8 @@
 //!
 //! Migration N (1-based) brings a database from version N-1 to N inside one transaction, so a
 //! crash leaves the database at a whole version. A migration is its SQL file, and for 25 a
-//! pass over the rows in Rust as well (what SQL cannot decide: [`super::metadata_columns`]). A database whose version is newer than this
+//! pass over the rows in Rust as well (what SQL cannot decide: [`super::metadata_columns`],
+//! [`super::timestamps`]). A database whose version is newer than this
 //! build knows is refused untouched: an older sessiondb must not write rows it cannot read.
 //!
 //! Migrations run with foreign keys off, so that one may rebuild a table that others refer to
@@ -118,6 +119,7 @@ fn apply(conn: &mut Connection, from: i64, target: i64) -> Result<(), StoreError
         tx.execute_batch(sql)?;
         if i + 1 == 25 {
             super::metadata_columns::compact_sqlite(&tx)?;
+            super::timestamps::compact_sqlite(&tx)?;
         }
         if dangling(&tx)? > before {
             return Err(StoreError::Corrupt(format!("migration {} would leave rows referring to nothing", i + 1)));
