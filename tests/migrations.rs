@@ -487,8 +487,9 @@ fn a_schema_12_database_gets_a_source_per_logs_root() {
 
 /// 0025 on a store the previous release wrote (schema 24, commit c6270f3, from the fixture logs
 /// at /tmp/fx/logs): when opened, gptme's usual metadata moves into the rows' columns, gptme's
-/// own timestamps become integers and rows are found by the first bytes of their digest; the
-/// store then lists, searches and exports as before, byte for byte, and `doctor` finds nothing.
+/// own timestamps become integers and rows are found by the first bytes of their digest, and the
+/// file gives back the old rows' pages; the store then lists, searches and exports as before,
+/// byte for byte, and `doctor` finds nothing.
 #[test]
 fn a_schema_24_store_takes_compact_message_rows_in_place() {
     let work = tempfile::tempdir().unwrap();
@@ -516,7 +517,13 @@ fn a_schema_24_store_takes_compact_message_rows_in_place() {
     assert!(integers > 0 && texts > 0, "gptme's own timestamps kept as integers ({integers}), the others as text ({texts})");
     let sequence: i64 = conn.query_row("SELECT seq FROM sqlite_sequence WHERE name = 'messages'", [], |r| r.get(0)).unwrap();
     assert!(sequence >= max_id, "ids go on from where they were");
+    // The old table's pages given back: the file is smaller than before, not larger.
+    let (free, pages) = counts(&conn, "SELECT (SELECT freelist_count FROM pragma_freelist_count), (SELECT page_count FROM pragma_page_count)");
+    assert!(free * 10 <= pages, "{free} of {pages} pages free");
     drop(conn);
+    let size = |path: PathBuf| fs::metadata(path).map_or(0, |m| m.len());
+    let fixture = size(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stores/schema24-by-c6270f3.sqlite"));
+    assert!(size(db.clone()) + size(db.with_extension("sqlite-wal")) <= fixture, "{} and its log against {fixture} bytes", size(db.clone()));
     let out = work.path().join("out");
     run_ok(sessiondb(&db).arg("export").arg("--to").arg(&out));
     common::tree::assert_same_contents(&common::fixtures(), &out, &[".lock"]);

@@ -3,7 +3,8 @@
 //! Migration N (1-based) brings a database from version N-1 to N inside one transaction, so a
 //! crash leaves the database at a whole version. A migration is its SQL file, and for 25 a
 //! pass over the rows in Rust as well (what SQL cannot decide: [`super::metadata_columns`],
-//! [`super::timestamps`]). A database whose version is newer than this
+//! [`super::timestamps`]), after which the file is rewritten without the pages the rebuilt
+//! table left free ([`reclaim`]). A database whose version is newer than this
 //! build knows is refused untouched: an older sessiondb must not write rows it cannot read.
 //!
 //! Migrations run with foreign keys off, so that one may rebuild a table that others refer to
@@ -97,7 +98,36 @@ fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), StoreError> {
     conn.pragma_update(None, "foreign_keys", false)?;
     let migrated = apply(conn, version, target);
     conn.pragma_update(None, "foreign_keys", foreign_keys)?;
-    migrated
+    migrated?;
+    if version < REBUILT_MESSAGES && target >= REBUILT_MESSAGES {
+        reclaim(conn)?;
+    }
+    Ok(())
+}
+
+/// The migration that rebuilds `messages`, the largest table, leaving its old pages free.
+const REBUILT_MESSAGES: i64 = 25;
+
+/// Rewrites the file without its free pages (`VACUUM`) when they are more than a tenth of
+/// it: a migration that rebuilt a table leaves the old table's pages free, as many as its rows
+/// took, and a store should be smaller after an upgrade, not larger. Another process reading
+/// the store at that moment keeps it from running (SQLite's lock, after the busy timeout);
+/// the free pages are then reused by the rows written next, as they would be anyway.
+fn reclaim(conn: &Connection) -> Result<(), StoreError> {
+    let (free, pages): (i64, i64) =
+        conn.query_row("SELECT (SELECT freelist_count FROM pragma_freelist_count), (SELECT page_count FROM pragma_page_count)", (), |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    if free * 10 <= pages {
+        return Ok(());
+    }
+    match conn.execute_batch("VACUUM") {
+        Err(rusqlite::Error::SqliteFailure(e, _)) if matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => Ok(()),
+        Err(e) => Err(e.into()),
+        // The file rewritten went through the write-ahead log, as large as the file: folded in
+        // and emptied now, or it would stay that large until the next checkpoint.
+        Ok(()) => Ok(conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", (), |_| Ok(()))?),
+    }
 }
 
 /// How many rows refer to a row that is not there (SQLite's foreign key check).
