@@ -105,7 +105,8 @@ fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// The migration that rebuilds `messages`, the largest table, leaving its old pages free.
+/// The migration that rebuilds `messages`, the largest table, leaving its old pages free; its
+/// rows are rewritten after its SQL ([`apply`]) and the file after it ([`reclaim`]).
 const REBUILT_MESSAGES: i64 = 25;
 
 /// Rewrites the file without its free pages (`VACUUM`) when they are more than a tenth of
@@ -147,7 +148,7 @@ fn apply(conn: &mut Connection, from: i64, target: i64) -> Result<(), StoreError
         }
         let before = dangling(&tx)?;
         tx.execute_batch(sql)?;
-        if i + 1 == 25 {
+        if i as i64 + 1 == REBUILT_MESSAGES {
             super::metadata_columns::compact_sqlite(&tx)?;
             super::timestamps::compact_sqlite(&tx)?;
         }
