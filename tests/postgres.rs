@@ -801,3 +801,55 @@ fn a_conversation_longer_than_a_batch_comes_back_whole() {
         assert_same_tree(&logs, &again, &[".lock"]);
     });
 }
+
+/// A database that holds others' objects too — an extension's view (pg_buffercache's),
+/// another program's table and view — becomes a store without any of them touched: the
+/// migrations change the collation of sessiondb's own columns and make its own views again,
+/// never the rest of the schema's (once, every view there was dropped, and an extension's
+/// refused it: such a database could not become a store at all).
+#[test]
+fn a_database_shared_with_other_programs_keeps_their_objects_as_they_were() {
+    let Some(pg) = common::postgres_db() else { return };
+    let url = pg.db.to_str().unwrap().to_owned();
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client
+        .batch_execute(
+            "CREATE EXTENSION pg_buffercache;
+             CREATE TABLE their_notes (title text COLLATE \"POSIX\" NOT NULL);
+             INSERT INTO their_notes VALUES ('kept');
+             CREATE VIEW their_titles AS SELECT upper(title) AS title FROM their_notes;",
+        )
+        .unwrap();
+    let schema_of_theirs = |client: &mut postgres::Client| -> Vec<String> {
+        client
+            .query(
+                "SELECT k.relname || ':' || k.relkind::text || ':' || coalesce(pg_get_viewdef(k.oid), '') FROM pg_class k
+                  JOIN pg_namespace n ON n.oid = k.relnamespace
+                 WHERE n.nspname = current_schema() AND k.relname IN ('pg_buffercache', 'their_notes', 'their_titles')
+                 UNION ALL SELECT 'collation:' || coalesce(collation_name, '') FROM information_schema.columns
+                 WHERE table_schema = current_schema() AND table_name = 'their_notes'
+                 ORDER BY 1",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    let before = schema_of_theirs(&mut client);
+    assert_eq!(before.len(), 4, "{before:?}");
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("logs").join("shared-db");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("conversation.jsonl"), "{\"role\": \"user\", \"content\": \"hello\", \"timestamp\": \"2026-07-01T10:00:00\"}\n").unwrap();
+    run_ok(sessiondb(&pg.db).arg("import").arg(work.path().join("logs")));
+    assert!(stdout(&run_ok(sessiondb(&pg.db).args(["list", "--json"]))).contains("shared-db"));
+    assert_eq!(schema_of_theirs(&mut client), before, "their objects, after sessiondb made its store beside them");
+    let title: String = client.query_one("SELECT title FROM their_titles", &[]).unwrap().get(0);
+    assert_eq!(title, "KEPT");
+    let ours: String = client
+        .query_one("SELECT collation_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'conversations' AND column_name = 'chat_id'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(ours, "C", "sessiondb's own columns compare byte by byte");
+}

@@ -77,7 +77,9 @@ CREATE FUNCTION hex(bytea) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL S
 -- whatever the database's locale: every text column takes the "C" collation, so that `list`,
 -- its ties and pages, and every name and path order, are the same on both engines (an en_US
 -- database sorts `a_b` before `aB`, SQLite after). The views over these columns are made again
--- as they were.
+-- as they were. Only sessiondb's own tables and views (those of 0015 and of this file) are
+-- touched: whatever else the schema holds (an extension's views, such as pg_stat_statements',
+-- another program's tables) is left as it is.
 DO $$
 DECLARE
     v record;
@@ -86,7 +88,8 @@ BEGIN
     CREATE TEMP TABLE sessiondb_saved_views ON COMMIT DROP AS
         SELECT k.relname AS name, pg_get_viewdef(k.oid) AS definition
         FROM pg_class k JOIN pg_namespace n ON n.oid = k.relnamespace
-        WHERE k.relkind = 'v' AND n.nspname = current_schema();
+        WHERE k.relkind = 'v' AND n.nspname = current_schema()
+          AND k.relname IN ('attachments', 'branches', 'import_warnings', 'views');
     FOR v IN SELECT name FROM sessiondb_saved_views LOOP
         EXECUTE format('DROP VIEW %I', v.name);
     END LOOP;
@@ -94,6 +97,9 @@ BEGIN
         SELECT col.table_name, col.column_name
         FROM information_schema.columns col JOIN pg_tables t ON t.tablename = col.table_name AND t.schemaname = col.table_schema
         WHERE col.table_schema = current_schema() AND col.data_type = 'text'
+          AND col.table_name IN ('acknowledged_lines', 'blob_chunks', 'blobs', 'conv_checkpoints', 'conversations',
+              'document_lines', 'documents', 'entries', 'event_messages', 'events', 'messages', 'pending_paths',
+              'sources', 'store_state', 'message_terms', 'message_terms_pending', 'message_terms_totals')
     LOOP
         EXECUTE format('ALTER TABLE %I ALTER COLUMN %I TYPE text COLLATE "C"', c.table_name, c.column_name);
     END LOOP;
