@@ -152,9 +152,8 @@ pub struct ConversationHits {
     pub conversation_id: i64,
     pub name: String,
     pub modified: f64,
-    /// Matching messages: every one when the search was ranked by the ranking index, was
-    /// filtered or had to rank past its first window, else those among the best-ranked window
-    /// of FTS5 (a lower bound for very common words).
+    /// Matching messages that pass the filters and stand in a branch or view: every one,
+    /// however the page was ranked.
     pub total: usize,
     pub hits: Vec<Hit>,
 }
@@ -480,9 +479,19 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
     }
     let (chat, source) = check_filters(conn, q)?;
     let unindexed = index_what_is_behind(conn)?;
-    let mut result = search_indexed(conn, &Resolved { q, chat, source })?;
+    // Catching the ranking index up writes: done before the snapshot the search reads on.
+    let ranking = if ranking_may_answer(q, chat) { super::ranking::usable(conn) } else { None };
+    let resolved = Resolved { q, chat, source, ranking };
+    let mut result = conn.on_one_snapshot(|| search_indexed(conn, &resolved))?;
     result.unindexed = unindexed;
     Ok(result)
+}
+
+/// Whether the ranking index may rank `q`'s page ([`ranked_by_index`]): a word query by
+/// relevance, not narrowed to what a message is (`--chat`, `--role`, `--model`: the index
+/// holds texts, and the word index joins the messages as it goes).
+fn ranking_may_answer(q: &SearchQuery, chat: Option<i64>) -> bool {
+    !q.literal && q.sort == Sort::Relevance && chat.is_none() && q.role.is_none() && q.model.is_none()
 }
 
 /// A query whose `--chat` and `--source` are resolved, once, to the row ids of the conversation
@@ -493,6 +502,8 @@ struct Resolved<'q> {
     q: &'q SearchQuery,
     chat: Option<i64>,
     source: Option<i64>,
+    /// The ranking index, caught up, when it may answer ([`ranking_may_answer`]).
+    ranking: Option<std::sync::Arc<super::ranking::RankingIndex>>,
 }
 
 impl std::ops::Deref for Resolved<'_> {
@@ -881,7 +892,16 @@ fn run_ranked(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Convers
         let exhausted = texts.len() < window;
         let out = place(conn, q, &holders(conn, &texts)?, q.offset, wanted - q.offset)?;
         if out.len() >= wanted - q.offset || exhausted {
-            return Ok((out.into_iter().take(wanted - q.offset).collect(), None));
+            let mut out: Vec<ConversationHits> = out.into_iter().take(wanted - q.offset).collect();
+            if !exhausted {
+                // The window holds some of a conversation's matches, not always all of them:
+                // each count of the page is made whole, as `run_filtered` counts.
+                let mut matches = TextMatches::new(fts)?;
+                for hits in &mut out {
+                    hits.total = matches_in_conversation(conn, q, &mut matches, hits.conversation_id)?.len();
+                }
+            }
+            return Ok((out, None));
         }
     }
     run_filtered(conn, q, fts)
@@ -930,21 +950,13 @@ fn plain_terms(fts: &str) -> Option<Vec<String>> {
 /// from the window when it holds every match, else by asking the index which of the
 /// page's texts match ([`count_in_conversations`]).
 fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<Vec<ConversationHits>>, StoreError> {
-    if q.sort != Sort::Relevance {
-        return Ok(None);
-    }
+    let Some(index) = q.ranking.as_deref() else { return Ok(None) };
     let Some(terms) = plain_terms(fts) else { return Ok(None) };
     let Ok(words) = terms.iter().map(|t| super::word_tokens::words(t)).collect::<Result<Vec<Vec<String>>, _>>() else { return Ok(None) };
     if words.is_empty() || words.iter().any(Vec::is_empty) {
         return Ok(None);
     }
-    // The index holds texts, not what a message is: a query narrowed to a conversation, a role
-    // or a model is the word index's, which joins the messages as it goes.
-    if q.chat.is_some() || q.role.is_some() || q.model.is_some() {
-        return Ok(None);
-    }
     let query = super::ranking::RankQuery { terms: words };
-    let Some(index) = super::ranking::usable(conn) else { return Ok(None) };
     let (wanted, per) = (q.wanted(), q.matches.max(1));
     // The conversations before the offset are only counted: whether one of their matches stands
     // in a branch or view is all that is asked of them (no text, no count), so that a deep page
@@ -1005,7 +1017,7 @@ fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<
         }
         if skipped + out.len() == wanted || exhausted {
             if !exhausted {
-                let Some(counts) = count_in_conversations(conn, q, &index, &query, &out)? else { return Ok(None) };
+                let Some(counts) = count_in_conversations(conn, q, index, &query, &out)? else { return Ok(None) };
                 for hits in &mut out {
                     hits.total = counts.get(&hits.conversation_id).copied().unwrap_or(0);
                 }
@@ -1828,7 +1840,7 @@ mod tests {
         for (source, since, branch) in [(None, None, None), (Some(1), None, None), (Some(1), Some(1.0e9), None), (None, None, Some("main"))] {
             for trigrams in ["\"abc\"", ""] {
                 let q = query(since, branch);
-                let (sql, args) = literal_scan_sql(Engine::Sqlite, &Resolved { q: &q, chat: None, source }, None, trigrams);
+                let (sql, args) = literal_scan_sql(Engine::Sqlite, &Resolved { q: &q, chat: None, source, ranking: None }, None, trigrams);
                 let plan = super::super::sql::sqlite_plan(&conn, &sql, &args);
                 assert!(plan.iter().any(|s| s.contains("conversations_by_modified")), "{source:?} {trigrams:?}: {plan:#?}");
                 assert!(!plan.iter().any(|s| s.contains("TEMP B-TREE FOR ORDER BY")), "{source:?} {trigrams:?}: {plan:#?}");
