@@ -30,6 +30,12 @@ pub(crate) fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)]
 
 /// [`http`] with `host` as the request's `Host`.
 pub(crate) fn http_as(host: &str, port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String, Vec<u8>) {
+    answer_if_any(host, port, method, path, headers, body).expect("an HTTP answer")
+}
+
+/// [`http_as`], or `None` when the server closed the connection without answering (a server
+/// stopping: a request it had not begun reading when it stopped).
+pub(crate) fn answer_if_any(host: &str, port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Option<(u16, String, Vec<u8>)> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
@@ -42,6 +48,9 @@ pub(crate) fn http_as(host: &str, port: u16, method: &str, path: &str, headers: 
     let _ = s.write_all(body);
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw);
+    if raw.is_empty() {
+        return None;
+    }
     let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("an HTTP answer");
     let head = String::from_utf8_lossy(&raw[..split]).into_owned();
     let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("a status");
@@ -49,7 +58,7 @@ pub(crate) fn http_as(host: &str, port: u16, method: &str, path: &str, headers: 
     if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
         body = unchunk(&body);
     }
-    (status, head, body)
+    Some((status, head, body))
 }
 
 fn unchunk(mut data: &[u8]) -> Vec<u8> {

@@ -11,7 +11,6 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +25,7 @@ use tokio::sync::broadcast;
 use super::{blocking, check_id, ApiError, Shared};
 use crate::store::queries;
 use crate::store::Store;
-use crate::sync::watch::{watch, WatchEvent};
+use crate::sync::watch::{watch_notified, Notifications, WatchEvent};
 
 /// The watcher thread and the channel it announces changed conversations on.
 pub struct Live {
@@ -52,9 +51,10 @@ fn snapshot(store: &Store) -> Option<Seen> {
 }
 
 impl Live {
-    /// Starts following `root` (a first full pass, then notifications, and a full rescan every
-    /// `rescan`).
-    pub fn start(store: Store, root: PathBuf, rescan: Duration) -> Live {
+    /// Starts following the root `notes` are on, from those notifications (set up before the
+    /// server's first full pass of it, so nothing changed since is missed), with a full rescan
+    /// every `rescan`.
+    pub fn start(store: Store, notes: Notifications, rescan: Duration) -> Live {
         let (changed, _) = broadcast::channel(1024);
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, flag) = (changed.clone(), stop.clone());
@@ -83,7 +83,7 @@ impl Live {
                     WatchEvent::Degraded(why) => tracing::warn!("watch: {why}"),
                     WatchEvent::Failed(e) => tracing::warn!("sync pass failed: {}", crate::cause::chain(&e)),
                 };
-                if let Err(e) = watch(&store, &root, None, rescan, &flag, &mut on_event) {
+                if let Err(e) = watch_notified(&store, notes, None, rescan, false, &flag, &mut on_event) {
                     *failed.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                     failed.1.notify_one();
                 }

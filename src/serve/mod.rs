@@ -178,7 +178,9 @@ pub fn run(store: Store, config: Config) -> Result<(), ServeError> {
         return Err(ServeError::NoToken(config.host));
     }
     // The store holds the root as it is now before the first request is answered; the
-    // watcher keeps it so from then on.
+    // watcher keeps it so from then on, from notifications set up before this pass (so that
+    // it need not read the whole root again while the first requests are answered).
+    let notes = crate::sync::watch::Notifications::on(&config.logs_root, config.rescan);
     match crate::sync::pass::sync_pass(&store, &config.logs_root, config.source.as_deref(), None, false) {
         Ok(report) => tracing::info!(conversations = report.ingest.new_conversations, ms = millis(report.seconds), "synced {}", config.logs_root.display()),
         Err(e) => tracing::warn!("the first sync of {} failed: {}; serving the store as it is", config.logs_root.display(), crate::cause::chain(&e)),
@@ -195,10 +197,10 @@ pub fn run(store: Store, config: Config) -> Result<(), ServeError> {
     drop(conn);
     let store = store.scoped_to(source.id);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(serve(store, source, config))
+    runtime.block_on(serve(store, source, config, notes))
 }
 
-async fn serve(store: Store, source: Source, config: Config) -> Result<(), ServeError> {
+async fn serve(store: Store, source: Source, config: Config, notes: crate::sync::watch::Notifications) -> Result<(), ServeError> {
     // Before the port opens: a client that reaches it finds the limit raised already.
     let cap = listen::connection_cap(listen::raise_open_files_limit());
     let addr = SocketAddr::new(config.host, config.port);
@@ -207,7 +209,7 @@ async fn serve(store: Store, source: Source, config: Config) -> Result<(), Serve
         Some(o) => Some(HeaderValue::from_str(o).map_err(|_| ServeError::Origin(o.clone()))?),
         None => None,
     };
-    let live = live::Live::start(store.clone(), config.logs_root.clone(), config.rescan);
+    let live = live::Live::start(store.clone(), notes, config.rescan);
     let hosts = admission::Hosts::new(config.host, &config.allowed_hosts);
     let root = {
         use std::os::unix::fs::MetadataExt;

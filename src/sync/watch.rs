@@ -43,9 +43,45 @@ pub(super) fn conversation_of(root: &Path, path: &Path) -> Option<String> {
     }
 }
 
+/// Filesystem notifications on a logs root, set up before the pass that first reads it: a
+/// change made during or after that pass is then among them, so that the loop
+/// ([`watch_notified`]) need not read the whole root again to be sure of it.
+pub struct Notifications {
+    root: std::path::PathBuf,
+    events: mpsc::Receiver<notify::Result<notify::Event>>,
+    /// Dropped, it stops the notifications; `None` when they could not be set up.
+    watcher: Option<notify::RecommendedWatcher>,
+    /// Why there are none, when there are none, said as the loop starts.
+    degraded: Option<String>,
+}
+
+impl Notifications {
+    /// Sets up notifications on `logs_root` and everything under it (rescanning every `rescan`
+    /// will cover for them when they cannot be had).
+    pub fn on(logs_root: &Path, rescan: Duration) -> Notifications {
+        let root = std::path::absolute(logs_root).unwrap_or_else(|_| logs_root.to_owned());
+        let (tx, events) = mpsc::channel();
+        let mut watcher = notify::recommended_watcher(move |event| {
+            let _ = tx.send(event);
+        })
+        .ok();
+        let mut degraded = None;
+        if let Some(w) = watcher.as_mut() {
+            if let Err(e) = w.watch(&root, RecursiveMode::Recursive) {
+                degraded = Some(format!("no filesystem notifications ({e}); rescanning every {} s", rescan.as_secs()));
+                watcher = None;
+            }
+        } else {
+            degraded = Some(format!("no filesystem notifications; rescanning every {} s", rescan.as_secs()));
+        }
+        Notifications { root, events, watcher, degraded }
+    }
+}
+
 /// Syncs `logs_root` (into source `source`: see [`sync_pass`]) until `stop` is set, calling
-/// `on_event` after every pass. Ends with [`StoreError::Moved`] when the database file is no
-/// longer the one `store` opened (a pass would otherwise write to another file, or make one).
+/// `on_event` after every pass, the first a full one. Ends with [`StoreError::Moved`] when the
+/// database file is no longer the one `store` opened (a pass would otherwise write to another
+/// file, or make one).
 pub fn watch(
     store: &Store,
     logs_root: &Path,
@@ -54,19 +90,24 @@ pub fn watch(
     stop: &AtomicBool,
     on_event: &mut dyn FnMut(WatchEvent),
 ) -> Result<(), SyncError> {
-    let root = std::path::absolute(logs_root).unwrap_or_else(|_| logs_root.to_owned());
-    let (tx, rx) = mpsc::channel();
-    let mut watcher = notify::recommended_watcher(move |event| {
-        let _ = tx.send(event);
-    })
-    .ok();
-    if let Some(w) = watcher.as_mut() {
-        if let Err(e) = w.watch(&root, RecursiveMode::Recursive) {
-            on_event(WatchEvent::Degraded(format!("no filesystem notifications ({e}); rescanning every {} s", rescan.as_secs())));
-            watcher = None;
-        }
-    } else {
-        on_event(WatchEvent::Degraded(format!("no filesystem notifications; rescanning every {} s", rescan.as_secs())));
+    watch_notified(store, Notifications::on(logs_root, rescan), source, rescan, true, stop, on_event)
+}
+
+/// [`watch`] with notifications set up before (`notes`): `full_first` false when a full pass
+/// ran after they were, so that the loop starts from them (`sessiondb serve`, which syncs the
+/// root before it answers).
+pub fn watch_notified(
+    store: &Store,
+    notes: Notifications,
+    source: Option<&str>,
+    rescan: Duration,
+    full_first: bool,
+    stop: &AtomicBool,
+    on_event: &mut dyn FnMut(WatchEvent),
+) -> Result<(), SyncError> {
+    let Notifications { root, events: rx, watcher, degraded } = notes;
+    if let Some(why) = degraded {
+        on_event(WatchEvent::Degraded(why));
     }
     // Each pass opens the database afresh: connections kept open for hours would go on using
     // a write-ahead log that was deleted or replaced under them, failing (or worse, writing
@@ -79,7 +120,9 @@ pub fn watch(
         }
         Ok(())
     };
-    run(None, on_event)?;
+    if full_first {
+        run(None, on_event)?;
+    }
     let mut next_rescan = Instant::now() + rescan;
     while !stop.load(Ordering::SeqCst) {
         let wait = next_rescan.saturating_duration_since(Instant::now()).min(TICK);
