@@ -290,7 +290,7 @@ print("same ids, same order" if s == g else ("same ids, other order" if sorted(s
     else
         SDB_STATS_SUM=$(pyq "$WORK/stats.out" '"%s conversations, %s messages, $%s" % (d.get("total_conversations"), d.get("total_messages"), d.get("total_cost"))' 2>/dev/null || echo "unparsed output")
     fi
-    sdb_found() { [[ "${SDB[$1]}" == FAILED ]] && { echo FAILED; return; }; pyq "$WORK/$1.out" 'len(d)'; }
+    sdb_found() { [[ "${SDB[$1]}" == FAILED ]] && { echo FAILED; return; }; pyq "$WORK/$1.out" 'len(d["results"]) if isinstance(d, dict) else len(d)'; }
     SDB_FOUND_COMMON=$(sdb_found search_common)
     SDB_FOUND_RARE=$(sdb_found search_rare)
 
@@ -319,7 +319,7 @@ print("same ids, same order" if s == g else ("same ids, other order" if sorted(s
              "summed cost gptme \$$GP_COST / sessiondb \$$SDB_COST; newest $LIMIT: $SAME20"
         echo "stats totals: gptme $GP_STATS_SUM / sessiondb $SDB_STATS_SUM"
         echo "search: gptme scans only the $GP_SCANNED newest conversations (10 x -n), substring match: '$COMMON' $GP_MATCH_COMMON, '$RARE' $GP_MATCH_RARE;"
-        echo "        sessiondb searches all $SDB_CONVS (FTS5): '$COMMON' $SDB_FOUND_COMMON returned, '$RARE' $SDB_FOUND_RARE returned (at most $LIMIT)"
+        echo "        sessiondb searches all $SDB_CONVS: '$COMMON' $SDB_FOUND_COMMON returned, '$RARE' $SDB_FOUND_RARE returned (at most $LIMIT)"
         if [[ "$CONVS" == 1000 ]]; then
             verdict() { awk -v g="$1" -v s="$2" 'BEGIN { if (s !~ /^[0-9.]+$/ || s <= 0) print "n/a"; else if (g / s >= 100) print "met"; else print "NOT met" }'; }
             for how in process library; do
