@@ -53,6 +53,21 @@ fn eight_processes_appending_lose_and_duplicate_nothing_on_postgres() {
     eight_processes_appending("postgres");
 }
 
+/// The appending processes, each this test binary again running [`concurrency_child`] on `db`.
+fn start_appenders(db: &std::path::Path) -> Vec<std::process::Child> {
+    (0..PROCESSES)
+        .map(|p| {
+            Command::new(std::env::current_exe().unwrap())
+                .args(["concurrency::concurrency_child", "--exact", "--nocapture"])
+                .env("SESSIONDB_CONCURRENCY_CHILD", format!("{}|{p}", db.display()))
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect()
+}
+
 fn eight_processes_appending(engine: &str) {
     let work = tempfile::tempdir().unwrap();
     let Some(test_db) = common::TestDb::of(engine, work.path()) else { return };
@@ -62,17 +77,7 @@ fn eight_processes_appending(engine: &str) {
         run_ok(sessiondb(&db).args(["new", conversation_of(p), "--logs-dir"]).arg(&logs));
     }
     let started = std::time::Instant::now();
-    let mut appenders = Vec::new();
-    for p in 0..PROCESSES {
-        let child = Command::new(std::env::current_exe().unwrap())
-            .args(["concurrency::concurrency_child", "--exact", "--nocapture"])
-            .env("SESSIONDB_CONCURRENCY_CHILD", format!("{}|{p}", db.display()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        appenders.push(child);
-    }
+    let appenders = start_appenders(&db);
     // Readers and a syncing process, looping until the appenders are done. If the test fails
     // first, the guard's drop stops them: it kills the loops, since the stop file goes with
     // the temporary directory (a loop that missed it would run on after the test).
@@ -155,4 +160,85 @@ fn eight_processes_appending(engine: &str) {
         appending.as_secs_f64(),
         (PROCESSES * appends()) as f64 / appending.as_secs_f64()
     );
+}
+
+/// The contents of `chat`'s main branch in the store at `db`, by appending process: the numbers
+/// of its appends, in the order stored.
+fn appends_stored(db: &std::path::Path, chat: &str) -> HashMap<usize, Vec<usize>> {
+    let store = sessiondb::store::Store::open_existing(db).unwrap();
+    let conn = store.connection().unwrap();
+    let mut per_process: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (m, _) in sessiondb::store::queries::branch_messages(&conn, chat, "main").unwrap() {
+        let (p, n) = m.content.strip_prefix('p').unwrap().split_once(' ').unwrap();
+        per_process.entry(p.parse().unwrap()).or_default().push(n.parse().unwrap());
+    }
+    per_process
+}
+
+/// Issue 36: `sessiondb backup` taken while eight processes append holds every message
+/// acknowledged before it began (each process's appends a whole prefix of them, none torn), is
+/// a sound store of its own (`doctor`), and restores: opened in place of the store, it syncs the
+/// logs root and then holds what the store holds. Nothing is written where the copy goes but
+/// the copy (no temporary file left), and an existing file there is replaced only when asked.
+#[test]
+fn a_backup_taken_while_eight_processes_append_holds_every_acknowledged_message() {
+    let work = tempfile::tempdir().unwrap();
+    let Some(test_db) = common::TestDb::of("sqlite", work.path()) else { return };
+    let logs = work.path().join("logs");
+    let db = test_db.db.clone();
+    let chats = ["2026-12-01-shared-by-four", "2026-12-01-shared-by-two", "2026-12-01-alone-a", "2026-12-01-alone-b"];
+    for p in [0, 4, 6, 7] {
+        run_ok(sessiondb(&db).args(["new", conversation_of(p), "--logs-dir"]).arg(&logs));
+    }
+    let mut appenders = start_appenders(&db);
+    // Once every process has appended, what the store holds is acknowledged: the backup begins.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let acknowledged = loop {
+        let now: Vec<HashMap<usize, Vec<usize>>> = chats.iter().map(|chat| appends_stored(&db, chat)).collect();
+        if now.iter().map(|m| m.len()).sum::<usize>() == PROCESSES {
+            break now;
+        }
+        assert!(std::time::Instant::now() < deadline, "the appenders never all appended");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let backups = work.path().join("backups");
+    std::fs::create_dir(&backups).unwrap();
+    let copy = backups.join("sessions-copy.db");
+    let out = run_ok(sessiondb(&db).args(["backup", "--json"]).arg(&copy));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let still_appending = appenders.iter_mut().map(|c| c.try_wait().unwrap().is_none()).filter(|&running| running).count();
+    for child in appenders {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "an appender failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let entries: Vec<String> = std::fs::read_dir(&backups).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(entries, ["sessions-copy.db"], "only the copy where it goes");
+    let mut copied = 0;
+    for (chat, before) in chats.iter().zip(&acknowledged) {
+        let in_copy = appends_stored(&copy, chat);
+        for (p, seen) in before {
+            let kept = in_copy.get(p).cloned().unwrap_or_default();
+            assert_eq!(kept, (0..kept.len()).collect::<Vec<_>>(), "{chat}: process {p}'s appends in the copy, a whole prefix in order");
+            assert!(kept.len() >= seen.len(), "{chat}: process {p} had {} appends acknowledged before the backup, the copy holds {}", seen.len(), kept.len());
+        }
+        copied += in_copy.values().map(Vec::len).sum::<usize>();
+    }
+    assert_eq!(report["messages"].as_u64().unwrap() as usize, copied, "{report}");
+    assert_eq!(report["conversations"], 4);
+    let doctor = run_ok(sessiondb(&copy).arg("doctor"));
+    assert!(String::from_utf8_lossy(&doctor.stdout).contains("no problems found"), "{}", String::from_utf8_lossy(&doctor.stdout));
+    // Restored: the copy, opened as the store, takes in what was appended after it, and then
+    // holds what the store holds.
+    run_ok(sessiondb(&copy).arg("sync").arg(&logs));
+    for chat in chats {
+        assert_eq!(appends_stored(&copy, chat), appends_stored(&db, chat), "{chat}: the restored copy after a sync, and the store");
+    }
+    // A second backup to the same path is refused, the copy left as it was; --force replaces it.
+    let before = std::fs::read(&copy).unwrap();
+    let refused = sessiondb(&db).arg("backup").arg(&copy).output().unwrap();
+    assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("--force"), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert_eq!(std::fs::read(&copy).unwrap(), before);
+    run_ok(sessiondb(&db).args(["backup", "--force"]).arg(&copy));
+    assert_eq!(appends_stored(&copy, chats[0]), appends_stored(&db, chats[0]));
+    println!("backup taken with {still_appending} of {PROCESSES} processes still appending: {copied} messages copied");
 }

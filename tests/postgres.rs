@@ -853,3 +853,19 @@ fn a_database_shared_with_other_programs_keeps_their_objects_as_they_were() {
         .get(0);
     assert_eq!(ours, "C", "sessiondb's own columns compare byte by byte");
 }
+
+/// `backup` copies SQLite stores; on a server it writes nothing and says how the server's own
+/// tools back the database up.
+#[test]
+fn a_backup_of_a_server_database_points_to_its_own_tools() {
+    let Some(pg) = common::postgres_db() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    fs::create_dir_all(&logs).unwrap();
+    run_ok(sessiondb(&pg.db).arg("import").arg(&logs));
+    let copy = work.path().join("copy.db");
+    let out = sessiondb(&pg.db).arg("backup").arg(&copy).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("pg_dump") && err.contains("pg_restore"), "{err}");
+    assert!(!copy.exists() && fs::read_dir(work.path()).unwrap().count() == 1, "nothing written beside the logs");
+}

@@ -16,7 +16,7 @@ const GROUPS: &[(&str, &[&str])] = &[
     ),
     ("Keep in step with gptme's logs", &["import", "sync", "export"]),
     ("Serve", &["serve", "mcp"]),
-    ("Store", &["doctor"]),
+    ("Store", &["doctor", "backup"]),
     ("Set up", &["completions", "man"]),
 ];
 

@@ -2,6 +2,7 @@
 //! command is a thin call into the library; errors are printed as one sentence naming the file
 //! or conversation, and the exit code says whether everything succeeded.
 
+mod backup;
 mod bookmarks;
 mod complete;
 mod config;
@@ -53,6 +54,8 @@ enum Command {
     Sync(sync::Args),
     /// Check the database (integrity, schema, orphaned rows, totals) and its sync state
     Doctor(doctor::Args),
+    /// Write a consistent copy of the store to a new file, while other processes go on writing
+    Backup(backup::Args),
     /// List conversations, most recently modified first
     List(list::Args),
     /// Print the messages of one branch of a conversation
@@ -446,6 +449,7 @@ fn run_command(store: &Store, command: Command) -> Result<i32, Failure> {
         Command::Show(args) => show::run(store, args),
         Command::Search(args) => search::run(store, args),
         Command::Stats(args) => stats::run(store, args),
+        Command::Backup(args) => backup::run(store, args),
         Command::Read(args) => read::run(store, args),
         Command::Completions { .. } | Command::Man(_) | Command::Doctor(_) | Command::Recover(_) => unreachable!("handled above"),
         #[cfg(feature = "serve")]

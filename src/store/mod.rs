@@ -22,6 +22,7 @@
 //! same state as the writes after it takes the batch's connection, inside the transaction.
 
 pub mod acknowledged;
+pub mod backup;
 mod batch;
 pub mod blobs;
 pub mod doctor;
