@@ -240,5 +240,15 @@ fn a_backup_taken_while_eight_processes_append_holds_every_acknowledged_message(
     assert_eq!(std::fs::read(&copy).unwrap(), before);
     run_ok(sessiondb(&db).args(["backup", "--force"]).arg(&copy));
     assert_eq!(appends_stored(&copy, chats[0]), appends_stored(&db, chats[0]));
+    // A link where the copy goes is replaced by the copy, never written through.
+    let elsewhere = work.path().join("elsewhere");
+    std::fs::write(&elsewhere, "not to be touched").unwrap();
+    let planted = backups.join("planted.db");
+    std::os::unix::fs::symlink(&elsewhere, &planted).unwrap();
+    let refused = sessiondb(&db).arg("backup").arg(&planted).output().unwrap();
+    assert!(!refused.status.success(), "a link is something there: replaced only with --force");
+    run_ok(sessiondb(&db).args(["backup", "--force"]).arg(&planted));
+    assert!(!std::fs::symlink_metadata(&planted).unwrap().file_type().is_symlink(), "the link replaced by the copy");
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "not to be touched");
     println!("backup taken with {still_appending} of {PROCESSES} processes still appending: {copied} messages copied");
 }

@@ -10,7 +10,8 @@
 //! Invariants: `DEST` is whole or untouched. The copy is written in a directory made for it
 //! beside `DEST` (private, with a name no one else has), synced, and renamed onto `DEST`:
 //! a crash leaves at most that directory, never a partial `DEST`; a link at `DEST` is replaced,
-//! never written through; an existing `DEST` is replaced only when asked. A server's
+//! never written through; an existing `DEST` is replaced only when asked (otherwise the copy
+//! is linked in, which fails on a name taken even a moment before). A server's
 //! database is not copied here: its own tools (`pg_dump`) do that, and the error says how.
 
 use std::io;
@@ -88,7 +89,15 @@ pub fn backup(store: &Store, dest: &Path, replace: bool) -> Result<BackupReport,
             file.set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(io_at(&copy))?;
         }
         file.sync_all().map_err(io_at(&copy))?;
-        std::fs::rename(&copy, dest).map_err(io_at(dest))?;
+        if replace {
+            std::fs::rename(&copy, dest).map_err(io_at(dest))?;
+        } else {
+            // A link fails on any name taken, even one taken since it was looked at above.
+            std::fs::hard_link(&copy, dest).map_err(|source| match source.kind() {
+                io::ErrorKind::AlreadyExists => BackupError::Exists { path: dest.to_owned() },
+                _ => BackupError::Io { path: dest.to_owned(), source },
+            })?;
+        }
         crate::fs::atomic::sync_dir(&dir).map_err(io_at(&dir))?;
         Ok((counted.0.max(0) as u64, counted.1.max(0) as u64))
     })();
