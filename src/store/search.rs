@@ -487,11 +487,12 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
     Ok(result)
 }
 
-/// Whether the ranking index may rank `q`'s page ([`ranked_by_index`]): a word query by
-/// relevance, not narrowed to what a message is (`--chat`, `--role`, `--model`: the index
-/// holds texts, and the word index joins the messages as it goes).
+/// Whether the ranking index may rank `q`'s page ([`ranked_by_index`]): a word query
+/// ([`is_word_query`]: a literal one never opens the index) by relevance, not narrowed to what
+/// a message is (`--chat`, `--role`, `--model`: the index holds texts, and the word index joins
+/// the messages as it goes).
 fn ranking_may_answer(q: &SearchQuery, chat: Option<i64>) -> bool {
-    !q.literal && q.sort == Sort::Relevance && chat.is_none() && q.role.is_none() && q.model.is_none()
+    !q.literal && is_word_query(&q.text) && q.sort == Sort::Relevance && chat.is_none() && q.role.is_none() && q.model.is_none()
 }
 
 /// A query whose `--chat` and `--source` are resolved, once, to the row ids of the conversation
