@@ -129,12 +129,8 @@ fn eight_processes_appending(engine: &str) {
     let conn = store.connection().unwrap();
     let mut stored_total = 0;
     for chat in ["2026-12-01-shared-by-four", "2026-12-01-shared-by-two", "2026-12-01-alone-a", "2026-12-01-alone-b"] {
-        let main = sessiondb::store::queries::branch_messages(&conn, chat, "main").unwrap();
-        let mut per_process: HashMap<usize, Vec<usize>> = HashMap::new();
-        for (m, _) in &main {
-            let (p, n) = m.content.strip_prefix('p').unwrap().split_once(' ').unwrap();
-            per_process.entry(p.parse().unwrap()).or_default().push(n.parse().unwrap());
-        }
+        let mut per_process = appends_stored(&db, chat);
+        let stored: usize = per_process.values().map(Vec::len).sum();
         for p in (0..PROCESSES).filter(|&p| conversation_of(p) == chat) {
             assert_eq!(per_process.remove(&p).unwrap_or_default(), (0..appends()).collect::<Vec<_>>(), "{chat}: process {p}'s appends, each once, in order");
         }
@@ -146,8 +142,8 @@ fn eight_processes_appending(engine: &str) {
         );
         assert_eq!(last + 1, lines, "{chat}: positions contiguous");
         let summary = sessiondb::store::queries::conversation_summary(&conn, chat).unwrap();
-        assert_eq!(summary.messages as usize, main.len(), "{chat}: listing totals equal the messages stored");
-        stored_total += main.len();
+        assert_eq!(summary.messages as usize, stored, "{chat}: listing totals equal the messages stored");
+        stored_total += stored;
         let out = tempfile::tempdir().unwrap();
         run_ok(sessiondb(&db).args(["export", "--to"]).arg(out.path()).arg(chat));
         assert_same_tree(&logs.join(chat), &out.path().join(chat), &[".lock"]);

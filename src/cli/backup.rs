@@ -29,7 +29,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             "messages": made.messages,
             "seconds": (made.seconds * 1000.0).round() / 1000.0,
         });
-        say!("{}", serde_json::to_string_pretty(&out).map_err(Failure::from)?);
+        super::print_json(&out);
     } else {
         say!(
             "backed up {} conversations, {} messages ({}) to {} in {:.1} s; open it with `sessiondb --db {}`, or copy it over the store while no sessiondb runs (the ranking index is built again by its first search)",

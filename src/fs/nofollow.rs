@@ -138,8 +138,8 @@ fn timespec(ns: i64) -> Timespec {
     Timespec { tv_sec: ns.div_euclid(1_000_000_000), tv_nsec: ns.rem_euclid(1_000_000_000) as _ }
 }
 
-/// A fresh name for a temporary file, with [`TEMP_PREFIX`].
-fn temp_name() -> OsString {
+/// A fresh name for a temporary file (or directory), with [`TEMP_PREFIX`].
+pub(crate) fn temp_name() -> OsString {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     format!("{TEMP_PREFIX}{}-{}-{nanos:x}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed)).into()

@@ -8,10 +8,10 @@
 //! first search builds it again).
 //!
 //! Invariants: `DEST` is whole or untouched. The copy is written in a directory made for it
-//! beside `DEST` (private, with a name no one else has), synced, and renamed onto `DEST`:
-//! a crash leaves at most that directory, never a partial `DEST`; a link at `DEST` is replaced,
-//! never written through; an existing `DEST` is replaced only when asked (otherwise the copy
-//! is linked in, which fails on a name taken even a moment before). A server's
+//! beside `DEST` (private, with a name no one else has), synced, and put in place as `DEST`:
+//! renamed over what is there when replacing is asked for, else linked in, which fails on a
+//! name taken even a moment before. A crash leaves at most that directory, never a partial
+//! `DEST`; a link at `DEST` is replaced, never written through. A server's
 //! database is not copied here: its own tools (`pg_dump`) do that, and the error says how.
 
 use std::io;
@@ -69,8 +69,7 @@ pub fn backup(store: &Store, dest: &Path, replace: bool) -> Result<BackupReport,
     }
     // A directory of its own for the copy, made here (mkdir follows no link and fails on any
     // name already taken), so that nothing can be planted where SQLite writes.
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    let work = dir.join(format!("{}backup-{}-{nanos}", crate::fs::atomic::TEMP_PREFIX, std::process::id()));
+    let work = dir.join(crate::fs::nofollow::temp_name());
     {
         use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new().mode(0o700).create(&work).map_err(io_at(&work))?;
@@ -101,7 +100,7 @@ pub fn backup(store: &Store, dest: &Path, replace: bool) -> Result<BackupReport,
         crate::fs::atomic::sync_dir(&dir).map_err(io_at(&dir))?;
         Ok((counted.0.max(0) as u64, counted.1.max(0) as u64))
     })();
-    // What is left of the work directory: the copy when it was not renamed (a failure).
+    // The work directory goes: the copy's name there is left after a link, or a failure.
     let _ = std::fs::remove_file(&copy);
     let _ = std::fs::remove_dir(&work);
     let (conversations, messages) = made?;
