@@ -209,6 +209,7 @@ fn a_backup_taken_while_eight_processes_append_holds_every_acknowledged_message(
     }
     let entries: Vec<String> = std::fs::read_dir(&backups).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(entries, ["sessions-copy.db"], "only the copy where it goes");
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&copy).unwrap().permissions()) & 0o777, 0o600, "the copy is private");
     let mut copied = 0;
     for (chat, before) in chats.iter().zip(&acknowledged) {
         let in_copy = appends_stored(&copy, chat);
