@@ -249,3 +249,115 @@ fn a_backup_taken_while_eight_processes_append_holds_every_acknowledged_message(
     assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "not to be touched");
     println!("backup taken with {still_appending} of {PROCESSES} processes still appending: {copied} messages copied");
 }
+
+/// Writes `count` conversations `2026-11-01-{tag}-{i}` of 20 messages of their own text into
+/// `logs` (little shared between them: removing them frees pages).
+fn write_distinct_conversations(logs: &std::path::Path, tag: &str, count: usize) -> Vec<String> {
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64 ^ tag.len() as u64;
+    let mut word = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        format!("w{:x}", seed % 100_000)
+    };
+    (0..count)
+        .map(|i| {
+            let id = format!("2026-11-01-{tag}-{i}");
+            let dir = logs.join(&id);
+            std::fs::create_dir_all(&dir).unwrap();
+            let lines: String = (0..20)
+                .map(|j| {
+                    let role = if j % 2 == 0 { "user" } else { "assistant" };
+                    let text: Vec<String> = (0..80).map(|_| word()).collect();
+                    format!("{}\n", serde_json::json!({"role": role, "content": format!("{tag} {i} {j} {}", text.join(" ")), "timestamp": "2026-11-01T10:00:00"}))
+                })
+                .collect();
+            std::fs::write(dir.join("conversation.jsonl"), lines).unwrap();
+            id
+        })
+        .collect()
+}
+
+/// Issue 36: `sessiondb compact` run while eight processes append gives the store's free pages
+/// back (a store made now is in SQLite's incremental mode: in short steps, no rewrite) and
+/// changes nothing else: every append kept, in order, the other conversations exported byte for
+/// byte as before, search answering as before, `doctor` clean, the file smaller. `stats --disk`
+/// shows the free pages before and none after.
+#[test]
+fn a_compact_while_eight_processes_append_gives_free_pages_back_and_changes_nothing_else() {
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("sessions.db");
+    let logs = work.path().join("logs");
+    let kept = write_distinct_conversations(&logs, "kept", 40);
+    let gone = write_distinct_conversations(&logs, "gone", 120);
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let store = sessiondb::store::Store::open_existing(&db).unwrap();
+    for id in &gone {
+        sessiondb::ops::remove_from_store(&store, id, false).unwrap();
+    }
+    drop(store);
+    let disk = |db: &std::path::Path| -> serde_json::Value { serde_json::from_slice(&run_ok(sessiondb(db).args(["stats", "--disk", "--json"])).stdout).unwrap() };
+    let before = disk(&db);
+    let free = before["parts"]["free"].as_u64().unwrap();
+    assert!(free > 1 << 20, "the removed conversations' pages are free: {before}");
+    let exported = |to: &str| {
+        let out = work.path().join(to);
+        let mut cmd = sessiondb(&db);
+        cmd.arg("export").arg("--to").arg(&out);
+        cmd.args(&kept);
+        run_ok(&mut cmd);
+        out
+    };
+    // What a search finds (its ranks move with what the appends add to the corpus).
+    let search = || -> Vec<(String, u64, String)> {
+        let found: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["search", "kept", "--json", "-n", "100"])).stdout).unwrap();
+        let mut found: Vec<_> = found["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["id"].as_str().unwrap().to_owned(), r["matches"].as_u64().unwrap(), r["snippets"][0]["snippet"].as_str().unwrap().to_owned()))
+            .collect();
+        found.sort();
+        found
+    };
+    let (exported_before, found_before) = (exported("before"), search());
+    let transcripts = std::fs::read_dir(&exported_before).unwrap().filter(|e| e.as_ref().unwrap().path().join("conversation.jsonl").is_file()).count();
+    assert_eq!(transcripts, 40);
+    let file_before = std::fs::metadata(&db).unwrap().len();
+    for p in [0, 4, 6, 7] {
+        run_ok(sessiondb(&db).args(["new", conversation_of(p), "--logs-dir"]).arg(&logs));
+    }
+    let appenders = start_appenders(&db);
+    // Once every process has appended, the compact begins.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while ["2026-12-01-shared-by-four", "2026-12-01-shared-by-two", "2026-12-01-alone-a", "2026-12-01-alone-b"]
+        .iter()
+        .map(|chat| appends_stored(&db, chat).len())
+        .sum::<usize>()
+        < PROCESSES
+    {
+        assert!(std::time::Instant::now() < deadline, "the appenders never all appended");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let report: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["compact", "--json"])).stdout).unwrap();
+    for child in appenders {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "an appender failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(report["rewritten"], false, "a store made now is compacted in steps: {report}");
+    assert!(report["steps"].as_u64().unwrap() >= 1 && report["free_before"].as_u64().unwrap() > 1 << 20, "{report}");
+    for chat in ["2026-12-01-shared-by-four", "2026-12-01-shared-by-two", "2026-12-01-alone-a", "2026-12-01-alone-b"] {
+        for (p, seen) in appends_stored(&db, chat) {
+            assert_eq!(seen, (0..appends()).collect::<Vec<_>>(), "{chat}: process {p}'s appends, all of them in order");
+        }
+    }
+    common::tree::assert_same_tree(&exported_before, &exported("after"), &[".lock"]);
+    assert_eq!(search(), found_before);
+    let doctor = run_ok(sessiondb(&db).arg("doctor"));
+    assert!(String::from_utf8_lossy(&doctor.stdout).contains("no problems found"), "{}", String::from_utf8_lossy(&doctor.stdout));
+    // What the appends took came from the free pages; what was left free is given back.
+    run_ok(sessiondb(&db).arg("compact"));
+    let after = disk(&db);
+    assert_eq!(after["parts"]["free"], 0, "{after}");
+    assert!(std::fs::metadata(&db).unwrap().len() < file_before, "the file is smaller than before the compact");
+}

@@ -541,3 +541,28 @@ fn a_schema_24_store_takes_compact_message_rows_in_place() {
     let last = String::from_utf8(shown.stdout).unwrap().lines().last().unwrap().to_owned();
     assert!(last.contains(&format!(r#""metadata": {metadata}"#)), "{last}");
 }
+
+/// Issue 36: a store made before stores were made in SQLite's incremental mode (the schema 24
+/// fixture) is rewritten by its first `compact` and switched to that mode on the way, so that
+/// every later compact works in short steps; nothing it holds changes (export byte for byte,
+/// `doctor` clean).
+#[test]
+fn the_first_compact_of_an_older_store_rewrites_it_once_and_the_next_ones_work_in_steps() {
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("v24.sqlite");
+    fs::copy(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stores/schema24-by-c6270f3.sqlite"), &db).unwrap();
+    let mode = || -> i64 { Connection::open(&db).unwrap().query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).unwrap() };
+    assert_eq!(mode(), 0, "the fixture predates the incremental mode");
+    let compact = || -> Value { serde_json::from_slice(&run_ok(sessiondb(&db).args(["compact", "--json"])).stdout).unwrap() };
+    let first = compact();
+    assert_eq!(first["rewritten"], true, "{first}");
+    assert_eq!(mode(), 2, "switched to the incremental mode");
+    let second = compact();
+    assert_eq!(second["rewritten"], false, "{second}");
+    assert_eq!(second["free_after"], 0, "{second}");
+    let out = work.path().join("out");
+    run_ok(sessiondb(&db).arg("export").arg("--to").arg(&out));
+    common::tree::assert_same_contents(&common::fixtures(), &out, &[".lock"]);
+    let report: Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["doctor", "--json"])).stdout).unwrap();
+    assert_eq!(report["problems"], json!([]), "{report}");
+}

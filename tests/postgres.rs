@@ -11,13 +11,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::pg::{as_role, psql_file, Roles};
-use common::tree::assert_same_tree;
+use common::tree::{assert_same_tree, copy_tree};
 use common::{fixtures, run_ok, sessiondb};
-
-fn copy_tree(from: &Path, to: &Path) {
-    let status = Command::new("cp").arg("-a").arg(from).arg(to).status().unwrap();
-    assert!(status.success());
-}
 
 fn stdout(out: &std::process::Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()

@@ -7,14 +7,10 @@ use crate::common;
 use std::fs;
 use std::path::Path;
 
+use common::tree::copy_tree;
+
 use common::tree::assert_same_tree;
 use common::{fixtures, run_ok, sessiondb};
-
-/// Copies a tree keeping modes, mtimes and symlinks (`cp -a`).
-fn copy_tree(from: &Path, to: &Path) {
-    let status = std::process::Command::new("cp").arg("-a").arg(from).arg(to).status().unwrap();
-    assert!(status.success());
-}
 
 fn roundtrip(logs: &Path) {
     let work = tempfile::tempdir().unwrap();

@@ -194,7 +194,7 @@ pub(crate) fn copy_fixtures(dir: &Path) -> PathBuf {
 }
 
 fn copy_root(root: &Path, dir: &Path) -> PathBuf {
-    run_ok(Command::new("cp").arg("-a").arg(root).arg(dir));
+    common::tree::copy_tree(root, dir);
     dir.to_owned()
 }
 

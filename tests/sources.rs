@@ -358,3 +358,80 @@ fn one_directory_is_one_source_whatever_path_names_it() {
     assert_eq!(listed[0]["messages"].as_u64(), Some(2), "{listed}");
     assert!(listed[0].get("source").is_none(), "one source, so none shown: {listed}");
 }
+
+/// The bytes of the files below `dir` but gptme's `.lock` files (which an export takes).
+fn file_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    for entry in fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let meta = fs::symlink_metadata(entry.path()).unwrap();
+        if meta.is_dir() {
+            total += file_bytes(&entry.path());
+        } else if meta.is_file() && entry.file_name() != ".lock" {
+            total += meta.len();
+        }
+    }
+    total
+}
+
+/// Issue 36: `stats --disk` counts each part of the store once (on SQLite they add up to the
+/// file, its log and the ranking index, as the test measures them; on a server to sessiondb's
+/// own tables, another program's table in the same schema left out), and the logs beside it
+/// are the bytes `export` writes, per source. `compact` then leaves nothing free and every
+/// conversation as it was.
+#[test]
+fn stats_disk_counts_every_byte_once_and_each_source_its_own() {
+    common::on_each_engine(|work, db| {
+        let (a, b) = (work.join("a"), work.join("b"));
+        common::tree::copy_tree(&common::fixtures(), &a);
+        for i in 0..3 {
+            conversation(&b, &format!("2026-02-0{i}-other"), &format!("another root's conversation {i}"));
+        }
+        run_ok(sessiondb(db).args(["import", "--source", "a"]).arg(&a));
+        run_ok(sessiondb(db).args(["import", "--source", "b"]).arg(&b));
+        let disk = || json(&run_ok(sessiondb(db).args(["stats", "--disk", "--json"])));
+        let used = disk();
+        let parts = used["parts"].as_object().unwrap();
+        let total: u64 = parts.values().map(|v| v.as_u64().unwrap()).sum();
+        assert_eq!(used["total_bytes"], total, "{used}");
+        let sqlite = !db.to_string_lossy().starts_with("postgres");
+        if sqlite {
+            let size = |suffix: &str| fs::metadata(format!("{}{suffix}", db.display())).map_or(0, |m| m.len());
+            let ranking = PathBuf::from(format!("{}.ranking", db.display()));
+            let ranking = if ranking.is_dir() { file_bytes(&ranking) } else { 0 };
+            assert_eq!(total, size("") + size("-wal") + size("-shm") + ranking, "{used}");
+            assert_eq!(used["engine"], "sqlite");
+        } else {
+            let keys: Vec<&String> = parts.keys().collect();
+            assert_eq!(keys, ["rows", "texts", "attachments", "search_sets"], "{used}");
+            // Another program's table in the same schema is not sessiondb's.
+            let mut client = postgres::Client::connect(db.to_str().unwrap(), postgres::NoTls).unwrap();
+            client
+                .batch_execute("CREATE TABLE another_program (data text); INSERT INTO another_program SELECT repeat('x', 1000) FROM generate_series(1, 2000)")
+                .unwrap();
+            assert_eq!(disk()["total_bytes"], total);
+        }
+        assert!(parts.values().filter(|v| v.as_u64().unwrap() > 0).count() >= 4, "{used}");
+        let sources = used["by_source"].as_array().unwrap();
+        assert_eq!(sources.len(), 2, "{used}");
+        let mut logs = 0;
+        for (source, root, convs) in [("a", &a, 18), ("b", &b, 3)] {
+            let s = sources.iter().find(|s| s["source"] == source).unwrap_or_else(|| panic!("{source} in {used}"));
+            assert_eq!(s["conversations"], convs, "{s}");
+            let out = work.join(format!("export-{source}"));
+            run_ok(sessiondb(db).args(["export", "--source", source, "--to"]).arg(&out));
+            assert_eq!(s["logs_bytes"], file_bytes(&out), "{source}: the bytes its export writes");
+            assert!(file_bytes(root) >= s["logs_bytes"].as_u64().unwrap());
+            assert!(s["texts_bytes"].as_u64().unwrap() > 0, "{s}");
+            logs += s["logs_bytes"].as_u64().unwrap();
+        }
+        assert_eq!(used["logs_bytes"], logs);
+        let shown = String::from_utf8(run_ok(sessiondb(db).args(["stats", "--disk"])).stdout).unwrap();
+        assert!(shown.contains("conversations and messages") && shown.contains("By source"), "{shown}");
+        let done = json(&run_ok(sessiondb(db).args(["compact", "--json"])));
+        assert_eq!(done["free_after"], 0, "{done}");
+        let after = work.join("export-after");
+        run_ok(sessiondb(db).args(["export", "--source", "a", "--to"]).arg(&after));
+        common::tree::assert_same_tree(&work.join("export-a"), &after, &[".lock"]);
+    });
+}

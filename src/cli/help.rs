@@ -16,7 +16,7 @@ const GROUPS: &[(&str, &[&str])] = &[
     ),
     ("Keep in step with gptme's logs", &["import", "sync", "export"]),
     ("Serve", &["serve", "mcp"]),
-    ("Store", &["doctor", "backup"]),
+    ("Store", &["doctor", "backup", "compact"]),
     ("Set up", &["completions", "man"]),
 ];
 

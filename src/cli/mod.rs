@@ -4,6 +4,7 @@
 
 mod backup;
 mod bookmarks;
+mod compact;
 mod complete;
 mod config;
 mod doctor;
@@ -56,6 +57,8 @@ enum Command {
     Doctor(doctor::Args),
     /// Write a consistent copy of the store to a new file, while other processes go on writing
     Backup(backup::Args),
+    /// Give the store's free pages back to the file system, while other processes go on
+    Compact(compact::Args),
     /// List conversations, most recently modified first
     List(list::Args),
     /// Print the messages of one branch of a conversation
@@ -450,6 +453,7 @@ fn run_command(store: &Store, command: Command) -> Result<i32, Failure> {
         Command::Search(args) => search::run(store, args),
         Command::Stats(args) => stats::run(store, args),
         Command::Backup(args) => backup::run(store, args),
+        Command::Compact(args) => compact::run(store, args),
         Command::Read(args) => read::run(store, args),
         Command::Completions { .. } | Command::Man(_) | Command::Doctor(_) | Command::Recover(_) => unreachable!("handled above"),
         #[cfg(feature = "serve")]
@@ -587,7 +591,7 @@ pub(crate) fn short_dollars(cost: Option<f64>) -> String {
 }
 
 /// Formats a byte count for people.
-fn human_bytes(bytes: u64) -> String {
+pub(crate) fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];
     let mut value = bytes as f64;
     let mut unit = 0;

@@ -2,6 +2,7 @@
 
 use super::term::{self, say};
 use super::{human_duration, human_tokens, Failure};
+use sessiondb::store::disk::{self, DiskUse, Part};
 use sessiondb::store::stats::{self, Breakdown};
 use sessiondb::store::Store;
 
@@ -24,6 +25,10 @@ pub struct Args {
     /// Only conversations of this source (the logs root they are read from)
     #[arg(long, value_name = "NAME", conflicts_with = "chat_id")]
     source: Option<String>,
+    /// What the store takes on disk instead: by part (rows, texts, attachments, each search
+    /// index, free pages, write-ahead log) and by source, beside the logs it holds
+    #[arg(long, conflicts_with_all = ["chat_id", "since", "by", "all", "source"])]
+    disk: bool,
 }
 
 /// `--by`: the command line's names for [`Breakdown`].
@@ -72,6 +77,15 @@ fn cached_share(input: i64, cache_read: i64) -> i64 {
 }
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
+    if args.disk {
+        let used = disk::disk_use(store)?;
+        if args.json {
+            super::print_json(&used.to_json());
+        } else {
+            print_disk(&used);
+        }
+        return Ok(0);
+    }
     let conn = store.connection()?;
     let data = match &args.chat_id {
         Some(id) => stats::conversation(&conn, id)?,
@@ -225,5 +239,41 @@ fn print_overview(data: &serde_json::Value, since: Option<&str>, width: usize) {
             let bar = "#".repeat(marks as usize);
             say!("  {day} ({weekday}): {count:>3} {bar}");
         }
+    }
+}
+
+/// `stats --disk`: the store's parts, its size against the logs', and each source's share.
+fn print_disk(used: &DiskUse) {
+    let size = |b: u64| super::human_bytes(b);
+    say!("Store: {}", term::visible_line(&used.store));
+    let against = match used.ratio() {
+        Some(r) => format!(", {r:.2} of the {} of logs it holds", size(used.logs_bytes)),
+        None => String::new(),
+    };
+    say!("  {}{against}", size(used.total()));
+    say!("");
+    for (part, bytes) in &used.parts {
+        let share = if used.total() > 0 { *bytes as f64 / used.total() as f64 * 100.0 } else { 0.0 };
+        say!("  {:28} {:>10}  {share:>5.1}%", part.label(), size(*bytes));
+    }
+    if used.bytes(Part::Free) > used.total() / 10 {
+        say!("\n`sessiondb compact` gives the free pages back to the file system.");
+    }
+    if used.by_source.is_empty() {
+        return;
+    }
+    say!("\nBy source (logs: the files' bytes; texts: as stored, compressed)");
+    let width = used.by_source.iter().map(|s| term::cells(&term::visible_line(&s.label))).max().unwrap_or(0).max(6);
+    say!("  {}  {:>6}  {:>8}  {:>10}  {:>10}  {:>11}", term::pad("source", width), "convs", "msgs", "logs", "texts", "attachments");
+    for s in &used.by_source {
+        say!(
+            "  {}  {:>6}  {:>8}  {:>10}  {:>10}  {:>11}",
+            term::pad(&term::visible_line(&s.label), width),
+            s.conversations,
+            s.messages,
+            size(s.logs_bytes),
+            size(s.texts_bytes),
+            size(s.attachments_bytes)
+        );
     }
 }

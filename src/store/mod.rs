@@ -25,6 +25,8 @@ pub mod acknowledged;
 pub mod backup;
 mod batch;
 pub mod blobs;
+pub mod compact;
+pub mod disk;
 pub mod doctor;
 pub mod fts;
 mod metadata_columns;
@@ -472,8 +474,11 @@ impl Store {
         if created {
             // 8 KiB pages suit rows of about a kilobyte (a message): 6% faster imports and an
             // 8% smaller file than SQLite's 4 KiB default. Only settable before WAL is on.
+            // Free pages are kept until `sessiondb compact` gives them back in short steps
+            // (SQLite's incremental mode, settable only before the first table): see
+            // [`compact`].
             let conn = rusqlite::Connection::open(path)?;
-            conn.execute_batch("PRAGMA page_size = 8192; PRAGMA journal_mode = WAL;")?;
+            conn.execute_batch("PRAGMA page_size = 8192; PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL;")?;
         }
         probe(path)?;
         let identity = file_identity(path).ok_or_else(|| StoreError::Moved { path: path.to_owned() })?;

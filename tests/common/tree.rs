@@ -127,3 +127,10 @@ pub fn neutral_paths(dir: &Path) {
         }
     }
 }
+
+/// Copies the tree `from` to `to` (a path where nothing is), keeping modes, mtimes and
+/// symlinks (`cp -a`).
+pub fn copy_tree(from: &Path, to: &Path) {
+    let status = std::process::Command::new("cp").arg("-a").arg(from).arg(to).status().unwrap();
+    assert!(status.success(), "cp -a {} {}", from.display(), to.display());
+}
