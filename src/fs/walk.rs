@@ -193,3 +193,17 @@ mod tests {
         assert!(matches!(walk(dir.path()), Err(WalkError::NotUtf8 { .. })));
     }
 }
+
+/// The bytes of the regular files in `dir` and below, links not followed (what `du -b` counts
+/// of files); 0 for a directory that is not there, and entries that cannot be read count 0.
+pub fn tree_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => tree_bytes(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}

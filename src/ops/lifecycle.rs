@@ -214,7 +214,7 @@ pub fn removal(store: &Store, chat_id: &str) -> Result<Removal, OpsError> {
     let conv = modify::load_conversation(&conn, chat_id)?;
     let queued = crate::store::pending::has_pending(&conn, conv.id)?;
     let dir = conv.dir.is_dir().then_some(conv.dir);
-    let size_bytes = dir.as_deref().map_or(0, dir_size);
+    let size_bytes = dir.as_deref().map_or(0, crate::fs::walk::tree_bytes);
     Ok(Removal { summary, dir, size_bytes, queued })
 }
 
@@ -245,24 +245,12 @@ pub fn clean_candidates(store: &Store, max_messages: i64, include_test: bool) ->
     let mut out = Vec::new();
     for c in queries::list_conversations(&conn, include_test, None)? {
         if small(&c) {
-            let size_bytes = dir_size(Path::new(&c.source_dir));
+            let size_bytes = crate::fs::walk::tree_bytes(Path::new(&c.source_dir));
             let chat_id = if names.contains(&c.chat_id) { c.chat_id } else { crate::store::sources::qualified(&c.source, &c.chat_id) };
             out.push(CleanCandidate { chat_id, name: c.name, messages: c.messages, size_bytes });
         }
     }
     Ok(out)
-}
-
-fn dir_size(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
-    entries
-        .flatten()
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => dir_size(&e.path()),
-            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
-            _ => 0,
-        })
-        .sum()
 }
 
 /// gptme's `_slice_at_turn`: turn 0 keeps the messages before the first user message; turn N

@@ -247,21 +247,8 @@ fn sqlite_parts(conn: &Connection, db: &Path) -> Result<Vec<(Part, u64)>, StoreE
     let log = sidecar("-wal") + sidecar("-shm");
     *sizes.entry(Part::Log).or_default() += log.saturating_sub(database_bytes.saturating_sub(on_disk));
     *sizes.entry(Part::Other).or_default() += on_disk.saturating_sub(database_bytes);
-    *sizes.entry(Part::RankingIndex).or_default() += dir_bytes(&super::ranking::dir_for(db));
+    *sizes.entry(Part::RankingIndex).or_default() += crate::fs::walk::tree_bytes(&super::ranking::dir_for(db));
     Ok(Part::ALL.iter().filter(|p| **p != Part::SearchSets).map(|p| (*p, sizes.get(p).copied().unwrap_or(0))).collect())
-}
-
-/// The bytes of the files in `dir` and below (not following links); 0 when it is not there.
-fn dir_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
-    entries
-        .flatten()
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
-            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
-            _ => 0,
-        })
-        .sum()
 }
 
 /// The parts of a server's store: sessiondb's tables in this connection's schema.
@@ -341,7 +328,7 @@ mod tests {
         let used = disk_use(&store).unwrap();
         let file = std::fs::metadata(&db).unwrap().len();
         let wal = std::fs::metadata(dir.path().join("db-wal")).map_or(0, |m| m.len()) + std::fs::metadata(dir.path().join("db-shm")).map_or(0, |m| m.len());
-        assert_eq!(used.total(), file + wal + dir_bytes(&super::super::ranking::dir_for(&db)), "{used:?}");
+        assert_eq!(used.total(), file + wal + crate::fs::walk::tree_bytes(&super::super::ranking::dir_for(&db)), "{used:?}");
         assert!(used.bytes(Part::Log) <= wal);
         assert_eq!(used.logs_bytes, 0);
         assert_eq!(used.ratio(), None);
