@@ -147,6 +147,20 @@ pub fn directory_fingerprint(dir: &Path) -> Result<Vec<u8>, WalkError> {
     Ok(fingerprint(&dir, &walk(&dir)?.entries))
 }
 
+/// The bytes of the regular files in `dir` and below, links not followed (what `du -b` counts
+/// of files); 0 for a directory that is not there, and entries that cannot be read count 0.
+pub fn tree_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => tree_bytes(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,18 +206,4 @@ mod tests {
         fs::write(dir.path().join(OsStr::from_bytes(b"\xff")), b"").unwrap();
         assert!(matches!(walk(dir.path()), Err(WalkError::NotUtf8 { .. })));
     }
-}
-
-/// The bytes of the regular files in `dir` and below, links not followed (what `du -b` counts
-/// of files); 0 for a directory that is not there, and entries that cannot be read count 0.
-pub fn tree_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = fs::read_dir(dir) else { return 0 };
-    entries
-        .flatten()
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => tree_bytes(&e.path()),
-            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
-            _ => 0,
-        })
-        .sum()
 }

@@ -30,10 +30,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
-use tantivy::collector::{DocSetCollector, TopDocs};
-use tantivy::query::{BooleanQuery, PhraseQuery, Query, TermQuery, TermSetQuery};
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, EnableScoring, PhraseQuery, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+use tantivy::{DocId, DocSet, TERMINATED};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 use super::{Connection, StoreError};
@@ -365,21 +366,45 @@ impl RankingIndex {
         Ok(out)
     }
 
-    /// Which of `texts` (text ids) match `query`, in no order: asked of the index as the
-    /// query and "is one of these texts", so that no text is read or split into words. The
-    /// same answer as checking each text ([`super::word_match`]), since the index holds the
-    /// word index's words.
+    /// Which of `texts` (text ids) match `query`, in no order, without reading or splitting any
+    /// text into words: in each segment, the documents of these texts (looked up by their id
+    /// term) are sought in the query's own matches, in order, which skips through its postings
+    /// rather than walking them. The same answer as checking each text
+    /// ([`super::word_match`]), since the index holds the word index's words.
     pub fn matching_among(&self, query: &RankQuery, texts: &[i64]) -> Result<Vec<i64>, RankingError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let among: Box<dyn Query> = Box::new(TermSetQuery::new(texts.iter().map(|&t| Term::from_field_u64(self.fields.text, t as u64))));
         let searcher = self.reader.searcher();
-        let found = searcher.search(&self.clauses(query, vec![among]), &DocSetCollector).map_err(|e| self.tantivy_error(e))?;
-        let mut ids = TextIds::new(self, &searcher);
-        let mut out = Vec::with_capacity(found.len());
-        for address in found {
-            out.extend(ids.of(address)?);
+        let weight = self.clauses(query, Vec::new()).weight(EnableScoring::disabled_from_searcher(&searcher)).map_err(|e| self.tantivy_error(e))?;
+        let mut out = Vec::new();
+        for segment in searcher.segment_readers() {
+            let ids = segment.inverted_index(self.fields.text).map_err(|e| self.tantivy_error(e))?;
+            let mut docs: Vec<(DocId, i64)> = Vec::new();
+            for &text in texts {
+                let Some(mut postings) =
+                    ids.read_postings(&Term::from_field_u64(self.fields.text, text as u64), IndexRecordOption::Basic).map_err(|e| self.tantivy_error(e.into()))?
+                else {
+                    continue;
+                };
+                while postings.doc() != TERMINATED {
+                    if segment.alive_bitset().is_none_or(|alive| alive.is_alive(postings.doc())) {
+                        docs.push((postings.doc(), text));
+                    }
+                    postings.advance();
+                }
+            }
+            if docs.is_empty() {
+                continue;
+            }
+            docs.sort_unstable();
+            let mut matches = weight.scorer(segment, 1.0).map_err(|e| self.tantivy_error(e))?;
+            for (doc, text) in docs {
+                let at = if matches.doc() < doc { matches.seek(doc) } else { matches.doc() };
+                if at == doc {
+                    out.push(text);
+                }
+            }
         }
         Ok(out)
     }
