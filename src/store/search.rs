@@ -899,7 +899,7 @@ fn run_ranked(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Convers
                 // each count of the page is made whole, as `run_filtered` counts.
                 let mut matches = TextMatches::new(fts)?;
                 for hits in &mut out {
-                    hits.total = matches_in_conversation(conn, q, &mut matches, hits.conversation_id)?.len();
+                    hits.total = matches_in_conversation(conn, q, &mut matches, hits.conversation_id, true)?.len();
                 }
             }
             return Ok((out, None));
@@ -1101,15 +1101,16 @@ const TEXT_BYTES_AT_ONCE: usize = 4 << 20;
 /// read by the index on it, each text checked once ([`TextMatches`]), so that the work follows
 /// the conversation's length, not the whole index's matches (a lookup of a common word's
 /// long list of texts in the word index for each message, as it was, took milliseconds).
-fn matches_in_conversation(conn: &Connection, q: &Resolved, texts: &mut TextMatches, conversation: i64) -> Result<Vec<(i64, i64)>, StoreError> {
-    texts.keep(conn, messages_in_conversation(conn, q, conversation)?)
+fn matches_in_conversation(conn: &Connection, q: &Resolved, texts: &mut TextMatches, conversation: i64, passed: bool) -> Result<Vec<(i64, i64)>, StoreError> {
+    texts.keep(conn, messages_in_conversation(conn, q, conversation, passed)?)
 }
 
 /// How many messages of each of `page`'s conversations match `query` and pass the filters,
 /// standing in a branch or view, as [`matches_in_conversation`] counts them, by conversation
 /// row id: the conversations' messages read by the index on them, their texts asked of the
 /// ranking index all at once ([`super::ranking::RankingIndex::matching_among`]), so that no
-/// text is read or split into words. `None` when the index fails now, and FTS5 answers.
+/// text is read or split into words, and only the messages whose text matches asked where they
+/// stand. `None` when the index fails now, and FTS5 answers.
 fn count_in_conversations(
     conn: &Connection,
     q: &Resolved,
@@ -1117,18 +1118,29 @@ fn count_in_conversations(
     query: &super::ranking::RankQuery,
     page: &[ConversationHits],
 ) -> Result<Option<std::collections::HashMap<i64, usize>>, StoreError> {
-    let mut messages: Vec<(i64, i64)> = Vec::new();
+    let mut messages: Vec<(i64, i64, i64)> = Vec::new();
     for hits in page {
-        messages.extend(messages_in_conversation(conn, q, hits.conversation_id)?.into_iter().map(|(_, text)| (hits.conversation_id, text)));
+        let found = messages_of(conn, q, hits.conversation_id, true, false)?;
+        messages.extend(found.into_iter().map(|(id, text)| (id, hits.conversation_id, text)));
     }
-    let mut texts: Vec<i64> = messages.iter().map(|&(_, text)| text).collect();
+    let mut texts: Vec<i64> = messages.iter().map(|&(_, _, text)| text).collect();
     texts.sort_unstable();
     texts.dedup();
     let Ok(matching) = index.matching_among(query, &texts) else { return Ok(None) };
     let matching: std::collections::HashSet<i64> = matching.into_iter().collect();
+    let mut args = vec![Value::Null];
+    let placement = placement_sql(q, &mut |value| {
+        args.push(value);
+        args.len()
+    });
+    let mut stands = conn.prepare_cached(&format!("SELECT 1 FROM messages m WHERE m.id = ?1 AND {placement}"))?;
     let mut counts: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
-    for (conversation, text) in messages {
-        if matching.contains(&text) {
+    for (id, conversation, text) in messages {
+        if !matching.contains(&text) {
+            continue;
+        }
+        args[0] = Value::Integer(id);
+        if stands.exists(params_from_iter(args.iter()))? {
             *counts.entry(conversation).or_default() += 1;
         }
     }
@@ -1136,16 +1148,20 @@ fn count_in_conversations(
 }
 
 /// The messages (id, text id) of conversation `conversation` that pass the filters and stand
-/// in a branch or view, by id: read by the index on the conversation.
-fn messages_in_conversation(conn: &Connection, q: &Resolved, conversation: i64) -> Result<Vec<(i64, i64)>, StoreError> {
-    let (mut filters, mut args) = filter_sql(q, 2, true);
+/// in a branch or view, by id: read by the index on the conversation. `passed`: the
+/// conversation is known to pass the filters on conversations (one a page holds), and only
+/// those on messages are asked ([`message_filter_sql`]).
+fn messages_in_conversation(conn: &Connection, q: &Resolved, conversation: i64, passed: bool) -> Result<Vec<(i64, i64)>, StoreError> {
+    messages_of(conn, q, conversation, passed, true)
+}
+
+/// [`messages_in_conversation`], where the messages stand asked only with `placed`.
+fn messages_of(conn: &Connection, q: &Resolved, conversation: i64, passed: bool, placed: bool) -> Result<Vec<(i64, i64)>, StoreError> {
+    let (mut filters, mut args) = if passed { message_filter_sql(q, 2, placed) } else { filter_sql(q, 2, placed) };
     args.insert(0, Value::Integer(conversation));
     filters.push("m.conversation_id = ?1".to_owned());
-    let sql = format!(
-        "SELECT m.id, m.text_id FROM messages m JOIN conversations c ON c.id = m.conversation_id
-         WHERE m.text_id IS NOT NULL AND {} ORDER BY m.id",
-        filters.join(" AND ")
-    );
+    let from = if passed { "messages m" } else { "messages m JOIN conversations c ON c.id = m.conversation_id" };
+    let sql = format!("SELECT m.id, m.text_id FROM {from} WHERE m.text_id IS NOT NULL AND {} ORDER BY m.id", filters.join(" AND "));
     let mut stmt = conn.prepare_cached(&sql)?;
     let messages = stmt.query_map(params_from_iter(args.iter()), |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<Vec<(i64, i64)>, _>>()?;
     Ok(messages)
@@ -1180,6 +1196,18 @@ const HOLDERS: &str = "document_lines dl JOIN documents d
 /// numbered from `?{first}`. `placed` requires the message to stand in a branch or view (the
 /// `--branch` one, if given), as [`place`] does.
 fn filter_sql(q: &Resolved, first: usize, placed: bool) -> (Vec<String>, Vec<Value>) {
+    filters_of(q, first, placed, true)
+}
+
+/// The filters of `q` on a message alone, as SQL over `messages m` (see [`filter_sql`]): for
+/// the messages of a conversation already found to pass the filters on conversations (one a
+/// page holds), which are then not asked again of each of its messages.
+fn message_filter_sql(q: &Resolved, first: usize, placed: bool) -> (Vec<String>, Vec<Value>) {
+    filters_of(q, first, placed, false)
+}
+
+/// [`filter_sql`], with the filters on conversations or without them.
+fn filters_of(q: &Resolved, first: usize, placed: bool, on_conversations: bool) -> (Vec<String>, Vec<Value>) {
     let mut filters: Vec<String> = Vec::new();
     let mut args: Vec<Value> = Vec::new();
     let mut arg = |value: Value| {
@@ -1192,32 +1220,40 @@ fn filter_sql(q: &Resolved, first: usize, placed: bool) -> (Vec<String>, Vec<Val
     if let Some(model) = &q.model {
         filters.push(format!("m.model = ?{}", arg(Value::Text(model.clone()))));
     }
-    if let Some(since) = q.since {
-        filters.push(format!("c.modified >= ?{}", arg(Value::Real(since))));
-    }
-    if let Some(chat) = q.chat {
-        filters.push(format!("c.id = ?{}", arg(Value::Integer(chat))));
-    }
-    if let Some(source) = q.source {
-        // Written so that no index on the source is used for it (as `queries` lists one
-        // source): a search read in the listing's order keeps that order from its index,
-        // rather than finding the source's conversations and sorting all their messages.
-        let n = arg(Value::Integer(source));
-        filters.push(format!("(c.source_id = ?{n} OR ?{n} IS NULL)"));
-    }
-    if q.chat_id.is_none() {
-        filters.push("c.deleted_at IS NULL".into());
-    }
-    if !q.include_test && q.chat_id.is_none() {
-        filters.push(format!("NOT {}", crate::layout::test_ids_sql("c.chat_id")));
+    if on_conversations {
+        if let Some(since) = q.since {
+            filters.push(format!("c.modified >= ?{}", arg(Value::Real(since))));
+        }
+        if let Some(chat) = q.chat {
+            filters.push(format!("c.id = ?{}", arg(Value::Integer(chat))));
+        }
+        if let Some(source) = q.source {
+            // Written so that no index on the source is used for it (as `queries` lists one
+            // source): a search read in the listing's order keeps that order from its index,
+            // rather than finding the source's conversations and sorting all their messages.
+            let n = arg(Value::Integer(source));
+            filters.push(format!("(c.source_id = ?{n} OR ?{n} IS NULL)"));
+        }
+        if q.chat_id.is_none() {
+            filters.push("c.deleted_at IS NULL".into());
+        }
+        if !q.include_test && q.chat_id.is_none() {
+            filters.push(format!("NOT {}", crate::layout::test_ids_sql("c.chat_id")));
+        }
     }
     if placed {
-        filters.push(match &q.branch {
-            Some(b) => format!("EXISTS (SELECT 1 FROM {HOLDERS} AND d.kind = 'branch' AND d.path = ?{})", arg(Value::Text(crate::layout::branch_path(b)))),
-            None => "EXISTS (SELECT 1 FROM document_lines dl WHERE dl.message_id = m.id)".to_owned(),
-        });
+        filters.push(placement_sql(q, &mut arg));
     }
     (filters, args)
+}
+
+/// That message `m` stands in a branch or view (the `--branch` one, if given), as SQL; `arg`
+/// numbers the argument it takes.
+fn placement_sql(q: &Resolved, arg: &mut impl FnMut(Value) -> usize) -> String {
+    match &q.branch {
+        Some(b) => format!("EXISTS (SELECT 1 FROM {HOLDERS} AND d.kind = 'branch' AND d.path = ?{})", arg(Value::Text(crate::layout::branch_path(b)))),
+        None => "EXISTS (SELECT 1 FROM document_lines dl WHERE dl.message_id = m.id)".to_owned(),
+    }
 }
 
 /// Ranks exactly the matches that pass the filters, in one pass, and keeps the first
@@ -1244,7 +1280,7 @@ fn run_filtered(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Conve
     };
     match q.chat {
         Some(conversation) => {
-            let found = matches_in_conversation(conn, q, &mut TextMatches::new(fts)?, conversation)?;
+            let found = matches_in_conversation(conn, q, &mut TextMatches::new(fts)?, conversation, false)?;
             let texts: std::collections::HashSet<i64> = found.iter().map(|&(_, t)| t).collect();
             let mut scores: std::collections::HashMap<i64, f64> = std::collections::HashMap::new();
             if let (Some(&lo), Some(&hi)) = (texts.iter().min(), texts.iter().max()) {
