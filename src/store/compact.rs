@@ -31,7 +31,7 @@ const INCREMENTAL: i64 = 2;
 /// Why a compact stopped (what it gave back until then stays given back).
 #[derive(Debug, thiserror::Error)]
 pub enum CompactError {
-    #[error("another process kept the store busy for 30 s, so it was not compacted (nothing was changed); run `sessiondb compact` again later")]
+    #[error("another process held the store's write lock for 30 s: the compact stopped there (free pages given back before it stay given back, nothing else changed); run `sessiondb compact` again later")]
     Busy,
     #[error("the store could not be compacted")]
     Store(#[from] StoreError),
