@@ -31,6 +31,38 @@ fn conversation_of(p: usize) -> &'static str {
     }
 }
 
+/// The conversations the appending processes write to, each of [`conversation_of`]'s.
+const CHATS: [&str; 4] = ["2026-12-01-shared-by-four", "2026-12-01-shared-by-two", "2026-12-01-alone-a", "2026-12-01-alone-b"];
+
+/// Makes the conversations of [`CHATS`] in `logs`, through the store at `db`.
+fn new_conversations(db: &std::path::Path, logs: &std::path::Path) {
+    for p in [0, 4, 6, 7] {
+        run_ok(sessiondb(db).args(["new", conversation_of(p), "--logs-dir"]).arg(logs));
+    }
+}
+
+/// Waits (at most 120 s) until every appending process has appended at least once, and returns
+/// what each conversation of [`CHATS`] then holds ([`appends_stored`]), in that order.
+fn once_all_appended(db: &std::path::Path) -> Vec<HashMap<usize, Vec<usize>>> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let now: Vec<HashMap<usize, Vec<usize>>> = CHATS.iter().map(|chat| appends_stored(db, chat)).collect();
+        if now.iter().map(|m| m.len()).sum::<usize>() == PROCESSES {
+            return now;
+        }
+        assert!(std::time::Instant::now() < deadline, "the appenders never all appended");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Waits for the appending processes to end, failing the test with the stderr of one that failed.
+fn all_succeed(appenders: Vec<std::process::Child>) {
+    for child in appenders {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "an appender failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
 #[test]
 fn concurrency_child() {
     let Ok(spec) = std::env::var("SESSIONDB_CONCURRENCY_CHILD") else { return };
@@ -73,9 +105,7 @@ fn eight_processes_appending(engine: &str) {
     let Some(test_db) = common::TestDb::of(engine, work.path()) else { return };
     let logs = work.path().join("logs");
     let db = test_db.db.clone();
-    for p in [0, 4, 6, 7] {
-        run_ok(sessiondb(&db).args(["new", conversation_of(p), "--logs-dir"]).arg(&logs));
-    }
+    new_conversations(&db, &logs);
     let started = std::time::Instant::now();
     let appenders = start_appenders(&db);
     // Readers and a syncing process, looping until the appenders are done. If the test fails
@@ -111,10 +141,7 @@ fn eight_processes_appending(engine: &str) {
         readers.children.push(child);
         commands.push(args.join(" "));
     }
-    for child in appenders {
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "an appender failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
+    all_succeed(appenders);
     let appending = started.elapsed();
     std::fs::write(&readers.stop, "").unwrap();
     let mut reads = 0;
@@ -128,7 +155,7 @@ fn eight_processes_appending(engine: &str) {
     let store = sessiondb::store::Store::open(&db).unwrap();
     let conn = store.connection().unwrap();
     let mut stored_total = 0;
-    for chat in ["2026-12-01-shared-by-four", "2026-12-01-shared-by-two", "2026-12-01-alone-a", "2026-12-01-alone-b"] {
+    for chat in CHATS {
         let mut per_process = appends_stored(&db, chat);
         let stored: usize = per_process.values().map(Vec::len).sum();
         for p in (0..PROCESSES).filter(|&p| conversation_of(p) == chat) {
@@ -182,36 +209,22 @@ fn a_backup_taken_while_eight_processes_append_holds_every_acknowledged_message(
     let Some(test_db) = common::TestDb::of("sqlite", work.path()) else { return };
     let logs = work.path().join("logs");
     let db = test_db.db.clone();
-    let chats = ["2026-12-01-shared-by-four", "2026-12-01-shared-by-two", "2026-12-01-alone-a", "2026-12-01-alone-b"];
-    for p in [0, 4, 6, 7] {
-        run_ok(sessiondb(&db).args(["new", conversation_of(p), "--logs-dir"]).arg(&logs));
-    }
+    new_conversations(&db, &logs);
     let mut appenders = start_appenders(&db);
     // Once every process has appended, what the store holds is acknowledged: the backup begins.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    let acknowledged = loop {
-        let now: Vec<HashMap<usize, Vec<usize>>> = chats.iter().map(|chat| appends_stored(&db, chat)).collect();
-        if now.iter().map(|m| m.len()).sum::<usize>() == PROCESSES {
-            break now;
-        }
-        assert!(std::time::Instant::now() < deadline, "the appenders never all appended");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let acknowledged = once_all_appended(&db);
     let backups = work.path().join("backups");
     std::fs::create_dir(&backups).unwrap();
     let copy = backups.join("sessions-copy.db");
     let out = run_ok(sessiondb(&db).args(["backup", "--json"]).arg(&copy));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let still_appending = appenders.iter_mut().map(|c| c.try_wait().unwrap().is_none()).filter(|&running| running).count();
-    for child in appenders {
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "an appender failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
+    all_succeed(appenders);
     let entries: Vec<String> = std::fs::read_dir(&backups).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(entries, ["sessions-copy.db"], "only the copy where it goes");
     assert_eq!(std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&copy).unwrap().permissions()) & 0o777, 0o600, "the copy is private");
     let mut copied = 0;
-    for (chat, before) in chats.iter().zip(&acknowledged) {
+    for (chat, before) in CHATS.iter().zip(&acknowledged) {
         let in_copy = appends_stored(&copy, chat);
         for (p, seen) in before {
             let kept = in_copy.get(p).cloned().unwrap_or_default();
@@ -227,7 +240,7 @@ fn a_backup_taken_while_eight_processes_append_holds_every_acknowledged_message(
     // Restored: the copy, opened as the store, takes in what was appended after it, and then
     // holds what the store holds.
     run_ok(sessiondb(&copy).arg("sync").arg(&logs));
-    for chat in chats {
+    for chat in CHATS {
         assert_eq!(appends_stored(&copy, chat), appends_stored(&db, chat), "{chat}: the restored copy after a sync, and the store");
     }
     // A second backup to the same path is refused, the copy left as it was; --force replaces it.
@@ -236,7 +249,7 @@ fn a_backup_taken_while_eight_processes_append_holds_every_acknowledged_message(
     assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("--force"), "{}", String::from_utf8_lossy(&refused.stderr));
     assert_eq!(std::fs::read(&copy).unwrap(), before);
     run_ok(sessiondb(&db).args(["backup", "--force"]).arg(&copy));
-    assert_eq!(appends_stored(&copy, chats[0]), appends_stored(&db, chats[0]));
+    assert_eq!(appends_stored(&copy, CHATS[0]), appends_stored(&db, CHATS[0]));
     // A link where the copy goes is replaced by the copy, never written through.
     let elsewhere = work.path().join("elsewhere");
     std::fs::write(&elsewhere, "not to be touched").unwrap();
@@ -324,29 +337,15 @@ fn a_compact_while_eight_processes_append_gives_free_pages_back_and_changes_noth
     let transcripts = std::fs::read_dir(&exported_before).unwrap().filter(|e| e.as_ref().unwrap().path().join("conversation.jsonl").is_file()).count();
     assert_eq!(transcripts, 40);
     let file_before = std::fs::metadata(&db).unwrap().len();
-    for p in [0, 4, 6, 7] {
-        run_ok(sessiondb(&db).args(["new", conversation_of(p), "--logs-dir"]).arg(&logs));
-    }
+    new_conversations(&db, &logs);
     let appenders = start_appenders(&db);
     // Once every process has appended, the compact begins.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while ["2026-12-01-shared-by-four", "2026-12-01-shared-by-two", "2026-12-01-alone-a", "2026-12-01-alone-b"]
-        .iter()
-        .map(|chat| appends_stored(&db, chat).len())
-        .sum::<usize>()
-        < PROCESSES
-    {
-        assert!(std::time::Instant::now() < deadline, "the appenders never all appended");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    once_all_appended(&db);
     let report: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&db).args(["compact", "--json"])).stdout).unwrap();
-    for child in appenders {
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "an appender failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
+    all_succeed(appenders);
     assert_eq!(report["rewritten"], false, "a store made now is compacted in steps: {report}");
     assert!(report["steps"].as_u64().unwrap() >= 1 && report["free_before"].as_u64().unwrap() > 1 << 20, "{report}");
-    for chat in ["2026-12-01-shared-by-four", "2026-12-01-shared-by-two", "2026-12-01-alone-a", "2026-12-01-alone-b"] {
+    for chat in CHATS {
         for (p, seen) in appends_stored(&db, chat) {
             assert_eq!(seen, (0..appends()).collect::<Vec<_>>(), "{chat}: process {p}'s appends, all of them in order");
         }

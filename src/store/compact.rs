@@ -7,7 +7,7 @@
 //! [`STEP_PAGES`] pages, each its own short write transaction: a writer waits for one step at
 //! most, a reader never. A store in another mode is rewritten once (`VACUUM`), switched to the
 //! incremental mode on the way, so that every later compact works in steps; that one rewrite
-//! keeps writers waiting for its length (they wait up to the busy timeout, 30 s), and readers
+//! keeps writers waiting for its length (they wait up to the busy timeout, [`super::BUSY_TIMEOUT_MS`]), and readers
 //! go on. The write-ahead log is then emptied when no reader needs it ([`Store::flush_wal`]).
 //! On a server, `VACUUM (ANALYZE)` of sessiondb's tables marks their dead rows' space for reuse
 //! and refreshes the planner's statistics; it holds no one up, and the server keeps the space
@@ -31,7 +31,10 @@ const INCREMENTAL: i64 = 2;
 /// Why a compact stopped (what it gave back until then stays given back).
 #[derive(Debug, thiserror::Error)]
 pub enum CompactError {
-    #[error("another process held the store's write lock for 30 s: the compact stopped there (free pages given back before it stay given back, nothing else changed); run `sessiondb compact` again later")]
+    #[error(
+        "another process held the store's write lock for {} s: the compact stopped there (free pages given back before it stay given back, nothing else changed); run `sessiondb compact` again later",
+        super::BUSY_TIMEOUT_MS / 1000
+    )]
     Busy,
     #[error("the store could not be compacted")]
     Store(#[from] StoreError),

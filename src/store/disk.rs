@@ -5,10 +5,10 @@
 //! the database is counted once, in the part of the table it belongs to (SQLite's `dbstat`),
 //! in free pages, or in `other` (the file's header page, SQLite's own pages), wherever it lies
 //! (in the file, or in the log until a checkpoint copies it there), and the log's part is what
-//! remains of the log. On a server the
-//! parts are sessiondb's own tables, each with its indexes and out-of-line values
-//! (`pg_total_relation_size`); another program's tables in the same database are not counted.
-//! A table is put in a part by its name alone ([`part_of`]), one rule for both engines.
+//! remains of the log. On a server the parts are sessiondb's own tables, each with its indexes
+//! and out-of-line values (`pg_total_relation_size`); another program's tables in the same
+//! database are not counted. A table is put in a part by its name alone ([`part_of`]), one rule
+//! for both engines.
 //!
 //! "The logs" are the bytes of the files the store holds, as `export` writes them back (every
 //! `conversation.jsonl`, branch, view, attachment and `config.toml`): what the store replaces,
@@ -311,8 +311,7 @@ fn by_source(conn: &Connection) -> Result<Vec<SourceUse>, StoreError> {
 mod tests {
     use super::*;
 
-    /// A store made now, with a conversation: every table it has is in a part, and the parts
-    /// add up to the files.
+    /// A store made now: every table it has is in a part, and the parts add up to the files.
     #[test]
     fn every_table_of_a_new_store_has_a_part_and_the_parts_add_up() {
         let dir = tempfile::tempdir().unwrap();
