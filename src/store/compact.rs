@@ -4,8 +4,8 @@
 //! On SQLite, pages freed by what was removed (conversations deleted, texts no longer held,
 //! rows rewritten by a migration) stay in the file for later writes. A store in SQLite's
 //! incremental mode (`auto_vacuum = INCREMENTAL`) gives them back in steps of
-//! [`STEP_PAGES`] pages, each its own short write transaction: a writer waits for one step at
-//! most, a reader never. A store in another mode is rewritten once (`VACUUM`), switched to the
+//! [`STEP_PAGES`] pages, each its own short write transaction: writers go on between steps,
+//! readers are not held up. A store in another mode is rewritten once (`VACUUM`), switched to the
 //! incremental mode on the way, so that every later compact works in steps; that one rewrite
 //! keeps writers waiting for its length (they wait up to the busy timeout, [`super::BUSY_TIMEOUT_MS`]), and readers
 //! go on. The write-ahead log is then emptied when no reader needs it ([`Store::flush_wal`]).
