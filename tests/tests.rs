@@ -9,6 +9,7 @@
 mod common;
 
 mod answers;
+mod archive;
 mod cli;
 mod cli_trust;
 mod codec_props;

@@ -210,6 +210,9 @@ fn print_report(db: &Path, report: &DatabaseReport, problems: &[String], state: 
         list("with queued changes (`sessiondb sync` writes them)", &s.queued);
         list("not imported yet", &s.not_imported);
         list("gone from the logs root (kept until `sessiondb rm`)", &s.deleted);
+        if s.archived > 0 {
+            say!("  {} archived out of the logs root, kept whole in the store (`sessiondb restore` puts them back)", s.archived);
+        }
         list("with temporary files of an interrupted write (removed by the next sync or operation)", &s.debris);
     }
     if let Some(a) = advice {

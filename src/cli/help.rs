@@ -14,7 +14,7 @@ const GROUPS: &[(&str, &[&str])] = &[
         "Change (store and gptme's directory together)",
         &["new", "append", "undo", "edit", "branch", "view", "fork", "checkpoint", "backtrack", "rename", "rm", "clean", "recover"],
     ),
-    ("Keep in step with gptme's logs", &["import", "sync", "export"]),
+    ("Keep in step with gptme's logs", &["import", "sync", "export", "archive", "restore"]),
     ("Serve", &["serve", "mcp"]),
     ("Store", &["doctor", "backup", "compact"]),
     ("Set up", &["completions", "man"]),

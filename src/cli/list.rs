@@ -104,6 +104,9 @@ pub struct SummaryJson<'a> {
     models_usage: &'a serde_json::value::RawValue,
     last_message_role: Option<&'a str>,
     last_message_preview: Option<&'a str>,
+    /// Only when archived out of gptme's logs root (`sessiondb archive`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    archived: bool,
 }
 
 pub fn summary_json(c: &ConversationSummary) -> SummaryJson<'_> {
@@ -127,6 +130,7 @@ pub fn summary_json(c: &ConversationSummary) -> SummaryJson<'_> {
         models_usage: serde_json::from_str(&c.models_usage).unwrap_or(empty),
         last_message_role: c.last_message_role.as_deref(),
         last_message_preview: c.last_message_preview.as_deref(),
+        archived: c.archived,
     }
 }
 
@@ -289,6 +293,9 @@ fn write_metadata(out: &mut impl Write, conn: &sessiondb::store::Connection, fil
         if sources {
             writeln!(out, "     Source:   {}", line(c.source.clone()))?;
         }
+        if c.archived {
+            writeln!(out, "     Archived: out of gptme's logs root, kept in the store (`sessiondb restore {}`)", line(c.chat_id.clone()))?;
+        }
         writeln!(out, "     Messages: {}", c.messages)?;
         writeln!(out, "     Created:  {}", format_utc(c.created).replace('T', " "))?;
         writeln!(out, "     Modified: {}", format_utc(c.modified).replace('T', " "))?;
@@ -367,8 +374,11 @@ fn write_table(out: &mut impl Write, conn: &sessiondb::store::Connection, filter
             }
         }
         writeln!(out, "{}", line.trim_end())?;
-        if let (Some(role), Some(preview)) = (&c.last_message_role, &c.last_message_preview) {
-            second.push(paint("2", &cell(&format!("{role}: {preview}"), layout.below)));
+        let archived = if c.archived { "[archived] " } else { "" };
+        match (&c.last_message_role, &c.last_message_preview) {
+            (Some(role), Some(preview)) => second.push(paint("2", &cell(&format!("{archived}{role}: {preview}"), layout.below))),
+            _ if c.archived => second.push(paint("2", archived.trim_end())),
+            _ => {}
         }
         for text in second {
             writeln!(out, "{:indent$}{}", "", text)?;

@@ -2,6 +2,7 @@
 //! command is a thin call into the library; errors are printed as one sentence naming the file
 //! or conversation, and the exit code says whether everything succeeded.
 
+mod archive;
 mod backup;
 mod bookmarks;
 mod compact;
@@ -124,6 +125,16 @@ enum Command {
     Rm(lifecycle::RmArgs),
     /// Find (and with --delete remove) empty conversations
     Clean(lifecycle::CleanArgs),
+    /// Take conversations out of gptme's logs root, kept whole in the store (by id, age, source)
+    ///
+    /// Each conversation's directory is checked to be exactly what the store holds (every
+    /// file's bytes, permissions and modification time), marked archived, and removed from the
+    /// logs root: gptme no longer lists or loads it, and sessiondb still lists, searches, shows
+    /// and serves it. A conversation gptme has open, or changed since the last `sessiondb sync`,
+    /// is left where it is. `sessiondb restore` writes it back exactly.
+    Archive(archive::ArchiveArgs),
+    /// Write archived conversations back into gptme's logs root, exactly as they were
+    Restore(archive::RestoreArgs),
     /// Rebuild a branch from its event log and compare (--apply to replace it)
     Recover(recover::RecoverArgs),
     /// Serve search, list, read and stats to an MCP client (gptme, Claude Code, Codex) on
@@ -371,7 +382,8 @@ fn dispatch(cli: Cli, named: &Named, db_from_env: bool) -> Result<i32, Failure> 
     // themselves); for `rm`, only a conversation the store has, so that what it shows and
     // removes is what the directory holds (removing a directory never imported must not import
     // it first).
-    if !matches!(cli.command, Command::New(_) | Command::Import(_) | Command::Sync(_)) {
+    // Not for `archive`: a conversation gptme changed since the last sync is left in the root.
+    if !matches!(cli.command, Command::New(_) | Command::Import(_) | Command::Sync(_) | Command::Archive(_)) {
         let stored_only = matches!(cli.command, Command::Rm(_));
         let stored = |chat_id: &str| store.connection().is_ok_and(|conn| sessiondb::store::sources::resolve(&conn, chat_id).is_ok());
         named.conversations.iter().filter(|chat_id| !stored_only || stored(chat_id)).for_each(|chat_id| catch_up(&store, chat_id));
@@ -474,6 +486,8 @@ fn run_command(store: &Store, command: Command) -> Result<i32, Failure> {
         Command::Rename(args) => lifecycle::rename(store, args),
         Command::Rm(args) => lifecycle::rm(store, args),
         Command::Clean(args) => lifecycle::clean(store, args),
+        Command::Archive(args) => archive::archive(store, args),
+        Command::Restore(args) => archive::restore(store, args),
         Command::Mcp(_) => unreachable!("handled above"),
     }
 }

@@ -2,6 +2,7 @@
 
 use super::term::{self, say};
 use super::{human_duration, human_tokens, Failure};
+use sessiondb::ops::{self, Selection};
 use sessiondb::store::disk::{self, DiskUse, Part};
 use sessiondb::store::stats::{self, Breakdown};
 use sessiondb::store::Store;
@@ -79,10 +80,19 @@ fn cached_share(input: i64, cache_read: i64) -> i64 {
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     if args.disk {
         let used = disk::disk_use(store)?;
+        let outlook = ArchiveOutlook::of(store)?;
         if args.json {
-            super::print_json(&used.to_json());
+            let mut out = used.to_json();
+            out["archive"] = serde_json::json!({
+                "archived": outlook.archived,
+                "idle_days": IDLE_DAYS,
+                "idle_conversations": outlook.idle,
+                "idle_bytes": outlook.idle_bytes,
+            });
+            super::print_json(&out);
         } else {
             print_disk(&used);
+            outlook.print();
         }
         return Ok(0);
     }
@@ -243,6 +253,49 @@ fn print_overview(data: &serde_json::Value, since: Option<&str>, width: usize) {
 }
 
 /// `stats --disk`: the store's parts, its size against the logs', and each source's share.
+/// How long a conversation untouched counts as idle, for what `archive` would free.
+const IDLE_DAYS: i64 = 90;
+
+/// What `sessiondb archive` would free in gptme's logs roots on this machine, and what it has
+/// taken out already.
+struct ArchiveOutlook {
+    /// Conversations archived (out of their roots, kept in the store).
+    archived: usize,
+    /// Conversations in their roots not modified in [`IDLE_DAYS`] days, and their bytes there.
+    idle: usize,
+    idle_bytes: u64,
+}
+
+impl ArchiveOutlook {
+    fn of(store: &Store) -> Result<ArchiveOutlook, Failure> {
+        let until = chrono::Utc::now().timestamp() - IDLE_DAYS * 86_400;
+        let idle = ops::archive_candidates(store, &Selection { until: Some(until as f64), ..Selection::default() })?.found;
+        let archived = ops::restore_candidates(store, &Selection::default())?.found.len();
+        Ok(ArchiveOutlook { archived, idle: idle.len(), idle_bytes: idle.iter().map(|c| c.bytes).sum() })
+    }
+
+    fn print(&self) {
+        if self.archived == 0 && self.idle == 0 {
+            return;
+        }
+        let n = |count: usize| super::plural(count as u64, "conversation");
+        say!(
+            "
+gptme's logs roots"
+        );
+        if self.archived > 0 {
+            say!("  {} archived: out of the roots, kept whole here (`sessiondb restore`)", n(self.archived));
+        }
+        if self.idle > 0 {
+            say!(
+                "  {} not modified in {IDLE_DAYS} days hold {} there: `sessiondb archive --before {IDLE_DAYS}d` would free it",
+                n(self.idle),
+                super::human_bytes(self.idle_bytes)
+            );
+        }
+    }
+}
+
 fn print_disk(used: &DiskUse) {
     let size = |b: u64| super::human_bytes(b);
     say!("Store: {}", term::visible_line(&used.store));

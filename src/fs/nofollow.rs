@@ -459,6 +459,14 @@ impl Dir {
         Ok(rfs::renameat(&from_parent.fd, from_name, &to_parent.fd, to_name)?)
     }
 
+    /// Renames `from` to `to`, refused (`AlreadyExists`) when anything is at `to`: a directory
+    /// moved into place never replaces one that appeared there meanwhile.
+    pub fn rename_no_replace(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let (from_parent, from_name) = self.locate(from)?;
+        let (to_parent, to_name) = self.locate(to)?;
+        Ok(rfs::renameat_with(&from_parent.fd, from_name, &to_parent.fd, to_name, rfs::RenameFlags::NOREPLACE)?)
+    }
+
     /// Makes `new` a hard link to the entry `existing` (a link itself, if it is one).
     pub fn hard_link(&self, existing: &Path, new: &Path) -> io::Result<()> {
         let (from_parent, from_name) = self.locate(existing)?;

@@ -8,6 +8,7 @@
 //! long the conversation is: one row or two, one line appended to `conversation.jsonl` and one
 //! to `events.jsonl` (plus gptme's periodic checkpoint, which snapshots the whole list).
 
+mod archive;
 mod bookmarks;
 pub mod input;
 mod lifecycle;
@@ -31,6 +32,7 @@ use crate::sync::ingest::{self, IngestError};
 
 pub use crate::codec::events::replay;
 pub use crate::codec::normalise::{normalise_for_rewrite, rewrites_unchanged};
+pub use archive::{archive, archive_candidates, clear_parking, restore, restore_candidates, ArchiveCandidate, Candidates, Moved, Selection, PARKING};
 pub use lifecycle::{
     clean_candidates, fork, fork_at_turn, new_conversation, removal, remove, remove_from_store, remove_unchanged, slice_at_turn, CleanCandidate, NewConversation,
     Removal,
@@ -83,6 +85,9 @@ fn with_session_in<T>(store: &Store, named: &crate::store::sources::Named, op: i
     conn.scope_to(named.source_id)?;
     let chat_id = named.chat_id.as_str();
     let conv = modify::load_conversation(&conn, chat_id)?;
+    if conv.archived && !layout::is_conversation_dir(&conv.dir) {
+        return Err(OpsError::Archived { chat_id: chat_id.to_owned() });
+    }
     let dir = conv.dir;
     if !dir.join(layout::MAIN_TRANSCRIPT).exists() {
         return Err(OpsError::DirectoryGone { dir });
@@ -168,6 +173,10 @@ pub fn with_queued_session<T>(store: &Store, chat_id: &str, op: impl FnOnce(&mut
     let chat_id = named.chat_id.as_str();
     let mut batch = WriteBatch::begin(&mut conn)?;
     let conv = modify::load_conversation(batch.conn(), chat_id)?;
+    // Queued for a directory that is not there on purpose: restored first, or never written.
+    if conv.archived && !layout::is_conversation_dir(&conv.dir) {
+        return Err(OpsError::Archived { chat_id: chat_id.to_owned() });
+    }
     if !crate::store::pending::has_pending(batch.conn(), conv.id)? && conv.dir.join(layout::MAIN_TRANSCRIPT).exists() {
         // The base of the queue must be what the directory holds now: catch up first.
         catch_up(&mut batch, conv.id, &conv.dir, ingest::ReadMode::CompleteLines, |_| Ok(false))?;

@@ -29,7 +29,7 @@ impl From<OpsError> for ApiError {
         match e {
             OpsError::Store(s) => ApiError::from(s),
             OpsError::Lock(_) => ApiError(StatusCode::CONFLICT, format!("{text}: gptme has the conversation open; try again when it is done")),
-            OpsError::Exists { .. } | OpsError::QueuedChanges { .. } => ApiError(StatusCode::CONFLICT, text),
+            OpsError::Exists { .. } | OpsError::QueuedChanges { .. } | OpsError::Archived { .. } => ApiError(StatusCode::CONFLICT, text),
             OpsError::DirectoryGone { .. } => ApiError::not_found(text),
             OpsError::NoLogsRoot { .. } => ApiError(StatusCode::SERVICE_UNAVAILABLE, text),
             OpsError::Invalid(_) | OpsError::InvalidName { .. } => ApiError::bad_request(text),

@@ -30,14 +30,16 @@ pub struct LiveConversation {
     pub chat_id: String,
     /// The gptme directory it lives in.
     pub dir: std::path::PathBuf,
+    /// Archived out of its logs root ([`set_archived`]): its directory is gone on purpose.
+    pub archived: bool,
 }
 
 /// The conversation `chat_id` names: a chat id of the connection's source when it is scoped to
 /// one, else a chat id or `SOURCE:CHAT` ([`super::sources::resolve`]).
 pub fn load_conversation(conn: &Connection, chat_id: &str) -> Result<LiveConversation, StoreError> {
     let id = super::sources::conversation_id(conn, chat_id)?;
-    Ok(conn.prepare_cached("SELECT id, source_id, chat_id, source_dir FROM conversations WHERE id = ?1")?.query_row([id], |r| {
-        Ok(LiveConversation { id: r.get(0)?, source_id: r.get(1)?, chat_id: r.get(2)?, dir: std::path::PathBuf::from(r.get::<_, String>(3)?) })
+    Ok(conn.prepare_cached("SELECT id, source_id, chat_id, source_dir, archived_at IS NOT NULL FROM conversations WHERE id = ?1")?.query_row([id], |r| {
+        Ok(LiveConversation { id: r.get(0)?, source_id: r.get(1)?, chat_id: r.get(2)?, dir: std::path::PathBuf::from(r.get::<_, String>(3)?), archived: r.get(4)? })
     })?)
 }
 
@@ -508,6 +510,14 @@ pub fn set_fingerprint(conn: &Connection, conversation_id: i64, fingerprint: &[u
 pub fn mark_unchanged(conn: &Connection, conversation_id: i64, fingerprint: &[u8]) -> Result<(), StoreError> {
     conn.prepare_cached("UPDATE conversations SET fingerprint = ?2, deleted_at = NULL WHERE id = ?1 AND (fingerprint != ?2 OR deleted_at IS NOT NULL)")?
         .execute(params![conversation_id, fingerprint])?;
+    Ok(())
+}
+
+/// Marks a conversation as archived out of its logs root (schema 26: its directory is to go, or
+/// has gone, on purpose, and a sync does not take it for deleted), or no longer archived.
+pub fn set_archived(conn: &Connection, conversation_id: i64, archived: bool) -> Result<(), StoreError> {
+    let at = archived.then(super::sql::now_utc);
+    conn.prepare_cached("UPDATE conversations SET archived_at = ?2 WHERE id = ?1")?.execute(params![conversation_id, at])?;
     Ok(())
 }
 

@@ -41,10 +41,12 @@ pub struct ConversationSummary {
     pub models_usage: String,
     pub last_message_role: Option<String>,
     pub last_message_preview: Option<String>,
+    /// Archived out of its logs root (`sessiondb archive`): kept whole in the store only.
+    pub archived: bool,
 }
 
 /// How many columns [`summary_columns`] gives.
-const SUMMARY_COLUMNS: usize = 18;
+const SUMMARY_COLUMNS: usize = 19;
 
 /// The columns [`summary_from_row`] reads, of `conversations` on `engine` (its source by its
 /// label: [`super::sources::Source::label`]).
@@ -52,7 +54,7 @@ fn summary_columns(engine: super::sql::Engine) -> String {
     format!(
         "chat_id, coalesce(name, chat_id), source_dir, workspace, created, modified,
          message_count, branch_count, model, total_cost, input_tokens, output_tokens, cache_read_tokens,
-         cache_creation_tokens, models_usage, last_role, last_preview, (SELECT {} FROM sources s WHERE s.id = source_id)",
+         cache_creation_tokens, models_usage, last_role, last_preview, (SELECT {} FROM sources s WHERE s.id = source_id), archived_at IS NOT NULL",
         super::sources::label_sql(engine)
     )
 }
@@ -77,6 +79,7 @@ fn summary_from_row(r: &Row) -> super::sql::Result<ConversationSummary> {
         last_message_role: r.get(15)?,
         last_message_preview: r.get(16)?,
         source: r.get(17)?,
+        archived: r.get(18)?,
     })
 }
 
@@ -534,6 +537,9 @@ pub struct RootConversation {
     pub fingerprint: Vec<u8>,
     /// Its directory was found gone (see [`super::modify::mark_deleted`]).
     pub deleted: bool,
+    /// Archived out of the root (see [`super::modify::set_archived`]): its directory missing is
+    /// no deletion.
+    pub archived: bool,
     /// It has changes queued for its directory (see [`super::pending`]).
     pub queued: bool,
     /// The recorded mtime of each of its directories, by path ([`dir_mtimes`]).
@@ -545,13 +551,14 @@ pub struct RootConversation {
 pub fn conversations_in(conn: &Connection, root: &std::path::Path) -> Result<HashMap<String, RootConversation>, StoreError> {
     let mut stmt = conn.prepare(&format!(
         "SELECT c.id, c.chat_id, c.deleted_at IS NOT NULL,
-                EXISTS (SELECT 1 FROM pending_paths p WHERE p.conversation_id = c.id), c.fingerprint
+                EXISTS (SELECT 1 FROM pending_paths p WHERE p.conversation_id = c.id), c.fingerprint, c.archived_at IS NOT NULL
          FROM conversations c WHERE c.source_id = {}",
         super::sources::root_source_sql(conn)
     ))?;
     let root = super::sources::root_key(root).to_string_lossy().into_owned();
     let rows = stmt.query_map([&root], |r| {
-        let stored = RootConversation { id: r.get(0)?, deleted: r.get(2)?, queued: r.get(3)?, fingerprint: r.get(4)?, dir_mtimes: HashMap::new() };
+        let stored =
+            RootConversation { id: r.get(0)?, deleted: r.get(2)?, queued: r.get(3)?, fingerprint: r.get(4)?, archived: r.get(5)?, dir_mtimes: HashMap::new() };
         Ok((r.get::<_, String>(1)?, stored))
     })?;
     let mut found: HashMap<String, RootConversation> = rows.collect::<Result<_, _>>()?;

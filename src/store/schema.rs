@@ -45,6 +45,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0023_messages_by_text_with_conversation.sql"),
     include_str!("../../schema/0024_server_only_texts_found_by_hash.sql"),
     include_str!("../../schema/0025_compact_message_rows.sql"),
+    include_str!("../../schema/0026_archived_conversations.sql"),
 ];
 
 /// The schema version this build writes.
@@ -70,6 +71,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (23, include_str!("../../schema/postgres/0023_messages_by_text_with_conversation.sql")),
     (24, include_str!("../../schema/postgres/0024_texts_found_by_hash.sql")),
     (25, include_str!("../../schema/postgres/0025_compact_message_rows.sql")),
+    (26, include_str!("../../schema/postgres/0026_archived_conversations.sql")),
 ];
 
 /// The advisory lock (a key of PostgreSQL's `pg_advisory_lock`) that migrations hold, so

@@ -380,7 +380,7 @@ impl<'c> ConversationWriter<'c> {
             super::totals::save(&self.tx, self.conversation_id, totals, modified)?;
         }
         self.tx.execute(
-            "UPDATE conversations SET fingerprint = ?2, deleted_at = NULL, imported_at = ?3 WHERE id = ?1",
+            "UPDATE conversations SET fingerprint = ?2, deleted_at = NULL, archived_at = NULL, imported_at = ?3 WHERE id = ?1",
             params![self.conversation_id, fingerprint, super::sql::now_utc()],
         )?;
         self.tx.commit()?;

@@ -33,6 +33,10 @@ pub fn catch_up(store: &Store, chat_id: &str, default_root: Option<&Path>) -> Re
     let conn = store.connection()?;
     let dir = match modify::load_conversation(&conn, chat_id) {
         Ok(conv) => {
+            // Archived: its directory is gone on purpose, and the store holds all of it.
+            if conv.archived && !crate::layout::is_conversation_dir(&conv.dir) {
+                return Ok(None);
+            }
             if unchanged_since_read(&conn, conv.id, &conv.dir)? || crate::store::pending::has_pending(&conn, conv.id)? {
                 return Ok(None);
             }
@@ -88,7 +92,7 @@ pub fn catch_up_root(store: &Store, logs_root: &Path, source: Option<&str>) -> R
         }
         on_disk.insert(name);
     }
-    changed.extend(stored.iter().filter(|(name, s)| !s.deleted && !on_disk.contains(*name)).map(|(name, _)| name.clone()));
+    changed.extend(stored.iter().filter(|(name, s)| !s.deleted && !s.archived && !on_disk.contains(*name)).map(|(name, _)| name.clone()));
     if changed.is_empty() {
         return Ok(None);
     }

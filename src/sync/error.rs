@@ -60,6 +60,20 @@ pub enum SyncError {
     /// the store last read it (gptme wrote to it): it may no longer be empty.
     #[error("{chat_id}: its directory {dir} changed since the store last read it, so it may not be empty any more; left as it is (run `sessiondb sync`, then clean again)")]
     ChangedSinceRead { chat_id: String, dir: PathBuf },
+    /// `archive` found the directory other than the store's copy of it, at `path` (relative to
+    /// `dir`; empty for the directory itself): removing it would lose what the store never read.
+    #[error(
+        "{chat_id}: {} {what}, so the store does not hold the directory byte for byte; nothing was archived \
+         (run `sessiondb sync` to read it in, then archive again)",
+        if path.is_empty() { dir.display().to_string() } else { dir.join(path).display().to_string() }
+    )]
+    NotAsStored { chat_id: String, dir: PathBuf, path: String, what: &'static str },
+    /// An operation that writes a conversation's directory, on one archived out of its logs root.
+    #[error("{chat_id} is archived: its directory is out of the logs root, kept whole in the store (run `sessiondb restore {chat_id}` first)")]
+    Archived { chat_id: String },
+    /// `restore` of a conversation that is not archived.
+    #[error("{chat_id} is not archived (its directory is {dir})")]
+    NotArchived { chat_id: String, dir: PathBuf },
     /// A directory given as the logs root that holds things, but no conversation: not a logs
     /// root (a conversation's `branches/`, say, or the wrong folder).
     #[error(

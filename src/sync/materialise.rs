@@ -154,7 +154,6 @@ fn refuse_replacing_other_bytes(
     entries: &[queries::Entry],
     source: &crate::store::sources::Source,
 ) -> Result<(), MaterialiseError> {
-    use sha2::{Digest, Sha256};
     for entry in entries {
         if !matches!(entry.kind, EntryKind::Blob(_) | EntryKind::Document { .. }) {
             continue;
@@ -165,22 +164,35 @@ fn refuse_replacing_other_bytes(
         if !dir.stat(rel).map_err(io_err)?.is_some_and(|stat| matches!(stat.kind, crate::fs::nofollow::Kind::File)) {
             continue;
         }
-        let mut there = Sha256::new();
-        io::copy(&mut dir.open_read(rel).map_err(io_err)?, &mut there).map_err(io_err)?;
-        let stored: [u8; 32] = match &entry.kind {
-            EntryKind::Document { id, kind, ends_with_newline } => {
-                let mut hasher = Sha256::new();
-                write_document(conn, *id, *kind, *ends_with_newline, &mut hasher)?;
-                hasher.finalize().into()
-            }
-            EntryKind::Blob(sha) => *sha,
-            EntryKind::Dir | EntryKind::Symlink(_) => unreachable!("left out above"),
-        };
-        if <[u8; 32]>::from(there.finalize()) != stored {
+        let there = file_digest(dir, rel).map_err(io_err)?;
+        if Some(there) != stored_digest(conn, &entry.kind)? {
             return Err(MaterialiseError::WouldReplace { path, root: source.root.clone(), source_name: source.name.clone() });
         }
     }
     Ok(())
+}
+
+/// The SHA-256 of the bytes a stored file entry holds, without reading a blob (its digest is
+/// its key) and of a document as [`write_document`] writes it; `None` for a directory or link.
+pub(crate) fn stored_digest(conn: &crate::store::Connection, kind: &EntryKind) -> Result<Option<[u8; 32]>, StoreError> {
+    use sha2::{Digest, Sha256};
+    Ok(match kind {
+        EntryKind::Document { id, kind, ends_with_newline } => {
+            let mut hasher = Sha256::new();
+            write_document(conn, *id, *kind, *ends_with_newline, &mut hasher)?;
+            Some(hasher.finalize().into())
+        }
+        EntryKind::Blob(sha) => Some(*sha),
+        EntryKind::Dir | EntryKind::Symlink(_) => None,
+    })
+}
+
+/// The SHA-256 of regular file `rel` under `dir`, read through the handle (a link is refused).
+pub(crate) fn file_digest(dir: &Dir, rel: &Path) -> io::Result<[u8; 32]> {
+    use sha2::{Digest, Sha256};
+    let mut there = Sha256::new();
+    io::copy(&mut dir.open_read(rel)?, &mut there)?;
+    Ok(there.finalize().into())
 }
 
 /// Writes a document's lines, exactly as stored, to `out`, as they are read (a line as long as

@@ -415,9 +415,10 @@ fn pass(
         }
     }
 
-    // Gone: marked, kept until `sessiondb rm`.
+    // Gone: marked, kept until `sessiondb rm`. An archived conversation's directory is gone on
+    // purpose (`sessiondb archive`).
     for (chat_id, s) in &stored {
-        if in_scope(chat_id) && !s.deleted && !on_disk.contains_key(chat_id) {
+        if in_scope(chat_id) && !s.deleted && !s.archived && !on_disk.contains_key(chat_id) {
             modify::mark_deleted(batch.conn(), s.id)?;
             report.ingest.deleted += 1;
         }

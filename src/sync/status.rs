@@ -28,6 +28,9 @@ pub struct SyncState {
     pub not_imported: Vec<String>,
     /// Stored conversations whose directory is gone: marked deleted, or to be marked by `sync`.
     pub deleted: Vec<String>,
+    /// Conversations archived out of the root (`sessiondb archive`): gone on purpose, kept whole
+    /// in the store.
+    pub archived: u64,
     /// Conversations with queued changes whose directory is gone (renamed or deleted): nothing
     /// can be written until it is back (or the store's copy is exported elsewhere).
     pub stranded: Vec<super::pass::Stranded>,
@@ -61,11 +64,14 @@ pub fn sync_state_with_progress(conn: &crate::store::Connection, logs_root: &Pat
 fn sync_state_in(conn: &crate::store::Connection, root: std::path::PathBuf, progress: &mut dyn FnMut(u64, u64)) -> Result<SyncState, IngestError> {
     let mut state = SyncState { logs_dir: root.display().to_string(), ..SyncState::default() };
     let (dirs, _) = ingest::conversation_dirs(&root)?;
-    let stored: std::collections::HashMap<String, (i64, Vec<u8>, bool)> = queries::conversations_in(conn, &root)
-        .map_err(|source| IngestError::Store { path: root.clone(), source })?
-        .into_iter()
-        .map(|(chat, c)| (chat, (c.id, c.fingerprint, c.queued)))
-        .collect();
+    let mut stored: std::collections::HashMap<String, (i64, Vec<u8>, bool)> = std::collections::HashMap::new();
+    let mut archived = std::collections::HashSet::new();
+    for (chat, c) in queries::conversations_in(conn, &root).map_err(|source| IngestError::Store { path: root.clone(), source })? {
+        if c.archived {
+            archived.insert(chat.clone());
+        }
+        stored.insert(chat, (c.id, c.fingerprint, c.queued));
+    }
     let mut on_disk = std::collections::HashSet::new();
     let total = dirs.len() as u64;
     for (done, dir) in dirs.into_iter().enumerate() {
@@ -96,7 +102,8 @@ fn sync_state_in(conn: &crate::store::Connection, root: std::path::PathBuf, prog
         }
     }
     progress(total, total);
-    let mut gone: Vec<String> = stored.keys().filter(|c| !on_disk.contains(*c)).cloned().collect();
+    state.archived = archived.iter().filter(|c| !on_disk.contains(*c)).count() as u64;
+    let mut gone: Vec<String> = stored.keys().filter(|c| !on_disk.contains(*c) && !archived.contains(*c)).cloned().collect();
     gone.sort();
     state.stranded = gone
         .iter()
