@@ -9,9 +9,10 @@ use super::Failure;
 use sessiondb::ops::{self, ArchiveCandidate, Candidates, Selection};
 use sessiondb::store::Store;
 
+/// Which conversations `archive` or `restore` takes, and how it reports.
 #[derive(clap::Args)]
-pub struct ArchiveArgs {
-    /// The conversations to archive (chat ids, or SOURCE:CHAT)
+pub struct Args {
+    /// The conversations (chat ids, or SOURCE:CHAT)
     #[arg(value_name = "CHAT_ID")]
     chat_ids: Vec<String>,
     /// Only conversations last modified before DATE: YYYY-MM-DD, or Nd / Nh ago (`--before 90d`)
@@ -23,30 +24,7 @@ pub struct ArchiveArgs {
     /// Every conversation (of --source, when given), when no CHAT_ID and no --before says which
     #[arg(long)]
     all: bool,
-    /// List what would be archived, and change nothing
-    #[arg(long)]
-    dry_run: bool,
-    /// Print what was done as JSON
-    #[arg(long)]
-    json: bool,
-}
-
-#[derive(clap::Args)]
-pub struct RestoreArgs {
-    /// The archived conversations to put back (chat ids, or SOURCE:CHAT)
-    #[arg(value_name = "CHAT_ID")]
-    chat_ids: Vec<String>,
-    /// Only conversations last modified before DATE: YYYY-MM-DD, or Nd / Nh ago
-    #[arg(long, value_name = "DATE")]
-    before: Option<String>,
-    /// Only conversations of this source
-    #[arg(long, value_name = "NAME")]
-    source: Option<String>,
-    /// Every archived conversation (of --source, when given), when no CHAT_ID and no --before
-    /// says which
-    #[arg(long)]
-    all: bool,
-    /// List what would be restored, and change nothing
+    /// List what would be done, and change nothing
     #[arg(long)]
     dry_run: bool,
     /// Print what was done as JSON
@@ -77,29 +55,27 @@ impl Way {
     }
 }
 
-pub fn archive(store: &Store, args: ArchiveArgs) -> Result<i32, Failure> {
-    let selection = selection(Way::Archive, args.chat_ids, args.before, args.source, args.all)?;
-    let found = ops::archive_candidates(store, &selection)?;
+pub fn archive(store: &Store, args: Args) -> Result<i32, Failure> {
+    let found = ops::archive_candidates(store, &selection(Way::Archive, &args)?)?;
     run(store, Way::Archive, found, args.dry_run, args.json)
 }
 
-pub fn restore(store: &Store, args: RestoreArgs) -> Result<i32, Failure> {
-    let selection = selection(Way::Restore, args.chat_ids, args.before, args.source, args.all)?;
-    let found = ops::restore_candidates(store, &selection)?;
+pub fn restore(store: &Store, args: Args) -> Result<i32, Failure> {
+    let found = ops::restore_candidates(store, &selection(Way::Restore, &args)?)?;
     run(store, Way::Restore, found, args.dry_run, args.json)
 }
 
 /// The selection the arguments give; all of the store only with `--all`, so that a bare
 /// `archive` never empties a logs root.
-fn selection(way: Way, chats: Vec<String>, before: Option<String>, source: Option<String>, all: bool) -> Result<Selection, Failure> {
-    if chats.is_empty() && before.is_none() && !all {
+fn selection(way: Way, args: &Args) -> Result<Selection, Failure> {
+    if args.chat_ids.is_empty() && args.before.is_none() && !args.all {
         return Err(Failure(format!(
             "say which conversations to {}: CHAT_ID…, --before DATE (e.g. --before 90d), or --all (with --source NAME for one logs root's)",
             way.verb()
         )));
     }
-    let until = before.as_deref().map(super::parse_since).transpose()?;
-    Ok(Selection { chats, until, source })
+    let until = args.before.as_deref().map(super::parse_since).transpose()?;
+    Ok(Selection { chats: args.chat_ids.clone(), until, source: args.source.clone() })
 }
 
 fn run(store: &Store, way: Way, candidates: Candidates, dry_run: bool, json: bool) -> Result<i32, Failure> {

@@ -132,9 +132,9 @@ enum Command {
     /// logs root: gptme no longer lists or loads it, and sessiondb still lists, searches, shows
     /// and serves it. A conversation gptme has open, or changed since the last `sessiondb sync`,
     /// is left where it is. `sessiondb restore` writes it back exactly.
-    Archive(archive::ArchiveArgs),
+    Archive(archive::Args),
     /// Write archived conversations back into gptme's logs root, exactly as they were
-    Restore(archive::RestoreArgs),
+    Restore(archive::Args),
     /// Rebuild a branch from its event log and compare (--apply to replace it)
     Recover(recover::RecoverArgs),
     /// Serve search, list, read and stats to an MCP client (gptme, Claude Code, Codex) on

@@ -23,6 +23,7 @@ use crate::fs::dirtx::DirError;
 use crate::fs::gptme_lock;
 use crate::fs::nofollow::Dir;
 use crate::layout;
+use crate::store::modify::LiveConversation;
 use crate::store::queries::{self, EntryKind, ListFilter};
 use crate::store::{modify, sources, Store, WriteBatch};
 use crate::sync::ingest::IngestError;
@@ -141,11 +142,8 @@ pub struct Moved {
 /// Refused, with nothing changed, when the directory differs from the store's copy (gptme wrote
 /// to it since the last sync) or has changes queued for it.
 pub fn archive(store: &Store, name: &str) -> Result<Moved, OpsError> {
-    let mut conn = store.connection()?;
-    let named = sources::resolve(&conn, name)?;
-    conn.scope_to(named.source_id)?;
-    let chat_id = named.chat_id.as_str();
-    let conv = modify::load_conversation(&conn, chat_id)?;
+    let (mut conn, chat_id, conv) = scoped(store, name)?;
+    let chat_id = chat_id.as_str();
     if !layout::is_conversation_dir(&conv.dir) {
         return if conv.archived { Ok(Moved { bytes: 0, already: true }) } else { Err(OpsError::DirectoryGone { dir: conv.dir }) };
     }
@@ -173,11 +171,8 @@ pub fn archive(store: &Store, name: &str) -> Result<Moved, OpsError> {
 /// already there is left as it is: one the store holds byte for byte (an interrupted run) only
 /// has the mark cleared; any other is refused.
 pub fn restore(store: &Store, name: &str) -> Result<Moved, OpsError> {
-    let mut conn = store.connection()?;
-    let named = sources::resolve(&conn, name)?;
-    conn.scope_to(named.source_id)?;
-    let chat_id = named.chat_id.as_str();
-    let conv = modify::load_conversation(&conn, chat_id)?;
+    let (mut conn, chat_id, conv) = scoped(store, name)?;
+    let chat_id = chat_id.as_str();
     if !conv.archived {
         return Err(OpsError::NotArchived { chat_id: name.to_owned(), dir: conv.dir });
     }
@@ -229,6 +224,16 @@ pub fn restore(store: &Store, name: &str) -> Result<Moved, OpsError> {
     modify::set_archived(batch.conn(), conv.id, false)?;
     batch.finish()?;
     Ok(Moved { bytes: stats.bytes, already: false })
+}
+
+/// The conversation `name` names (a chat id or `SOURCE:CHAT`), with a connection scoped to its
+/// source and its chat id there.
+fn scoped(store: &Store, name: &str) -> Result<(crate::store::Connection, String, LiveConversation), OpsError> {
+    let conn = store.connection()?;
+    let named = sources::resolve(&conn, name)?;
+    conn.scope_to(named.source_id)?;
+    let conv = modify::load_conversation(&conn, &named.chat_id)?;
+    Ok((conn, named.chat_id, conv))
 }
 
 /// Removes what interrupted archives and restores left in `root`'s parking folder: copies of
