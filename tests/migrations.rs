@@ -44,6 +44,8 @@ const RELEASED: &[(&str, &str)] = &[
     ("0023_messages_by_text_with_conversation.sql", "cb58a32c21bca8abff19060dca1a14f9f452fb1f952102389d1d155b71ccb239"),
     ("0024_server_only_texts_found_by_hash.sql", "eb2208a425d6a89f1497d4e6bf06d59ffcc407997ec5c9509fe7f9aa5d67df83"),
     ("0025_compact_message_rows.sql", "84d050210a2b2e3d40dbfbb321666108a4928e5558c660d20dbbab487fa3f0fb"),
+    ("0026_archived_conversations.sql", "cbb67dbd370d96a3f9ae21179421889f5ac40346058c95003d82c1602acc91c5"),
+    ("0027_messages_by_line_with_text.sql", "686ba50111e335efa2a9805e567bed6da794fc126f6769d430dd4316cd45b585"),
 ];
 
 fn schema_dir() -> PathBuf {

@@ -46,6 +46,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0024_server_only_texts_found_by_hash.sql"),
     include_str!("../../schema/0025_compact_message_rows.sql"),
     include_str!("../../schema/0026_archived_conversations.sql"),
+    include_str!("../../schema/0027_messages_by_line_with_text.sql"),
 ];
 
 /// The schema version this build writes.
@@ -56,8 +57,8 @@ pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
 /// are one sequence for both engines: a change to both has a file in each, numbered alike; a
 /// change to one engine only (16: the server's search indexes; 17: each source's writer; 18:
 /// writers of sources at once; 19: attachments checked against their SHA-256; 20: source names
-/// and roots per writer; 24: texts found by hash first) takes the next number, which the other
-/// skips. Append only.
+/// and roots per writer; 24: texts found by hash first; 27, SQLite's: a conversation's texts
+/// from its index) takes the next number, which the other skips. Append only.
 #[cfg(feature = "postgres")]
 const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (15, include_str!("../../schema/postgres/0015_init.sql")),
@@ -72,6 +73,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (24, include_str!("../../schema/postgres/0024_texts_found_by_hash.sql")),
     (25, include_str!("../../schema/postgres/0025_compact_message_rows.sql")),
     (26, include_str!("../../schema/postgres/0026_archived_conversations.sql")),
+    (27, include_str!("../../schema/postgres/0027_sqlite_only_messages_by_line_with_text.sql")),
 ];
 
 /// The advisory lock (a key of PostgreSQL's `pg_advisory_lock`) that migrations hold, so

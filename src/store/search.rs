@@ -1129,11 +1129,16 @@ fn count_in_conversations(
     let Ok(matching) = index.matching_among(query, &texts) else { return Ok(None) };
     let matching: std::collections::HashSet<i64> = matching.into_iter().collect();
     let mut args = vec![Value::Null];
-    let placement = placement_sql(q, &mut |value| {
+    let mut arg = |value| {
         args.push(value);
         args.len()
-    });
-    let mut stands = conn.prepare_cached(&format!("SELECT 1 FROM messages m WHERE m.id = ?1 AND {placement}"))?;
+    };
+    // Without a branch, where a message stands is asked of its lines alone, not of its row.
+    let stands = match q.branch {
+        None => format!("SELECT 1 WHERE {}", placement_sql(q, "?1", &mut arg)),
+        Some(_) => format!("SELECT 1 FROM messages m WHERE m.id = ?1 AND {}", placement_sql(q, "m.id", &mut arg)),
+    };
+    let mut stands = conn.prepare_cached(&stands)?;
     let mut counts: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
     for (id, conversation, text) in messages {
         if !matching.contains(&text) {
@@ -1242,17 +1247,19 @@ fn filters_of(q: &Resolved, first: usize, placed: bool, on_conversations: bool) 
         }
     }
     if placed {
-        filters.push(placement_sql(q, &mut arg));
+        filters.push(placement_sql(q, "m.id", &mut arg));
     }
     (filters, args)
 }
 
-/// That message `m` stands in a branch or view (the `--branch` one, if given), as SQL; `arg`
-/// numbers the argument it takes.
-fn placement_sql(q: &Resolved, arg: &mut impl FnMut(Value) -> usize) -> String {
+/// That the message whose id is `message` (SQL: `m.id`, or a parameter) stands in a branch or
+/// view (the `--branch` one, if given), as SQL; `arg` numbers the argument it takes. With a
+/// branch, it is SQL over the message's row `m` (its documents are its conversation's), and
+/// `message` is `m.id`.
+fn placement_sql(q: &Resolved, message: &str, arg: &mut impl FnMut(Value) -> usize) -> String {
     match &q.branch {
         Some(b) => format!("EXISTS (SELECT 1 FROM {HOLDERS} AND d.kind = 'branch' AND d.path = ?{})", arg(Value::Text(crate::layout::branch_path(b)))),
-        None => "EXISTS (SELECT 1 FROM document_lines dl WHERE dl.message_id = m.id)".to_owned(),
+        None => format!("EXISTS (SELECT 1 FROM document_lines dl WHERE dl.message_id = {message})"),
     }
 }
 

@@ -3,9 +3,10 @@
 (issue 36), and what archiving and restoring cost.
 
     $GPTME_PYTHON tools/bench/bench_archive.py [--conversations 10000] [--messages 20]
-        [--share 0.9] [--runs 5] [--work DIR] [--bin target/release/sessiondb] [--keep]
+        [--share 0.9] [--runs 5] [--work DIR] [--bin target/release/sessiondb] [--keep] [--logs ROOT]
 
-Writes a ``make_realistic_logs.py`` root under --work (kept and reused with --keep), imports it
+Writes a ``make_realistic_logs.py`` root under --work (kept and reused with --keep), or takes
+ROOT as it is (``bench_search.sh --keep`` leaves one: ``WORK/logs-10000-20``), imports it
 into a fresh store, then, in one run:
 
   before    R rounds of whole processes, alternating: gptme's ``gptme-util chats list`` (which
@@ -78,12 +79,13 @@ def main() -> int:
     ap.add_argument("--work", type=Path)
     ap.add_argument("--bin", default=str(ROOT / "target/release/sessiondb"))
     ap.add_argument("--keep", action="store_true", help="keep --work (the logs are reused by the next run)")
+    ap.add_argument("--logs", type=Path, help="an existing logs root to use (archived from and restored to as it was) instead of writing one")
     args = ap.parse_args()
 
     work = args.work or Path(tempfile.mkdtemp(prefix="sessiondb-archive-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    logs = work / f"logs-{args.conversations}x{args.messages}"
-    if not (logs / ".complete").exists():
+    logs = args.logs.resolve() if args.logs else work / f"logs-{args.conversations}x{args.messages}"
+    if not args.logs and not (logs / ".complete").exists():
         subprocess.run(
             [sys.executable, str(HERE / "make_realistic_logs.py"), str(logs), "--conversations", str(args.conversations), "--messages", str(args.messages), "--force"],
             check=True,
@@ -100,12 +102,13 @@ def main() -> int:
     shutil.rmtree(f"{db}.ranking", ignore_errors=True)
     subprocess.run([args.bin, "--db", str(db), "import", str(logs)], env=env, check=True, stdout=subprocess.DEVNULL)
     before_tree = tree(logs)
-    result: dict = {"conversations": args.conversations, "messages": args.messages, "share": args.share, "runs": args.runs}
+    result: dict = {"logs": str(logs), "share": args.share, "runs": args.runs}
     result["root_bytes_before"] = root_bytes(logs)
     result["before"] = listings(args.bin, db, util, env, args.runs)
 
     rows = json.loads(subprocess.run([args.bin, "--db", str(db), "list", "--json", "--all"], env=env, check=True, capture_output=True).stdout)
     rows.sort(key=lambda c: c["modified"])
+    result["conversations"] = len(rows)
     chosen = [c["id"] for c in rows[: int(len(rows) * args.share)]]
     started = time.perf_counter()
     out = subprocess.run([args.bin, "--db", str(db), "archive", "--json", *chosen], env=env, check=True, capture_output=True)
@@ -125,7 +128,7 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(result, indent=2))
     b, a = result["before"], result["after"]
-    print(f"\n{args.conversations:,} x {args.messages} realistic conversations, the oldest {args.share:.0%} archived ({result['archived']:,}; {result['archive_failed']} failed)")
+    print(f"\n{result['conversations']:,} conversations, the oldest {args.share:.0%} archived ({result['archived']:,}; {result['archive_failed']} failed)")
     print(f"| | before | after | after / before |")
     print(f"|---|---|---|---|")
     print(f"| gptme-util chats list | {b['gptme_chats_list']:.2f} s | {a['gptme_chats_list']:.2f} s | {a['gptme_chats_list'] / b['gptme_chats_list']:.2f} |")
