@@ -125,3 +125,53 @@ fn killed_writers(engine: &str) {
     );
     assert!(lost.is_empty(), "acknowledged but missing: {lost:?}");
 }
+
+/// `sessiondb backup DEST --force` over an earlier backup, killed at random moments within a
+/// backup's length: `DEST` is after each kill either the earlier copy, byte for byte, or a
+/// whole new one (SQLite's integrity check `ok`, every conversation and message of the store);
+/// never a file cut short. What a killed backup leaves beside `DEST` is its own work directory.
+#[test]
+fn a_killed_backup_leaves_its_destination_whole_or_untouched() {
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("store.db");
+    let logs = work.path().join("logs");
+    common::tree::copy_tree(&common::fixtures(), &logs);
+    run_ok(sessiondb(&db).arg("import").arg(&logs));
+    let dest = work.path().join("backups").join("copy.db");
+    fs::create_dir(dest.parent().unwrap()).unwrap();
+    // The earlier copy: the store before one more conversation, so the two copies differ.
+    run_ok(sessiondb(&db).args(["backup", "--force"]).arg(&dest));
+    run_ok(sessiondb(&db).args(["append", "--role", "user", "--content", "after the first copy", "2026-07-01-basic-chat"]).env("GPTME_LOGS_HOME", &logs));
+    let earlier = fs::read(&dest).unwrap();
+    let counts = |path: &Path| -> (i64, i64, String) {
+        let conn = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        let integrity: String = conn.query_row("PRAGMA integrity_check", (), |r| r.get(0)).unwrap();
+        conn.query_row("SELECT (SELECT count(*) FROM conversations), (SELECT count(*) FROM messages)", (), |r| Ok((r.get(0)?, r.get(1)?, integrity))).unwrap()
+    };
+    let (conversations, messages, _) = counts(&db);
+    let started = Instant::now();
+    run_ok(sessiondb(&db).args(["backup", "--force"]).arg(work.path().join("timing.db")));
+    let span = (started.elapsed().as_micros() as u64).max(1);
+    let (kills, mut rng) = common::crash::plan(30);
+    let (mut untouched, mut replaced) = (0, 0);
+    for kill in 0..kills {
+        fs::write(&dest, &earlier).unwrap();
+        let mut child = sessiondb(&db).args(["backup", "--force"]).arg(&dest).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        std::thread::sleep(Duration::from_micros(rng.next() % span));
+        let _ = child.kill();
+        let _ = child.wait();
+        let now = fs::read(&dest).unwrap();
+        if now == earlier {
+            untouched += 1;
+        } else {
+            assert_eq!(counts(&dest), (conversations, messages, "ok".to_owned()), "kill {kill}: a new DEST is a whole copy");
+            replaced += 1;
+        }
+    }
+    println!("{kills} kills: DEST untouched after {untouched}, a whole new copy after {replaced}");
+    // Nothing but the copy and what killed backups left in their own work directories.
+    for entry in fs::read_dir(dest.parent().unwrap()).unwrap() {
+        let entry = entry.unwrap();
+        assert!(entry.path() == dest || entry.file_type().unwrap().is_dir(), "{}: left beside DEST", entry.path().display());
+    }
+}

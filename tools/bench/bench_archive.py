@@ -10,8 +10,11 @@ ROOT as it is (``bench_search.sh --keep`` leaves one: ``WORK/logs-10000-20``), i
 into a fresh store, then, in one run:
 
   before    R rounds of whole processes, alternating: gptme's ``gptme-util chats list`` (which
-            reads every conversation directory of the root to list the newest 20) and
-            ``sessiondb list --json -n 20``; medians
+            stats every conversation of the root to list the newest 20) and ``sessiondb list
+            --json -n 20``; then gptme's listing in-process (its import not counted): the newest
+            20 (``list_conversations(20)``) and all of them as the web UI lists them
+            (``detail=False``); medians. A sync then reads in the ``workspace`` directories
+            gptme's listing made
   archive   ``sessiondb archive`` of the oldest --share of the conversations (by last
             modification, named by id), the whole process, and the root's bytes before and after
   after     the same R rounds on the root that is left
@@ -62,12 +65,39 @@ def root_bytes(root: Path) -> int:
     return int(subprocess.run(["du", "-sb", str(root)], check=True, capture_output=True, text=True).stdout.split()[0])
 
 
+# gptme's listing in-process (its import not counted), median of RUNS calls each: the newest 20
+# as `chats list` asks (`list_conversations(20)`, which globs and stats every conversation to
+# order them, then reads 20), and every conversation as the web UI's list reads them
+# (`list_conversations(all, detail=False)`: the tail of each file).
+IN_PROCESS = """
+import json, statistics, sys, time
+from gptme.logmanager.conversations import list_conversations
+runs = int(sys.argv[1])
+def median(f):
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter(); f(); times.append(time.perf_counter() - t)
+    return statistics.median(times)
+print(json.dumps({
+    "newest_20": median(lambda: list_conversations(20)),
+    "all_tails": median(lambda: list_conversations(10**9, detail=False)),
+}))
+"""
+
+
 def listings(bin_: str, db: Path, util: Path, env: dict[str, str], runs: int) -> dict[str, float]:
     gptme, ours = [], []
     for _ in range(runs):
         gptme.append(timed([str(util), "chats", "list"], env))
         ours.append(timed([bin_, "--db", str(db), "list", "--json", "-n", "20"], env))
-    return {"gptme_chats_list": statistics.median(gptme), "sessiondb_list_json": statistics.median(ours)}
+    out = subprocess.run([sys.executable, "-c", IN_PROCESS, str(runs)], env=env, check=True, capture_output=True, text=True).stdout
+    inside = json.loads(out)
+    return {
+        "gptme_chats_list": statistics.median(gptme),
+        "sessiondb_list_json": statistics.median(ours),
+        "gptme_in_process_newest_20": inside["newest_20"],
+        "gptme_in_process_all": inside["all_tails"],
+    }
 
 
 def main() -> int:
@@ -101,10 +131,13 @@ def main() -> int:
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     shutil.rmtree(f"{db}.ranking", ignore_errors=True)
     subprocess.run([args.bin, "--db", str(db), "import", str(logs)], env=env, check=True, stdout=subprocess.DEVNULL)
-    before_tree = tree(logs)
     result: dict = {"logs": str(logs), "share": args.share, "runs": args.runs}
     result["root_bytes_before"] = root_bytes(logs)
     result["before"] = listings(args.bin, db, util, env, args.runs)
+    # gptme's listing makes a `workspace` directory in the conversations it reads that have
+    # none: read in, and the root as it is then is what the restore must give back.
+    subprocess.run([args.bin, "--db", str(db), "sync", str(logs)], env=env, check=True, stdout=subprocess.DEVNULL)
+    before_tree = tree(logs)
 
     rows = json.loads(subprocess.run([args.bin, "--db", str(db), "list", "--json", "--all"], env=env, check=True, capture_output=True).stdout)
     rows.sort(key=lambda c: c["modified"])
@@ -131,7 +164,9 @@ def main() -> int:
     print(f"\n{result['conversations']:,} conversations, the oldest {args.share:.0%} archived ({result['archived']:,}; {result['archive_failed']} failed)")
     print(f"| | before | after | after / before |")
     print(f"|---|---|---|---|")
-    print(f"| gptme-util chats list | {b['gptme_chats_list']:.2f} s | {a['gptme_chats_list']:.2f} s | {a['gptme_chats_list'] / b['gptme_chats_list']:.2f} |")
+    print(f"| gptme-util chats list (whole process) | {b['gptme_chats_list']:.2f} s | {a['gptme_chats_list']:.2f} s | {a['gptme_chats_list'] / b['gptme_chats_list']:.2f} |")
+    for key, what in (("gptme_in_process_newest_20", "gptme's list_conversations(20), in-process"), ("gptme_in_process_all", "gptme's list of all, tails (the web UI's), in-process")):
+        print(f"| {what} | {b[key] * 1000:.0f} ms | {a[key] * 1000:.0f} ms | {a[key] / b[key]:.2f} |")
     print(f"| sessiondb list --json -n 20 | {b['sessiondb_list_json'] * 1000:.1f} ms | {a['sessiondb_list_json'] * 1000:.1f} ms | {a['sessiondb_list_json'] / b['sessiondb_list_json']:.2f} |")
     print(f"| logs root (du -sb) | {result['root_bytes_before'] / 1e6:.1f} MB | {result['root_bytes_after'] / 1e6:.1f} MB | {result['root_bytes_after'] / result['root_bytes_before']:.2f} |")
     print(f"archive: {result['archive_seconds']:.1f} s; restore --all: {result['restore_seconds']:.1f} s; root as before after restore: {result['restored_as_before']}")
