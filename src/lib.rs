@@ -30,6 +30,7 @@ pub mod layout;
 pub mod model;
 pub mod ops;
 pub mod render;
+pub mod secrets;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod store;

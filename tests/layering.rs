@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 /// and may use them all.
 const ROOMS: &[(&str, &[&str])] = &[
     ("cause", &[]),
+    ("secrets", &[]),
     ("model", &["cause"]),
     ("layout", &["cause", "model"]),
     ("fs", &["cause", "model", "layout"]),

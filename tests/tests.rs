@@ -36,6 +36,7 @@ mod postgres;
 mod roundtrip;
 mod scale;
 mod search;
+mod secrets;
 mod serve;
 mod serve_trust;
 mod sources;

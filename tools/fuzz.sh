@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(message_line event_line conv_checkpoint_line json config_toml chat_id snippet stored_text)
+[ ${#targets[@]} -gt 0 ] || targets=(message_line event_line conv_checkpoint_line json config_toml chat_id snippet stored_text secrets)
 export RUSTC_BOOTSTRAP=1
 
 seed() { # seed TARGET FILE... : one corpus file per line of the given files
@@ -35,6 +35,9 @@ mkdir -p fuzz/corpus/config_toml fuzz/corpus/chat_id
 find "$fixtures" -name config.toml -exec sh -c 'cp "$1" "fuzz/corpus/config_toml/$(sha1sum "$1" | cut -c1-40)"' _ {} \;
 for d in "$fixtures"/*/; do n="$(basename "$d")"; printf '%s' "$n" > "fuzz/corpus/chat_id/$(printf '%s' "$n" | sha1sum | cut -c1-40)"; done
 # snippet: context and matches bytes, a query, NUL, a content whose folding changes lengths.
+# secrets: a text with a planted key of several families (random-looking, never a real key)
+mkdir -p fuzz/corpus/secrets
+printf 'export AWS_ACCESS_KEY_ID=AKIAQ7X2M4K9P1L8R3T6\ntoken ghp_aB3xY7zQ9wE2rT5uI8oP1lK4jH6gF0dS3a5B\npostgres://app:Zq8rT2vLp9@db/x\nSECRET_KEY = "k3J9sLq2Xv8Zt4Wp7Yr1"\n' > fuzz/corpus/secrets/planted
 mkdir -p fuzz/corpus/snippet
 printf '\001\001k\000\304\260\304\260\342\204\252 k\nline two K' > fuzz/corpus/snippet/folding
 printf '\000\002"hello world" OR foo*\000the Hello\nworld of foo\tbar' > fuzz/corpus/snippet/syntax

@@ -16,7 +16,7 @@ const GROUPS: &[(&str, &[&str])] = &[
     ),
     ("Keep in step with gptme's logs", &["import", "sync", "export", "archive", "restore"]),
     ("Serve", &["serve", "mcp"]),
-    ("Store", &["doctor", "backup", "compact"]),
+    ("Store", &["doctor", "backup", "compact", "secrets"]),
     ("Set up", &["completions", "man"]),
 ];
 

@@ -20,6 +20,7 @@ mod ops;
 mod read;
 mod recover;
 mod search;
+mod secrets;
 #[cfg(feature = "serve")]
 mod serve;
 mod show;
@@ -125,6 +126,13 @@ enum Command {
     Rm(lifecycle::RmArgs),
     /// Find (and with --delete remove) empty conversations
     Clean(lifecycle::CleanArgs),
+    /// List the credentials (API keys, tokens, private keys, passwords) the conversations hold
+    ///
+    /// Messages of every branch and attached files are scanned for the formats people paste and
+    /// tools print: cloud provider keys, GitHub and GitLab tokens, OpenAI, Anthropic and other
+    /// API keys, private key blocks, JWTs, passwords in URLs, and secret-named assignments of
+    /// random-looking values. Each is shown with where it is and its format's prefix only.
+    Secrets(secrets::Args),
     /// Take conversations out of gptme's logs root, kept whole in the store (by id, age, source)
     ///
     /// Each conversation's directory is checked to be exactly what the store holds (every
@@ -486,6 +494,7 @@ fn run_command(store: &Store, command: Command) -> Result<i32, Failure> {
         Command::Rename(args) => lifecycle::rename(store, args),
         Command::Rm(args) => lifecycle::rm(store, args),
         Command::Clean(args) => lifecycle::clean(store, args),
+        Command::Secrets(args) => secrets::run(store, args),
         Command::Archive(args) => archive::archive(store, args),
         Command::Restore(args) => archive::restore(store, args),
         Command::Mcp(_) => unreachable!("handled above"),

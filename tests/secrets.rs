@@ -1,0 +1,164 @@
+//! `sessiondb secrets`: credentials planted by the test (random values in the real formats, never
+//! real keys) in user messages, tool output and attached files are each found, in the right
+//! place and of the right kind, and shown by their format's prefix only (no output holds a
+//! planted secret); and a corpus of what looks like secrets but is not (hashes, UUIDs, base64
+//! images, code that reads keys from the environment, placeholders) gives no finding.
+
+use crate::common;
+
+use std::fs;
+use std::path::Path;
+
+use common::{run_ok, sessiondb};
+use serde_json::Value;
+
+/// A seeded generator of the planted values (xorshift64*), so that a failure replays.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// `n` characters of `alphabet`, with at least one digit and one letter when it has both.
+    fn of(&mut self, alphabet: &str, n: usize) -> String {
+        let chars: Vec<char> = alphabet.chars().collect();
+        loop {
+            let s: String = (0..n).map(|_| chars[(self.next() % chars.len() as u64) as usize]).collect();
+            let both = chars.iter().any(char::is_ascii_digit) && chars.iter().any(char::is_ascii_alphabetic);
+            if !both || (s.chars().any(|c| c.is_ascii_digit()) && s.chars().any(|c| c.is_ascii_alphabetic())) {
+                return s;
+            }
+        }
+    }
+}
+
+const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+const UPPER_DIGITS: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+const URLSAFE: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+const BASE64: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// One planted credential of each family: (kind, the secret, the text around it).
+fn planted(g: &mut Gen) -> Vec<(&'static str, String, String)> {
+    let mut out = Vec::new();
+    let mut plant = |kind: &'static str, secret: String, around: &dyn Fn(&str) -> String| {
+        let text = around(&secret);
+        out.push((kind, secret, text));
+    };
+    plant("AWS access key id", format!("AKIA{}", g.of(UPPER_DIGITS, 16)), &|s| format!("export AWS_ACCESS_KEY_ID={s}"));
+    plant("AWS secret access key", g.of(BASE64, 40), &|s| format!("aws_secret_access_key = {s}\nregion = eu-west-1"));
+    plant("GitHub token", format!("ghp_{}", g.of(ALNUM, 36)), &|s| format!("git clone https://github.com/acme/app (token {s})"));
+    plant("GitHub token", format!("github_pat_{}", g.of(&format!("{ALNUM}_"), 82)), &|s| format!("GH_TOKEN: {s}"));
+    plant("GitLab token", format!("glpat-{}", g.of(URLSAFE, 20)), &|s| format!("curl --header \"PRIVATE-TOKEN: {s}\" https://gitlab.example.com/api/v4/projects"));
+    plant("Anthropic API key", format!("sk-ant-api03-{}AA", g.of(URLSAFE, 93)), &|s| format!("ANTHROPIC_API_KEY=\"{s}\""));
+    plant("OpenAI API key", format!("sk-proj-{}T3BlbkFJ{}", g.of(URLSAFE, 74), g.of(URLSAFE, 74)), &|s| format!("client = OpenAI(api_key=\"{s}\")"));
+    plant("Slack token", format!("xoxb-{}-{}-{}", g.of("0123456789", 12), g.of("0123456789", 13), g.of(ALNUM, 24)), &|s| format!("SLACK_BOT={s}"));
+    plant("Slack webhook", format!("https://hooks.slack.com/services/T{}/B{}/{}", g.of(UPPER_DIGITS, 8), g.of(UPPER_DIGITS, 10), g.of(ALNUM, 24)), &|s| {
+        format!("POST to {s} failed")
+    });
+    plant("Stripe key", format!("sk_live_{}", g.of(ALNUM, 24)), &|s| format!("stripe.api_key = '{s}'"));
+    plant("Google API key", format!("AIza{}", g.of(URLSAFE, 35)), &|s| format!("https://maps.googleapis.com/maps/api/geocode/json?key={s}&address=x"));
+    plant("Hugging Face token", format!("hf_{}", g.of(ALNUM, 34)), &|s| format!("huggingface-cli login --token {s}"));
+    plant("npm token", format!("npm_{}", g.of(ALNUM, 36)), &|s| format!("//registry.npmjs.org/:_authToken={s}"));
+    plant("PyPI token", format!("pypi-AgEIcHlwaS5vcmc{}", g.of(URLSAFE, 60)), &|s| format!("password = {s}"));
+    plant("SendGrid key", format!("SG.{}.{}", g.of(URLSAFE, 22), g.of(URLSAFE, 43)), &|s| format!("SENDGRID={s}"));
+    plant("JSON web token", format!("eyJhbGciOiJIUzI1NiJ9.eyJ{}.{}", g.of(URLSAFE, 40), g.of(URLSAFE, 43)), &|s| format!("Authorization: Bearer {s}"));
+    plant("password in a URL", g.of(ALNUM, 14), &|s| format!("DATABASE_URL=postgres://app:{s}@db.internal:5432/app"));
+    let body: Vec<String> = (0..4).map(|_| g.of(BASE64, 64)).collect();
+    plant("private key", format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{}\n-----END OPENSSH PRIVATE KEY-----", body.join("\n")), &|s| {
+        format!("cat ~/.ssh/id_ed25519\n{s}\n")
+    });
+    plant("secret assignment", g.of(ALNUM, 24), &|s| format!("settings.py:\nSESSION_SECRET_KEY = '{s}'"));
+    out
+}
+
+/// Text that looks like credentials and is not.
+fn decoys(g: &mut Gen) -> Vec<String> {
+    let hex = "0123456789abcdef";
+    let mut out = vec![
+        "let key = std::env::var(\"OPENAI_API_KEY\")?;".to_owned(),
+        "api_key = os.environ[\"ANTHROPIC_API_KEY\"]".to_owned(),
+        "password: ${DB_PASSWORD}".to_owned(),
+        "Authorization: Bearer <your-token-here>".to_owned(),
+        "AWS_SECRET_ACCESS_KEY=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx".to_owned(),
+        "postgres://user:password@localhost:5432/db".to_owned(),
+        "export GITHUB_TOKEN=$(gh auth token)".to_owned(),
+        "The token budget is 200000 and the secret to speed is caching.".to_owned(),
+        "fn secret_key_len(token_count: usize) -> usize { token_count * 2 }".to_owned(),
+        "ssh-keygen -t ed25519 -f ~/.ssh/id_ed25519 # writes -----BEGIN OPENSSH PRIVATE KEY----- files".to_owned(),
+    ];
+    for _ in 0..20 {
+        out.push(format!("sha256: {}", g.of(hex, 64)));
+        out.push(format!("commit {}", g.of(hex, 40)));
+        let u = g.of(hex, 32);
+        out.push(format!("request id {}-{}-{}-{}-{}", &u[..8], &u[8..12], &u[12..16], &u[16..20], &u[20..]));
+        out.push(format!("![chart](data:image/png;base64,{}==)", g.of(BASE64, 2000)));
+        out.push(format!("integrity=\"sha512-{}\"", g.of(BASE64, 86)));
+    }
+    out
+}
+
+fn append(db: &Path, logs: &Path, chat: &str, role: &str, content: &str, file: Option<&Path>) {
+    let mut cmd = sessiondb(db);
+    cmd.env("GPTME_LOGS_HOME", logs).args(["append", "--role", role, "--content", content]);
+    if let Some(file) = file {
+        cmd.arg("--file").arg(file);
+    }
+    run_ok(cmd.arg(chat));
+}
+
+#[test]
+fn every_planted_credential_is_found_where_it_is_and_shown_by_its_prefix_only() {
+    let work = tempfile::tempdir().unwrap();
+    let (db, logs) = (work.path().join("store.db"), work.path().join("logs"));
+    fs::create_dir(&logs).unwrap();
+    let mut g = Gen(0x5ec2_e75e_ed00_0001);
+    let planted = planted(&mut g);
+    let decoys = decoys(&mut g);
+    run_ok(sessiondb(&db).env("GPTME_LOGS_HOME", &logs).args(["new", "2026-12-06-secrets"]));
+    run_ok(sessiondb(&db).env("GPTME_LOGS_HOME", &logs).args(["new", "2026-12-06-decoys"]));
+    // In turn: a user message, a tool's output (a system message), an attached file.
+    let mut expected = Vec::new();
+    for (i, (kind, secret, text)) in planted.iter().enumerate() {
+        match i % 3 {
+            0 => append(&db, &logs, "2026-12-06-secrets", "user", text, None),
+            1 => append(&db, &logs, "2026-12-06-secrets", "system", &format!("Ran command:\n```stdout\n{text}\n```"), None),
+            _ => {
+                let file = work.path().join(format!("notes-{i}.txt"));
+                fs::write(&file, format!("some notes\n{text}\nmore notes\n")).unwrap();
+                append(&db, &logs, "2026-12-06-secrets", "user", "see the attached notes", Some(&file));
+            }
+        }
+        expected.push((*kind, secret.clone(), i % 3 == 2));
+    }
+    for decoy in &decoys {
+        append(&db, &logs, "2026-12-06-decoys", "assistant", decoy, None);
+    }
+    let out = run_ok(sessiondb(&db).args(["secrets", "--json"]));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let report: Value = serde_json::from_str(&text).unwrap();
+    let findings = report["findings"].as_array().unwrap();
+    let of = |chat: &str| findings.iter().filter(|f| f["id"] == chat).collect::<Vec<_>>();
+    // Every planted one, of its kind, in a message or in a file as planted.
+    let found = of("2026-12-06-secrets");
+    let mut kinds: Vec<&str> = found.iter().map(|f| f["kind"].as_str().unwrap()).collect();
+    let mut want: Vec<&str> = expected.iter().map(|(k, _, _)| *k).collect();
+    kinds.sort();
+    want.sort();
+    assert_eq!(kinds, want, "{text}");
+    assert_eq!(found.iter().filter(|f| f.get("file").is_some()).count(), expected.iter().filter(|(_, _, file)| *file).count());
+    // The decoys: no finding (a false-positive rate of 0 over these).
+    let false_positives = of("2026-12-06-decoys");
+    println!("{} planted found of {}; {} findings among {} decoys", found.len(), expected.len(), false_positives.len(), decoys.len());
+    assert!(false_positives.is_empty(), "{false_positives:?}");
+    // No output shows a planted secret, nor more than a few characters of one.
+    let plain = String::from_utf8(run_ok(sessiondb(&db).arg("secrets")).stdout).unwrap();
+    for (kind, secret, _) in &expected {
+        let tail = &secret[secret.len() - 12..];
+        assert!(!text.contains(tail) && !plain.contains(tail), "{kind}: part of the secret shown");
+    }
+    assert!(plain.contains(&format!("{} credentials", expected.len())), "{plain}");
+}
