@@ -279,10 +279,7 @@ impl ArchiveOutlook {
             return;
         }
         let n = |count: usize| super::plural(count as u64, "conversation");
-        say!(
-            "
-gptme's logs roots"
-        );
+        say!("\ngptme's logs roots");
         if self.archived > 0 {
             say!("  {} archived: out of the roots, kept whole here (`sessiondb restore`)", n(self.archived));
         }
