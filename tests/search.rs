@@ -6,6 +6,7 @@ use crate::common;
 use std::fs;
 use std::path::Path;
 
+use common::crash::Rng;
 use common::{run_ok, sessiondb};
 use serde_json::Value;
 
@@ -284,16 +285,8 @@ fn hostile_text_and_queries_are_answered_without_panics() {
     }
 }
 
-/// A small seeded generator (xorshift64*), so that the generated logs are the same every run.
-struct Rng(u64);
-
+/// Choices from the tests' seeded generator, so that the generated logs are the same every run.
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
     fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }

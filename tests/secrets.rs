@@ -9,20 +9,12 @@ use crate::common;
 use std::fs;
 use std::path::Path;
 
+use common::crash::Rng as Gen;
 use common::{run_ok, sessiondb};
 use serde_json::Value;
 
-/// A seeded generator of the planted values (xorshift64*), so that a failure replays.
-struct Gen(u64);
-
+/// Planted values from the tests' seeded generator, so that a failure replays.
 impl Gen {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
     /// `n` characters of `alphabet`, with at least one digit and one letter when it has both.
     fn of(&mut self, alphabet: &str, n: usize) -> String {
         let chars: Vec<char> = alphabet.chars().collect();

@@ -105,9 +105,8 @@ fn run(store: &Store, way: Way, candidates: Candidates, dry_run: bool, json: boo
         };
         let (state, error) = match &result {
             None => (format!("would {}", way.verb()), None),
-            Some(Ok(done)) => {
+            Some(Ok(_)) => {
                 moved += 1;
-                bytes += done.bytes;
                 (way.done().to_owned(), None)
             }
             Some(Err(e)) => {
@@ -119,7 +118,9 @@ fn run(store: &Store, way: Way, candidates: Candidates, dry_run: bool, json: boo
                 ("failed".to_owned(), Some(text))
             }
         };
+        // What would go, or what went.
         let size = if dry_run { c.bytes } else { result.as_ref().and_then(|r| r.as_ref().ok()).map_or(0, |d| d.bytes) };
+        bytes += size;
         if json {
             let modified = sessiondb::codec::timestamp::format_utc(c.modified);
             let mut row = serde_json::json!({"id": c.name, "messages": c.messages, "modified": modified, "size_bytes": size, "result": state});
@@ -132,13 +133,12 @@ fn run(store: &Store, way: Way, candidates: Candidates, dry_run: bool, json: boo
         }
     }
     if json {
-        let would: u64 = found.iter().map(|c| c.bytes).sum();
         super::print_json(&serde_json::json!({
             "dry_run": dry_run,
             "found": found.len(),
             way.done(): moved,
             "failed": failed,
-            "bytes": if dry_run { would } else { bytes },
+            "bytes": bytes,
             "left_out": candidates.left_out.iter().map(|(name, why)| serde_json::json!({"id": name, "why": why})).collect::<Vec<_>>(),
             "conversations": rows,
         }));
@@ -149,13 +149,12 @@ fn run(store: &Store, way: Way, candidates: Candidates, dry_run: bool, json: boo
 }
 
 fn summary(way: Way, found: &[ArchiveCandidate], dry_run: bool, moved: usize, failed: usize, bytes: u64) {
-    let n = |count: usize| format!("{} conversation{}", super::grouped(count as u64), if count == 1 { "" } else { "s" });
+    let n = |count: usize| super::plural(count as u64, "conversation");
     if found.is_empty() {
         say!("nothing to {}", way.verb());
     } else if dry_run {
-        let would: u64 = found.iter().map(|c| c.bytes).sum();
         match way {
-            Way::Archive => say!("{} would leave gptme's logs root, {} (dry run; nothing changed)", n(found.len()), super::human_bytes(would)),
+            Way::Archive => say!("{} would leave gptme's logs root, {} (dry run; nothing changed)", n(found.len()), super::human_bytes(bytes)),
             Way::Restore => say!("{} would be written back to gptme's logs root (dry run; nothing changed)", n(found.len())),
         }
     } else {

@@ -45,14 +45,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         Some(chat) => vec![chat.clone()],
         None => {
             let names: HashSet<String> = queries::chat_ids(&conn)?.into_iter().collect();
-            let named = |c: &queries::ConversationSummary| {
-                if names.contains(&c.chat_id) {
-                    c.chat_id.clone()
-                } else {
-                    sessiondb::store::sources::qualified(&c.source, &c.chat_id)
-                }
-            };
-            queries::list_conversations(&conn, args.include_test, None)?.iter().map(named).collect()
+            queries::list_conversations(&conn, args.include_test, None)?.iter().map(|c| queries::name_among(&names, c)).collect()
         }
     };
     let mut found = Vec::new();

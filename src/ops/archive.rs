@@ -22,6 +22,7 @@ use super::OpsError;
 use crate::fs::dirtx::DirError;
 use crate::fs::gptme_lock;
 use crate::fs::nofollow::Dir;
+use crate::fs::walk::{Found, Listing};
 use crate::layout;
 use crate::store::modify::LiveConversation;
 use crate::store::queries::{self, EntryKind, ListFilter};
@@ -106,10 +107,13 @@ fn candidates(store: &Store, selection: &Selection, unwanted: impl Fn(&queries::
     let names: HashSet<String> = queries::chat_ids(&conn)?.into_iter().collect();
     let mut out = Candidates::default();
     for c in found {
-        let name = super::lifecycle::name_of(&names, &c);
+        let name = queries::name_among(&names, &c);
         let why = if here.contains(&c.source) { unwanted(&c) } else { Some("of another host's source") };
         if let Some(why) = why {
-            out.left_out.push((name, why));
+            // Said only of conversations named: a selection by age or source leaves them quietly.
+            if !selection.chats.is_empty() {
+                out.left_out.push((name, why));
+            }
             continue;
         }
         out.found.push(ArchiveCandidate {
@@ -119,9 +123,6 @@ fn candidates(store: &Store, selection: &Selection, unwanted: impl Fn(&queries::
             modified: c.modified,
             messages: c.messages,
         });
-    }
-    if selection.chats.is_empty() {
-        out.left_out.clear(); // said only of conversations named
     }
     Ok(out)
 }
@@ -148,17 +149,18 @@ pub fn archive(store: &Store, name: &str) -> Result<Moved, OpsError> {
         return if conv.archived { Ok(Moved { bytes: 0, already: true }) } else { Err(OpsError::DirectoryGone { dir: conv.dir }) };
     }
     let (handle, lock) = gptme_lock::acquire_path(&conv.dir)?;
-    let bytes = crate::fs::walk::tree_bytes(&conv.dir);
     let batch = WriteBatch::begin(&mut conn)?;
     let conv = modify::load_conversation(batch.conn(), chat_id)?; // as it is now, in the transaction
     if crate::store::pending::has_pending(batch.conn(), conv.id)? {
         return Err(OpsError::QueuedChanges { chat_id: name.to_owned(), dir: conv.dir, where_: "not synced yet" });
     }
-    if let Some((path, what)) = difference(batch.conn(), conv.id, &handle)? {
+    let listing = walk(&handle)?;
+    if let Some((path, what)) = difference(batch.conn(), conv.id, &handle, &listing)? {
         return Err(OpsError::NotAsStored { chat_id: name.to_owned(), dir: conv.dir, path, what });
     }
     modify::set_archived(batch.conn(), conv.id, true)?;
     batch.finish()?;
+    let bytes = listing.entries.iter().filter(|f| f.meta.is_file()).map(|f| f.meta.len()).sum();
     let parked = park(&conv.dir)?;
     drop(lock);
     std::fs::remove_dir_all(&parked).map_err(io(&parked))?;
@@ -188,7 +190,7 @@ pub fn restore(store: &Store, name: &str) -> Result<Moved, OpsError> {
         }
         let (handle, _lock) = gptme_lock::acquire_path(&conv.dir)?;
         let batch = WriteBatch::begin(&mut conn)?;
-        if difference(batch.conn(), conv.id, &handle)?.is_some() {
+        if difference(batch.conn(), conv.id, &handle, &walk(&handle)?)?.is_some() {
             return Err(OpsError::Exists { dir: conv.dir });
         }
         modify::set_archived(batch.conn(), conv.id, false)?;
@@ -255,15 +257,19 @@ pub fn clear_parking(store: &Store, root: &Path) -> Result<usize, OpsError> {
     Ok(removed)
 }
 
-/// The first way directory `dir` differs from what the store holds of conversation
+/// Every entry of directory `dir` but gptme's `.lock` and temporary files ([`crate::fs::walk`]).
+fn walk(dir: &Dir) -> Result<Listing, OpsError> {
+    Ok(crate::fs::walk::walk(dir.path()).map_err(IngestError::from)?)
+}
+
+/// The first way directory `dir` (as `listing` found it) differs from what the store holds of conversation
 /// `conversation_id`, as (path relative to it, what), or `None` when it holds exactly that:
 /// every stored entry there, of its kind, with its permissions; every file with its bytes
 /// (by SHA-256) and modification time; every link with its target; and nothing else (gptme's
 /// `.lock`, which the store never keeps, aside). Directories' modification times move whenever
 /// a file comes and goes (gptme's lock file, say) and are not compared.
-fn difference(conn: &crate::store::Connection, conversation_id: i64, dir: &Dir) -> Result<Option<(String, &'static str)>, OpsError> {
-    let listing = crate::fs::walk::walk(dir.path()).map_err(IngestError::from)?;
-    let mut there: HashMap<&str, &crate::fs::walk::Found> = listing.entries.iter().map(|f| (f.rel.as_str(), f)).collect();
+fn difference(conn: &crate::store::Connection, conversation_id: i64, dir: &Dir, listing: &Listing) -> Result<Option<(String, &'static str)>, OpsError> {
+    let mut there: HashMap<&str, &Found> = listing.entries.iter().map(|f| (f.rel.as_str(), f)).collect();
     for entry in queries::entries(conn, conversation_id)? {
         let Some(found) = there.remove(entry.path.as_str()) else { return Ok(Some((entry.path, "is missing"))) };
         let kind = found.meta.file_type();

@@ -246,20 +246,10 @@ pub fn clean_candidates(store: &Store, max_messages: i64, include_test: bool) ->
     for c in queries::list_conversations(&conn, include_test, None)? {
         if small(&c) {
             let size_bytes = crate::fs::walk::tree_bytes(Path::new(&c.source_dir));
-            out.push(CleanCandidate { chat_id: name_of(&names, &c), name: c.name, messages: c.messages, size_bytes });
+            out.push(CleanCandidate { chat_id: queries::name_among(&names, &c), name: c.name, messages: c.messages, size_bytes });
         }
     }
     Ok(out)
-}
-
-/// How commands name conversation `c`: its chat id, or `SOURCE:CHAT` when that is not one of
-/// `names` (the store's names, [`queries::chat_ids`]: qualified where several sources have it).
-pub(super) fn name_of(names: &std::collections::HashSet<String>, c: &queries::ConversationSummary) -> String {
-    if names.contains(&c.chat_id) {
-        c.chat_id.clone()
-    } else {
-        crate::store::sources::qualified(&c.source, &c.chat_id)
-    }
 }
 
 /// gptme's `_slice_at_turn`: turn 0 keeps the messages before the first user message; turn N

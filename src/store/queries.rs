@@ -322,6 +322,16 @@ pub fn chat_ids(conn: &Connection) -> Result<Vec<String>, StoreError> {
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// How commands name conversation `c`: its chat id, or `SOURCE:CHAT` when that is not one of
+/// `names` (the store's names, [`chat_ids`]: qualified where several sources have the chat id).
+pub fn name_among(names: &std::collections::HashSet<String>, c: &ConversationSummary) -> String {
+    if names.contains(&c.chat_id) {
+        c.chat_id.clone()
+    } else {
+        super::sources::qualified(&c.source, &c.chat_id)
+    }
+}
+
 /// The conversations with changes queued for their directories (see `sync::pending`).
 pub fn queued_chat_ids(conn: &Connection) -> Result<Vec<String>, StoreError> {
     let mut stmt = conn.prepare("SELECT chat_id FROM conversations c WHERE EXISTS (SELECT 1 FROM pending_paths p WHERE p.conversation_id = c.id)")?;

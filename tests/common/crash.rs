@@ -1,5 +1,5 @@
-//! What the crash tests share: how many kills, and a seedable generator for their choices and
-//! delays.
+//! What the crash tests share: how many kills, and the seedable generator for their choices and
+//! delays (which the tests that generate data use as well).
 
 /// xorshift64*: small and seedable, so that a run's choices can be replayed.
 pub struct Rng(pub u64);
