@@ -6,13 +6,16 @@
 //! Invariant: [`scan`] is a pure function of the text: every [`Finding`] is a byte range of it
 //! (on character boundaries) holding the secret itself, never its label or its quotes, and
 //! findings do not overlap (where two rules match the same bytes, the more specific one, first in
-//! [`RULES`], is kept). [`preview`] never shows more of a secret than its format's public prefix.
-//! Nothing here reads or writes anything else.
+//! [`RULES`], is kept). [`preview`] and [`mask`] never show more of a secret than its format's
+//! public prefix, and a masked text has the lines of the original (a secret of three lines
+//! leaves three). [`unmask`] puts back only secrets of the original, only where their masks
+//! still stand. Nothing here reads or writes anything else.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 
 /// What kind of credential a finding is (its rule's name).
 pub type Kind = &'static str;
@@ -97,15 +100,32 @@ const RULES: &[Rule] = &[
 
 /// The rules compiled, once. Word boundaries are ASCII ones (every rule's secret is ASCII):
 /// Unicode's keep the regex crate from its fast engines and were nine tenths of a scan.
-fn compiled() -> &'static [(Regex, &'static Rule)] {
-    static COMPILED: OnceLock<Vec<(Regex, &'static Rule)>> = OnceLock::new();
-    COMPILED.get_or_init(|| RULES.iter().map(|rule| (Regex::new(&rule.pattern.replace(r"\b", r"(?-u:\b)")).expect("every rule compiles"), rule)).collect())
+/// The rules compiled: each alone, and all as one set that tells in one pass over a text
+/// which of them match anywhere in it (most texts hold no secret, and one pass costs about what
+/// one rule's does).
+struct Compiled {
+    set: RegexSet,
+    each: Vec<(Regex, &'static Rule)>,
+}
+
+fn compiled() -> &'static Compiled {
+    static COMPILED: OnceLock<Compiled> = OnceLock::new();
+    COMPILED.get_or_init(|| {
+        // `\b` as ASCII: Unicode word boundaries cost the faster engines.
+        let patterns: Vec<String> = RULES.iter().map(|rule| rule.pattern.replace(r"\b", r"(?-u:\b)")).collect();
+        Compiled {
+            set: RegexSet::new(&patterns).expect("every rule compiles"),
+            each: patterns.iter().zip(RULES).map(|(p, rule)| (Regex::new(p).expect("every rule compiles"), rule)).collect(),
+        }
+    })
 }
 
 /// Every credential in `text`, in order (see the module's doc).
 pub fn scan(text: &str) -> Vec<Finding> {
+    let compiled = compiled();
     let mut found: Vec<Finding> = Vec::new();
-    for (regex, rule) in compiled() {
+    for i in compiled.set.matches(text).iter() {
+        let (regex, rule) = &compiled.each[i];
         for caps in regex.captures_iter(text) {
             let Some(secret) = caps.get(1).or_else(|| caps.get(0)) else { continue };
             let kept = match rule.check {
@@ -158,15 +178,225 @@ pub fn is_placeholder(value: &str) -> bool {
     marks.iter().any(|m| lower.contains(m))
 }
 
+/// The public prefix of a finding's secret (`ghp_`, `AKIA`, `sk-ant-api03-`): what its format
+/// says of every such secret, never more than half of it, cut on a character's boundary.
+fn public_prefix<'a>(secret: &'a str, kind: Kind) -> &'a str {
+    let prefix = RULES.iter().find(|r| r.kind == kind).map_or(0, |r| r.prefix);
+    let cut = (0..=prefix.min(secret.len() / 2)).rev().find(|&i| secret.is_char_boundary(i)).unwrap_or(0);
+    &secret[..cut]
+}
+
 /// A finding as it may be shown: its format's public prefix (`ghp_`, `AKIA`, `sk-ant-api03-`),
 /// never more, then `…` and how long the secret is.
 pub fn preview(text: &str, finding: &Finding) -> String {
     let secret = &text[finding.range.clone()];
-    let prefix = RULES.iter().find(|r| r.kind == finding.kind).map_or(0, |r| r.prefix);
-    // Never more than half of it, cut on a character's boundary.
-    let cut = (0..=prefix.min(secret.len() / 2)).rev().find(|&i| secret.is_char_boundary(i)).unwrap_or(0);
-    let shown = &secret[..cut];
-    format!("{shown}… ({} characters)", secret.chars().count())
+    format!("{}… ({} characters)", public_prefix(secret, finding.kind), secret.chars().count())
+}
+
+/// What stands in a masked text for a secret: its public prefix and `[masked KIND]`, then as
+/// many line breaks as the secret had, so that lines keep their numbers.
+fn mask_of(secret: &str, kind: Kind) -> String {
+    let breaks = "\n".repeat(secret.matches('\n').count());
+    format!("{}[masked {kind}]{breaks}", public_prefix(secret, kind))
+}
+
+/// `text` with every secret in it masked ([`mask_of`]); borrowed when it holds none.
+pub fn mask(text: &str) -> Cow<'_, str> {
+    let found = scan(text);
+    if found.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for f in &found {
+        out.push_str(&text[at..f.range.start]);
+        out.push_str(&mask_of(&text[f.range.clone()], f.kind));
+        at = f.range.end;
+    }
+    out.push_str(&text[at..]);
+    Cow::Owned(out)
+}
+
+/// How the secrets this module finds begin, where their format says: what a text cut short
+/// ([`mask_preview`]) may end in before enough of a secret is left to match its rule.
+const OPENINGS: &[&str] = &[
+    "-----BEGIN",
+    "AKIA",
+    "ASIA",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "gldt-",
+    "sk-",
+    "sk_live_",
+    "sk_test_",
+    "rk_live_",
+    "rk_test_",
+    "xox",
+    "hooks.slack.com/",
+    "AIza",
+    "hf_",
+    "npm_",
+    "pypi-",
+    "SG.",
+    "eyJ",
+];
+
+/// A preview (a message's first characters, cut and ended with `...`, as gptme's listing shows
+/// the last message) masked: every whole secret in it, and a last word cut short that begins
+/// like a secret ([`OPENINGS`]), holds a URL's password, or looks random ([`looks_random`]),
+/// or a private key's block cut before its end, since what is left of a cut secret no longer
+/// matches its rule.
+pub fn mask_preview(preview: &str) -> Cow<'_, str> {
+    let masked = mask(preview);
+    let Some(body) = masked.strip_suffix("...") else { return masked };
+    // A private key's block cut before its end line: from its first line on.
+    if let Some(begin) = body.rfind("-----BEGIN").filter(|&b| body[b..].contains("PRIVATE KEY") && !body[b..].contains("-----END")) {
+        return Cow::Owned(format!("{}[masked, cut]...", &body[..begin]));
+    }
+    let start = body.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+    let last = &body[start..];
+    let url_password = last.find("://").is_some_and(|i| last[i + 3..].contains(':'));
+    let word = last.trim_start_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-');
+    let word = word.rsplit(['=', ':', '"', '\'', '(']).next().unwrap_or(word);
+    let suspect = url_password || OPENINGS.iter().any(|o| word.starts_with(o) || last.contains(o)) || looks_random(word);
+    if !suspect || last.contains("[masked ") {
+        return masked;
+    }
+    Cow::Owned(format!("{}[masked, cut]...", &body[..start]))
+}
+
+/// A stored JSON line with the secrets of the message it holds masked: each secret of
+/// `content` (the line's decoded `content`) replaced where the line spells it (as gptme's
+/// writer escapes it, `\n` and `\uXXXX`, or as this program's does), then what the line
+/// still shows scanned as text. Borrowed when nothing was masked.
+pub fn mask_json_line<'a>(line: &'a [u8], content: &str) -> Cow<'a, [u8]> {
+    let Ok(raw) = std::str::from_utf8(line) else { return Cow::Borrowed(line) };
+    let mut out = Cow::Borrowed(raw);
+    for f in scan(content) {
+        let secret = &content[f.range.clone()];
+        let masked = json_body(&mask_of(secret, f.kind), false);
+        for spelled in [json_body(secret, true), json_body(secret, false)] {
+            if out.contains(&spelled) {
+                out = Cow::Owned(out.replace(&spelled, &masked));
+            }
+        }
+    }
+    let out = match mask(&out) {
+        Cow::Borrowed(_) => out,
+        Cow::Owned(more) => Cow::Owned(more),
+    };
+    match out {
+        Cow::Borrowed(_) => Cow::Borrowed(line),
+        Cow::Owned(text) => Cow::Owned(text.into_bytes()),
+    }
+}
+
+/// `text` as the inside of a JSON string: with `ascii`, every character past ASCII as
+/// `\uXXXX` (Python's `json.dumps`, which gptme writes with), else as itself.
+fn json_body(text: &str, ascii: bool) -> String {
+    let quoted = serde_json::to_string(text).expect("a string serialises");
+    let body = &quoted[1..quoted.len() - 1];
+    if !ascii || body.is_ascii() {
+        return body.to_owned();
+    }
+    let mut out = String::with_capacity(body.len() + 16);
+    for c in body.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
+}
+
+/// `edited` (a masked text as someone changed it) with the secrets of `original` put back where
+/// their masks still stand, in order: what a masked surface that writes (the web UI's edit)
+/// must store, so that showing a message masked and saving it never loses its secrets. A mask
+/// removed or changed leaves its secret out, as the editor wanted.
+pub fn unmask<'a>(edited: &'a str, original: &str) -> Cow<'a, str> {
+    let found = scan(original);
+    if found.is_empty() {
+        return Cow::Borrowed(edited);
+    }
+    let secrets: Vec<(&str, String)> = found.iter().map(|f| (&original[f.range.clone()], mask_of(&original[f.range.clone()], f.kind))).collect();
+    // Every mask standing in the edited text, in order (the longer where two overlap).
+    let mut standing: Vec<(usize, &str)> = Vec::new();
+    for (_, masked) in &secrets {
+        standing.extend(edited.match_indices(masked.as_str()));
+    }
+    standing.sort_by_key(|&(at, m)| (at, std::cmp::Reverse(m.len())));
+    standing.dedup_by(|later, kept| later.0 < kept.0 + kept.1.len());
+    // The secrets matched to the masks in order: the longest common subsequence of the two.
+    let (n, m) = (secrets.len(), standing.len());
+    let mut longest = vec![vec![0usize; m + 1]; n + 1];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            longest[i][j] = if secrets[i].1 == standing[j].1 { longest[i + 1][j + 1] + 1 } else { longest[i + 1][j].max(longest[i][j + 1]) };
+        }
+    }
+    if longest[0][0] == 0 {
+        return Cow::Borrowed(edited);
+    }
+    let mut out = String::with_capacity(edited.len());
+    let (mut i, mut j, mut at) = (0, 0, 0);
+    while i < n && j < m {
+        if secrets[i].1 == standing[j].1 && longest[i][j] == longest[i + 1][j + 1] + 1 {
+            out.push_str(&edited[at..standing[j].0]);
+            out.push_str(secrets[i].0);
+            at = standing[j].0 + standing[j].1.len();
+            (i, j) = (i + 1, j + 1);
+        } else if longest[i + 1][j] >= longest[i][j + 1] {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out.push_str(&edited[at..]);
+    Cow::Owned(out)
+}
+
+/// Whether a surface shows secrets as they are or masked ([`mask`]): masked unless the user
+/// asked (`--show-secrets`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Shown {
+    #[default]
+    Masked,
+    AsTheyAre,
+}
+
+impl Shown {
+    /// `--show-secrets` given or not.
+    pub fn from_flag(show: bool) -> Shown {
+        if show {
+            Shown::AsTheyAre
+        } else {
+            Shown::Masked
+        }
+    }
+
+    /// `text` as this surface shows it.
+    pub fn text(self, text: &str) -> Cow<'_, str> {
+        match self {
+            Shown::Masked => mask(text),
+            Shown::AsTheyAre => Cow::Borrowed(text),
+        }
+    }
+
+    /// `text` made what this surface shows, in place.
+    pub fn apply(self, text: &mut String) {
+        if let Cow::Owned(masked) = self.text(text) {
+            *text = masked;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -221,5 +451,52 @@ mod tests {
         let found = scan(&text);
         assert_eq!(found.len(), 2, "{found:?}");
         assert!(found.iter().all(|f| f.kind == "GitHub token"));
+    }
+
+    #[test]
+    fn a_mask_keeps_the_prefix_and_the_lines_and_unmask_puts_back_what_still_stands() {
+        let gh = format!("ghp_{}", "aB3".repeat(12));
+        let key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MxxxQ\n-----END RSA PRIVATE KEY-----";
+        let text = format!("token {gh} and\n{key}\nend {gh}");
+        let masked = mask(&text);
+        assert_eq!(masked, "token ghp_[masked GitHub token] and\n[masked private key]\n\n\nend ghp_[masked GitHub token]");
+        assert_eq!(masked.lines().count(), text.lines().count());
+        assert!(matches!(mask("nothing here"), Cow::Borrowed(_)));
+        // Saved unchanged: everything back. Edited around the masks: the secrets stay.
+        assert_eq!(unmask(&masked, &text), text);
+        let edited = masked.replace("token ", "my token ").replace("end ", "fin ");
+        assert_eq!(unmask(&edited, &text), text.replace("token ", "my token ").replace("end ", "fin "));
+        // A mask removed: its secret is gone, the others keep their places.
+        let cut = masked.replacen("ghp_[masked GitHub token]", "(gone)", 1);
+        assert_eq!(unmask(&cut, &text), format!("token (gone) and\n{key}\nend {gh}"));
+        assert_eq!(Shown::AsTheyAre.text(&text), text);
+    }
+
+    #[test]
+    fn a_json_line_is_masked_as_each_writer_spells_it() {
+        let gh = format!("ghp_{}", "aB3".repeat(12));
+        let content = format!("é {gh}\nKEY");
+        for line in
+            [format!(r#"{{"role": "user", "content": "\u00e9 {gh}\nKEY", "timestamp": "x"}}"#), serde_json::json!({"role": "user", "content": content}).to_string()]
+        {
+            let masked = String::from_utf8(mask_json_line(line.as_bytes(), &content).into_owned()).unwrap();
+            assert!(!masked.contains(&gh) && masked.contains("ghp_[masked GitHub token]"), "{masked}");
+            assert!(serde_json::from_str::<serde_json::Value>(&masked).is_ok());
+        }
+        let plain = br#"{"role": "user", "content": "hello"}"#;
+        assert!(matches!(mask_json_line(plain, "hello"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_preview_cut_inside_a_secret_is_masked_too() {
+        let gh = format!("ghp_{}", "aB3".repeat(12));
+        for cut in [&gh[..20], "postgres://app:Zq8rT2v", "sk-ant-api03-Zq8r", "-----BEGIN OPENSSH PRIVATE KEY----- b3Blbn", "key=Zq8rT2vLp9Xw4Kc7Qm"] {
+            let preview = format!("here it is {cut}...");
+            assert_eq!(mask_preview(&preview), "here it is [masked, cut]...", "{preview}");
+        }
+        for kept in ["the answer is in the docs...", "short and whole", "we ran it in production..."] {
+            assert_eq!(mask_preview(kept), kept);
+        }
+        assert_eq!(mask_preview(&format!("{gh} then words...")), "ghp_[masked GitHub token] then words...");
     }
 }

@@ -19,11 +19,11 @@ const ROOMS: &[(&str, &[&str])] = &[
     ("layout", &["cause", "model"]),
     ("fs", &["cause", "model", "layout"]),
     ("codec", &["cause", "model"]),
-    ("render", &["cause", "model", "codec"]),
-    ("store", &["cause", "model", "codec", "fs", "layout"]),
-    ("sync", &["cause", "model", "codec", "fs", "layout", "render", "store"]),
-    ("ops", &["cause", "model", "codec", "fs", "layout", "render", "store", "sync"]),
-    ("serve", &["cause", "model", "codec", "fs", "layout", "render", "store", "sync", "ops"]),
+    ("render", &["cause", "model", "codec", "secrets"]),
+    ("store", &["cause", "model", "codec", "fs", "layout", "secrets"]),
+    ("sync", &["cause", "model", "codec", "fs", "layout", "render", "store", "secrets"]),
+    ("ops", &["cause", "model", "codec", "fs", "layout", "render", "store", "sync", "secrets"]),
+    ("serve", &["cause", "model", "codec", "fs", "layout", "render", "store", "sync", "ops", "secrets"]),
 ];
 
 fn src() -> PathBuf {

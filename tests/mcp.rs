@@ -78,31 +78,35 @@ fn setup_on(engine: &str) -> Option<Setup> {
     Some(Setup { work, logs, db, _store: store })
 }
 
-/// gptme's user configuration enabling the server, exactly as the README gives it.
-fn gptme_config(setup: &Setup) -> PathBuf {
-    let home = setup.work.path().join("home");
+/// gptme's user configuration enabling the server, exactly as the README gives it (with `more`
+/// arguments after the logs root); the home directory it is in, under `work`.
+fn gptme_config(work: &Path, db: &Path, logs: &Path, more: &[&str]) -> PathBuf {
+    let home = work.join("home");
     let dir = home.join(".config/gptme");
     std::fs::create_dir_all(&dir).unwrap();
-    let config = format!(
-        "[mcp]\nenabled = true\n\n[[mcp.servers]]\nname = \"sessiondb\"\ncommand = {:?}\nargs = [\"--db\", {:?}, \"mcp\", {:?}]\n",
-        env!("CARGO_BIN_EXE_sessiondb"),
-        setup.db.display().to_string(),
-        setup.logs.display().to_string()
-    );
+    let mut args = vec!["--db".to_owned(), db.display().to_string(), "mcp".to_owned(), logs.display().to_string()];
+    args.extend(more.iter().map(|a| a.to_string()));
+    let config = format!("[mcp]\nenabled = true\n\n[[mcp.servers]]\nname = \"sessiondb\"\ncommand = {:?}\nargs = {:?}\n", env!("CARGO_BIN_EXE_sessiondb"), args);
     std::fs::write(dir.join("config.toml"), config).unwrap();
     home
 }
 
 /// Runs gptme's MCP client (`tools/oracle/mcp_client.py`) with `calls`; its JSON report.
 fn gptme_client(setup: &Setup, calls: &Value) -> Value {
-    let home = gptme_config(setup);
+    gptme_mcp_client(setup.work.path(), &setup.db, &setup.logs, &[], calls)
+}
+
+/// Runs gptme's MCP client against `sessiondb --db DB mcp LOGS MORE…`, configured as the README
+/// says under `work`, with `calls`; its JSON report.
+pub(crate) fn gptme_mcp_client(work: &Path, db: &Path, logs: &Path, more: &[&str], calls: &Value) -> Value {
+    let home = gptme_config(work, db, logs, more);
     // coreutils' `timeout`: a server that stops answering fails the test instead of hanging it.
     let mut child = Command::new("timeout")
         .arg("300")
         .arg(common::gptme_python())
         .arg(common::tool("mcp_client.py"))
         .arg("sessiondb")
-        .current_dir(setup.work.path())
+        .current_dir(work)
         .env("HOME", &home)
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("GPTME_LOGS_HOME")

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use common::crash::Rng as Gen;
 use common::{run_ok, sessiondb};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// Planted values from the tests' seeded generator, so that a failure replays.
 impl Gen {
@@ -102,40 +102,63 @@ fn append(db: &Path, logs: &Path, chat: &str, role: &str, content: &str, file: O
     run_ok(cmd.arg(chat));
 }
 
-#[test]
-fn every_planted_credential_is_found_where_it_is_and_shown_by_its_prefix_only() {
+/// A store with every planted credential in one conversation (in turn a user message, a
+/// tool's output and an attached file) and the decoys in another.
+struct Planted {
+    work: tempfile::TempDir,
+    db: std::path::PathBuf,
+    logs: std::path::PathBuf,
+    /// (kind, secret, whether it is in an attached file), as planted.
+    expected: Vec<(&'static str, String, bool)>,
+    /// The planted texts (where each secret stands).
+    texts: Vec<String>,
+    decoys: Vec<String>,
+}
+
+const SECRETS_CHAT: &str = "2026-12-06-secrets";
+const DECOYS_CHAT: &str = "2026-12-06-decoys";
+
+fn planted_store() -> Planted {
     let work = tempfile::tempdir().unwrap();
     let (db, logs) = (work.path().join("store.db"), work.path().join("logs"));
     fs::create_dir(&logs).unwrap();
     let mut g = Gen(0x5ec2_e75e_ed00_0001);
     let planted = planted(&mut g);
     let decoys = decoys(&mut g);
-    run_ok(sessiondb(&db).env("GPTME_LOGS_HOME", &logs).args(["new", "2026-12-06-secrets"]));
-    run_ok(sessiondb(&db).env("GPTME_LOGS_HOME", &logs).args(["new", "2026-12-06-decoys"]));
+    run_ok(sessiondb(&db).env("GPTME_LOGS_HOME", &logs).args(["new", SECRETS_CHAT]));
+    run_ok(sessiondb(&db).env("GPTME_LOGS_HOME", &logs).args(["new", DECOYS_CHAT]));
     // In turn: a user message, a tool's output (a system message), an attached file.
     let mut expected = Vec::new();
     for (i, (kind, secret, text)) in planted.iter().enumerate() {
         match i % 3 {
-            0 => append(&db, &logs, "2026-12-06-secrets", "user", text, None),
-            1 => append(&db, &logs, "2026-12-06-secrets", "system", &format!("Ran command:\n```stdout\n{text}\n```"), None),
+            0 => append(&db, &logs, SECRETS_CHAT, "user", text, None),
+            1 => append(&db, &logs, SECRETS_CHAT, "system", &format!("Ran command:\n```stdout\n{text}\n```"), None),
             _ => {
                 let file = work.path().join(format!("notes-{i}.txt"));
                 fs::write(&file, format!("some notes\n{text}\nmore notes\n")).unwrap();
-                append(&db, &logs, "2026-12-06-secrets", "user", "see the attached notes", Some(&file));
+                append(&db, &logs, SECRETS_CHAT, "user", "see the attached notes", Some(&file));
             }
         }
         expected.push((*kind, secret.clone(), i % 3 == 2));
     }
     for decoy in &decoys {
-        append(&db, &logs, "2026-12-06-decoys", "assistant", decoy, None);
+        append(&db, &logs, DECOYS_CHAT, "assistant", decoy, None);
     }
+    let texts = planted.into_iter().map(|(_, _, text)| text).collect();
+    Planted { work, db, logs, expected, texts, decoys }
+}
+
+#[test]
+fn every_planted_credential_is_found_where_it_is_and_shown_by_its_prefix_only() {
+    let planted = planted_store();
+    let Planted { db, expected, decoys, .. } = &planted;
     let out = run_ok(sessiondb(&db).args(["secrets", "--json"]));
     let text = String::from_utf8(out.stdout).unwrap();
     let report: Value = serde_json::from_str(&text).unwrap();
     let findings = report["findings"].as_array().unwrap();
     let of = |chat: &str| findings.iter().filter(|f| f["id"] == chat).collect::<Vec<_>>();
     // Every planted one, of its kind, in a message or in a file as planted.
-    let found = of("2026-12-06-secrets");
+    let found = of(SECRETS_CHAT);
     let mut kinds: Vec<&str> = found.iter().map(|f| f["kind"].as_str().unwrap()).collect();
     let mut want: Vec<&str> = expected.iter().map(|(k, _, _)| *k).collect();
     kinds.sort();
@@ -143,14 +166,133 @@ fn every_planted_credential_is_found_where_it_is_and_shown_by_its_prefix_only() 
     assert_eq!(kinds, want, "{text}");
     assert_eq!(found.iter().filter(|f| f.get("file").is_some()).count(), expected.iter().filter(|(_, _, file)| *file).count());
     // The decoys: no finding (a false-positive rate of 0 over these).
-    let false_positives = of("2026-12-06-decoys");
+    let false_positives = of(DECOYS_CHAT);
     println!("{} planted found of {}; {} findings among {} decoys", found.len(), expected.len(), false_positives.len(), decoys.len());
     assert!(false_positives.is_empty(), "{false_positives:?}");
     // No output shows a planted secret, nor more than a few characters of one.
     let plain = String::from_utf8(run_ok(sessiondb(&db).arg("secrets")).stdout).unwrap();
-    for (kind, secret, _) in &expected {
+    for (kind, secret, _) in expected {
         let tail = &secret[secret.len() - 12..];
         assert!(!text.contains(tail) && !plain.contains(tail), "{kind}: part of the secret shown");
     }
     assert!(plain.contains(&format!("{} credentials", expected.len())), "{plain}");
+}
+
+/// What no surface may show of a secret: any of it past its format's public prefix. A surface
+/// passes when no secret's last twelve characters, nor twelve from its middle, are in what it
+/// printed (the secrets are ASCII).
+fn leaked<'a>(planted: &'a Planted, shown: &str) -> Vec<&'a str> {
+    let shows = |secret: &str| {
+        let (end, middle) = (secret.len(), (secret.len() - 12) / 2);
+        shown.contains(&secret[end - 12..]) || shown.contains(&secret[middle..middle + 12])
+    };
+    planted.expected.iter().filter(|(_, secret, _)| shows(secret)).map(|(kind, _, _)| *kind).collect()
+}
+
+fn stdout_of(db: &Path, args: &[&str]) -> String {
+    String::from_utf8(run_ok(sessiondb(db).args(args)).stdout).unwrap()
+}
+
+/// The first word of a planted text: what a search finds its message by.
+fn first_word(text: &str) -> &str {
+    text.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').find(|w| w.len() >= 3).unwrap()
+}
+
+#[test]
+fn every_surface_of_the_command_line_masks_them_and_show_secrets_shows_them() {
+    let planted = planted_store();
+    let db = &planted.db;
+    // A last message whose preview (100 characters) cuts a token short.
+    let cut = format!("{} ghp_{}", "word ".repeat(18), "Qw9".repeat(12));
+    append(db, &planted.logs, SECRETS_CHAT, "assistant", &cut, None);
+    let in_messages: Vec<&(&str, String, bool)> = planted.expected.iter().filter(|(_, _, file)| !file).collect();
+    let mut surfaces: Vec<(String, String)> = Vec::new();
+    let mut shown_plainly = String::new();
+    let mut run = |args: Vec<&str>| {
+        let masked = stdout_of(db, &args);
+        let mut plain_args = args.clone();
+        plain_args.push("--show-secrets");
+        shown_plainly.push_str(&stdout_of(db, &plain_args));
+        surfaces.push((args.join(" "), masked));
+    };
+    run(vec!["read", SECRETS_CHAT, "-n", "0", "--system"]);
+    run(vec!["read", SECRETS_CHAT, "-n", "0", "--system", "--full"]);
+    run(vec!["show", SECRETS_CHAT]);
+    run(vec!["show", SECRETS_CHAT, "--json"]);
+    run(vec!["export", SECRETS_CHAT, "--format", "markdown"]);
+    run(vec!["export", SECRETS_CHAT, "--format", "html"]);
+    for text in planted.texts.iter().step_by(3).chain(planted.texts.iter().skip(1).step_by(3)) {
+        let word = first_word(text);
+        run(vec!["search", "-F", word, "--chat", SECRETS_CHAT, "-m", "50", "-c", "10"]);
+        run(vec!["search", "-F", word, "--chat", SECRETS_CHAT, "-m", "50", "-c", "10", "--json"]);
+    }
+    // Listings show the last message's preview, which is masked even when cut.
+    for args in [vec!["list", "--json"], vec!["list"], vec!["stats", SECRETS_CHAT, "--json"]] {
+        surfaces.push((args.join(" "), stdout_of(db, &args)));
+    }
+    for (surface, out) in &surfaces {
+        assert!(leaked(&planted, out).is_empty(), "{surface} shows {:?}:\n{out}", leaked(&planted, out));
+        assert!(!out.contains("Qw9Qw9Qw9"), "{surface} shows the token its preview cuts:\n{out}");
+    }
+    let read = &surfaces[0].1;
+    assert!(read.contains("[masked "), "{read}");
+    let listed = &surfaces.iter().find(|(s, _)| s == "list --json").unwrap().1;
+    assert!(listed.contains("[masked, cut]..."), "{listed}");
+    // --show-secrets shows every secret of a message somewhere, exactly.
+    for (kind, secret, _) in in_messages {
+        assert!(shown_plainly.contains(secret.as_str()), "{kind}: --show-secrets does not show it");
+    }
+    // The decoys are shown as they are.
+    let decoys = stdout_of(db, &["show", DECOYS_CHAT, "--json"]);
+    for decoy in planted.decoys.iter().take(10) {
+        assert!(decoys.contains(&serde_json::to_string(decoy).unwrap()[1..20]), "{decoy}");
+    }
+    // The exact forms are unchanged: a directory export and the files gptme reads.
+    let out = planted.work.path().join("out");
+    run_ok(sessiondb(db).args(["export", SECRETS_CHAT, "--to"]).arg(&out));
+    let exported = fs::read_to_string(out.join(SECRETS_CHAT).join("conversation.jsonl")).unwrap();
+    let original = fs::read_to_string(planted.logs.join(SECRETS_CHAT).join("conversation.jsonl")).unwrap();
+    assert_eq!(exported, original);
+    for (kind, secret, _) in planted.expected.iter().filter(|(_, _, file)| !file) {
+        assert!(original.contains(&serde_json::to_string(secret).unwrap()[1..12]), "{kind}");
+    }
+}
+
+/// Everything gptme's MCP client got from `sessiondb mcp` (`more` its arguments) for: a search
+/// for each planted message, the whole conversation read page after page, and the listing.
+fn mcp_answers(planted: &Planted, more: &[&str]) -> String {
+    let mut calls: Vec<Value> = planted
+        .texts
+        .iter()
+        .step_by(3)
+        .chain(planted.texts.iter().skip(1).step_by(3))
+        .map(|text| json!({"tool": "search_conversations", "arguments": {"query": first_word(text), "literal": true, "chat": SECRETS_CHAT, "matches": 10}}))
+        .collect();
+    calls.push(json!({"tool": "read_conversation", "arguments": {"chat_id": SECRETS_CHAT, "limit": 5}, "follow": true}));
+    calls.push(json!({"tool": "list_conversations", "arguments": {}}));
+    let report = crate::mcp::gptme_mcp_client(planted.work.path(), &planted.db, &planted.logs, more, &Value::Array(calls));
+    let results = report["results"].as_array().unwrap();
+    let mut all = String::new();
+    for r in results {
+        assert_eq!(r["is_error"], false, "{r}");
+        all.push_str(r["text"].as_str().unwrap());
+        for page in r["pages"].as_array().into_iter().flatten() {
+            all.push_str(page.as_str().unwrap());
+        }
+    }
+    all
+}
+
+#[test]
+fn gptmes_mcp_client_is_answered_with_them_masked_unless_the_server_shows_them() {
+    let planted = planted_store();
+    let masked = mcp_answers(&planted, &[]);
+    assert!(leaked(&planted, &masked).is_empty(), "mcp shows {:?}", leaked(&planted, &masked));
+    assert!(masked.contains("[masked "), "{masked}");
+    let shown = mcp_answers(&planted, &["--show-secrets"]);
+    for (kind, secret, _) in planted.expected.iter().filter(|(_, _, file)| !file) {
+        // As JSON spells it inside the answer's text (itself a JSON string).
+        let spelled = serde_json::to_string(secret).unwrap();
+        assert!(shown.contains(&spelled[1..spelled.len() - 1]), "{kind}: mcp --show-secrets does not show it");
+    }
 }

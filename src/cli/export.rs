@@ -6,6 +6,7 @@ use std::time::Instant;
 use super::term::{say, tell};
 use super::{human_bytes, Failure};
 use sessiondb::render::Format;
+use sessiondb::secrets::Shown;
 use sessiondb::store::{queries, sources, Store};
 use sessiondb::sync::document::{write_document, write_document_file};
 use sessiondb::sync::materialise::export_conversation;
@@ -32,6 +33,9 @@ pub struct Args {
     /// Without CHAT_IDs: every conversation of this source (one logs root's), rather than all
     #[arg(long, value_name = "NAME", conflicts_with_all = ["chat_ids", "format"])]
     source: Option<String>,
+    /// (Markdown and HTML mask secrets; directories and TOML, gptme's own forms, are exact.)
+    #[command(flatten)]
+    secrets: super::SecretsArg,
 }
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
@@ -45,7 +49,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             "html" => Format::Html,
             _ => Format::Markdown,
         };
-        return document(store, chat_id, format, args.branch.as_deref(), output);
+        return document(store, chat_id, format, args.branch.as_deref(), output, args.secrets.shown());
     }
     let to = args.to.expect("required without --format");
     let started = Instant::now();
@@ -95,12 +99,12 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
 }
 
 /// `export --format markdown|html`: the conversation as a document.
-fn document(store: &Store, chat_id: &str, format: Format, branch: Option<&str>, output: Option<&std::path::Path>) -> Result<i32, Failure> {
+fn document(store: &Store, chat_id: &str, format: Format, branch: Option<&str>, output: Option<&std::path::Path>, shown: Shown) -> Result<i32, Failure> {
     let conn = store.connection()?;
     let branch = branch.unwrap_or(sessiondb::layout::MAIN);
     match output {
         Some(path) => {
-            write_document_file(&conn, chat_id, branch, format, path)?;
+            write_document_file(&conn, chat_id, branch, format, shown, path)?;
             say!("Exported conversation to {}", path.display());
         }
         None => {
@@ -110,7 +114,7 @@ fn document(store: &Store, chat_id: &str, format: Format, branch: Option<&str>, 
             let out = std::io::BufWriter::new(std::io::stdout().lock());
             let mut out: Box<dyn std::io::Write> =
                 if std::io::IsTerminal::is_terminal(&std::io::stdout()) { Box::new(super::term::Visible::new(out)) } else { Box::new(out) };
-            write_document(&conn, chat_id, branch, format, &mut out)?;
+            write_document(&conn, chat_id, branch, format, shown, &mut out)?;
         }
     }
     Ok(0)

@@ -189,6 +189,21 @@ pub(crate) struct QueueArg {
     pub(crate) queue: bool,
 }
 
+/// `--show-secrets`, for the commands that show stored text.
+#[derive(clap::Args, Debug, Clone, Copy, Default)]
+pub(crate) struct SecretsArg {
+    /// Show credentials (API keys, tokens, private keys, passwords in URLs: what `sessiondb
+    /// secrets` lists) as they are; by default they are masked, their format's prefix kept
+    #[arg(long)]
+    pub(crate) show_secrets: bool,
+}
+
+impl SecretsArg {
+    pub(crate) fn shown(self) -> sessiondb::secrets::Shown {
+        sessiondb::secrets::Shown::from_flag(self.show_secrets)
+    }
+}
+
 /// `--source`, for the commands that read a logs root in.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub(crate) struct SourceArg {

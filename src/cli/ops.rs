@@ -153,7 +153,7 @@ pub fn undo(store: &Store, args: UndoArgs) -> Result<i32, Failure> {
         None => say!("Nothing to undo."),
         Some((removed, backup)) => {
             for m in &removed {
-                let text: String = m.content.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(50).collect();
+                let text: String = sessiondb::secrets::mask(&m.content).split_whitespace().collect::<Vec<_>>().join(" ").chars().take(50).collect();
                 say!("undid {}: {text}", m.role.as_str());
             }
             if let Some(b) = backup {
@@ -307,6 +307,8 @@ pub struct DiffArgs {
     a: String,
     /// The second branch: what only it has is shown with `+`
     b: String,
+    #[command(flatten)]
+    secrets: super::SecretsArg,
 }
 
 pub fn diff(store: &Store, args: DiffArgs) -> Result<i32, Failure> {
@@ -321,7 +323,7 @@ pub fn diff(store: &Store, args: DiffArgs) -> Result<i32, Failure> {
             // As diff and git: the first side's lines with `-`, the second's with `+`, each line.
             for (sign, log) in [('-', &a), ('+', &b)] {
                 for m in &log.messages()[at..] {
-                    for line in format!("{}: {}", m.role.as_str(), m.content).split('\n') {
+                    for line in format!("{}: {}", m.role.as_str(), args.secrets.shown().text(&m.content)).split('\n') {
                         say!("{sign} {line}");
                     }
                 }

@@ -38,6 +38,8 @@ pub struct Args {
     /// Whole messages, with code fences, instead of one line each
     #[arg(long)]
     full: bool,
+    #[command(flatten)]
+    secrets: super::SecretsArg,
 }
 
 /// Python's `textwrap.shorten(text, width, placeholder="...")`: whitespace collapsed, whole
@@ -130,11 +132,14 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     // Only as many lines are read as the page needs (and one more message, to tell whether
     // more follow): a long conversation costs no more memory.
     let first = args.start.map_or(0, |k| k.saturating_sub(args.context));
-    let (messages, next): (Vec<(usize, Message)>, Option<usize>) = queries::with_document_lines(&conn, doc.id, first as i64, |lines| {
+    let (mut messages, next): (Vec<(usize, Message)>, Option<usize>) = queries::with_document_lines(&conn, doc.id, first as i64, |lines| {
         let mut shown = (first..).zip(lines).filter_map(|(n, l)| Some((n, l.message?))).filter(|(_, m)| args.system || m.role != Role::System);
         let page: Vec<(usize, Message)> = shown.by_ref().take(limit).collect();
         (page, shown.next().map(|(n, _)| n))
     })?;
+    for (_, m) in &mut messages {
+        args.secrets.shown().apply(&mut m.content);
+    }
     let terminal = std::io::stdout().is_terminal();
     let colour = terminal && std::env::var_os("NO_COLOR").is_none();
     let width = super::terminal_width(terminal);

@@ -64,6 +64,8 @@ pub struct Args {
     /// matching messages, and the totals say "at least")
     #[arg(long)]
     exact_total: bool,
+    #[command(flatten)]
+    secrets: super::SecretsArg,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -93,6 +95,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         // The matches are counted, for the header's "20 of 2,000".
         totals: true,
         exact_totals: args.exact_total,
+        secrets: args.secrets.shown(),
     };
     let conn = store.connection()?;
     let sources = super::list::shows_sources(&conn)?;

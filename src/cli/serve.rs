@@ -47,6 +47,8 @@ pub struct Args {
     /// Seconds between full rescans of the logs root, which catch anything notifications missed
     #[arg(long, default_value_t = 30, value_name = "SECS")]
     rescan: u64,
+    #[command(flatten)]
+    secrets: super::SecretsArg,
 }
 
 pub fn run(store: Store, args: Args) -> Result<i32, Failure> {
@@ -73,6 +75,7 @@ pub fn run(store: Store, args: Args) -> Result<i32, Failure> {
         webui: serve::webui::locate(args.webui_dir),
         cors_origin: args.cors_origin,
         rescan: Duration::from_secs(args.rescan.max(1)),
+        secrets: args.secrets.shown(),
     };
     serve::run(store, config)?;
     Ok(0)

@@ -1,10 +1,12 @@
 //! `sessiondb show CHAT_ID [--branch B] [--json]`: with `--json` the stored lines exactly,
-//! else the messages for people, control characters made visible (see `term`).
+//! else the messages for people, control characters made visible (see `term`); either way
+//! with secrets masked unless `--show-secrets` (in a line, where its JSON spells them).
 
 use std::io::Write;
 
 use super::term::{visible, visible_line};
 use super::Failure;
+use sessiondb::secrets::{mask_json_line, Shown};
 use sessiondb::store::{queries, Store};
 
 #[derive(clap::Args)]
@@ -19,6 +21,8 @@ pub struct Args {
     /// commands' --json print
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    secrets: super::SecretsArg,
 }
 
 pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
@@ -28,9 +32,13 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     // One line at a time, from the store to the output: memory does not grow with the branch.
     let result = queries::with_document_lines(&conn, document_id, 0, |lines| -> std::io::Result<()> {
-        for (message, line) in lines.filter_map(|l| l.message.map(|m| (m, l.line))) {
+        let shown = args.secrets.shown();
+        for (mut message, line) in lines.filter_map(|l| l.message.map(|m| (m, l.line))) {
             if args.json {
-                out.write_all(&line)?;
+                match shown {
+                    Shown::Masked => out.write_all(&mask_json_line(&line, &message.content))?,
+                    Shown::AsTheyAre => out.write_all(&line)?,
+                }
                 out.write_all(b"\n")?;
             } else {
                 let mut flags = Vec::new();
@@ -41,6 +49,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
                     flags.push("hidden");
                 }
                 let flags = if flags.is_empty() { String::new() } else { format!(" ({})", flags.join(", ")) };
+                shown.apply(&mut message.content);
                 let stamp = message.timestamp.as_deref().unwrap_or("no timestamp");
                 writeln!(out, "{}{} [{}]:", visible_line(message.role.as_str()), flags, visible_line(stamp))?;
                 writeln!(out, "{}\n", visible(&message.content))?;

@@ -4,7 +4,8 @@
 //! Invariant: a path from a URL is resolved (links followed) and served only when it lies
 //! inside the conversation directory or its workspace; `..`, absolute paths and links leading
 //! out are refused with 400, as gptme-server's `safe_workspace_path` refuses them. Nothing is
-//! created: a missing workspace is a 404, not a new directory.
+//! created: a missing workspace is a 404, not a new directory. A text file is answered with its
+//! secrets masked unless the server shows them (`--show-secrets`).
 
 use std::path::{Path, PathBuf};
 
@@ -100,14 +101,20 @@ pub async fn conversation_file(State(state): State<Shared>, UrlPath((id, path)):
         // Flask's `<path:>` does not take an absolute path: gptme-server's router says 404.
         return Err(ApiError::not_found("Not Found"));
     }
-    blocking(&state, move |store, _| {
+    blocking(&state, move |store, config| {
         let (logdir, workspace) = dirs(store, &id)?;
         let found = match inside(&logdir, &path).map_err(|_| ApiError::bad_request("Path escapes conversation directory"))? {
             Some(p) => Some(p),
             None => inside(&workspace, &path).ok().flatten(),
         };
         let file = found.filter(|p| p.is_file()).ok_or_else(|| ApiError::not_found("File not found"))?;
-        let bytes = std::fs::read(&file).map_err(|_| ApiError::not_found("File not found"))?;
+        let mut bytes = std::fs::read(&file).map_err(|_| ApiError::not_found("File not found"))?;
+        // A text file is answered with its secrets masked, as the messages are.
+        if let Ok(text) = std::str::from_utf8(&bytes) {
+            if let std::borrow::Cow::Owned(masked) = config.secrets.text(text) {
+                bytes = masked.into_bytes();
+            }
+        }
         let mime = mime_type(&file).unwrap_or("application/octet-stream");
         Ok(([(header::CONTENT_TYPE, mime)], Body::from(bytes)).into_response())
     })

@@ -120,9 +120,9 @@ pub async fn events(State(state): State<Shared>, UrlPath(id): UrlPath<String>) -
     let rx = state.live.subscribe();
     let first = {
         let id = id.clone();
-        blocking(&state, move |store, _| {
+        blocking(&state, move |store, config| {
             let conn = store.connection()?;
-            super::read::conversation_dict(&conn, &id)
+            super::read::conversation_dict(&conn, &id, config.secrets)
         })
         .await?
     };
@@ -147,7 +147,9 @@ pub async fn events(State(state): State<Shared>, UrlPath(id): UrlPath<String>) -
                     Err(broadcast::error::RecvError::Closed) => return None,
                 }
                 let read_id = id.clone();
-                let Ok(now) = blocking(&state, move |store, _| super::read::conversation_dict(&store.connection()?, &read_id)).await else { continue };
+                let Ok(now) = blocking(&state, move |store, config| super::read::conversation_dict(&store.connection()?, &read_id, config.secrets)).await else {
+                    continue;
+                };
                 let batch = difference(&last, &now);
                 last = now;
                 if !batch.is_empty() {

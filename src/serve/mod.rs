@@ -13,6 +13,9 @@
 //! several sources (see [`crate::store::sources`]), it lists, finds, searches and writes the
 //! conversations of its root's source only, as gptme-server serves one logs directory, so
 //! that another root's conversation of the same chat id is never shown or changed here.
+//! Messages, search excerpts, previews and attached text files are answered with their secrets
+//! masked ([`crate::secrets`]) unless the server was started with `--show-secrets`; an edit
+//! from the web UI keeps each secret whose mask it left standing.
 
 mod admission;
 mod files;
@@ -63,6 +66,9 @@ pub struct Config {
     pub cors_origin: Option<String>,
     /// How often the watcher rescans the whole root, besides filesystem notifications.
     pub rescan: std::time::Duration,
+    /// Whether messages, search excerpts and attached text files are answered with their
+    /// secrets masked (the default) or as they are (`--show-secrets`).
+    pub secrets: crate::secrets::Shown,
 }
 
 /// Why the server could not start or went down.

@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use super::gptme_json::{self, Dirs};
 use super::{blocking, check_id, ApiError, Shared};
 use crate::codec::normalise::normalise_for_rewrite;
+use crate::secrets::Shown;
 use crate::store::queries::{self, ConversationSummary, ListFilter};
 use crate::store::search::{self, SearchQuery, Sort};
 use crate::store::{modify, Connection, StoreError};
@@ -88,7 +89,7 @@ impl ListRequest {
 pub async fn conversations(State(state): State<Shared>, Query(p): Params) -> Result<Json<Value>, ApiError> {
     let req = ListRequest::parse(&p)?;
     let source = state.source.clone();
-    blocking(&state, move |store, _| {
+    blocking(&state, move |store, config| {
         let conn = store.connection()?;
         let listed = |limit| queries::list_filtered(&conn, &ListFilter { limit, source: Some(source.id), ..ListFilter::default() });
         let item = |c: &ConversationSummary| -> Result<Value, ApiError> {
@@ -114,7 +115,7 @@ pub async fn conversations(State(state): State<Shared>, Query(p): Params) -> Res
         // them that matches by content is among the first `limit` content matches. A page
         // orders ties the other way, so it asks for as many as a listing holds.
         let wanted = if req.paginated { MAX_LISTED } else { req.limit };
-        let in_content = content_matches(&conn, &source.name, &req.search, wanted)?;
+        let in_content = content_matches(&conn, &source.name, &req.search, wanted, config.secrets)?;
         let by_meta = |k: &queries::ListingKey| {
             k.name.to_lowercase().contains(&req.search)
                 || k.chat_id.to_lowercase().contains(&req.search)
@@ -184,8 +185,17 @@ const MAX_LISTED: usize = 1000;
 /// The first `limit` conversations, newest first, whose messages contain `text` (as a
 /// substring, as gptme matches names), through the full-text index, each with an excerpt of
 /// its best match.
-fn content_matches(conn: &Connection, source: &str, text: &str, limit: usize) -> Result<HashMap<String, String>, StoreError> {
-    let q = SearchQuery { text: text.to_owned(), limit, matches: 1, literal: true, sort: Sort::Newest, source: Some(source.to_owned()), ..SearchQuery::default() };
+fn content_matches(conn: &Connection, source: &str, text: &str, limit: usize, secrets: Shown) -> Result<HashMap<String, String>, StoreError> {
+    let q = SearchQuery {
+        text: text.to_owned(),
+        limit,
+        matches: 1,
+        literal: true,
+        sort: Sort::Newest,
+        source: Some(source.to_owned()),
+        secrets,
+        ..SearchQuery::default()
+    };
     let found = search::search(conn, &q)?;
     Ok(found
         .conversations
@@ -237,9 +247,9 @@ impl Page {
 pub async fn conversation(State(state): State<Shared>, UrlPath(id): UrlPath<String>, Query(p): Params) -> Result<Json<Value>, ApiError> {
     check_id(&id)?;
     let page = Page::parse(&p)?;
-    blocking(&state, move |store, _| {
+    blocking(&state, move |store, config| {
         let conn = store.connection()?;
-        let mut d = conversation_dict(&conn, &id)?;
+        let mut d = conversation_dict(&conn, &id, config.secrets)?;
         if let Some(limit) = page.limit {
             let log = d["log"].as_array().cloned().unwrap_or_default();
             let total = log.len();
@@ -276,7 +286,7 @@ pub(crate) fn configured_workspace(s: &ConversationSummary) -> PathBuf {
 /// `LogManager.to_dict(branches=True)` plus `logdir`, as `api_conversation` answers: `log` is
 /// what gptme has loaded (the active view on main when there is one), `branches` every branch,
 /// with main as loaded.
-pub(crate) fn conversation_dict(conn: &Connection, id: &str) -> Result<Value, ApiError> {
+pub(crate) fn conversation_dict(conn: &Connection, id: &str, shown: Shown) -> Result<Value, ApiError> {
     let summary = live_summary(conn, id)?;
     let logdir = PathBuf::from(&summary.source_dir);
     let workspace = configured_workspace(&summary);
@@ -284,7 +294,7 @@ pub(crate) fn conversation_dict(conn: &Connection, id: &str) -> Result<Value, Ap
     let conv = modify::load_conversation(conn, id)?;
     let loaded = modify::loaded_doc(conn, conv.id, crate::layout::MAIN)?
         .ok_or_else(|| StoreError::NoBranch { chat_id: id.to_owned(), branch: crate::layout::MAIN.into() })?;
-    let log = doc_messages(conn, conv.id, loaded.id, &loaded.path, &dirs)?;
+    let log = doc_messages(conn, conv.id, loaded.id, &loaded.path, &dirs, shown)?;
     let mut branches = serde_json::Map::new();
     branches.insert(crate::layout::MAIN.into(), log.clone());
     for name in queries::branch_names(conn, id)? {
@@ -292,7 +302,7 @@ pub(crate) fn conversation_dict(conn: &Connection, id: &str) -> Result<Value, Ap
             continue;
         }
         let doc = queries::branch_document(conn, id, &name)?;
-        branches.insert(name.clone(), doc_messages(conn, conv.id, doc, &crate::layout::branch_path(&name), &dirs)?);
+        branches.insert(name.clone(), doc_messages(conn, conv.id, doc, &crate::layout::branch_path(&name), &dirs, shown)?);
     }
     Ok(json!({
         "id": id,
@@ -305,11 +315,20 @@ pub(crate) fn conversation_dict(conn: &Connection, id: &str) -> Result<Value, Ap
 }
 
 /// The messages of a document as gptme holds them (a message without a timestamp has its
-/// file's mtime), as `to_dict` gives them.
-fn doc_messages(conn: &Connection, conversation_id: i64, document_id: i64, path: &str, dirs: &Dirs) -> Result<Value, StoreError> {
+/// file's mtime), as `to_dict` gives them, their secrets as `shown` says.
+fn doc_messages(conn: &Connection, conversation_id: i64, document_id: i64, path: &str, dirs: &Dirs, shown: Shown) -> Result<Value, StoreError> {
     let mtime = crate::sync::document::held_mtime(conn, conversation_id, path);
     queries::with_document_lines(conn, document_id, 0, |lines| {
-        Value::Array(lines.filter_map(|l| l.message).map(|m| gptme_json::message_dict(&normalise_for_rewrite(&m, mtime), dirs)).collect())
+        Value::Array(
+            lines
+                .filter_map(|l| l.message)
+                .map(|m| {
+                    let mut m = normalise_for_rewrite(&m, mtime);
+                    shown.apply(&mut m.content);
+                    gptme_json::message_dict(&m, dirs)
+                })
+                .collect(),
+        )
     })
 }
 

@@ -16,9 +16,10 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::{check_id, writing, ApiError, Shared};
+use super::{check_id, writing, ApiError, Config, Shared};
 use crate::model::{Message, Role};
 use crate::ops::{self, input, OpsError};
+use crate::secrets::{unmask, Shown};
 use crate::store::{queries, Store};
 
 type Params = Query<std::collections::HashMap<String, String>>;
@@ -228,8 +229,8 @@ fn index_in(index: i64, len: usize) -> Result<usize, ApiError> {
 }
 
 /// The conversation after an edit, as gptme answers (`to_dict(branches=True)`).
-fn edited(store: &Store, id: &str) -> Result<Json<Value>, ApiError> {
-    let mut d = super::read::conversation_dict(&store.connection()?, id)?;
+fn edited(store: &Store, config: &Config, id: &str) -> Result<Json<Value>, ApiError> {
+    let mut d = super::read::conversation_dict(&store.connection()?, id, config.secrets)?;
     if let Some(o) = d.as_object_mut() {
         o.remove("logdir");
     }
@@ -258,9 +259,15 @@ pub async fn edit_message(
     if !truncate && content.as_deref().is_none_or(|c| c.trim().is_empty()) {
         return Err(ApiError::bad_request("content or files is required"));
     }
-    writing(&state, move |store, _| {
+    writing(&state, move |store, config| {
         let msgs = loaded(store, &id)?;
         let i = index_in(index, msgs.len())?;
+        // The web UI was shown the message masked: where a mask still stands, the secret it
+        // stood for is kept.
+        let content = match config.secrets {
+            Shown::Masked => content.map(|c| unmask(&c, &msgs[i].content).into_owned()),
+            Shown::AsTheyAre => content,
+        };
         let changed = content.as_deref().is_some_and(|c| c != msgs[i].content);
         if changed && msgs[i].role != Role::User {
             return Err(ApiError::bad_request("Can only edit user messages"));
@@ -277,7 +284,7 @@ pub async fn edit_message(
             return Err(ApiError::bad_request("No changes requested"));
         }
         ops::with_session(store, &id, |s| s.edit(crate::layout::MAIN, &new))?;
-        edited(store, &id)
+        edited(store, config, &id)
     })
     .await
 }
@@ -286,7 +293,7 @@ pub async fn edit_message(
 /// would put two messages of one role side by side), with a backup branch.
 pub async fn delete_message(State(state): State<Shared>, UrlPath((id, index)): UrlPath<(String, i64)>) -> Result<Json<Value>, ApiError> {
     check_id(&id)?;
-    writing(&state, move |store, _| {
+    writing(&state, move |store, config| {
         let msgs = loaded(store, &id)?;
         let i = index_in(index, msgs.len())?;
         if msgs[i].role == Role::System {
@@ -304,7 +311,7 @@ pub async fn delete_message(State(state): State<Shared>, UrlPath((id, index)): U
         }
         let new: Vec<Message> = msgs[..i].iter().chain(&msgs[i + 1..]).cloned().collect();
         ops::with_session(store, &id, |s| s.edit(crate::layout::MAIN, &new))?;
-        edited(store, &id)
+        edited(store, config, &id)
     })
     .await
 }

@@ -40,6 +40,7 @@ pub struct ConversationSummary {
     /// JSON object text: `{model: {cost, input_tokens, output_tokens, cache_read_tokens}}`.
     pub models_usage: String,
     pub last_message_role: Option<String>,
+    /// gptme's preview of the last message, its secrets masked ([`masked_preview`]).
     pub last_message_preview: Option<String>,
     /// Archived out of its logs root (`sessiondb archive`): kept whole in the store only.
     pub archived: bool,
@@ -57,6 +58,15 @@ fn summary_columns(engine: super::sql::Engine) -> String {
          cache_creation_tokens, models_usage, last_role, last_preview, (SELECT {} FROM sources s WHERE s.id = source_id), archived_at IS NOT NULL",
         super::sources::label_sql(engine)
     )
+}
+
+/// A stored preview as every surface shows it: with its secrets masked, a secret it cuts short
+/// too ([`crate::secrets::mask_preview`]); `--show-secrets` shows whole messages, not previews.
+fn masked_preview(preview: String) -> String {
+    match crate::secrets::mask_preview(&preview) {
+        std::borrow::Cow::Borrowed(_) => preview,
+        std::borrow::Cow::Owned(masked) => masked,
+    }
 }
 
 fn summary_from_row(r: &Row) -> super::sql::Result<ConversationSummary> {
@@ -77,7 +87,7 @@ fn summary_from_row(r: &Row) -> super::sql::Result<ConversationSummary> {
         total_cache_creation_tokens: r.get(13)?,
         models_usage: r.get(14)?,
         last_message_role: r.get(15)?,
-        last_message_preview: r.get(16)?,
+        last_message_preview: r.get::<_, Option<String>>(16)?.map(masked_preview),
         source: r.get(17)?,
         archived: r.get(18)?,
     })
@@ -196,7 +206,7 @@ pub fn listing_keys(conn: &Connection, f: &ListFilter) -> Result<Vec<ListingKey>
     let (sql, args) = listing_sql_of(f, conn.engine(), "id, chat_id, coalesce(name, chat_id), modified, last_preview");
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt.query_map(super::sql::params_from_iter(args), |r| {
-        Ok(ListingKey { id: r.get(0)?, chat_id: r.get(1)?, name: r.get(2)?, modified: r.get(3)?, preview: r.get(4)? })
+        Ok(ListingKey { id: r.get(0)?, chat_id: r.get(1)?, name: r.get(2)?, modified: r.get(3)?, preview: r.get::<_, Option<String>>(4)?.map(masked_preview) })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
 }

@@ -35,7 +35,10 @@
 //! one with at most [`MAX_TRIGRAMS`] index lookups, so every search is bounded; snippets are cut
 //! only at character boundaries of the stored text, whatever case folding does to lengths.
 //! Filters that name nothing in the store are refused ([`StoreError::NoSuchFilter`]) rather than
-//! answered with nothing.
+//! answered with nothing. The texts of hits come back with their secrets masked unless the
+//! query says to show them ([`SearchQuery::secrets`]).
+
+use std::collections::HashMap;
 
 use super::sql::{params, params_from_iter, OptionalExtension, Value};
 
@@ -43,6 +46,7 @@ use super::fts::is_cjk;
 use super::sql::Engine;
 use super::word_match::WordMatch;
 use super::{Connection, StoreError};
+use crate::secrets::Shown;
 
 /// What to search and how many results to return.
 #[derive(Debug, Clone, Default)]
@@ -75,6 +79,9 @@ pub struct SearchQuery {
     pub totals: bool,
     /// Count every match exactly however many there are (`--exact-total`), which reads them all.
     pub exact_totals: bool,
+    /// How the hits' texts come back: with every secret masked (the default) or as they are
+    /// (`--show-secrets`); see [`crate::secrets`].
+    pub secrets: Shown,
 }
 
 impl SearchQuery {
@@ -484,7 +491,29 @@ pub fn search(conn: &Connection, q: &SearchQuery) -> Result<SearchResult, StoreE
     let resolved = Resolved { q, chat, source, ranking };
     let mut result = conn.on_one_snapshot(|| search_indexed(conn, &resolved))?;
     result.unindexed = unindexed;
+    show_texts(&mut result, q.secrets);
     Ok(result)
+}
+
+/// The hits' texts made what the caller shows ([`SearchQuery::secrets`]): each distinct text
+/// scanned once (a page often holds one text, a system prompt, many times).
+fn show_texts(result: &mut SearchResult, shown: Shown) {
+    if shown == Shown::AsTheyAre {
+        return;
+    }
+    let mut masked: HashMap<String, Option<String>> = HashMap::new();
+    for hit in result.conversations.iter_mut().flat_map(|c| c.hits.iter_mut()) {
+        if !masked.contains_key(&hit.content) {
+            let text = match shown.text(&hit.content) {
+                std::borrow::Cow::Owned(text) => Some(text),
+                std::borrow::Cow::Borrowed(_) => None,
+            };
+            masked.insert(hit.content.clone(), text);
+        }
+        if let Some(Some(text)) = masked.get(&hit.content) {
+            hit.content.clone_from(text);
+        }
+    }
 }
 
 /// Whether the ranking index may rank `q`'s page ([`ranked_by_index`]): a word query
@@ -697,7 +726,7 @@ fn run_literal(conn: &Connection, q: &Resolved, needle: &str, trigrams: &str) ->
     // The text is read for candidates only, and kept out of the sort; a text many messages
     // share (a system prompt, a tool's output) is read and checked once.
     let mut text_of = conn.prepare_cached("SELECT data FROM texts WHERE id = ?1")?;
-    let mut checked: std::collections::HashMap<i64, bool> = std::collections::HashMap::new();
+    let mut checked: HashMap<i64, bool> = HashMap::new();
     // Whether a match stands in a branch or view (the `--branch` one): asked of matches only.
     let mut stands = Stands::new(conn, q)?;
     let mut stmt = conn.prepare_cached(&sql)?;
@@ -970,7 +999,7 @@ fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<
         let top: Vec<(i64, f64)> = top.into_iter().map(|(text, score)| (text, -f64::from(score))).collect();
         // Conversations in the order of their best match, each with its matches in the window.
         let mut order: Vec<i64> = Vec::new();
-        let mut matches: std::collections::HashMap<i64, Vec<(i64, f64)>> = std::collections::HashMap::new();
+        let mut matches: HashMap<i64, Vec<(i64, f64)>> = HashMap::new();
         for (id, conversation, score) in holders(conn, &top)? {
             matches
                 .entry(conversation)
@@ -1051,12 +1080,12 @@ fn holders(conn: &Connection, texts: &[(i64, f64)]) -> Result<Vec<(i64, i64, f64
 /// rules, as the word index applies them) however many messages and conversations say it.
 struct TextMatches {
     matcher: WordMatch,
-    known: std::collections::HashMap<i64, bool>,
+    known: HashMap<i64, bool>,
 }
 
 impl TextMatches {
     fn new(fts: &str) -> Result<TextMatches, StoreError> {
-        Ok(TextMatches { matcher: WordMatch::new(fts)?, known: std::collections::HashMap::new() })
+        Ok(TextMatches { matcher: WordMatch::new(fts)?, known: HashMap::new() })
     }
 
     /// Those of `messages` (message id, text id) whose text matches, in the order given. The
@@ -1117,7 +1146,7 @@ fn count_in_conversations(
     index: &super::ranking::RankingIndex,
     query: &super::ranking::RankQuery,
     page: &[ConversationHits],
-) -> Result<Option<std::collections::HashMap<i64, usize>>, StoreError> {
+) -> Result<Option<HashMap<i64, usize>>, StoreError> {
     let mut messages: Vec<(i64, i64, i64)> = Vec::new();
     for hits in page {
         let found = messages_of(conn, q, hits.conversation_id, true, false)?;
@@ -1139,7 +1168,7 @@ fn count_in_conversations(
         Some(_) => format!("SELECT 1 FROM messages m WHERE m.id = ?1 AND {}", placement_sql(q, "m.id", &mut arg)),
     };
     let mut stands = conn.prepare_cached(&stands)?;
-    let mut counts: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
+    let mut counts: HashMap<i64, usize> = HashMap::new();
     for (id, conversation, text) in messages {
         if !matching.contains(&text) {
             continue;
@@ -1274,7 +1303,7 @@ fn run_filtered(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Conve
     // held beyond that.
     let per = q.matches.max(1);
     let mut order: Vec<i64> = Vec::new();
-    let mut seen: std::collections::HashMap<i64, (usize, Vec<(i64, f64)>)> = std::collections::HashMap::new();
+    let mut seen: HashMap<i64, (usize, Vec<(i64, f64)>)> = HashMap::new();
     let mut take = |id: i64, score: f64, conversation: i64| {
         let entry = seen.entry(conversation).or_insert_with_key(|k| {
             order.push(*k);
@@ -1289,7 +1318,7 @@ fn run_filtered(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<Conve
         Some(conversation) => {
             let found = matches_in_conversation(conn, q, &mut TextMatches::new(fts)?, conversation, false)?;
             let texts: std::collections::HashSet<i64> = found.iter().map(|&(_, t)| t).collect();
-            let mut scores: std::collections::HashMap<i64, f64> = std::collections::HashMap::new();
+            let mut scores: HashMap<i64, f64> = HashMap::new();
             if let (Some(&lo), Some(&hi)) = (texts.iter().min(), texts.iter().max()) {
                 let mut stmt = conn.prepare_cached("SELECT rowid, bm25(texts_fts) FROM texts_fts WHERE texts_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3")?;
                 for row in stmt.query_map(params![fts, lo, hi], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?)))? {
@@ -1393,7 +1422,7 @@ fn run_on_server(conn: &Connection, q: &Resolved, mut matcher: WordMatch) -> Res
         chat_id: String,
     }
     let per = q.matches.max(1);
-    let mut seen: std::collections::HashMap<i64, Seen> = std::collections::HashMap::new();
+    let mut seen: HashMap<i64, Seen> = HashMap::new();
     let list = |ids: &mut dyn Iterator<Item = i64>| Value::Text(super::sql::id_list(ids));
     for chunk in ids.chunks(SERVER_CHUNK) {
         // Each candidate text, checked (and scored) once, however many messages say it.
@@ -1402,7 +1431,7 @@ fn run_on_server(conn: &Connection, q: &Resolved, mut matcher: WordMatch) -> Res
             let (id, data) = row?;
             texts.push((id, conn.decode_text(id, &data)?));
         }
-        let scores: std::collections::HashMap<i64, f64> = matcher.matching(&texts)?.iter().map(|m| (m.id, bm25(m, &corpus))).collect();
+        let scores: HashMap<i64, f64> = matcher.matching(&texts)?.iter().map(|m| (m.id, bm25(m, &corpus))).collect();
         if scores.is_empty() {
             continue;
         }
@@ -1503,7 +1532,7 @@ fn place(conn: &Connection, q: &Resolved, candidates: &[(i64, i64, f64)], skip: 
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut out: Vec<ConversationHits> = Vec::new();
     // Where each conversation is in `out`.
-    let mut at: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
+    let mut at: HashMap<i64, usize> = HashMap::new();
     for &(id, conversation, rank) in candidates {
         if skipped.len() < skip {
             skipped.extend(stands.conversation(id)?);

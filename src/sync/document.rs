@@ -7,7 +7,8 @@
 //! the ones gptme holds in memory (a message without a timestamp has its file's mtime), streamed
 //! from the store to the output, so memory does not grow with the conversation; a failed read
 //! of the store is reported as itself, and a document written to a file leaves no file then
-//! (the file is written atomically; a link there is replaced, not followed).
+//! (the file is written atomically; a link there is replaced, not followed). A document shows
+//! secrets as its caller says ([`Shown`]: masked unless `--show-secrets`).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 use crate::codec::normalise::normalise_for_rewrite;
 use crate::model::Message;
 use crate::render::{self, Format};
+use crate::secrets::Shown;
 use crate::store::modify::{self, Doc};
 use crate::store::{queries, Connection, StoreError};
 
@@ -52,28 +54,39 @@ pub fn held_mtime(conn: &Connection, conversation_id: i64, path: &str) -> f64 {
 
 /// Renders `doc` to `out`, message by message from the store. The outer error is the store's,
 /// the inner one the output's.
-fn stream(conn: &Connection, chat_id: &str, (conversation_id, doc): &(i64, Doc), format: Format, out: &mut dyn Write) -> Result<io::Result<()>, StoreError> {
+fn stream(
+    conn: &Connection,
+    chat_id: &str,
+    (conversation_id, doc): &(i64, Doc),
+    format: Format,
+    shown: Shown,
+    out: &mut dyn Write,
+) -> Result<io::Result<()>, StoreError> {
     // As gptme holds them: a message without a timestamp has its file's mtime.
     let mtime = held_mtime(conn, *conversation_id, &doc.path);
     queries::with_document_lines(conn, doc.id, 0, |lines| {
-        let messages = lines.filter_map(|l| l.message).map(|m| normalise_for_rewrite(&m, mtime));
+        let messages = lines.filter_map(|l| l.message).map(|m| {
+            let mut m = normalise_for_rewrite(&m, mtime);
+            shown.apply(&mut m.content);
+            m
+        });
         render::document(format, chat_id, messages, out)
     })
 }
 
 /// Writes the loaded log of `branch` as a document in `format` to `out`, and flushes it.
-pub fn write_document(conn: &Connection, chat_id: &str, branch: &str, format: Format, out: &mut dyn Write) -> Result<(), DocumentError> {
+pub fn write_document(conn: &Connection, chat_id: &str, branch: &str, format: Format, shown: Shown, out: &mut dyn Write) -> Result<(), DocumentError> {
     let loaded = loaded(conn, chat_id, branch)?;
-    stream(conn, chat_id, &loaded, format, out)?.and_then(|()| out.flush()).map_err(|source| DocumentError::Write { path: None, source })
+    stream(conn, chat_id, &loaded, format, shown, out)?.and_then(|()| out.flush()).map_err(|source| DocumentError::Write { path: None, source })
 }
 
 /// Writes the loaded log of `branch` as a document in `format` to the file `path`, atomically
 /// ([`write_file`]).
-pub fn write_document_file(conn: &Connection, chat_id: &str, branch: &str, format: Format, path: &Path) -> Result<(), DocumentError> {
+pub fn write_document_file(conn: &Connection, chat_id: &str, branch: &str, format: Format, shown: Shown, path: &Path) -> Result<(), DocumentError> {
     let loaded = loaded(conn, chat_id, branch)?;
     let mut failed = None;
     let written = write_file(path, |out| {
-        stream(conn, chat_id, &loaded, format, out).unwrap_or_else(|e| {
+        stream(conn, chat_id, &loaded, format, shown, out).unwrap_or_else(|e| {
             let reason = io::Error::other(crate::cause::chain(&e));
             failed = Some(e);
             Err(reason)

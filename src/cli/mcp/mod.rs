@@ -31,6 +31,8 @@ pub struct Args {
     pub(crate) logs_dir: Option<PathBuf>,
     #[command(flatten)]
     source: super::SourceArg,
+    #[command(flatten)]
+    secrets: super::SecretsArg,
 }
 
 impl Args {
@@ -58,7 +60,7 @@ pub fn run(args: Args, open_store: &dyn Fn(&Args) -> Result<Store, Failure>) -> 
             term::tell!("sessiondb: no gptme logs root found (give LOGS_DIR or set GPTME_LOGS_HOME); answering from the store as it stands");
         }
         let following = logs_root.is_some();
-        let server = tools::Server::new(store, logs_root, args.source.source.clone());
+        let server = tools::Server::new(store, logs_root, args.source.source.clone(), args.secrets.shown());
         if following && !server.notified() {
             term::tell!("sessiondb: no filesystem notifications for the logs root; each answer over every conversation walks it first");
         }

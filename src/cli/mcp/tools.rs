@@ -9,7 +9,9 @@
 //! (the conversation named, else what changed under the logs root: [`Follower`]); if that
 //! fails, the answer is the store's
 //! as it stood, with a `note` saying so. Whatever a call holds, it is answered: bad arguments
-//! and failures are tool errors (`isError`) whose text says what was wrong.
+//! and failures are tool errors (`isError`) whose text says what was wrong. Secrets in what the
+//! tools answer are masked ([`sessiondb::secrets`]) unless the server runs with
+//! `--show-secrets`: an agent's context is no place for a pasted key.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -20,6 +22,7 @@ use serde_json::{json, Map, Value};
 use super::budget::{self, Budget};
 use super::rpc::Tools;
 use crate::cli::{list::summary_json, search::page_json};
+use sessiondb::secrets::Shown;
 use sessiondb::store::queries::{self, ListFilter};
 use sessiondb::store::search::{search, SearchQuery, Sort};
 use sessiondb::store::{stats, Store, StoreError};
@@ -58,14 +61,17 @@ pub struct Server {
     logs_root: Option<PathBuf>,
     /// What changed under the logs root since the last answer.
     follower: Option<RefCell<Follower>>,
+    /// Whether answers mask secrets (the default) or show them (`--show-secrets`).
+    shown: Shown,
 }
 
 impl Server {
     /// The tools over `store`, caught up from `logs_root` before each answer (when there is one).
-    /// The root's source is named `source` when the store has none for it yet.
-    pub fn new(store: Store, logs_root: Option<PathBuf>, source: Option<String>) -> Server {
+    /// The root's source is named `source` when the store has none for it yet. Texts are
+    /// answered as `shown` says (secrets masked, or as they are).
+    pub fn new(store: Store, logs_root: Option<PathBuf>, source: Option<String>, shown: Shown) -> Server {
         let follower = logs_root.as_deref().map(|root| RefCell::new(Follower::new(root).with_source(source)));
-        Server { store, logs_root, follower }
+        Server { store, logs_root, follower, shown }
     }
 
     /// Whether the logs root is followed by notifications (else each answer over every
@@ -332,6 +338,7 @@ impl Server {
             },
             totals: true,
             exact_totals: false,
+            secrets: self.shown,
         };
         let result = search(&conn, &query).map_err(store_error)?;
         let sources = crate::cli::list::shows_sources(&conn).map_err(store_error)?;
@@ -394,10 +401,13 @@ impl Server {
         let (messages, more) = queries::with_document_lines(&conn, doc.id, start as i64, |lines| {
             let mut taken = Vec::new();
             for (index, line) in (start..).zip(lines) {
-                let Some(m) = line.message else { continue };
+                let Some(mut m) = line.message else { continue };
                 if taken.len() == limit {
                     return (taken, Some(index.to_string()));
                 }
+                // Masked before the cursor counts in it: a cursor inside a message counts the
+                // characters of the text as answered.
+                self.shown.apply(&mut m.content);
                 let from = if index == start { within } else { 0 };
                 let mut item = json!({ "index": index, "role": m.role.as_str(), "timestamp": m.timestamp });
                 if m.hide {
