@@ -6,8 +6,8 @@
 //! Invariant: [`scan`] is a pure function of the text: every [`Finding`] is a byte range of it
 //! (on character boundaries) holding the secret itself, never its label or its quotes, and
 //! findings do not overlap (where two rules match the same bytes, the more specific one, first in
-//! [`RULES`], is kept). [`preview`] and [`mask`] never show more of a secret than its format's
-//! public prefix, and a masked text has the lines of the original (a secret of three lines
+//! [`RULES`], is kept). [`preview`] never shows more of a secret than its format's public
+//! prefix, [`mask`] nothing of it, and a masked text has the lines of the original (a secret of three lines
 //! leaves three). [`unmask`] puts back only secrets of the original, only where their masks
 //! still stand. Nothing here reads or writes anything else.
 
@@ -180,7 +180,7 @@ pub fn is_placeholder(value: &str) -> bool {
 
 /// The public prefix of a finding's secret (`ghp_`, `AKIA`, `sk-ant-api03-`): what its format
 /// says of every such secret, never more than half of it, cut on a character's boundary.
-fn public_prefix<'a>(secret: &'a str, kind: Kind) -> &'a str {
+fn public_prefix(secret: &str, kind: Kind) -> &str {
     let prefix = RULES.iter().find(|r| r.kind == kind).map_or(0, |r| r.prefix);
     let cut = (0..=prefix.min(secret.len() / 2)).rev().find(|&i| secret.is_char_boundary(i)).unwrap_or(0);
     &secret[..cut]
@@ -193,11 +193,13 @@ pub fn preview(text: &str, finding: &Finding) -> String {
     format!("{}… ({} characters)", public_prefix(secret, finding.kind), secret.chars().count())
 }
 
-/// What stands in a masked text for a secret: its public prefix and `[masked KIND]`, then as
-/// many line breaks as the secret had, so that lines keep their numbers.
+/// What stands in a masked text for a secret: `‹masked KIND›`, then as many line breaks as the
+/// secret had, so that lines keep their numbers. Not its public prefix: in Markdown (the web
+/// UI's), a prefix's last `_` before the mark (`ghp_‹`) would open an emphasis to the end of the
+/// paragraph; the kind says what the prefix would.
 fn mask_of(secret: &str, kind: Kind) -> String {
     let breaks = "\n".repeat(secret.matches('\n').count());
-    format!("{}[masked {kind}]{breaks}", public_prefix(secret, kind))
+    format!("‹masked {kind}›{breaks}")
 }
 
 /// `text` with every secret in it masked ([`mask_of`]); borrowed when it holds none.
@@ -256,7 +258,7 @@ pub fn mask_preview(preview: &str) -> Cow<'_, str> {
     let Some(body) = masked.strip_suffix("...") else { return masked };
     // A private key's block cut before its end line: from its first line on.
     if let Some(begin) = body.rfind("-----BEGIN").filter(|&b| body[b..].contains("PRIVATE KEY") && !body[b..].contains("-----END")) {
-        return Cow::Owned(format!("{}[masked, cut]...", &body[..begin]));
+        return Cow::Owned(format!("{}‹masked, cut›...", &body[..begin]));
     }
     let start = body.rfind(char::is_whitespace).map_or(0, |i| i + 1);
     let last = &body[start..];
@@ -264,10 +266,10 @@ pub fn mask_preview(preview: &str) -> Cow<'_, str> {
     let word = last.trim_start_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-');
     let word = word.rsplit(['=', ':', '"', '\'', '(']).next().unwrap_or(word);
     let suspect = url_password || OPENINGS.iter().any(|o| word.starts_with(o) || last.contains(o)) || looks_random(word);
-    if !suspect || last.contains("[masked ") {
+    if !suspect || last.contains("‹masked ") {
         return masked;
     }
-    Cow::Owned(format!("{}[masked, cut]...", &body[..start]))
+    Cow::Owned(format!("{}‹masked, cut›...", &body[..start]))
 }
 
 /// A stored JSON line with the secrets of the message it holds masked: each secret of
@@ -459,7 +461,7 @@ mod tests {
         let key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MxxxQ\n-----END RSA PRIVATE KEY-----";
         let text = format!("token {gh} and\n{key}\nend {gh}");
         let masked = mask(&text);
-        assert_eq!(masked, "token ghp_[masked GitHub token] and\n[masked private key]\n\n\nend ghp_[masked GitHub token]");
+        assert_eq!(masked, "token ‹masked GitHub token› and\n‹masked private key›\n\n\nend ‹masked GitHub token›");
         assert_eq!(masked.lines().count(), text.lines().count());
         assert!(matches!(mask("nothing here"), Cow::Borrowed(_)));
         // Saved unchanged: everything back. Edited around the masks: the secrets stay.
@@ -467,7 +469,7 @@ mod tests {
         let edited = masked.replace("token ", "my token ").replace("end ", "fin ");
         assert_eq!(unmask(&edited, &text), text.replace("token ", "my token ").replace("end ", "fin "));
         // A mask removed: its secret is gone, the others keep their places.
-        let cut = masked.replacen("ghp_[masked GitHub token]", "(gone)", 1);
+        let cut = masked.replacen("‹masked GitHub token›", "(gone)", 1);
         assert_eq!(unmask(&cut, &text), format!("token (gone) and\n{key}\nend {gh}"));
         assert_eq!(Shown::AsTheyAre.text(&text), text);
     }
@@ -480,7 +482,7 @@ mod tests {
             [format!(r#"{{"role": "user", "content": "\u00e9 {gh}\nKEY", "timestamp": "x"}}"#), serde_json::json!({"role": "user", "content": content}).to_string()]
         {
             let masked = String::from_utf8(mask_json_line(line.as_bytes(), &content).into_owned()).unwrap();
-            assert!(!masked.contains(&gh) && masked.contains("ghp_[masked GitHub token]"), "{masked}");
+            assert!(!masked.contains(&gh) && masked.contains("‹masked GitHub token›"), "{masked}");
             assert!(serde_json::from_str::<serde_json::Value>(&masked).is_ok());
         }
         let plain = br#"{"role": "user", "content": "hello"}"#;
@@ -492,11 +494,11 @@ mod tests {
         let gh = format!("ghp_{}", "aB3".repeat(12));
         for cut in [&gh[..20], "postgres://app:Zq8rT2v", "sk-ant-api03-Zq8r", "-----BEGIN OPENSSH PRIVATE KEY----- b3Blbn", "key=Zq8rT2vLp9Xw4Kc7Qm"] {
             let preview = format!("here it is {cut}...");
-            assert_eq!(mask_preview(&preview), "here it is [masked, cut]...", "{preview}");
+            assert_eq!(mask_preview(&preview), "here it is ‹masked, cut›...", "{preview}");
         }
         for kept in ["the answer is in the docs...", "short and whole", "we ran it in production..."] {
             assert_eq!(mask_preview(kept), kept);
         }
-        assert_eq!(mask_preview(&format!("{gh} then words...")), "ghp_[masked GitHub token] then words...");
+        assert_eq!(mask_preview(&format!("{gh} then words...")), "‹masked GitHub token› then words...");
     }
 }

@@ -8,6 +8,8 @@ use crate::common;
 
 use std::fs;
 use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use common::crash::Rng as Gen;
 use common::{run_ok, sessiondb};
@@ -152,7 +154,7 @@ fn planted_store() -> Planted {
 fn every_planted_credential_is_found_where_it_is_and_shown_by_its_prefix_only() {
     let planted = planted_store();
     let Planted { db, expected, decoys, .. } = &planted;
-    let out = run_ok(sessiondb(&db).args(["secrets", "--json"]));
+    let out = run_ok(sessiondb(db).args(["secrets", "--json"]));
     let text = String::from_utf8(out.stdout).unwrap();
     let report: Value = serde_json::from_str(&text).unwrap();
     let findings = report["findings"].as_array().unwrap();
@@ -170,7 +172,7 @@ fn every_planted_credential_is_found_where_it_is_and_shown_by_its_prefix_only() 
     println!("{} planted found of {}; {} findings among {} decoys", found.len(), expected.len(), false_positives.len(), decoys.len());
     assert!(false_positives.is_empty(), "{false_positives:?}");
     // No output shows a planted secret, nor more than a few characters of one.
-    let plain = String::from_utf8(run_ok(sessiondb(&db).arg("secrets")).stdout).unwrap();
+    let plain = String::from_utf8(run_ok(sessiondb(db).arg("secrets")).stdout).unwrap();
     for (kind, secret, _) in expected {
         let tail = &secret[secret.len() - 12..];
         assert!(!text.contains(tail) && !plain.contains(tail), "{kind}: part of the secret shown");
@@ -235,9 +237,9 @@ fn every_surface_of_the_command_line_masks_them_and_show_secrets_shows_them() {
         assert!(!out.contains("Qw9Qw9Qw9"), "{surface} shows the token its preview cuts:\n{out}");
     }
     let read = &surfaces[0].1;
-    assert!(read.contains("[masked "), "{read}");
+    assert!(read.contains("‹masked "), "{read}");
     let listed = &surfaces.iter().find(|(s, _)| s == "list --json").unwrap().1;
-    assert!(listed.contains("[masked, cut]..."), "{listed}");
+    assert!(listed.contains("‹masked, cut›..."), "{listed}");
     // --show-secrets shows every secret of a message somewhere, exactly.
     for (kind, secret, _) in in_messages {
         assert!(shown_plainly.contains(secret.as_str()), "{kind}: --show-secrets does not show it");
@@ -288,11 +290,98 @@ fn gptmes_mcp_client_is_answered_with_them_masked_unless_the_server_shows_them()
     let planted = planted_store();
     let masked = mcp_answers(&planted, &[]);
     assert!(leaked(&planted, &masked).is_empty(), "mcp shows {:?}", leaked(&planted, &masked));
-    assert!(masked.contains("[masked "), "{masked}");
+    assert!(masked.contains("‹masked "), "{masked}");
     let shown = mcp_answers(&planted, &["--show-secrets"]);
     for (kind, secret, _) in planted.expected.iter().filter(|(_, _, file)| !file) {
         // As JSON spells it inside the answer's text (itself a JSON string).
         let spelled = serde_json::to_string(secret).unwrap();
         assert!(shown.contains(&spelled[1..spelled.len() - 1]), "{kind}: mcp --show-secrets does not show it");
+    }
+}
+
+#[test]
+fn serve_and_the_stock_web_ui_show_them_masked_and_an_edit_keeps_them() {
+    use crate::serve::{http, json as body_json, Serve};
+    let planted = planted_store();
+    let token = "secrets-token";
+    let auth = format!("Bearer {token}");
+    let webui = String::from_utf8(
+        run_ok(
+            Command::new(common::gptme_python()).args(["-c", "import gptme.server, os; print(os.path.join(os.path.dirname(gptme.server.__file__), 'webui-dist'))"]),
+        )
+        .stdout,
+    )
+    .unwrap();
+    let serve = Serve::start(&planted.db, &planted.logs, &["--webui-dir", webui.trim(), "--token", token]);
+    let get = |path: &str| {
+        let (status, _, body) = http(serve.port, "GET", path, &[("Authorization", &auth)], b"");
+        assert_eq!(status, 200, "{path}: {}", String::from_utf8_lossy(&body));
+        String::from_utf8(body).unwrap()
+    };
+    let conversation = get(&format!("/api/v2/conversations/{SECRETS_CHAT}"));
+    let mut surfaces = vec![("the conversation".to_owned(), conversation.clone()), ("the listing".to_owned(), get("/api/v2/conversations?limit=100"))];
+    for text in planted.texts.iter().step_by(3) {
+        let word = first_word(text);
+        surfaces.push((format!("q={word}"), get(&format!("/api/v2/conversations?limit=100&q={word}"))));
+    }
+    // Each attached file, as kept in the conversation's `files/` (by its content hash).
+    let dict = body_json(conversation.as_bytes());
+    let files: Vec<String> = dict["log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["file_hashes"].as_object().into_iter().flatten())
+        .map(|(_, hash)| format!("files/{}.txt", hash.as_str().unwrap()))
+        .collect();
+    assert_eq!(files.len(), planted.expected.iter().filter(|(_, _, file)| *file).count(), "{conversation}");
+    for file in &files {
+        let served = get(&format!("/api/v2/conversations/{SECRETS_CHAT}/files/{file}"));
+        assert!(served.contains("some notes") && served.contains("‹masked "), "{file}: {served}");
+        surfaces.push((format!("file {file}"), served));
+    }
+    for (surface, shown) in &surfaces {
+        assert!(leaked(&planted, shown).is_empty(), "serve's {surface} shows {:?}", leaked(&planted, shown));
+    }
+    assert!(conversation.contains("‹masked "));
+    // The stock web UI, in a real browser, opening the conversation.
+    if let Some((python, chromium)) = crate::html_browser::browser_or_skip("serve_and_the_stock_web_ui_show_them_masked_and_an_edit_keeps_them") {
+        let child = Command::new(&python)
+            .arg(common::tool("page_probe.py"))
+            .arg(format!("http://127.0.0.1:{}/", serve.port))
+            .args([SECRETS_CHAT, "see the attached notes", token])
+            .env("SESSIONDB_CHROMIUM", chromium)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = common::output_within(child, Duration::from_secs(180), "the page probe");
+        assert!(out.status.success(), "page_probe.py failed: {}", String::from_utf8_lossy(&out.stderr));
+        let page: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let (text, html) = (page["text"].as_str().unwrap(), page["html"].as_str().unwrap());
+        assert!(leaked(&planted, text).is_empty() && leaked(&planted, html).is_empty(), "the web UI shows {:?}", leaked(&planted, html));
+        assert!(text.contains("‹masked "), "{text}");
+        assert_eq!(page["bad"], json!([]), "requests the server refused");
+    }
+    // An edit from the UI sends the message back as it was shown, masked, changed around the
+    // mask: the secret stays, the change is made.
+    let index = dict["log"].as_array().unwrap().iter().position(|m| m["role"] == "user" && m["content"].as_str().unwrap().contains("‹masked ")).unwrap();
+    let shown = dict["log"][index]["content"].as_str().unwrap().to_owned();
+    let edited = json!({"content": format!("(edited) {shown}")}).to_string();
+    let headers = [("Authorization", auth.as_str()), ("Content-Type", "application/json")];
+    let (status, _, body) = http(serve.port, "PATCH", &format!("/api/v2/conversations/{SECRETS_CHAT}/messages/{index}"), &headers, edited.as_bytes());
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert!(leaked(&planted, &String::from_utf8_lossy(&body)).is_empty());
+    let stored = stdout_of(&planted.db, &["show", SECRETS_CHAT, "--json", "--show-secrets"]);
+    let secret = &planted.expected[0].1;
+    let line = stored.lines().find(|l| l.contains("(edited)")).unwrap_or_else(|| panic!("the edit is not stored:\n{stored}"));
+    assert!(line.contains(secret.as_str()), "the edit lost the secret its mask stood for: {line}");
+    drop(serve);
+    // With --show-secrets, as they are.
+    let serve = Serve::start(&planted.db, &planted.logs, &["--token", token, "--show-secrets"]);
+    let (_, _, body) = http(serve.port, "GET", &format!("/api/v2/conversations/{SECRETS_CHAT}"), &[("Authorization", &auth)], b"");
+    let body = String::from_utf8(body).unwrap();
+    for (kind, secret, _) in planted.expected.iter().filter(|(_, _, file)| !file) {
+        let spelled = serde_json::to_string(secret).unwrap();
+        assert!(body.contains(&spelled[1..spelled.len() - 1]), "{kind}: serve --show-secrets does not show it");
     }
 }

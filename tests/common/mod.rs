@@ -173,16 +173,31 @@ pub fn without_sgr(text: &str) -> String {
 
 /// Waits for `child` to end and returns its output, killing it and failing the test (naming
 /// `what`) when it runs longer than `limit`: a hung browser or server must not hang the suite.
+/// Its output is read as it comes (a child that writes more than a pipe holds would otherwise
+/// wait for a reader that waits for it).
 pub fn output_within(mut child: std::process::Child, limit: std::time::Duration, what: &str) -> Output {
+    fn drain(pipe: Option<impl std::io::Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    }
+    let (stdout, stderr) = (drain(child.stdout.take()), drain(child.stderr.take()));
     let started = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
         if started.elapsed() > limit {
             let _ = child.kill();
             panic!("{what} did not finish in {} s", limit.as_secs());
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
+    };
+    Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }
 }
 
 /// A database a test runs against: an SQLite file, or a fresh PostgreSQL database on the test
