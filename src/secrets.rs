@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use regex::{Regex, RegexSet};
+use regex::{Regex, RegexSet, RegexSetBuilder};
 
 /// What kind of credential a finding is (its rule's name).
 pub type Kind = &'static str;
@@ -114,7 +114,9 @@ fn compiled() -> &'static Compiled {
         // `\b` as ASCII: Unicode word boundaries cost the faster engines.
         let patterns: Vec<String> = RULES.iter().map(|rule| rule.pattern.replace(r"\b", r"(?-u:\b)")).collect();
         Compiled {
-            set: RegexSet::new(&patterns).expect("every rule compiles"),
+            // Room for the set's whole lazy DFA: with the default its states were built again
+            // and again, which cost more than the search.
+            set: RegexSetBuilder::new(&patterns).dfa_size_limit(64 << 20).build().expect("every rule compiles"),
             each: patterns.iter().zip(RULES).map(|(p, rule)| (Regex::new(p).expect("every rule compiles"), rule)).collect(),
         }
     })
@@ -202,9 +204,34 @@ fn mask_of(secret: &str, kind: Kind) -> String {
     format!("‹masked {kind}›{breaks}")
 }
 
-/// `text` with every secret in it masked ([`mask_of`]); borrowed when it holds none.
+/// What [`mask`] hides in `text`: every finding, and every other place the text repeats a
+/// secret of eight bytes or more that a finding holds (a key found as `API_KEY=…` and pasted
+/// bare further on, where no rule would know it), in order, never overlapping.
+fn to_mask(text: &str) -> Vec<Finding> {
+    let mut found = scan(text);
+    let mut values: Vec<(&str, Kind)> = found.iter().map(|f| (&text[f.range.clone()], f.kind)).filter(|(v, _)| v.len() >= 8).collect();
+    values.sort_unstable();
+    values.dedup_by_key(|(v, _)| *v);
+    let mut more = Vec::new();
+    for (value, kind) in values {
+        for (at, _) in text.match_indices(value) {
+            let range = at..at + value.len();
+            if found.iter().chain(&more).all(|f: &Finding| f.range.end <= range.start || range.end <= f.range.start) {
+                more.push(Finding { kind, range });
+            }
+        }
+    }
+    if !more.is_empty() {
+        found.extend(more);
+        found.sort_by_key(|f| f.range.start);
+    }
+    found
+}
+
+/// `text` with every secret in it masked ([`mask_of`], [`to_mask`]); borrowed when it holds
+/// none.
 pub fn mask(text: &str) -> Cow<'_, str> {
-    let found = scan(text);
+    let found = to_mask(text);
     if found.is_empty() {
         return Cow::Borrowed(text);
     }
@@ -279,12 +306,12 @@ pub fn mask_preview(preview: &str) -> Cow<'_, str> {
 pub fn mask_json_line<'a>(line: &'a [u8], content: &str) -> Cow<'a, [u8]> {
     let Ok(raw) = std::str::from_utf8(line) else { return Cow::Borrowed(line) };
     let mut out = Cow::Borrowed(raw);
-    for f in scan(content) {
+    for f in to_mask(content) {
         let secret = &content[f.range.clone()];
         let masked = json_body(&mask_of(secret, f.kind), false);
         for spelled in [json_body(secret, true), json_body(secret, false)] {
-            if out.contains(&spelled) {
-                out = Cow::Owned(out.replace(&spelled, &masked));
+            if let Some(replaced) = replace_unescaped(&out, &spelled, &masked) {
+                out = Cow::Owned(replaced);
             }
         }
     }
@@ -296,6 +323,27 @@ pub fn mask_json_line<'a>(line: &'a [u8], content: &str) -> Cow<'a, [u8]> {
         Cow::Borrowed(_) => Cow::Borrowed(line),
         Cow::Owned(text) => Cow::Owned(text.into_bytes()),
     }
+}
+
+/// `json` with every `spelled` that begins a character of a JSON string (not the letter of an
+/// escape: `n` after a `\`) replaced by `with`; `None` when there is none.
+fn replace_unescaped(json: &str, spelled: &str, with: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut at = 0;
+    for (i, _) in json.match_indices(spelled) {
+        let backslashes = json[..i].bytes().rev().take_while(|&b| b == b'\\').count();
+        if i < at || backslashes % 2 == 1 {
+            continue;
+        }
+        out.push_str(&json[at..i]);
+        out.push_str(with);
+        at = i + spelled.len();
+    }
+    if at == 0 {
+        return None;
+    }
+    out.push_str(&json[at..]);
+    Some(out)
 }
 
 /// `text` as the inside of a JSON string: with `ascii`, every character past ASCII as
@@ -325,7 +373,7 @@ fn json_body(text: &str, ascii: bool) -> String {
 /// must store, so that showing a message masked and saving it never loses its secrets. A mask
 /// removed or changed leaves its secret out, as the editor wanted.
 pub fn unmask<'a>(edited: &'a str, original: &str) -> Cow<'a, str> {
-    let found = scan(original);
+    let found = to_mask(original);
     if found.is_empty() {
         return Cow::Borrowed(edited);
     }
@@ -500,5 +548,15 @@ mod tests {
             assert_eq!(mask_preview(kept), kept);
         }
         assert_eq!(mask_preview(&format!("{gh} then words...")), "‹masked GitHub token› then words...");
+    }
+
+    #[test]
+    fn a_secret_found_once_is_masked_wherever_the_text_repeats_it() {
+        let value = "Zq8rT2vLp9Xw4Kc7Qm";
+        let text = format!("export SERVICE_API_KEY={value}\ncurl -H 'X-Key: {value}' https://api");
+        let masked = mask(&text);
+        assert!(!masked.contains(value), "{masked}");
+        assert_eq!(masked.matches("‹masked secret assignment›").count(), 2, "{masked}");
+        assert_eq!(unmask(&masked, &text), text);
     }
 }
