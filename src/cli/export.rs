@@ -17,7 +17,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR", required_unless_present = "format")]
     to: Option<PathBuf>,
     /// Instead of directories: one conversation as gptme's editable TOML, as Markdown (gptme's
-    /// `chats export` layout) or as a self-contained HTML page
+    /// `chats export` layout) or as a self-contained HTML page (these two with secrets masked)
     #[arg(long, value_parser = ["toml", "markdown", "html"])]
     format: Option<String>,
     /// With --format: the branch [default: main]; main is what gptme loads: the active view
@@ -33,7 +33,8 @@ pub struct Args {
     /// Without CHAT_IDs: every conversation of this source (one logs root's), rather than all
     #[arg(long, value_name = "NAME", conflicts_with_all = ["chat_ids", "format"])]
     source: Option<String>,
-    /// (Markdown and HTML mask secrets; directories and TOML, gptme's own forms, are exact.)
+    // Markdown and HTML mask secrets unless --show-secrets; directories and TOML, gptme's own
+    // forms, are always exact.
     #[command(flatten)]
     secrets: super::SecretsArg,
 }

@@ -193,7 +193,7 @@ pub(crate) struct QueueArg {
 #[derive(clap::Args, Debug, Clone, Copy, Default)]
 pub(crate) struct SecretsArg {
     /// Show credentials (API keys, tokens, private keys, passwords in URLs: what `sessiondb
-    /// secrets` lists) as they are; by default they are masked, their format's prefix kept
+    /// secrets` lists) as they are; by default each is shown as ‹masked KIND›
     #[arg(long)]
     pub(crate) show_secrets: bool,
 }
