@@ -45,31 +45,56 @@ pub fn cut(word: &str) -> &str {
 
 /// A lexeme as tsquery's input reads it: quoted, its quotes doubled and backslashes escaped.
 pub fn quoted(lexeme: &str) -> String {
-    format!("'{}'", lexeme.replace('\\', "\\\\").replace('\'', "''"))
+    let mut out = String::with_capacity(lexeme.len() + 2);
+    push_quoted(&mut out, lexeme);
+    out
 }
 
-/// The distinct lexemes of `terms` (cut), or `None` when they would not fit in a tsvector.
-fn lexeme_set(terms: impl Iterator<Item = String>) -> Option<Vec<String>> {
-    let mut seen = std::collections::HashSet::new();
-    let mut bytes = 0;
-    let mut out = Vec::new();
-    for term in terms {
-        let term = cut(&term).to_owned();
-        if !term.is_empty() && seen.insert(term.clone()) {
-            bytes += term.len();
-            if bytes > MAX_SET_BYTES {
-                return None;
-            }
-            out.push(term);
+/// [`quoted`], written at the end of `out` (an import quotes millions of lexemes: one buffer
+/// for a whole set, not a string each).
+fn push_quoted(out: &mut String, lexeme: &str) {
+    out.push('\'');
+    for c in lexeme.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("''"),
+            c => out.push(c),
         }
     }
-    Some(out)
+    out.push('\'');
+}
+
+/// The distinct lexemes of `terms` (cut), in byte order, or `None` when they would not fit in
+/// a tsvector. (Sorted and deduplicated rather than hashed: the server keeps a tsvector sorted
+/// anyway, and a text's trigrams are thousands of short strings.)
+fn lexeme_set(terms: impl Iterator<Item = String>) -> Option<Vec<String>> {
+    let mut out: Vec<String> = terms
+        .filter(|t| !t.is_empty())
+        .map(|mut t| {
+            let keep = cut(&t).len();
+            t.truncate(keep);
+            t
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    let bytes: usize = out.iter().map(String::len).sum();
+    (bytes <= MAX_SET_BYTES).then_some(out)
 }
 
 /// A set of lexemes as tsvector's input reads it (each quoted as [`quoted`] quotes them), or
 /// `None` when it would not fit in a tsvector.
 fn tsvector(lexemes: Option<Vec<String>>) -> Option<String> {
-    lexemes.map(|set| set.iter().map(|l| quoted(l)).collect::<Vec<_>>().join(" "))
+    lexemes.map(|set| {
+        let mut out = String::with_capacity(set.iter().map(|l| l.len() + 3).sum());
+        for (i, l) in set.iter().enumerate() {
+            if i > 0 {
+                out.push(' ');
+            }
+            push_quoted(&mut out, l);
+        }
+        out
+    })
 }
 
 /// One text's row of `text_terms`: `(id, words, trigrams, length)`, the sets as tsvector input.
@@ -77,8 +102,16 @@ fn row_of(id: i64, content: &str) -> Result<(i64, Option<String>, Option<String>
     let words = super::word_tokens::words(content).map_err(|e| StoreError::Query(e.to_string()))?;
     let length = words.len() as i64;
     let words = lexeme_set(words.into_iter());
-    let trigrams = lexeme_set(super::trigram_tokens::trigrams(&super::fts::lower(content)).into_iter());
-    Ok((id, tsvector(words), tsvector(trigrams), length))
+    // Trigrams come distinct and short: written straight into the set's text.
+    let (mut trigrams, mut bytes) = (String::new(), 0);
+    super::trigram_tokens::each_trigram(&super::fts::lower(content), &mut |t| {
+        if bytes > 0 {
+            trigrams.push(' ');
+        }
+        bytes += t.len();
+        push_quoted(&mut trigrams, t);
+    });
+    Ok((id, tsvector(words), (bytes <= MAX_SET_BYTES).then_some(trigrams), length))
 }
 
 /// The rows of `text_terms`, written in few statements: each set sent as tsvector input, which
@@ -181,6 +214,8 @@ mod tests {
     fn lexemes_are_quoted_for_tsquery() {
         assert_eq!(quoted("it's"), "'it''s'");
         assert_eq!(quoted("a\\b"), "'a\\\\b'");
+        assert_eq!(quoted("''\\x\\"), "'''''\\\\x\\\\'");
+        assert_eq!(tsvector(Some(vec!["a'b".into(), "c".into()])).as_deref(), Some("'a''b' 'c'"));
     }
 
     #[test]

@@ -143,13 +143,21 @@ unsafe extern "C" fn tokenize(
 /// in order of first appearance), without the salt: what PostgreSQL's substring index holds
 /// ([`super::text_terms`]), by the rule of this tokenizer.
 pub fn trigrams(text: &str) -> Vec<String> {
-    let mut seen = Seen::default();
     let mut out = Vec::new();
+    each_trigram(text, &mut |t| out.push(t.to_owned()));
+    out
+}
+
+/// [`trigrams`], each handed to `f` as it is found (no string made for each).
+pub fn each_trigram(text: &str, f: &mut dyn FnMut(&str)) {
+    let mut seen = Seen::default();
     distinct_trigrams(text.as_bytes(), &mut seen, &mut |token, _, _| {
-        out.push(String::from_utf8_lossy(&token[2..]).into_owned());
+        match std::str::from_utf8(&token[2..]) {
+            Ok(t) => f(t),
+            Err(_) => f(&String::from_utf8_lossy(&token[2..])),
+        }
         ffi::SQLITE_OK
     });
-    out
 }
 
 /// Calls `emit(token, start, end)` with the token of each distinct window of three consecutive
