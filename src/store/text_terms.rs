@@ -4,7 +4,7 @@
 //!
 //! A text's *words* are the tokens FTS5's `unicode61 remove_diacritics 2` makes of it
 //! ([`super::word_tokens`]), its *trigrams* those of it lowered as gptme's search lowers
-//! it ([`super::trigram_tokens::trigrams`]): the very rules of `texts_fts` and
+//! it ([`super::trigram_tokens::each_trigram`]): the very rules of `texts_fts` and
 //! `texts_substring`, so a query finds on a server what it finds in a file. A set records no
 //! positions or counts, so the server answers a query with a superset of its texts
 //! ([`words_query`], [`trigrams_query`]), which the search then checks one by one.

@@ -140,15 +140,8 @@ unsafe extern "C" fn tokenize(
 }
 
 /// The distinct trigrams of `text` (every window of three consecutive characters, NULs skipped,
-/// in order of first appearance), without the salt: what PostgreSQL's substring index holds
-/// ([`super::text_terms`]), by the rule of this tokenizer.
-pub fn trigrams(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    each_trigram(text, &mut |t| out.push(t.to_owned()));
-    out
-}
-
-/// [`trigrams`], each handed to `f` as it is found (no string made for each).
+/// in order of first appearance), without the salt, each handed to `f` as it is found: what
+/// PostgreSQL's substring index holds ([`super::text_terms`]), by the rule of this tokenizer.
 pub fn each_trigram(text: &str, f: &mut dyn FnMut(&str)) {
     let mut seen = Seen::default();
     distinct_trigrams(text.as_bytes(), &mut seen, &mut |token, _, _| {
