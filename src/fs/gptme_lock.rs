@@ -37,29 +37,37 @@ pub enum LockError {
 /// The lock on one conversation directory; released when dropped.
 pub struct ConversationLock {
     _file: File,
+    /// The directory it locks (see [`let_waiters_go_first`]).
+    dir: PathBuf,
 }
 
 impl Drop for ConversationLock {
     fn drop(&mut self) {
         // The file's lock goes with it, just after this.
-        *LAST_RELEASE.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        *LAST_RELEASE.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), std::mem::take(&mut self.dir)));
     }
 }
 
-/// When this process last released a conversation's lock (see [`let_waiters_go_first`]).
-static LAST_RELEASE: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
+/// When this process last released a conversation's lock, and which (see
+/// [`let_waiters_go_first`]).
+static LAST_RELEASE: std::sync::Mutex<Option<(Instant, PathBuf)>> = std::sync::Mutex::new(None);
 
 /// How long a process that has just released a lock waits before taking one again: more than
 /// a waiter's poll ([`acquire`] tries every millisecond).
 const YIELD: Duration = Duration::from_millis(3);
 
-/// A process that released a lock a moment ago — one running operation after operation (a
-/// server, a library loop) — lets the processes waiting for it go first: they poll, and it
-/// would otherwise take the lock again before any of them looks, each time, until they give up
-/// ([`SESSIONDB_WAIT`]). A command run once (a fresh process) never waits here.
-fn let_waiters_go_first() {
-    let last = *LAST_RELEASE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(since) = last.map(|t| t.elapsed()).filter(|since| *since < YIELD) {
+/// A process that released a conversation's lock a moment ago — one running operation after
+/// operation on it (a server, a library loop) — lets the processes waiting for that lock go
+/// first: they poll, and it would otherwise take the lock again before any of them looks, each
+/// time, until they give up ([`SESSIONDB_WAIT`]). Another conversation's lock is taken at once
+/// (an archive of a thousand conversations waited 3 ms before each), and a command run once (a
+/// fresh process) never waits here.
+fn let_waiters_go_first(dir: &Path) {
+    let since = match &*LAST_RELEASE.lock().unwrap_or_else(|e| e.into_inner()) {
+        Some((at, released)) if released == dir => at.elapsed(),
+        _ => return,
+    };
+    if since < YIELD {
         std::thread::sleep(YIELD - since);
     }
 }
@@ -84,8 +92,8 @@ pub fn acquire_path(path: &Path) -> Result<(Dir, ConversationLock), LockError> {
 /// giving up. A lock file replaced by a takeover meanwhile is reopened, so that two processes
 /// never hold locks on two different files.
 pub fn acquire(handle: &Dir) -> Result<ConversationLock, LockError> {
-    let_waiters_go_first();
     let dir = handle.path();
+    let_waiters_go_first(dir);
     let path = lock_path(dir);
     let io = |source| LockError::Io { path: path.clone(), source };
     let open = || handle.open_lock_file(Path::new(LOCK));
@@ -147,7 +155,7 @@ pub fn acquire(handle: &Dir) -> Result<ConversationLock, LockError> {
         std::thread::sleep(Duration::from_millis(1));
     }
     stamp(&file).map_err(io)?;
-    Ok(ConversationLock { _file: file })
+    Ok(ConversationLock { _file: file, dir: dir.to_owned() })
 }
 
 /// Whether the open lock file is still the directory's `.lock` (not removed by a takeover).
@@ -181,7 +189,7 @@ pub fn try_acquire(handle: &Dir) -> Result<ConversationLock, LockError> {
         Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
     }
     stamp(&file).map_err(io)?;
-    Ok(ConversationLock { _file: file })
+    Ok(ConversationLock { _file: file, dir: handle.path().to_owned() })
 }
 
 /// How long to wait for another sessiondb process's operation on the same conversation.
