@@ -277,7 +277,7 @@ const OPENINGS: &[&str] = &[
 
 /// A preview (a message's first characters, cut and ended with `...`, as gptme's listing shows
 /// the last message) masked: every whole secret in it, and a last word cut short that begins
-/// like a secret ([`OPENINGS`]), holds a URL's password, or looks random ([`looks_random`]),
+/// like a secret ([`OPENINGS`], then a digit or eight characters more), holds a URL's password, or looks random ([`looks_random`]),
 /// or a private key's block cut before its end, since what is left of a cut secret no longer
 /// matches its rule.
 pub fn mask_preview(preview: &str) -> Cow<'_, str> {
@@ -292,7 +292,9 @@ pub fn mask_preview(preview: &str) -> Cow<'_, str> {
     let url_password = last.find("://").is_some_and(|i| last[i + 3..].contains(':'));
     let word = last.trim_start_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-');
     let word = word.rsplit(['=', ':', '"', '\'', '(']).next().unwrap_or(word);
-    let suspect = url_password || OPENINGS.iter().any(|o| word.starts_with(o) || last.contains(o)) || looks_random(word);
+    // After an opening, what a word (`ASIAN`) would not have: a digit, or eight characters more.
+    let opens = |o: &&str| word.strip_prefix(*o).is_some_and(|rest| rest.len() >= 8 || rest.bytes().any(|b| b.is_ascii_digit()));
+    let suspect = url_password || OPENINGS.iter().any(opens) || last.contains("hooks.slack.com/") || looks_random(word);
     if !suspect || last.contains("‹masked ") {
         return masked;
     }
@@ -544,7 +546,7 @@ mod tests {
             let preview = format!("here it is {cut}...");
             assert_eq!(mask_preview(&preview), "here it is ‹masked, cut›...", "{preview}");
         }
-        for kept in ["the answer is in the docs...", "short and whole", "we ran it in production..."] {
+        for kept in ["the answer is in the docs...", "short and whole", "we ran it in production...", "then the task-runner...", "see MSG.txt and ASIAN..."] {
             assert_eq!(mask_preview(kept), kept);
         }
         assert_eq!(mask_preview(&format!("{gh} then words...")), "‹masked GitHub token› then words...");
