@@ -2,7 +2,10 @@
 //! real keys) in user messages, tool output and attached files are each found, in the right
 //! place and of the right kind, and shown by their format's prefix only (no output holds a
 //! planted secret); and a corpus of what looks like secrets but is not (hashes, UUIDs, base64
-//! images, code that reads keys from the environment, placeholders) gives no finding.
+//! images, code that reads keys from the environment, placeholders) gives no finding. Every
+//! surface that shows stored text (each command, gptme's MCP client on `mcp`, `serve`'s API and
+//! the stock web UI in Chromium) shows them masked, and as they are with `--show-secrets`; an
+//! edit from the web UI keeps them.
 
 use crate::common;
 
