@@ -220,6 +220,14 @@ fn killed_archives_and_restores_never_leave_a_partial_directory_or_lose_one() {
         run_ok(cmd(db, &logs, &home).args(["archive", "--all"]));
         assert!(conversation_dirs(&logs).is_empty());
         assert!(!logs.join(".sessiondb-archive").exists(), "the parking folder is cleared");
+        // What a run killed after its last move leaves parked is cleared by the next, even one
+        // with nothing left to move.
+        let first = all.iter().next().unwrap();
+        let parked = logs.join(".sessiondb-archive").join(format!("{first}.1-2"));
+        fs::create_dir_all(parked.parent().unwrap()).unwrap();
+        common::tree::copy_tree(&reference.join(first), &parked);
+        run_ok(cmd(db, &logs, &home).args(["archive", "--all"]));
+        assert!(!logs.join(".sessiondb-archive").exists(), "a run with nothing to move clears the parking folder");
         run_ok(cmd(db, &logs, &home).args(["restore", "--all"]));
         assert_same_tree(&reference, &logs, ASIDE);
         assert!(run_ok(cmd(db, &logs, &home).arg("doctor")).status.success());

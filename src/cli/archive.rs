@@ -1,9 +1,6 @@
 //! `sessiondb archive` and `sessiondb restore`: conversations out of gptme's logs root and back,
 //! the store keeping them whole meanwhile ([`sessiondb::ops::archive`]).
 
-use std::collections::BTreeSet;
-use std::path::Path;
-
 use super::term::{say, tell};
 use super::Failure;
 use sessiondb::ops::{self, ArchiveCandidate, Candidates, Selection};
@@ -87,8 +84,7 @@ fn run(store: &Store, way: Way, candidates: Candidates, dry_run: bool, json: boo
     }
     // What interrupted runs left in the parking folders of the roots concerned goes first.
     if !dry_run {
-        let roots: BTreeSet<&Path> = found.iter().filter_map(|c| c.dir.parent()).collect();
-        for root in roots {
+        for root in &candidates.roots {
             ops::clear_parking(store, root)?;
         }
     }

@@ -63,6 +63,9 @@ pub struct ArchiveCandidate {
 pub struct Candidates {
     pub found: Vec<ArchiveCandidate>,
     pub left_out: Vec<(String, &'static str)>,
+    /// The logs roots of every conversation selected on this machine, those left out too: where
+    /// an interrupted run may have left something to clear ([`clear_parking`]).
+    pub roots: std::collections::BTreeSet<PathBuf>,
 }
 
 /// The conversations of `selection` that are in their logs roots on this machine, to archive
@@ -108,6 +111,9 @@ fn candidates(store: &Store, selection: &Selection, unwanted: impl Fn(&queries::
     let mut out = Candidates::default();
     for c in found {
         let name = queries::name_among(&names, &c);
+        if here.contains(&c.source) {
+            out.roots.extend(Path::new(&c.source_dir).parent().map(Path::to_owned));
+        }
         let why = if here.contains(&c.source) { unwanted(&c) } else { Some("of another host's source") };
         if let Some(why) = why {
             // Said only of conversations named: a selection by age or source leaves them quietly.
@@ -239,8 +245,8 @@ fn scoped(store: &Store, name: &str) -> Result<(crate::store::Connection, String
 }
 
 /// Removes what interrupted archives and restores left in `root`'s parking folder: copies of
-/// conversations the store holds (of the source reading `root`). Anything else there is left.
-/// Returns how many were removed.
+/// conversations the store holds (of the source reading `root`), and the folder when nothing
+/// else is there. Anything else there is left. Returns how many were removed.
 pub fn clear_parking(store: &Store, root: &Path) -> Result<usize, OpsError> {
     let parking = root.join(PARKING);
     let Ok(entries) = std::fs::read_dir(&parking) else { return Ok(0) };
@@ -254,6 +260,8 @@ pub fn clear_parking(store: &Store, root: &Path) -> Result<usize, OpsError> {
             removed += 1;
         }
     }
+    // The folder itself, when that left it empty: a run with nothing to move would leave it.
+    let _ = std::fs::remove_dir(&parking);
     Ok(removed)
 }
 
