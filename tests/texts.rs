@@ -322,3 +322,92 @@ fn a_damaged_metadata_row_is_named_and_nothing_else_is_lost() {
         store.assert_sound("after the conversations were read again");
     }
 }
+
+/// Conversations `from..to` under `root`, each ten messages of word salad of their own: texts
+/// that compress well with a dictionary but are all different, as a long history's are.
+fn salad_logs(root: &Path, from: usize, to: usize) {
+    const WORDS: [&str; 48] = [
+        "cargo", "build", "the", "test", "failed", "because", "module", "import", "error", "python", "function", "returns", "value", "shell", "output",
+        "line", "file", "patch", "applied", "commit", "branch", "merge", "review", "latency", "cache", "query", "index", "search", "result", "page",
+        "server", "client", "request", "timeout", "retry", "config", "option", "default", "path", "directory", "token", "parser", "syntax", "warning",
+        "deploy", "docker", "image", "layer",
+    ];
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64 ^ from as u64;
+    let mut word = move || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        WORDS[(seed >> 33) as usize % WORDS.len()]
+    };
+    for i in from..to {
+        let dir = root.join(format!("2026-04-{:02}-salad-{i:05}", 1 + i % 28));
+        fs::create_dir_all(&dir).unwrap();
+        let mut text = String::new();
+        for (k, role) in ["user", "assistant", "system", "assistant", "user"].repeat(2).into_iter().enumerate() {
+            let content: Vec<&str> = (0..60).map(|_| word()).collect();
+            text.push_str(&line(role, &format!("{i}.{k}: {}", content.join(" ")), "2026-04-01T10:00:00"));
+        }
+        fs::write(dir.join("conversation.jsonl"), text).unwrap();
+    }
+}
+
+/// The texts of a store compressed with a dictionary, and with how many different ones.
+fn dictionaried(store: &common::TestDb) -> (i64, i64) {
+    let with = format!("FROM texts WHERE {} = 2 AND ?1 = ?1", codec(store));
+    (one(store, &format!("SELECT count(*) {with}"), ""), one(store, &format!("SELECT count(DISTINCT substr(data, 1, 5)) {with}"), ""))
+}
+
+/// A source that grows to eight times what its first dictionary was trained for gets a second
+/// (`store::texts::due_at`), and the texts stored after it are compressed with it: in the
+/// import that grows it, or, when it grew by runs too small to look (a sync of a few
+/// conversations never counts the whole history), at `compact`. Every text still reads back:
+/// export gives every file back, search finds the last conversations.
+#[test]
+fn a_grown_source_gets_its_next_dictionary() {
+    let work = tempfile::tempdir().unwrap();
+    let one_run = work.path().join("one");
+    // 920 conversations of ten texts: 9,200 texts, past the second dictionary's 8,000.
+    salad_logs(&one_run, 0, 920);
+    for store in common::databases(work.path()) {
+        run_ok(sessiondb(&store.db).arg("import").arg(&one_run));
+        assert_eq!(one(&store, "SELECT count(*) FROM text_dictionaries WHERE ?1 = ?1", ""), 2, "{}: a second dictionary", store.engine);
+        let (with, dictionaries) = dictionaried(&store);
+        assert_eq!(dictionaries, 2, "{}: texts are compressed with either", store.engine);
+        assert!(with >= 9_000, "{}: {with} texts compressed", store.engine);
+        let last_with_first = one(
+            &store,
+            &format!(
+                "SELECT count(*) FROM texts WHERE id = (SELECT max(id) FROM texts) AND substr(data, 1, 5) = (SELECT substr(data, 1, 5) FROM texts WHERE {} = 2 ORDER BY id LIMIT 1) AND ?1 = ?1",
+                codec(&store)
+            ),
+            "",
+        );
+        assert_eq!(last_with_first, 0, "{}: the last text is compressed with the second dictionary", store.engine);
+        let out = work.path().join(format!("out-{}", store.engine));
+        run_ok(sessiondb(&store.db).arg("export").arg("--to").arg(&out));
+        common::tree::assert_same_tree(&one_run, &out, &[".lock"]);
+        let found: serde_json::Value = serde_json::from_slice(&run_ok(sessiondb(&store.db).args(["search", "919.9:", "--json"])).stdout).unwrap();
+        assert_eq!(found["total"]["conversations"], 1, "{}: {found}", store.engine);
+        store.assert_sound("after the import");
+    }
+
+    // The same history grown by runs of 96 conversations (960 texts: under the eighth of
+    // 8,000 that makes a run look): one dictionary until `compact`.
+    let stores = work.path().join("small-stores");
+    fs::create_dir_all(&stores).unwrap();
+    for store in common::databases(&stores) {
+        let small_runs = work.path().join(format!("small-{}", store.engine));
+        for run in 0..10 {
+            salad_logs(&small_runs, run * 96, (run + 1) * 96);
+            run_ok(sessiondb(&store.db).arg("import").arg(&small_runs));
+        }
+        assert_eq!(one(&store, "SELECT count(*) FROM text_dictionaries WHERE ?1 = ?1", ""), 1, "{}: runs too small to look", store.engine);
+        run_ok(sessiondb(&store.db).arg("compact"));
+        assert_eq!(one(&store, "SELECT count(*) FROM text_dictionaries WHERE ?1 = ?1", ""), 2, "{}: compact trained the second", store.engine);
+        salad_logs(&small_runs, 960, 970);
+        run_ok(sessiondb(&store.db).arg("import").arg(&small_runs));
+        assert_eq!(dictionaried(&store).1, 2, "{}: the texts stored since use the second", store.engine);
+        let out = work.path().join(format!("small-out-{}", store.engine));
+        run_ok(sessiondb(&store.db).arg("export").arg("--to").arg(&out));
+        common::tree::assert_same_tree(&small_runs, &out, &[".lock"]);
+        store.assert_sound("after compact");
+    }
+}
