@@ -23,23 +23,19 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
             "free_after": done.free_after,
             "rewritten": done.rewritten,
             "steps": done.steps,
-            "dictionaries": done.dictionaries,
             "seconds": (done.seconds * 1000.0).round() / 1000.0,
         });
         super::print_json(&out);
         return Ok(0);
     }
     let size = super::human_bytes;
-    let mut how = if done.rewritten {
+    let how = if done.rewritten {
         "the file rewritten once; later compacts give free pages back in small steps".to_owned()
     } else if done.steps > 0 {
         format!("in {} steps", super::grouped(done.steps))
     } else {
         "nothing was free".to_owned()
     };
-    if done.dictionaries > 0 {
-        how.push_str(&format!("; texts recompressed with {} new dictionar{}", done.dictionaries, if done.dictionaries == 1 { "y" } else { "ies" }));
-    }
     say!(
         "compacted the store in {:.1} s: {} → {} ({how}); `sessiondb stats --disk` shows its parts",
         done.seconds,

@@ -13,12 +13,8 @@
 //! and refreshes the planner's statistics; it holds no one up, and the server keeps the space
 //! in its files (only `VACUUM FULL`, which locks each table, gives it back).
 //!
-//! A source whose texts have grown past what its text dictionary was trained for gets its next
-//! one first, its texts recompressed with it ([`super::texts::train_all_due`]): an import does
-//! that as it goes, a history grown by many small syncs only here.
-//!
-//! Invariant: compacting changes where pages lie and how texts are compressed, never what any
-//! row holds: every answer, and every byte `export` writes, is the same after it.
+//! Invariant: compacting changes where pages lie, never what any row holds: every answer, and
+//! every byte `export` writes, is the same after it.
 
 use std::time::Instant;
 
@@ -57,9 +53,6 @@ pub struct CompactReport {
     pub rewritten: bool,
     /// Incremental steps taken.
     pub steps: u64,
-    /// Text dictionaries trained, each source's texts recompressed with its new one
-    /// ([`super::texts::train_all_due`]).
-    pub dictionaries: u64,
     pub seconds: f64,
 }
 
@@ -68,8 +61,6 @@ pub fn compact(store: &Store) -> Result<CompactReport, CompactError> {
     let started = Instant::now();
     let before = disk::disk_use(store)?;
     let conn = store.connection()?;
-    // First, so that the pages recompression frees are given back below.
-    let dictionaries = super::texts::train_all_due(&conn)?;
     let (rewritten, steps) = match conn.engine() {
         Engine::Sqlite => {
             let sql = conn.sqlite().expect("an SQLite connection");
@@ -100,7 +91,6 @@ pub fn compact(store: &Store) -> Result<CompactReport, CompactError> {
         free_after: after.bytes(Part::Free),
         rewritten,
         steps,
-        dictionaries,
         seconds: started.elapsed().as_secs_f64(),
     })
 }

@@ -19,13 +19,6 @@
 //!   holds pieces of them, so a reader of one source never needs another's) and never change or
 //!   go: their ids are random (never one a rolled-back dictionary had, in practice), so a
 //!   dictionary once read is cached for the life of the [`super::Store`] ([`Dictionaries`]).
-//! - A source's newest dictionary is the one of greatest `created` (each dictionary's is past
-//!   its source's earlier ones'). A source of `k` dictionaries gets its next once it holds
-//!   [`TRAIN_AT`]` × `[`GROWTH`]`^k` texts worth compressing ([`due_at`]): a dictionary trained on
-//!   a source's first thousand texts knows little of what its history comes to hold (in
-//!   10,000 realistic conversations, a text took 197 bytes with it, 168 with one trained at
-//!   8,000 texts). The texts stored before a source's first dictionary are recompressed with it
-//!   in the transaction that stores it; those stored before a later one keep theirs.
 //! - A text no message holds any more is removed when the write transaction that let go of it
 //!   finishes ([`remove_unheld`]), not at once: a conversation read again whole lets go of its
 //!   texts and takes them back a moment later, and keeps them (and their place in the indexes).
@@ -58,20 +51,6 @@ const DICTIONARY_BYTES: usize = 112 << 10;
 
 /// A store trains its dictionary once it holds this many texts worth compressing.
 pub const TRAIN_AT: i64 = 1_000;
-
-/// How much a source grows between one dictionary and the next ([`due_at`]): each retraining
-/// recompresses every text of the source, so their cost stays a small multiple of storing them.
-pub const GROWTH: i64 = 8;
-
-/// How many texts worth compressing a source of `dictionaries` dictionaries holds when its next
-/// is trained.
-pub fn due_at(dictionaries: i64) -> i64 {
-    let mut at = TRAIN_AT;
-    for _ in 0..dictionaries.clamp(0, 12) {
-        at = at.saturating_mul(GROWTH);
-    }
-    at
-}
 
 /// The most bytes of texts a dictionary is trained on.
 const TRAINING_BYTES: usize = 8 << 20;
@@ -197,13 +176,6 @@ pub struct Dictionaries {
     /// Texts stored without a dictionary since their source was last looked at for training,
     /// by source ([`Dictionaries::due`]).
     undictionaried: Mutex<HashMap<i64, i64>>,
-    /// Texts worth compressing this process stored since [`train`] last looked whether its
-    /// source's next dictionary is due, by source: it looks once a source has grown by an
-    /// eighth of what that takes, so that a short sync never counts a long history.
-    stored: Mutex<HashMap<i64, i64>>,
-    /// How many of those `stored` holds when [`train`] looks again, by source: set at each look
-    /// at a source with a dictionary ([`Dictionaries::due`]).
-    look_at: Mutex<HashMap<i64, i64>>,
 }
 
 impl Dictionaries {
@@ -218,15 +190,11 @@ impl Dictionaries {
         Ok(d)
     }
 
-    /// Whether enough texts were stored without a dictionary that training one is due, or
-    /// enough with one that [`train`] should look whether the next is: a long import commits
-    /// early then, so that the texts it stores after are compressed with the new one.
+    /// Whether enough texts were stored without a dictionary that training one is due: a long
+    /// import commits early then, so that most of its texts are compressed with it at once
+    /// rather than rewritten after.
     pub fn due(&self) -> bool {
-        if self.undictionaried.lock().unwrap_or_else(|p| p.into_inner()).values().any(|&n| n >= TRAIN_AT) {
-            return true;
-        }
-        let look_at = self.look_at.lock().unwrap_or_else(|p| p.into_inner());
-        self.stored.lock().unwrap_or_else(|p| p.into_inner()).iter().any(|(source, n)| look_at.get(source).is_some_and(|&at| *n >= at))
+        self.undictionaried.lock().unwrap_or_else(|p| p.into_inner()).values().any(|&n| n >= TRAIN_AT)
     }
 
     /// The dictionary source `source_id`'s new texts are compressed with, if it has one.
@@ -363,11 +331,10 @@ pub fn put_all(conn: &Connection, source_id: i64, texts: &[&str]) -> Result<Vec<
     if !new.is_empty() {
         let dictionary = conn.dictionaries().newest(conn, source_id)?;
         let rows: Vec<(i64, Vec<u8>)> = new.iter().map(|&i| (hashes[i], encode(texts[i], dictionary.as_deref()))).collect();
-        let compressible = new.iter().filter(|&&i| texts[i].len() >= MIN_COMPRESSED).count() as i64;
         if dictionary.is_none() {
+            let compressible = new.iter().filter(|&&i| texts[i].len() >= MIN_COMPRESSED).count() as i64;
             *conn.dictionaries().undictionaried.lock().unwrap_or_else(|p| p.into_inner()).entry(source_id).or_default() += compressible;
         }
-        *conn.dictionaries().stored.lock().unwrap_or_else(|p| p.into_inner()).entry(source_id).or_default() += compressible;
         let mut inserted: HashMap<i64, i64> = HashMap::with_capacity(rows.len());
         NEW_TEXTS.run(
             conn,
@@ -434,72 +401,37 @@ pub fn register_functions(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     })
 }
 
-/// Trains the next dictionary of each source it is due for ([`due_at`]; the connection's
-/// source only, when it is scoped to one), then compresses with it every text of that source
-/// stored otherwise, each source in a write transaction of its own (so that no dictionary is
-/// ever remembered that a rollback took back). A source without one is looked at each time; one
-/// with some only once this process stored an eighth of what its next needs (so that a sync of
-/// a few messages never counts a long history), or always when `always` (`compact`). Returns
-/// how many it trained. Call outside any transaction.
+/// Trains the dictionary of each source that has none and holds at least [`TRAIN_AT`] texts
+/// worth compressing (the connection's source only, when it is scoped to one), then compresses
+/// with it every text of that source stored without it, each source in a write transaction of
+/// its own (so that no dictionary is ever remembered that a rollback took back). Returns how
+/// many it trained. Call outside any transaction.
 pub fn train(conn: &Connection) -> Result<u64, StoreError> {
-    train_sources(conn, false)
-}
-
-/// [`train`], looking at every source whatever this process stored.
-pub fn train_all_due(conn: &Connection) -> Result<u64, StoreError> {
-    train_sources(conn, true)
-}
-
-fn train_sources(conn: &Connection, always: bool) -> Result<u64, StoreError> {
     let sources: Vec<i64> = match conn.scope() {
         Some(source) => vec![source],
         None => conn.prepare_cached("SELECT id FROM sources ORDER BY id")?.query_map((), |r| r.get(0))?.collect::<Result<_, _>>()?,
     };
-    let dictionaries = conn.dictionaries();
     let mut trained = 0;
     for source in sources {
-        dictionaries.undictionaried.lock().unwrap_or_else(|p| p.into_inner()).remove(&source);
-        let has = dictionaries_of(conn, source)?;
-        if has > 0 && !always {
-            let stored = dictionaries.stored.lock().unwrap_or_else(|p| p.into_inner()).get(&source).copied().unwrap_or(0);
-            if stored < due_at(has) / GROWTH {
-                continue;
-            }
+        conn.dictionaries().undictionaried.lock().unwrap_or_else(|p| p.into_inner()).remove(&source);
+        if conn.dictionaries().newest(conn, source)?.is_some() {
+            continue;
         }
-        dictionaries.stored.lock().unwrap_or_else(|p| p.into_inner()).remove(&source);
-        let mut now_has = has;
-        if let Some(new) = conn.in_transaction(|| train_in_transaction(conn, source, has))? {
-            // Committed: from now on the source's new texts are compressed with it.
-            dictionaries.by_id.lock().unwrap_or_else(|p| p.into_inner()).insert(new.id, new.clone());
-            dictionaries.newest.lock().unwrap_or_else(|p| p.into_inner()).insert(source, new);
-            trained += 1;
-            now_has += 1;
-        }
-        if now_has > 0 {
-            dictionaries.look_at.lock().unwrap_or_else(|p| p.into_inner()).insert(source, due_at(now_has) / GROWTH);
-        }
+        trained += u64::from(conn.in_transaction(|| train_in_transaction(conn, source))?);
     }
     Ok(trained)
 }
 
-/// How many dictionaries source `source` has.
-fn dictionaries_of(conn: &Connection, source: i64) -> Result<i64, StoreError> {
-    Ok(conn.prepare_cached("SELECT count(*) FROM text_dictionaries WHERE source_id = ?1")?.query_row([source], |r| r.get(0))?)
-}
-
-/// Trains source `source`'s next dictionary if it still has `had` and holds what the next
-/// takes, and recompresses its texts with it; the dictionary, once stored (not yet committed).
-fn train_in_transaction(conn: &Connection, source: i64, had: i64) -> Result<Option<Arc<Dictionary>>, StoreError> {
+fn train_in_transaction(conn: &Connection, source: i64) -> Result<bool, StoreError> {
     // Another writer may have trained one while this one waited for the lock.
-    if dictionaries_of(conn, source)? != had {
-        return Ok(None);
+    if conn.dictionaries().newest(conn, source)?.is_some() {
+        return Ok(false);
     }
-    let needed = due_at(had);
     let worth: i64 = conn
         .prepare_cached("SELECT count(*) FROM (SELECT 1 FROM texts WHERE source_id = ?1 AND length(data) > ?2 LIMIT ?3) AS worth")?
-        .query_row(params![source, MIN_COMPRESSED as i64, needed], |r| r.get(0))?;
-    if worth < needed {
-        return Ok(None);
+        .query_row(params![source, MIN_COMPRESSED as i64, TRAIN_AT], |r| r.get(0))?;
+    if worth < TRAIN_AT {
+        return Ok(false);
     }
     // The newest texts first: a source's texts change with time (models, tools), and those
     // to come are more like the recent ones.
@@ -520,59 +452,50 @@ fn train_in_transaction(conn: &Connection, source: i64, had: i64) -> Result<Opti
         }
     }
     let Ok(dictionary) = zstd::dict::from_samples(&samples, DICTIONARY_BYTES) else {
-        // Too little variety to train on: texts stay compressed as they are.
-        return Ok(None);
+        // Too little variety to train on: texts stay compressed without one.
+        return Ok(false);
     };
     let id = random_id()?;
-    let last: Option<i64> = conn.prepare_cached("SELECT max(created) FROM text_dictionaries WHERE source_id = ?1")?.query_row([source], |r| r.get(0))?;
-    let created = chrono::Utc::now().timestamp().max(last.map_or(i64::MIN, |c| c.saturating_add(1)));
-    conn.execute("INSERT INTO text_dictionaries (id, source_id, data, created) VALUES (?1, ?2, ?3, ?4)", params![id, source, dictionary, created])?;
+    conn.execute(
+        "INSERT INTO text_dictionaries (id, source_id, data, created) VALUES (?1, ?2, ?3, ?4)",
+        params![id, source, dictionary, chrono::Utc::now().timestamp()],
+    )?;
     // Used here only, until the transaction commits: no other connection meets it before.
-    let dictionary = Arc::new(Dictionary::new(id, &dictionary));
-    if had == 0 {
-        // The texts stored so far, plain or without one. A later dictionary is left to the
-        // texts to come: rewriting a row smaller leaves the rest of its page unused (SQLite
-        // never packs a page that stays a third full), so recompressing a source's history
-        // made its texts take more room, not less; what came before is an eighth of it.
-        recompress_with(conn, source, &dictionary)?;
-    }
-    Ok(Some(dictionary))
+    recompress_with(conn, source, &Dictionary::new(id, &dictionary), i64::MAX)?;
+    Ok(true)
 }
 
-/// Compresses with `dictionary` every text of source `source_id` stored otherwise (plain, or
-/// with another), where that makes it smaller; returns how many it rewrote.
-fn recompress_with(conn: &Connection, source_id: i64, dictionary: &Dictionary) -> Result<u64, StoreError> {
+/// Compresses with source `source_id`'s newest dictionary up to `limit` of its texts stored
+/// otherwise (plain or without it), where that makes them smaller; returns how many it rewrote.
+pub fn recompress(conn: &Connection, source_id: i64, limit: i64) -> Result<u64, StoreError> {
+    match conn.dictionaries().newest(conn, source_id)? {
+        Some(dictionary) => recompress_with(conn, source_id, &dictionary, limit),
+        None => Ok(0),
+    }
+}
+
+fn recompress_with(conn: &Connection, source_id: i64, dictionary: &Dictionary, limit: i64) -> Result<u64, StoreError> {
     let current = {
         let mut prefix = vec![ZSTD_DICT];
         prefix.extend_from_slice(&(dictionary.id as u32).to_le_bytes());
         prefix
     };
+    let stale: Vec<(i64, Vec<u8>)> = conn
+        .prepare_cached("SELECT id, data FROM texts WHERE source_id = ?1 AND length(data) > ?2 AND substr(data, 1, 5) != ?3 LIMIT ?4")?
+        .query_map(params![source_id, MIN_COMPRESSED as i64, current, limit], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
     let mut update = conn.prepare_cached("UPDATE texts SET data = ?2 WHERE id = ?1")?;
-    let (mut rewritten, mut after) = (0, 0);
-    // In chunks by id, so that memory holds a chunk of texts however many the source has.
-    loop {
-        let stale: Vec<(i64, Vec<u8>)> = conn
-            .prepare_cached(
-                "SELECT id, data FROM texts WHERE source_id = ?1 AND id > ?2 AND length(data) > ?3 AND substr(data, 1, 5) != ?4 ORDER BY id LIMIT ?5",
-            )?
-            .query_map(params![source_id, after, MIN_COMPRESSED as i64, current, RECOMPRESS_CHUNK], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<Result<_, _>>()?;
-        let Some(&(last, _)) = stale.last() else { break };
-        after = last;
-        for (id, data) in stale {
-            let text = conn.decode_text(id, &data)?;
-            let again = encode(&text, Some(dictionary));
-            if again.len() < data.len() {
-                update.execute(params![id, again])?;
-                rewritten += 1;
-            }
+    let mut rewritten = 0;
+    for (id, data) in stale {
+        let text = conn.decode_text(id, &data)?;
+        let again = encode(&text, Some(dictionary));
+        if again.len() < data.len() {
+            update.execute(params![id, again])?;
+            rewritten += 1;
         }
     }
     Ok(rewritten)
 }
-
-/// How many texts [`recompress_with`] reads at a time.
-const RECOMPRESS_CHUNK: i64 = 1_024;
 
 /// A dictionary id: random, 31 bits, never 0.
 fn random_id() -> Result<i64, StoreError> {
@@ -611,13 +534,6 @@ mod tests {
         let with = encode(&long, Some(&d));
         assert_eq!(with[0], ZSTD_DICT);
         assert!(with.len() < encode(&long, None).len(), "the dictionary helps");
-    }
-
-    #[test]
-    fn each_dictionary_waits_for_eight_times_the_texts() {
-        assert_eq!((0..4).map(due_at).collect::<Vec<_>>(), [1_000, 8_000, 64_000, 512_000]);
-        assert!(due_at(40) >= due_at(12) && due_at(12) > due_at(11), "it saturates, never wraps");
-        assert_eq!(due_at(-1), TRAIN_AT);
     }
 
     #[test]
