@@ -1589,3 +1589,24 @@ fn totals_past_a_thousand_matches_or_candidates_say_at_least_unless_asked_for_ev
         assert_eq!(counted["results"], exact["results"], "the page is the same");
     }
 }
+
+/// A text holding control characters (U+0001, tab, bell) is indexed whole on both engines: its
+/// literal pieces across them and the words they separate are found, and a text without them
+/// beside it too. (A server's sets are tsvector input: a lexeme holding a control character
+/// must reach it as it is, whatever a faster way of sending sets splits them by.)
+#[test]
+fn control_characters_in_a_text_are_indexed_like_any_other() {
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    conversation(&logs, "controls", &[("user", "tab\tsep\u{1}arated q\u{1}\u{1}x bell\u{7}ring unique-wordzz"), ("assistant", "plain answer")]);
+    conversation(&logs, "plain", &[("user", "separated by nothing")]);
+    for store in imported(work.path(), &logs) {
+        for literal in ["p\u{1}ar", "q\u{1}\u{1}x", "\u{1}", "l\u{7}r", "wordzz"] {
+            assert_eq!(ids(&search(&store.db, &[literal, "--literal"])), ["controls"], "{}: {literal:?}", store.engine);
+        }
+        assert_eq!(ids(&search(&store.db, &["arated"])), ["controls"], "{}: a word beside the separator", store.engine);
+        assert_eq!(ids(&search(&store.db, &["separated"])), ["plain"], "{}", store.engine);
+        assert_eq!(ids(&search(&store.db, &["answer"])), ["controls"], "{}", store.engine);
+        store.assert_sound("after the import");
+    }
+}
