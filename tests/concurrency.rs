@@ -191,7 +191,7 @@ fn appends_stored(db: &std::path::Path, chat: &str) -> HashMap<usize, Vec<usize>
     let store = sessiondb::store::Store::open_existing(db).unwrap();
     let conn = store.connection().unwrap();
     let mut per_process: HashMap<usize, Vec<usize>> = HashMap::new();
-    for (m, _) in sessiondb::store::queries::branch_messages(&conn, chat, "main").unwrap() {
+    for m in sessiondb::store::queries::branch_messages(&conn, chat, "main").unwrap() {
         let (p, n) = m.content.strip_prefix('p').unwrap().split_once(' ').unwrap();
         per_process.entry(p.parse().unwrap()).or_default().push(n.parse().unwrap());
     }

@@ -25,7 +25,7 @@ fn store_contents(db: &Path) -> BTreeSet<String> {
     let conn = store.connection().unwrap();
     let mut out = BTreeSet::new();
     for branch in sessiondb::store::queries::branch_names(&conn, CHAT).unwrap() {
-        for (m, _) in sessiondb::store::queries::branch_messages(&conn, CHAT, &branch).unwrap() {
+        for m in sessiondb::store::queries::branch_messages(&conn, CHAT, &branch).unwrap() {
             out.insert(m.content);
         }
     }

@@ -237,7 +237,7 @@ fn answers_agree_with_the_command_line(setup: Setup) {
             let expected: Vec<Value> = sessiondb::store::queries::branch_messages(&store.connection().unwrap(), id, "main")
                 .unwrap()
                 .into_iter()
-                .map(|(m, _)| json!([m.role.as_str(), m.content, m.timestamp, m.hide]))
+                .map(|m| json!([m.role.as_str(), m.content, m.timestamp, m.hide]))
                 .collect();
             let got: Vec<Value> = read["messages"]
                 .as_array()

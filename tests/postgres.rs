@@ -272,7 +272,7 @@ fn three_hosts_sync_while_gptme_writes_and_one_is_killed() {
         for chat in chats {
             let main = sessiondb::store::queries::branch_messages(&conn, &format!("{host}:{chat}"), "main").unwrap();
             for a in acknowledged.iter().filter(|a| a.starts_with(&format!("ack {chat} "))) {
-                let found = main.iter().filter(|(m, _)| &m.content == a).count();
+                let found = main.iter().filter(|m| &m.content == a).count();
                 assert_eq!(found, 1, "{host}: {a:?} is in its store copy {found} times");
             }
         }

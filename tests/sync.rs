@@ -219,7 +219,7 @@ fn appended_lines_are_read_from_the_watermark_and_half_lines_wait() {
     assert_eq!(report["ingest"]["conversations"], 1, "{report}");
     let conn = root.store().connection().unwrap();
     let main = sessiondb::store::queries::branch_messages(&conn, chat, "main").unwrap();
-    assert_eq!(main.iter().map(|(m, _)| m.content.as_str()).collect::<Vec<_>>(), ["only line after a rewrite"]);
+    assert_eq!(main.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["only line after a rewrite"]);
     drop(conn);
     assert_store_matches_directory(&root, chat);
 }
@@ -370,7 +370,7 @@ fn concurrent_processes_never_report_a_locked_database() {
         let conn = root.store().connection().unwrap();
         for (i, chat) in chats.iter().enumerate() {
             let main = sessiondb::store::queries::branch_messages(&conn, chat, "main").unwrap();
-            let contents: Vec<&str> = main.iter().map(|(m, _)| m.content.as_str()).collect();
+            let contents: Vec<&str> = main.iter().map(|m| m.content.as_str()).collect();
             for k in 0..writers(i) {
                 let mine: Vec<String> = contents.iter().filter(|c| c.starts_with(&format!("c{k} "))).map(|c| c.to_string()).collect();
                 let expected: Vec<String> = (1..=APPENDS).map(|n| format!("c{k} {n}")).collect();

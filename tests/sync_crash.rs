@@ -106,7 +106,7 @@ fn killed_syncs(engine: &str) {
     for &chat in &chats {
         let main = sessiondb::store::queries::branch_messages(&conn, chat, "main").unwrap();
         let mut counts: HashMap<&str, usize> = HashMap::new();
-        for (m, _) in &main {
+        for m in &main {
             *counts.entry(m.content.as_str()).or_default() += 1;
         }
         for a in acknowledged.iter().filter(|a| a.starts_with(&format!("ack {chat} "))) {

@@ -313,7 +313,7 @@ pub struct DiffArgs {
 
 pub fn diff(store: &Store, args: DiffArgs) -> Result<i32, Failure> {
     let conn = store.connection()?;
-    let load = |b: &str| -> Result<Log, Failure> { Ok(Log::new(queries::branch_messages(&conn, &args.chat_id, b)?.into_iter().map(|(m, _)| m).collect())) };
+    let load = |b: &str| -> Result<Log, Failure> { Ok(Log::new(queries::branch_messages(&conn, &args.chat_id, b)?)) };
     let (a, b) = (load(&args.a)?, load(&args.b)?);
     match a.first_difference(&b) {
         None => say!("{} and {} are the same", args.a, args.b),

@@ -54,7 +54,7 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
         // A message several branches share is reported once, in the first branch holding it.
         let mut seen: HashSet<String> = HashSet::new();
         for branch in queries::branch_names(&conn, chat)? {
-            for (index, (message, _)) in queries::branch_messages(&conn, chat, &branch)?.into_iter().enumerate() {
+            for (index, message) in queries::branch_messages(&conn, chat, &branch)?.into_iter().enumerate() {
                 if !seen.insert(message.content.clone()) {
                     continue;
                 }

@@ -33,8 +33,10 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     // One line at a time, from the store to the output: memory does not grow with the branch.
     let result = queries::with_document_lines(&conn, document_id, 0, |lines| -> std::io::Result<()> {
         let shown = args.secrets.shown();
-        for (mut message, line) in lines.filter_map(|l| l.message.map(|m| (m, l.line))) {
+        for stored in lines {
+            let Some(mut message) = stored.message.clone() else { continue };
             if args.json {
+                let line = stored.line();
                 match shown {
                     Shown::Masked => out.write_all(&mask_json_line(&line, &message.content))?,
                     Shown::AsTheyAre => out.write_all(&line)?,

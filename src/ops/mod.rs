@@ -564,6 +564,7 @@ impl Session<'_> {
         }
         let total = doc.line_count;
         let tail: Vec<StoredLine> = queries::with_document_lines_back(self.conn(), doc.id, total, |lines| lines.take(n.saturating_add(2)).collect())?;
+        let tail_lines: Vec<Vec<u8>> = tail.iter().map(StoredLine::line).collect();
         let Some(messages) = tail.iter().map(|l| l.message.as_ref()).collect::<Option<Vec<&Message>>>() else { return Ok(None) };
         let undo_command = messages.first().is_some_and(|m| m.content.starts_with("/undo"));
         let kept = total - i64::from(undo_command);
@@ -576,12 +577,12 @@ impl Session<'_> {
         let removed_count = i64::try_from(n).unwrap_or(i64::MAX).min(kept) + i64::from(undo_command);
         let new_len = total - removed_count;
         // Bytes from the end of the file to the start of line `line`.
-        let suffix = |line: i64| -> u64 { tail[..(total - line) as usize].iter().map(|l| l.line.len() as u64 + 1).sum() };
+        let suffix = |line: i64| -> u64 { tail_lines[..(total - line) as usize].iter().map(|l| l.len() as u64 + 1).sum() };
         let path = self.abs(&doc.path);
         let io = |source| DirError::Io { path: path.clone(), source };
         let cut = size.checked_sub(suffix(new_len)).ok_or_else(|| StoreError::Corrupt(format!("{}: lines longer than the file", doc.path)))?;
         let file = self.dir.open_read(&path)?;
-        if !file_ends_with(file, size, cut, tail[..removed_count as usize].iter().rev().map(|l| l.line.as_slice())).map_err(io)? {
+        if !file_ends_with(file, size, cut, tail_lines[..removed_count as usize].iter().rev().map(Vec::as_slice)).map_err(io)? {
             return Ok(None);
         }
         let backup = match messages.get(usize::from(undo_command)) {
@@ -633,8 +634,8 @@ impl Session<'_> {
         modify::remove_messages_if_unreferenced(self.conn(), &gone.iter().map(|l| l.message_id).collect::<Vec<_>>())?;
         if doc.kind == DocumentKind::Branch && doc.name == MAIN {
             let stored = crate::store::totals::load(self.conn(), self.conv.id)?;
-            let lines: Vec<&[u8]> = gone.iter().rev().map(|l| l.line.as_slice()).collect();
-            let totals = match queries::with_document_lines_back(self.conn(), doc.id, new_len, |kept| stored.without_suffix(&lines, kept.map(|l| l.line)))? {
+            let lines: Vec<&[u8]> = tail_lines[..removed_count as usize].iter().rev().map(Vec::as_slice).collect();
+            let totals = match queries::with_document_lines_back(self.conn(), doc.id, new_len, |kept| stored.without_suffix(&lines, kept.map(|l| l.line())))? {
                 Some(totals) => totals,
                 None => crate::store::totals::recompute(self.conn(), doc.id)?,
             };

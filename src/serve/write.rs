@@ -337,7 +337,7 @@ pub async fn fork(State(state): State<Shared>, UrlPath(id): UrlPath<String>, Que
             if !queries::branch_names(&conn, &id)?.contains(&branch) {
                 return Err(ApiError::not_found(format!("Branch not found: {branch}")));
             }
-            queries::branch_messages(&conn, &id, &branch)?.into_iter().map(|(m, _)| m).collect()
+            queries::branch_messages(&conn, &id, &branch)?
         };
         if after < 0 || after as usize >= msgs.len() {
             return Err(ApiError::bad_request(format!("Message index {after} out of range (0-{})", msgs.len() as i64 - 1)));

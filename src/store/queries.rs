@@ -654,15 +654,6 @@ impl MessageRow {
         }
         Ok(self)
     }
-
-    /// The line exactly as imported.
-    fn line(&self) -> Result<Vec<u8>, StoreError> {
-        match (&self.raw, &self.message) {
-            (Some(raw), _) => Ok(raw.clone()),
-            (None, Some(m)) => Ok(encode_message(m).into_bytes()),
-            (None, None) => Err(StoreError::Corrupt("a message row has neither columns nor raw bytes".into())),
-        }
-    }
 }
 
 fn parse_stored_json(text: Option<String>) -> Option<Json> {
@@ -728,7 +719,7 @@ pub fn for_each_line_in_pieces(
     let io = |source| StoreError::Io { path: format!("document {document_id}"), source };
     match kind {
         DocumentKind::Branch | DocumentKind::View | DocumentKind::Lossless => {
-            with_document_lines(conn, document_id, 0, |lines| lines.map(|l| l.line).try_for_each(|line| f(&line, true)))?.map_err(io)?;
+            with_document_lines(conn, document_id, 0, |lines| lines.map(|l| l.line()).try_for_each(|line| f(&line, true)))?.map_err(io)?;
         }
         DocumentKind::Events => {
             let mut stmt = conn.prepare("SELECT line_no, seq, ts, type, payload_form, payload, raw FROM events WHERE document_id = ?1 ORDER BY line_no")?;
@@ -804,10 +795,26 @@ pub fn for_each_line_in_pieces(
 pub struct StoredLine {
     /// The message, or `None` for a blank or damaged line.
     pub message: Option<Message>,
-    /// The line's bytes, exactly as imported or written.
-    pub line: Vec<u8>,
+    /// The line's bytes when the row keeps them as they are (a line the message's encoding
+    /// would not give back); `None` when they are the message's encoding.
+    raw: Option<Vec<u8>>,
     /// Its row in `messages`.
     pub message_id: i64,
+}
+
+impl StoredLine {
+    /// The line's bytes, exactly as imported or written. Made from the message when the row does
+    /// not keep them, so only a reader that wants them pays for that (encoding a message took a
+    /// tenth of reading one, and most readers want the message alone).
+    pub fn line(&self) -> Vec<u8> {
+        match (&self.raw, &self.message) {
+            (Some(raw), _) => raw.clone(),
+            (None, Some(m)) => encode_message(m).into_bytes(),
+            // Never as read (a row without either is refused); only once a caller took the
+            // message out of the line.
+            (None, None) => Vec::new(),
+        }
+    }
 }
 
 /// Every line of a branch, view or lossless document, in order.
@@ -878,7 +885,10 @@ impl Iterator for DocumentLines<'_> {
             let Some(row) = self.rows.next()? else { return Ok(None) };
             let message_id = row.get(MESSAGE_COLUMN_COUNT)?;
             let row = message_from_row(&row, 0)?.decoded(self.conn)?;
-            Ok(Some(StoredLine { line: row.line()?, message: row.message, message_id }))
+            if row.raw.is_none() && row.message.is_none() {
+                return Err(StoreError::Corrupt("a message row has neither columns nor raw bytes".into()));
+            }
+            Ok(Some(StoredLine { raw: row.raw, message: row.message, message_id }))
         })();
         next.unwrap_or_else(|e: StoreError| {
             self.error = Some(e);
@@ -888,10 +898,10 @@ impl Iterator for DocumentLines<'_> {
 }
 
 /// The messages of one branch (`main` is `conversation.jsonl`), skipping lines that are not
-/// messages, each with its line as stored.
-pub fn branch_messages(conn: &Connection, chat_id: &str, branch: &str) -> Result<Vec<(Message, Vec<u8>)>, StoreError> {
+/// messages.
+pub fn branch_messages(conn: &Connection, chat_id: &str, branch: &str) -> Result<Vec<Message>, StoreError> {
     let document_id = branch_document(conn, chat_id, branch)?;
-    with_document_lines(conn, document_id, 0, |lines| lines.filter_map(|l| l.message.map(|m| (m, l.line))).collect())
+    with_document_lines(conn, document_id, 0, |lines| lines.filter_map(|l| l.message).collect())
 }
 
 /// The document id of one branch (`main` is `conversation.jsonl`).

@@ -269,7 +269,7 @@ impl ListingTotals {
 /// The totals of a branch's lines, recomputed from the store one line at a time.
 pub fn recompute(conn: &Connection, document_id: i64) -> Result<ListingTotals, StoreError> {
     let mut totals = ListingTotals::default();
-    super::queries::with_document_lines(conn, document_id, 0, |lines| lines.for_each(|l| totals.feed(&l.line, None)))?;
+    super::queries::with_document_lines(conn, document_id, 0, |lines| lines.for_each(|l| totals.feed(&l.line(), None)))?;
     Ok(totals)
 }
 
@@ -295,7 +295,7 @@ pub fn priced_costs(conn: &Connection, document_id: i64) -> Result<PricedCosts, 
         for l in lines {
             // One line alone, with the model in effect before it.
             let mut one = ListingTotals { model: model.take(), ..ListingTotals::default() };
-            one.feed(&l.line, None);
+            one.feed(&l.line(), None);
             model = one.model.clone();
             for (name, usage) in one.models_usage {
                 if !usage.cost.is_finite() {

@@ -145,7 +145,7 @@ pub fn store_contents(store: &sessiondb::store::Store, chat_id: &str) -> std::co
     let conn = store.connection().unwrap();
     let mut out = std::collections::BTreeSet::new();
     for branch in sessiondb::store::queries::branch_names(&conn, chat_id).unwrap() {
-        for (m, _) in sessiondb::store::queries::branch_messages(&conn, chat_id, &branch).unwrap() {
+        for m in sessiondb::store::queries::branch_messages(&conn, chat_id, &branch).unwrap() {
             out.insert(m.content);
         }
     }
