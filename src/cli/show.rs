@@ -34,9 +34,10 @@ pub fn run(store: &Store, args: Args) -> Result<i32, Failure> {
     let result = queries::with_document_lines(&conn, document_id, 0, |lines| -> std::io::Result<()> {
         let shown = args.secrets.shown();
         for stored in lines {
-            let Some(mut message) = stored.message.clone() else { continue };
+            // The line's bytes only for `--json`: made from the message, they cost a tenth of reading it.
+            let line = if args.json && stored.message.is_some() { stored.line() } else { Vec::new() };
+            let Some(mut message) = stored.message else { continue };
             if args.json {
-                let line = stored.line();
                 match shown {
                     Shown::Masked => out.write_all(&mask_json_line(&line, &message.content))?,
                     Shown::AsTheyAre => out.write_all(&line)?,
