@@ -46,6 +46,7 @@ const RELEASED: &[(&str, &str)] = &[
     ("0025_compact_message_rows.sql", "84d050210a2b2e3d40dbfbb321666108a4928e5558c660d20dbbab487fa3f0fb"),
     ("0026_archived_conversations.sql", "cbb67dbd370d96a3f9ae21179421889f5ac40346058c95003d82c1602acc91c5"),
     ("0027_messages_by_line_with_text.sql", "686ba50111e335efa2a9805e567bed6da794fc126f6769d430dd4316cd45b585"),
+    ("0028_server_only_ranking_index_per_host.sql", "737b6ba6acf97d0b5be6c2c1167d07f79e5ad234f1b82ee490a29b5a23f10fd9"),
 ];
 
 fn schema_dir() -> PathBuf {

@@ -97,8 +97,15 @@ fn a_store_at_version_23_finds_its_texts_by_hash_first() {
     let index =
         |client: &mut postgres::Client| -> String { client.query_one("SELECT indexdef FROM pg_indexes WHERE indexname = 'texts_by_hash'", &[]).unwrap().get(0) };
     assert!(index(&mut client).ends_with("(hash, source_id)"), "{}", index(&mut client));
-    // The store as version 23 left it.
-    client.batch_execute("DROP INDEX texts_by_hash; CREATE INDEX texts_by_hash ON texts (source_id, hash); UPDATE sessiondb_schema SET version = 23").unwrap();
+    // The store as version 23 left it (28 undone too, which a later migration cannot repeat).
+    client
+        .batch_execute(
+            "DROP TRIGGER texts_stamp_added ON texts; DROP FUNCTION texts_stamp_added();
+             DROP TRIGGER texts_log_deletions ON texts; DROP FUNCTION ranking_deletions_log(); DROP TABLE ranking_deletions;
+             ALTER TABLE texts DROP COLUMN added;
+             DROP INDEX texts_by_hash; CREATE INDEX texts_by_hash ON texts (source_id, hash); UPDATE sessiondb_schema SET version = 23",
+        )
+        .unwrap();
     run_ok(sessiondb(&pg.db).args(["list", "--json"]));
     assert!(index(&mut client).ends_with("(hash, source_id)"), "{}", index(&mut client));
     let version: i64 = client.query_one("SELECT version FROM sessiondb_schema", &[]).unwrap().get(0);
@@ -863,4 +870,78 @@ fn a_backup_of_a_server_database_points_to_its_own_tools() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("pg_dump") && err.contains("pg_restore"), "{err}");
     assert!(!copy.exists() && fs::read_dir(work.path()).unwrap().count() == 1, "nothing written beside the logs");
+}
+
+/// Issue 33: a server's word queries are ranked by a tantivy index this host keeps in its cache
+/// directory (`store::ranking_server`), and it misses nothing that hosts writing at once commit
+/// out of the order of their ids: a text whose transaction was still open when the index caught
+/// up is taken at the next catch-up, a text deleted meanwhile is taken out, each once.
+#[test]
+fn each_host_ranks_a_server_search_by_its_own_index_and_misses_no_late_commit() {
+    use sessiondb::store::ranking::{check, RankQuery, RankingIndex};
+    let Some(pg) = common::postgres_db() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let logs = work.path().join("logs");
+    copy_tree(&fixtures(), &logs);
+    let cache = work.path().join("cache");
+    let url = pg.db.to_str().unwrap().to_owned();
+    let search = |cache: Option<&Path>, query: &str| -> serde_json::Value {
+        let mut cmd = sessiondb(&pg.db);
+        cmd.args(["search", "--json", "-n", "1000", "--exact-total", "--", query]);
+        match cache {
+            Some(dir) => cmd.env("XDG_CACHE_HOME", dir),
+            None => cmd.env_remove("XDG_CACHE_HOME").env_remove("HOME"),
+        };
+        let mut page: serde_json::Value = serde_json::from_slice(&run_ok(&mut cmd).stdout).unwrap();
+        let by = page.as_object_mut().unwrap().remove("ranked_by").unwrap();
+        serde_json::json!({"by": by, "total": page["total"], "found": page["results"].as_array().unwrap().iter().map(|r| (r["id"].clone(), r["matches"].clone())).collect::<Vec<_>>()})
+    };
+    run_ok(sessiondb(&pg.db).env("XDG_CACHE_HOME", &cache).arg("import").arg(&logs));
+    for query in ["the", "\"the file\"", "error"] {
+        let ranked = search(Some(&cache), query);
+        assert_eq!(ranked["by"], "ranking index", "{query}: {ranked}");
+        // Without a cache directory the server answers alone: the same conversations and counts.
+        let alone = search(None, query);
+        assert_eq!(alone["by"], "word index (server)", "{query}");
+        let set = |v: &serde_json::Value| {
+            let mut found: Vec<String> = v["found"].as_array().unwrap().iter().map(|f| f.to_string()).collect();
+            found.sort();
+            found
+        };
+        assert_eq!(set(&ranked), set(&alone), "{query}");
+        assert_eq!(ranked["total"], alone["total"], "{query}");
+    }
+    let dirs: Vec<_> = fs::read_dir(cache.join("sessiondb/ranking")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(dirs.len(), 1, "one index for the one database: {dirs:?}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(fs::metadata(&dirs[0]).unwrap().permissions().mode() & 0o777, 0o700, "the index is the user's alone");
+
+    // Two transactions commit out of the order of the ids they were given.
+    std::env::set_var("XDG_CACHE_HOME", &cache);
+    let store = sessiondb::store::Store::open(&pg.db).unwrap();
+    let matching = || -> Vec<i64> {
+        store.catch_up_ranking(&mut |_| {}).unwrap();
+        let conn = store.connection().unwrap();
+        let index = RankingIndex::of(&conn).unwrap().unwrap();
+        let mut found = index.all_matching(&RankQuery { terms: vec![vec!["zebrafish".into()]] }).unwrap();
+        found.sort();
+        assert_eq!(check(&conn).unwrap(), Vec::<String>::new(), "doctor finds it whole");
+        found
+    };
+    let mut late = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut early = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let insert = "INSERT INTO texts (source_id, hash, data) VALUES ((SELECT min(id) FROM sources), $1, '\\x00'::bytea || convert_to($2, 'UTF8')) RETURNING id";
+    let mut open = late.transaction().unwrap();
+    let late_id: i64 = open.query_one(insert, &[&1i64, &"a zebrafish committed late"]).unwrap().get(0);
+    let early_id: i64 = early.query_one(insert, &[&2i64, &"a zebrafish committed early"]).unwrap().get(0);
+    assert!(late_id < early_id);
+    assert_eq!(matching(), vec![early_id], "the open transaction's text is not there yet");
+    open.commit().unwrap();
+    assert_eq!(matching(), vec![late_id, early_id], "taken at the next catch-up, the other not twice");
+    let mut deleting = late.transaction().unwrap();
+    deleting.execute("DELETE FROM texts WHERE id = $1", &[&early_id]).unwrap();
+    assert_eq!(matching(), vec![late_id, early_id], "a deletion not committed yet");
+    deleting.commit().unwrap();
+    assert_eq!(matching(), vec![late_id], "a committed deletion is applied");
+    assert_eq!(matching(), vec![late_id], "and stays so");
 }

@@ -34,6 +34,7 @@ pub mod modify;
 pub mod pending;
 pub mod queries;
 pub mod ranking;
+pub mod ranking_server;
 pub mod rows;
 mod rowsets;
 pub mod schema;

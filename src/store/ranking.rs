@@ -37,6 +37,7 @@ use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 use tantivy::{DocId, DocSet, TERMINATED};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
+use super::sql::Engine;
 use super::{Connection, StoreError};
 
 /// The name tantivy knows the word tokenizer by.
@@ -51,14 +52,19 @@ pub const SEARCH_CATCH_UP: i64 = 50_000;
 const WAIT_FOR_WRITER: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// How far the index follows the store: kept as the payload of each of its commits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mark {
-    /// `store_state['ranking_store_id']` of the store it belongs to.
+    /// `store_state['ranking_store_id']` of the store it belongs to (on a server, who the
+    /// server, database and store are: [`super::ranking_server::identity`]).
     pub store: i64,
-    /// Every text with an id up to this is in the index (unless deleted since).
+    /// Every text with an id up to this is in the index (unless deleted since). On a server,
+    /// the highest text id it holds.
     pub upto: i64,
-    /// Every entry of `ranking_deletions` up to this `seq` has been applied.
+    /// Every entry of `ranking_deletions` up to this `seq` has been applied (SQLite).
     pub deletions: i64,
+    /// On a server, how far its transactions are followed instead; `None` on SQLite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled: Option<super::ranking_server::Settled>,
 }
 
 /// The store as the index must follow it, read in one snapshot.
@@ -93,14 +99,14 @@ impl StoreState {
     }
 
     /// Whether an index at `mark` holds everything this snapshot does, and nothing deleted in it.
-    fn covered_by(&self, mark: Mark) -> bool {
+    fn covered_by(&self, mark: &Mark) -> bool {
         mark.store == self.store && mark.upto >= self.max_text && mark.deletions >= self.max_deletion
     }
 
     /// Whether `mark` may belong to this store at all, and the log still holds every deletion
     /// it has not applied (else the index is rebuilt: an older copy of the index put back).
-    fn admits(&self, mark: Mark) -> bool {
-        mark.store == self.store && mark.upto <= self.text_seq && mark.deletions <= self.deletion_seq && mark.deletions >= self.pruned
+    fn admits(&self, mark: &Mark) -> bool {
+        mark.settled.is_none() && mark.store == self.store && mark.upto <= self.text_seq && mark.deletions <= self.deletion_seq && mark.deletions >= self.pruned
     }
 }
 
@@ -161,6 +167,16 @@ fn database_path(conn: &Connection) -> Option<PathBuf> {
     conn.sqlite()?.path().filter(|p| !p.is_empty()).map(PathBuf::from)
 }
 
+/// Where the ranking index of `conn`'s store lives: beside an SQLite file ([`dir_for`]), in
+/// this host's cache for a server's ([`super::ranking_server::index_dir`]); `None` for a
+/// database in memory, or a server's with no cache directory to be had.
+fn index_dir(conn: &Connection) -> Result<Option<PathBuf>, StoreError> {
+    match conn.engine() {
+        Engine::Sqlite => Ok(database_path(conn).map(|db| dir_for(&db))),
+        Engine::Postgres => super::ranking_server::index_dir(conn),
+    }
+}
+
 /// Where the ranking index of the database at `db` lives.
 pub fn dir_for(db: &Path) -> PathBuf {
     let mut name = db.as_os_str().to_owned();
@@ -185,8 +201,7 @@ impl RankingIndex {
     /// The ranking index of the database `conn` is connected to, created empty when there is
     /// none. `None` for a database without a file (in memory).
     pub fn of(conn: &Connection) -> Result<Option<Arc<RankingIndex>>, RankingError> {
-        let Some(db) = database_path(conn) else { return Ok(None) };
-        let dir = dir_for(&db);
+        let Some(dir) = index_dir(conn)? else { return Ok(None) };
         let mut open = opened().lock().unwrap_or_else(|e| e.into_inner());
         if let Some(index) = open.get(&dir) {
             return Ok(Some(index.clone()));
@@ -205,7 +220,8 @@ impl RankingIndex {
             Ok(_) => return Err(unusable("is not a directory (move it away; sessiondb makes the index again)".into())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 use std::os::unix::fs::DirBuilderExt;
-                match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+                // A server's index is the first in this host's cache: its folders are made too.
+                match std::fs::DirBuilder::new().mode(0o700).recursive(true).create(dir) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                     Err(e) => return Err(unusable(format!("cannot be created: {e}"))),
@@ -283,7 +299,9 @@ impl RankingIndex {
         } else {
             drop(writer);
         }
-        prune_deletions(conn, mark.deletions);
+        if mark.settled.is_none() {
+            prune_deletions(conn, mark.deletions);
+        }
         Ok(Some(added))
     }
 
@@ -293,10 +311,13 @@ impl RankingIndex {
         writer: &mut IndexWriter<TantivyDocument>,
         progress: &mut dyn FnMut(u64),
     ) -> Result<(u64, Mark), RankingError> {
+        if conn.engine() == Engine::Postgres {
+            return self.catch_up_server(conn, writer);
+        }
         let state = StoreState::read(conn)?;
         let mut mark = match self.mark()? {
-            Some(mark) if state.admits(mark) => {
-                if state.covered_by(mark) {
+            Some(mark) if state.admits(&mark) => {
+                if state.covered_by(&mark) {
                     return Ok((0, mark));
                 }
                 mark
@@ -304,7 +325,7 @@ impl RankingIndex {
             _ => {
                 writer.delete_all_documents().map_err(|e| self.tantivy_error(e))?;
                 // Everything deleted so far was deleted before any text is read below.
-                Mark { store: state.store, upto: 0, deletions: state.deletion_seq }
+                Mark { store: state.store, upto: 0, deletions: state.deletion_seq, settled: None }
             }
         };
         {
@@ -331,19 +352,65 @@ impl RankingIndex {
                 }
             }
         }
-        mark = Mark { store: state.store, upto: mark.upto.max(state.text_seq), deletions: mark.deletions.max(state.deletion_seq) };
-        let mut commit = writer.prepare_commit().map_err(|e| self.tantivy_error(e))?;
-        commit.set_payload(&serde_json::to_string(&mark).expect("a mark serializes"));
-        commit.commit().map_err(|e| self.tantivy_error(e))?;
+        mark = Mark { store: state.store, upto: mark.upto.max(state.text_seq), deletions: mark.deletions.max(state.deletion_seq), settled: None };
+        self.commit(writer, &mark)?;
         Ok((added, mark))
+    }
+
+    /// [`Self::catch_up_in_snapshot`] on a server ([`super::ranking_server`]): the texts and
+    /// deletions of the transactions since the mark's watermark, in one commit.
+    fn catch_up_server(&self, conn: &Connection, writer: &mut IndexWriter<TantivyDocument>) -> Result<(u64, Mark), RankingError> {
+        use super::ranking_server::{catch_up, ServerState};
+        let state = ServerState::read(conn)?;
+        let mark = self.mark()?.filter(|m| state.admits(m.store, m.settled.as_ref()));
+        if mark.is_none() {
+            writer.delete_all_documents().map_err(|e| self.tantivy_error(e))?;
+        }
+        let settled = mark.as_ref().and_then(|m| m.settled.as_ref());
+        if settled.is_some() && super::ranking_server::behind(conn, settled)? == 0 {
+            return Ok((0, mark.expect("a mark with a watermark")));
+        }
+        let field = self.fields.text;
+        let body = self.fields.body;
+        let mut added = 0u64;
+        let writer_ref = &*writer;
+        let (settled, highest) = catch_up(
+            conn,
+            settled,
+            &mut |text| {
+                writer_ref.delete_term(Term::from_field_u64(field, text as u64));
+                Ok(())
+            },
+            &mut |text, content, replace| {
+                if replace {
+                    writer_ref.delete_term(Term::from_field_u64(field, text as u64));
+                }
+                let mut doc = TantivyDocument::default();
+                doc.add_u64(field, text as u64);
+                doc.add_text(body, content);
+                writer_ref.add_document(doc).map_err(|e| self.tantivy_error(e))?;
+                added += 1;
+                Ok(())
+            },
+        )?;
+        let mark = Mark { store: state.store, upto: mark.map_or(0, |m| m.upto).max(highest), deletions: 0, settled: Some(settled) };
+        self.commit(writer, &mark)?;
+        Ok((added, mark))
+    }
+
+    /// Commits what `writer` holds, with `mark` as the commit's payload.
+    fn commit(&self, writer: &mut IndexWriter<TantivyDocument>, mark: &Mark) -> Result<(), RankingError> {
+        let mut commit = writer.prepare_commit().map_err(|e| self.tantivy_error(e))?;
+        commit.set_payload(&serde_json::to_string(mark).expect("a mark serializes"));
+        commit.commit().map_err(|e| self.tantivy_error(e))?;
+        Ok(())
     }
 
     /// Makes the index again from the rows: the directory is set aside and removed (whatever
     /// state it was in, even unreadable), and a new index is filled with every text. For
     /// `doctor --reindex`. Returns how many texts it holds.
     pub fn rebuild(conn: &Connection, progress: &mut dyn FnMut(u64)) -> Result<u64, RankingError> {
-        let Some(db) = database_path(conn) else { return Ok(0) };
-        let dir = dir_for(&db);
+        let Some(dir) = index_dir(conn)? else { return Ok(0) };
         opened().lock().unwrap_or_else(|e| e.into_inner()).remove(&dir);
         set_aside(&dir)?;
         let Some(index) = RankingIndex::of(conn)? else { return Ok(0) };
@@ -352,7 +419,9 @@ impl RankingIndex {
     }
 
     /// The best `limit` texts for `query`, best first: (text id, bm25 score, higher is better).
-    /// Ties come in the index's order, the same for every call on the same commit.
+    /// Ties come by text id, as two indexes of the same texts (two hosts', or one made again)
+    /// give them whatever their segments' order (except at the window's end, where the
+    /// index's order chooses which tied texts are in it).
     pub fn top(&self, query: &RankQuery, limit: usize) -> Result<Vec<(i64, f32)>, RankingError> {
         let searcher = self.reader.searcher();
         let top = searcher.search(&self.clauses(query, Vec::new()), &TopDocs::with_limit(limit.max(1)).order_by_score()).map_err(|e| self.tantivy_error(e))?;
@@ -361,6 +430,27 @@ impl RankingIndex {
         for (score, address) in top {
             if let Some(id) = ids.of(address)? {
                 out.push((id, score));
+            }
+        }
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(out)
+    }
+
+    /// Every text matching `query`, in no order, none scored, as of the index's last commit.
+    pub fn all_matching(&self, query: &RankQuery) -> Result<Vec<i64>, RankingError> {
+        self.reader.reload().map_err(|e| self.tantivy_error(e))?;
+        let searcher = self.reader.searcher();
+        let weight = self.clauses(query, Vec::new()).weight(EnableScoring::disabled_from_searcher(&searcher)).map_err(|e| self.tantivy_error(e))?;
+        let mut out = Vec::new();
+        for segment in searcher.segment_readers() {
+            let ids = segment.fast_fields().u64("text").map_err(|e| self.tantivy_error(e))?;
+            let mut matches = weight.scorer(segment, 1.0).map_err(|e| self.tantivy_error(e))?;
+            while matches.doc() != TERMINATED {
+                let doc = matches.doc();
+                if segment.alive_bitset().is_none_or(|alive| alive.is_alive(doc)) {
+                    out.extend(ids.first(doc).map(|id| id as i64));
+                }
+                matches.advance();
             }
         }
         Ok(out)
@@ -460,17 +550,20 @@ impl<'i> TextIds<'i> {
 /// when there is none yet (it is made by the next import, sync or search) or it is only behind
 /// (searches catch it up). Changes nothing.
 pub fn check(conn: &Connection) -> Result<Vec<String>, StoreError> {
-    let Some(db) = database_path(conn) else { return Ok(Vec::new()) };
+    let Some(dir) = index_dir(conn)? else { return Ok(Vec::new()) };
     // Not made yet, or its making was cut short before its first file: nothing to check, and
     // opening it would make it.
-    if std::fs::symlink_metadata(dir_for(&db).join("meta.json")).is_err() {
+    if std::fs::symlink_metadata(dir.join("meta.json")).is_err() {
         return Ok(Vec::new());
     }
     let found = (|| -> Result<Vec<String>, RankingError> {
         let index = RankingIndex::of(conn)?.expect("a database with a file");
         let Some(mark) = index.mark()? else { return Ok(Vec::new()) };
+        if conn.engine() == Engine::Postgres {
+            return check_server(conn, &index, &mark);
+        }
         let state = StoreState::read(conn)?;
-        if !state.admits(mark) {
+        if !state.admits(&mark) {
             return Ok(vec![format!("it belongs to another database, or to another state of this one (its mark: {mark:?})")]);
         }
         // What it should hold: every text up to its mark, and those deleted since that it
@@ -500,21 +593,45 @@ pub fn usable(conn: &Connection) -> Option<Arc<RankingIndex>> {
         let Some(index) = RankingIndex::of(conn)? else { return Ok(None) };
         // The mark is read before the reader reloads: the commit searched is then this one or
         // a later one, which covers at least as much.
-        let state = StoreState::read(conn)?;
         let mark = index.mark()?;
-        if !mark.is_some_and(|m| state.covered_by(m)) {
-            let behind = match mark {
-                Some(m) if state.admits(m) => (state.max_text - m.upto).max(0) + (state.max_deletion - m.deletions).max(0),
-                _ => state.max_text,
-            };
-            if behind > SEARCH_CATCH_UP || index.catch_up(conn, WAIT_FOR_WRITER, &mut |_| {})?.is_none() {
-                return Ok(None);
-            }
+        let behind = behind(conn, mark.as_ref())?;
+        if behind > 0 && (behind > SEARCH_CATCH_UP || index.catch_up(conn, WAIT_FOR_WRITER, &mut |_| {})?.is_none()) {
+            return Ok(None);
         }
         index.reader.reload().map_err(|e| index.tantivy_error(e))?;
         Ok(Some(index))
     };
     attempt().ok().flatten()
+}
+
+/// How many texts (added or deleted) an index at `mark` is behind the store: all of them when
+/// it does not belong to it.
+fn behind(conn: &Connection, mark: Option<&Mark>) -> Result<i64, StoreError> {
+    if conn.engine() == Engine::Postgres {
+        let state = super::ranking_server::ServerState::read(conn)?;
+        let settled = mark.filter(|m| state.admits(m.store, m.settled.as_ref())).and_then(|m| m.settled.as_ref());
+        return super::ranking_server::behind(conn, settled);
+    }
+    let state = StoreState::read(conn)?;
+    Ok(match mark {
+        Some(m) if state.covered_by(m) => 0,
+        Some(m) if state.admits(m) => (state.max_text - m.upto).max(0) + (state.max_deletion - m.deletions).max(0),
+        _ => state.max_text,
+    })
+}
+
+/// [`check`] of a server's index: when it has caught up with every text, it holds each once.
+fn check_server(conn: &Connection, index: &RankingIndex, mark: &Mark) -> Result<Vec<String>, RankingError> {
+    let state = super::ranking_server::ServerState::read(conn)?;
+    if !state.admits(mark.store, mark.settled.as_ref()) {
+        return Ok(vec![format!("it belongs to another database, or to another state of this one (its mark: {mark:?})")]);
+    }
+    if super::ranking_server::behind(conn, mark.settled.as_ref())? > 0 {
+        return Ok(Vec::new());
+    }
+    let expected: i64 = conn.query_row("SELECT count(*) FROM texts", (), |r| r.get(0))?;
+    let held = index.texts()?;
+    Ok(if held as i64 != expected { vec![format!("it holds {held} texts of the {expected} it should")] } else { Vec::new() })
 }
 
 /// Removes the index directory `dir`, whatever is there (a link planted in its place is removed,

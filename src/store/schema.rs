@@ -47,6 +47,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schema/0025_compact_message_rows.sql"),
     include_str!("../../schema/0026_archived_conversations.sql"),
     include_str!("../../schema/0027_messages_by_line_with_text.sql"),
+    include_str!("../../schema/0028_server_only_ranking_index_per_host.sql"),
 ];
 
 /// The schema version this build writes.
@@ -58,7 +59,8 @@ pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
 /// change to one engine only (16: the server's search indexes; 17: each source's writer; 18:
 /// writers of sources at once; 19: attachments checked against their SHA-256; 20: source names
 /// and roots per writer; 24: texts found by hash first; 27, SQLite's: a conversation's texts
-/// from its index) takes the next number, which the other skips. Append only.
+/// from its index; 28: texts stamped with the transaction that added them, for each host's
+/// ranking index) takes the next number, which the other skips. Append only.
 #[cfg(feature = "postgres")]
 const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (15, include_str!("../../schema/postgres/0015_init.sql")),
@@ -74,6 +76,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (25, include_str!("../../schema/postgres/0025_compact_message_rows.sql")),
     (26, include_str!("../../schema/postgres/0026_archived_conversations.sql")),
     (27, include_str!("../../schema/postgres/0027_sqlite_only_messages_by_line_with_text.sql")),
+    (28, include_str!("../../schema/postgres/0028_ranking_index_per_host.sql")),
 ];
 
 /// The advisory lock (a key of PostgreSQL's `pg_advisory_lock`) that migrations hold, so

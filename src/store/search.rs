@@ -581,12 +581,7 @@ fn search_indexed(conn: &Connection, q: &Resolved) -> Result<SearchResult, Store
         }
         if depth <= MAX_NESTING {
             let fts = cjk_phrases(&q.text);
-            let answered = match conn.engine() {
-                Engine::Sqlite => run(conn, q, &fts),
-                Engine::Postgres => {
-                    WordMatch::new(&fts).and_then(|matcher| run_on_server(conn, q, matcher)).map(|(page, totals, by)| (page, totals.filter(|_| q.totals), by))
-                }
-            };
+            let answered = run(conn, q, &fts);
             match answered {
                 Ok((conversations, totals, ranked_by)) => {
                     return Ok(SearchResult {
@@ -888,15 +883,28 @@ fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<(Option<i64>, Opt
 /// conversation first. Totals, when asked for and not counted by the pass, are counted apart
 /// ([`count_word_matches`]).
 fn run(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>, RankedBy), StoreError> {
-    let (out, mut totals, ranked_by) = match ranked_by_index(conn, q, fts)? {
-        Some(page) => (page, None, RankedBy::RankingIndex),
-        None => {
+    // On a server, FTS5 (in memory) reads the query first, so that one it refuses is refused
+    // whichever way it is answered.
+    let matcher = match conn.engine() {
+        Engine::Sqlite => None,
+        Engine::Postgres => Some(WordMatch::new(fts)?),
+    };
+    let (out, mut totals, ranked_by) = match (ranked_by_index(conn, q, fts)?, matcher) {
+        (Some(page), _) => (page, None, RankedBy::RankingIndex),
+        (None, None) => {
             let (out, totals) = run_ranked(conn, q, fts)?;
             (out, totals, RankedBy::WordIndex)
         }
+        (None, Some(matcher)) => run_on_server(conn, q, matcher)?,
     };
     if q.totals && totals.is_none() {
-        totals = Some(count_word_matches(conn, q, fts)?);
+        totals = Some(match conn.engine() {
+            Engine::Sqlite => count_word_matches(conn, q, fts)?,
+            Engine::Postgres => match count_by_index(conn, q, fts)? {
+                Some(totals) => totals,
+                None => run_on_server(conn, q, WordMatch::new(fts)?)?.1.expect("a server's search counts every match"),
+            },
+        });
     }
     if let Some(t) = totals.as_mut().filter(|t| !t.exact) {
         // Counting stopped at its bound: the page's own conversations and matches are as sure
@@ -905,6 +913,43 @@ fn run(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<ConversationHi
         t.messages = t.messages.max(out.iter().map(|c| c.total).sum::<usize>());
     }
     Ok((out, totals.filter(|_| q.totals), ranked_by))
+}
+
+/// Every match of word query `fts` that passes the filters and stands in a branch or view, as
+/// [`count_word_matches`] counts them, from the ranking index (which answered the page): the
+/// texts it matches, then the messages saying them, up to [`COUNTED_UP_TO`] unless every one
+/// is asked for. For a server, which has no word index to count from. `None` when the index
+/// fails now.
+fn count_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<Totals>, StoreError> {
+    let Some(index) = q.ranking.as_deref() else { return Ok(None) };
+    let Some(terms) = plain_terms(fts) else { return Ok(None) };
+    let Ok(words) = terms.iter().map(|t| super::word_tokens::words(t)).collect::<Result<Vec<Vec<String>>, _>>() else { return Ok(None) };
+    let Ok(mut texts) = index.all_matching(&super::ranking::RankQuery { terms: words }) else { return Ok(None) };
+    texts.sort_unstable();
+    let bound = if q.exact_totals { usize::MAX } else { COUNTED_UP_TO };
+    let (filters, mut args) = filter_sql(q, 3, true);
+    args.splice(0..0, [Value::Null, Value::Null]);
+    let sql = format!(
+        // By text, as FTS5 gives its matches, so that a bound reached counts the conversations
+        // SQLite's count does.
+        "SELECT m.conversation_id FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE {} AND {} ORDER BY m.text_id LIMIT ?2",
+        super::sql::among_ids(conn.engine(), "m.text_id", 1),
+        filters.join(" AND ")
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let (mut messages, mut conversations) = (0usize, std::collections::HashSet::new());
+    for chunk in texts.chunks(SERVER_CHUNK) {
+        if messages >= bound {
+            break;
+        }
+        args[0] = Value::Text(super::sql::id_list(chunk.iter().copied()));
+        args[1] = Value::Integer((bound - messages).min(i64::MAX as usize) as i64);
+        for conversation in stmt.query_map(params_from_iter(args.iter()), |r| r.get::<_, i64>(0))? {
+            conversations.insert(conversation?);
+            messages += 1;
+        }
+    }
+    Ok(Some(Totals { messages, conversations: conversations.len(), exact: messages < bound }))
 }
 
 /// The page of conversations (`limit` past the first `offset`) by the word index, and the

@@ -1,0 +1,2 @@
+-- 0028: a change to a PostgreSQL server's store only (schema/postgres/0028_ranking_index_per_host.sql);
+-- versions are one sequence for both engines, and an SQLite store takes this one unchanged.
