@@ -1,5 +1,6 @@
-//! The ranking index: a tantivy index beside the database (`<db>.ranking/`) that ranks word
-//! queries by bm25 over the whole history without scoring every match.
+//! The ranking index: a tantivy index beside the database (`<db>.ranking/`), or for a server's
+//! store in this host's cache directory ([`super::ranking_server`]), that ranks word queries by
+//! bm25 over the whole history without scoring every match.
 //!
 //! FTS5 ranks by computing bm25 for every text that matches, about a microsecond each, so
 //! a word found in most texts took half a second at a million of them. Tantivy keeps
@@ -16,12 +17,15 @@
 //! tantivy's writer lock (a file lock, released when its process dies), so processes never mix
 //! their work. An index whose mark names another store, or claims more than the store ever
 //! held (the database was replaced or restored from an older copy), is emptied and rebuilt.
+//! A server's writers commit texts out of the order of their ids: there the watermark is the
+//! oldest transaction still running ([`super::ranking_server`] says how).
 //!
 //! The words are those of the word index exactly ([`super::word_tokens`]: FTS5's own
 //! tokenizer), so that both indexes find the same texts for the queries both answer. Like the
 //! word index, it holds each text once ([`super::texts`], schema 22); a search reaches the
 //! messages saying a text through the store.
-//! Nothing depends on this index being there: a search falls back to FTS5 when it is missing,
+//! Nothing depends on this index being there: a search falls back to FTS5 (on a server, to its
+//! word sets) when it is missing,
 //! unusable or behind by more than a search should wait for ([`usable`]), and `doctor` checks
 //! it and `doctor --reindex` rebuilds it.
 
@@ -312,7 +316,7 @@ impl RankingIndex {
         progress: &mut dyn FnMut(u64),
     ) -> Result<(u64, Mark), RankingError> {
         if conn.engine() == Engine::Postgres {
-            return self.catch_up_server(conn, writer);
+            return self.catch_up_server(conn, writer, progress);
         }
         let state = StoreState::read(conn)?;
         let mut mark = match self.mark()? {
@@ -359,7 +363,7 @@ impl RankingIndex {
 
     /// [`Self::catch_up_in_snapshot`] on a server ([`super::ranking_server`]): the texts and
     /// deletions of the transactions since the mark's watermark, in one commit.
-    fn catch_up_server(&self, conn: &Connection, writer: &mut IndexWriter<TantivyDocument>) -> Result<(u64, Mark), RankingError> {
+    fn catch_up_server(&self, conn: &Connection, writer: &mut IndexWriter<TantivyDocument>, progress: &mut dyn FnMut(u64)) -> Result<(u64, Mark), RankingError> {
         use super::ranking_server::{catch_up, ServerState};
         let state = ServerState::read(conn)?;
         let mark = self.mark()?.filter(|m| state.admits(m.store, m.settled.as_ref()));
@@ -390,6 +394,9 @@ impl RankingIndex {
                 doc.add_text(body, content);
                 writer_ref.add_document(doc).map_err(|e| self.tantivy_error(e))?;
                 added += 1;
+                if added.is_multiple_of(10_000) {
+                    progress(added);
+                }
                 Ok(())
             },
         )?;

@@ -9,7 +9,7 @@
 //!
 //! Invariant, kept by [`catch_up`]: an index at mark `m` holds every text added by a
 //! transaction older than `m.settled.xmin` that still exists, and of the texts added by newer
-//! ones those in `m.settled.recent` (all of them those it holds, when `complete`); it has applied
+//! ones those in `m.settled.recent` (all it holds of them, when `complete`); it has applied
 //! every deletion of an older transaction and those in `m.settled.gone`. A catch-up first reads
 //! the oldest transaction still running (`pg_snapshot_xmin`), then the texts and deletions of
 //! transactions from the mark's on: every transaction older than the new watermark had ended
@@ -24,8 +24,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{Connection, StoreError};
 
-/// The most recent texts (or deletions) a mark lists; past that the texts of the recent
-/// transactions are replaced in the index when read again, which is as right and costs more.
+/// The most runs of recent text ids (or deleted ones) a mark lists; past that the texts of the
+/// recent transactions are replaced in the index when read again, which is as right and costs
+/// more. (A transaction left open for long, anywhere on the server, keeps the watermark back
+/// and every text since recent: their ids come in few runs.)
 const MAX_RECENT: usize = 10_000;
 
 /// How far an index follows a server's transactions: kept in its mark ([`super::ranking::Mark`]).
@@ -33,8 +35,9 @@ const MAX_RECENT: usize = 10_000;
 pub struct Settled {
     /// The oldest transaction still running at the last catch-up.
     pub xmin: u64,
-    /// The texts of transactions from `xmin` on that the index holds.
-    pub recent: Vec<i64>,
+    /// The texts of transactions from `xmin` on that the index holds, as runs of ids (first,
+    /// last), in order.
+    pub recent: Vec<(i64, i64)>,
     /// The deletions of transactions from `xmin` on that it has applied.
     pub gone: Vec<i64>,
     /// Whether `recent` lists every such text the index holds.
@@ -48,6 +51,37 @@ pub struct ServerState {
     pub store: i64,
     /// The oldest transaction running now (the next one, when none is).
     pub xmin: u64,
+}
+
+impl Settled {
+    /// Whether the index holds text `id` of a recent transaction, for certain.
+    fn holds(&self, id: i64) -> bool {
+        self.complete
+            && self
+                .recent
+                .binary_search_by(|&(first, last)| {
+                    if last < id {
+                        std::cmp::Ordering::Less
+                    } else if first > id {
+                        std::cmp::Ordering::Greater
+                    } else {
+                        std::cmp::Ordering::Equal
+                    }
+                })
+                .is_ok()
+    }
+}
+
+/// Sorted, distinct `ids` as runs of consecutive ones (first, last).
+fn runs(ids: &[i64]) -> Vec<(i64, i64)> {
+    let mut out: Vec<(i64, i64)> = Vec::new();
+    for &id in ids {
+        match out.last_mut() {
+            Some((_, last)) if *last + 1 == id => *last = id,
+            _ => out.push((id, id)),
+        }
+    }
+    out
 }
 
 impl ServerState {
@@ -82,7 +116,7 @@ pub fn behind(conn: &Connection, settled: Option<&Settled>) -> Result<i64, Store
         .prepare_cached("SELECT text_id FROM ranking_deletions WHERE deleted >= ?1::text::xid8")?
         .query_map([&since], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
-    let added = added.iter().filter(|id| !(settled.complete && settled.recent.binary_search(id).is_ok())).count();
+    let added = added.iter().filter(|&&id| !settled.holds(id)).count();
     let deleted = deleted.iter().filter(|id| !settled.gone.contains(id)).count();
     Ok((added + deleted) as i64)
 }
@@ -119,25 +153,25 @@ pub fn catch_up(
         let mut rows = texts.query([&since, &now])?;
         while let Some(r) = rows.next()? {
             let (id, is_recent): (i64, bool) = (r.get(0)?, r.get(2)?);
-            let held = settled.is_some_and(|s| s.recent.binary_search(&id).is_ok());
             if is_recent {
                 recent.push(id);
             }
             highest = highest.max(id);
-            if held && settled.is_some_and(|s| s.complete) {
+            if settled.is_some_and(|s| s.holds(id)) {
                 continue;
             }
             let content = conn.decode_text(id, &r.get::<_, Vec<u8>>(1)?)?;
             // Without a complete list, a text of a recent transaction may be there already.
-            add(id, content, settled.is_some_and(|s| !s.complete || held))?;
+            add(id, content, settled.is_some_and(|s| !s.complete))?;
         }
     }
+    // The texts come by id.
+    let mut recent = runs(&recent);
     let complete = recent.len() <= MAX_RECENT && gone.len() <= MAX_RECENT;
     if !complete {
         recent.clear();
         gone.clear();
     }
-    recent.sort_unstable();
     Ok((Settled { xmin, recent, gone, complete }, highest))
 }
 
@@ -171,4 +205,19 @@ pub fn index_dir(conn: &Connection) -> Result<Option<PathBuf>, StoreError> {
     let Some(cache) = var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|h| h.join(".cache"))) else { return Ok(None) };
     let (_, name) = identity(conn)?;
     Ok(Some(cache.join("sessiondb").join("ranking").join(name)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recent_ids_are_kept_as_runs_and_found_in_them() {
+        assert_eq!(runs(&[]), vec![]);
+        assert_eq!(runs(&[3, 4, 5, 9, 11, 12]), vec![(3, 5), (9, 9), (11, 12)]);
+        let settled = Settled { xmin: 1, recent: runs(&[3, 4, 5, 9, 11, 12]), gone: Vec::new(), complete: true };
+        let held: Vec<i64> = (0..15).filter(|&id| settled.holds(id)).collect();
+        assert_eq!(held, vec![3, 4, 5, 9, 11, 12]);
+        assert!(!Settled { complete: false, ..settled }.holds(4), "an incomplete list vouches for nothing");
+    }
 }

@@ -15,7 +15,11 @@ caches them), into a new SQLite file and a new PostgreSQL database:
   list / list -n 20           `list --json --all`, `list --json -n 20`
   search common / rare        `search WORD --json -n 20` (--common, --rare; by default
                               "database" (about half of all messages) and "undo" (about
-                              0.4%), or with --realistic "the" and "ambiguities")
+                              0.4%), or with --realistic "the" and "ambiguities"); on a
+                              server ranked by this host's ranking index, kept in the run's
+                              own cache directory ($XDG_CACHE_HOME)
+  ..., the server alone       the same with no cache directory: the server's word sets alone,
+                              as before hosts kept a ranking index
   stats                       `stats --json`
   sync, 1% changed            a new message appended to 1% of the conversations (the same
                               lines for both engines), then `sync LOGS`
@@ -69,10 +73,16 @@ def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return out
 
 
-def timed(cmd: list[str]) -> float:
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> float:
     start = time.perf_counter()
-    run(cmd)
+    run(cmd, env=env)
     return time.perf_counter() - start
+
+
+def without_cache_dir() -> dict[str, str]:
+    """The environment with no cache directory: a server's store is then searched by the
+    server alone, without this host's ranking index (store::ranking_server)."""
+    return {k: v for k, v in os.environ.items() if k not in ("HOME", "XDG_CACHE_HOME")}
 
 
 def cached_logs(n: int, m: int, realistic: bool) -> Path:
@@ -168,14 +178,18 @@ def part_one(bin_: str, server: Server, cached: Path, runs: int, common: str, ra
         ("list -n 20", ["list", "--json", "-n", "20"]),
         (f"search common word ({common})", ["search", common, "--json", "-n", "20"]),
         (f"search rare word ({rare})", ["search", rare, "--json", "-n", "20"]),
+        (f"search common word ({common}), the server alone", ["search", common, "--json", "-n", "20"]),
+        (f"search rare word ({rare}), the server alone", ["search", rare, "--json", "-n", "20"]),
         ("stats", ["stats", "--json"]),
     ]
     for label, args in queries:
         times: dict[str, list[float]] = {"sqlite": [], "postgres": []}
+        # "the server alone": PostgreSQL without this host's ranking index, as before it had one.
+        alone = without_cache_dir() if label.endswith("the server alone") else None
         for r in range(runs):
             order = ["sqlite", "postgres"] if r % 2 == 0 else ["postgres", "sqlite"]
             for name in order:
-                times[name].append(timed([bin_, "--db", engines[name], *args]))
+                times[name].append(timed([bin_, "--db", engines[name], *args], env=alone if name == "postgres" else None))
         log(f"{label}: sqlite {median(times['sqlite']):.3f} s, postgres {median(times['postgres']):.3f} s")
         rows.append((label, median(times["sqlite"]), median(times["postgres"])))
     conversations = sorted(p for p in logs.iterdir() if (p / "conversation.jsonl").is_file())
@@ -271,6 +285,8 @@ def main() -> None:
     rare = a.rare or ("ambiguities" if a.realistic else "undo")
     server = Server(a.url)
     work = Path(tempfile.mkdtemp(prefix="sessiondb-bench-"))
+    # A server's ranking indexes are made in the run's own cache directory, removed with it.
+    os.environ["XDG_CACHE_HOME"] = str(work / "cache")
     try:
         parts = a.parts.split()
         one = part_one(a.bin, server, cached, a.runs, common, rare, work) if "1" in parts else []
