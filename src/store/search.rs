@@ -930,18 +930,20 @@ fn count_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<T
     let (filters, mut args) = filter_sql(q, 3, true);
     args.splice(0..0, [Value::Null, Value::Null]);
     let sql = format!(
-        // By text, as FTS5 gives its matches, so that a bound reached counts the conversations
-        // SQLite's count does.
-        "SELECT m.conversation_id FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE {} AND {} ORDER BY m.text_id LIMIT ?2",
+        // By text, as FTS5 gives its matches, and each text's by conversation (their index), so
+        // that a bound reached counts the conversations SQLite's count does.
+        "SELECT m.conversation_id FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE {} AND {} ORDER BY m.text_id, m.conversation_id, m.id LIMIT ?2",
         super::sql::among_ids(conn.engine(), "m.text_id", 1),
         filters.join(" AND ")
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let (mut messages, mut conversations) = (0usize, std::collections::HashSet::new());
-    for chunk in texts.chunks(SERVER_CHUNK) {
-        if messages >= bound {
-            break;
-        }
+    // Chunks growing from a few texts, so that a common word, whose first texts are said by
+    // the bound's messages already (a system prompt), stops after a small question.
+    let (mut at, mut size) = (0, 64);
+    while at < texts.len() && messages < bound {
+        let chunk = &texts[at..(at + size).min(texts.len())];
+        (at, size) = (at + chunk.len(), (size * 4).min(SERVER_CHUNK));
         args[0] = Value::Text(super::sql::id_list(chunk.iter().copied()));
         args[1] = Value::Integer((bound - messages).min(i64::MAX as usize) as i64);
         for conversation in stmt.query_map(params_from_iter(args.iter()), |r| r.get::<_, i64>(0))? {
@@ -1110,12 +1112,22 @@ fn ranked_by_index(conn: &Connection, q: &Resolved, fts: &str) -> Result<Option<
 /// id: (message id, conversation id, score). A text many conversations share (a system prompt)
 /// is found once by the index and stands for every message that says it.
 fn holders(conn: &Connection, texts: &[(i64, f64)]) -> Result<Vec<(i64, i64, f64)>, StoreError> {
-    let mut stmt = conn.prepare_cached("SELECT id, conversation_id FROM messages WHERE text_id = ?1 ORDER BY id")?;
+    // A chunk of texts a question (one each was a round trip each on a server).
+    let mut stmt =
+        conn.prepare_cached(&format!("SELECT text_id, id, conversation_id FROM messages WHERE {}", super::sql::among_ids(conn.engine(), "text_id", 1)))?;
     let mut out = Vec::with_capacity(texts.len());
-    for &(text, score) in texts {
-        for row in stmt.query_map([text], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))? {
-            let (id, conversation) = row?;
-            out.push((id, conversation, score));
+    for chunk in texts.chunks(SERVER_CHUNK) {
+        let mut saying: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+        for row in stmt.query_map([Value::Text(super::sql::id_list(chunk.iter().map(|&(text, _)| text)))], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+        })? {
+            let (text, id, conversation) = row?;
+            saying.entry(text).or_default().push((id, conversation));
+        }
+        for &(text, score) in chunk {
+            let Some(mut messages) = saying.remove(&text) else { continue };
+            messages.sort_unstable();
+            out.extend(messages.into_iter().map(|(id, conversation)| (id, conversation, score)));
         }
     }
     Ok(out)
@@ -1202,25 +1214,24 @@ fn count_in_conversations(
     texts.dedup();
     let Ok(matching) = index.matching_among(query, &texts) else { return Ok(None) };
     let matching: std::collections::HashSet<i64> = matching.into_iter().collect();
+    let conversation_of: HashMap<i64, i64> =
+        messages.into_iter().filter(|(_, _, text)| matching.contains(text)).map(|(id, conversation, _)| (id, conversation)).collect();
+    // Where the matching messages stand, asked a chunk at a time: one question each was a round
+    // trip each on a server (a page of a common word's conversations, hundreds of them).
     let mut args = vec![Value::Null];
     let mut arg = |value| {
         args.push(value);
         args.len()
     };
-    // Without a branch, where a message stands is asked of its lines alone, not of its row.
-    let stands = match q.branch {
-        None => format!("SELECT 1 WHERE {}", placement_sql(q, "?1", &mut arg)),
-        Some(_) => format!("SELECT 1 FROM messages m WHERE m.id = ?1 AND {}", placement_sql(q, "m.id", &mut arg)),
-    };
-    let mut stands = conn.prepare_cached(&stands)?;
+    let sql = format!("SELECT m.id FROM messages m WHERE {} AND {}", super::sql::among_ids(conn.engine(), "m.id", 1), placement_sql(q, "m.id", &mut arg));
+    let mut standing = conn.prepare_cached(&sql)?;
+    let mut ids: Vec<i64> = conversation_of.keys().copied().collect();
+    ids.sort_unstable();
     let mut counts: HashMap<i64, usize> = HashMap::new();
-    for (id, conversation, text) in messages {
-        if !matching.contains(&text) {
-            continue;
-        }
-        args[0] = Value::Integer(id);
-        if stands.exists(params_from_iter(args.iter()))? {
-            *counts.entry(conversation).or_default() += 1;
+    for chunk in ids.chunks(SERVER_CHUNK) {
+        args[0] = Value::Text(super::sql::id_list(chunk.iter().copied()));
+        for id in standing.query_map(params_from_iter(args.iter()), |r| r.get::<_, i64>(0))? {
+            *counts.entry(conversation_of[&id?]).or_default() += 1;
         }
     }
     Ok(Some(counts))
