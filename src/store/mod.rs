@@ -118,6 +118,9 @@ pub enum StoreError {
     /// server, the wait and what to do).
     #[error("{0}")]
     NoAnswer(sql::Error),
+    /// A server older than the store's schema needs.
+    #[error("the PostgreSQL server is version {version}; sessiondb needs 13 or later (for its 64-bit transaction ids): upgrade the server, or keep the store in an SQLite file")]
+    OldServer { version: String },
     /// The server could not be reached, or refused the connection.
     #[error("cannot connect to {url}: {why}")]
     Server { url: String, why: String },

@@ -216,6 +216,12 @@ fn migrate_postgres_locked(conn: &super::Connection, read: &str) -> Result<(), S
     if found > POSTGRES_VERSION {
         return Err(StoreError::NewerSchema { found, supported: POSTGRES_VERSION });
     }
+    // 28 stamps texts with `xid8` transaction ids, which PostgreSQL has from 13 on.
+    let (number, version): (i64, String) =
+        conn.query_row("SELECT current_setting('server_version_num')::bigint, current_setting('server_version')", (), |r| Ok((r.get(0)?, r.get(1)?)))?;
+    if number < 130_000 {
+        return Err(StoreError::OldServer { version });
+    }
     for &(target, sql) in POSTGRES_MIGRATIONS.iter().filter(|(target, _)| *target > found) {
         conn.in_transaction(|| {
             conn.execute_batch(sql)?;
