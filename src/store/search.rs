@@ -881,7 +881,8 @@ fn check_filters(conn: &Connection, q: &SearchQuery) -> Result<(Option<i64>, Opt
 /// matches by (score, message id), so the first conversations of a window are the first of
 /// the whole ranking and pages join up. [`Sort::Newest`] takes the one pass, ordered by the
 /// conversation first. Totals, when asked for and not counted by the pass, are counted apart
-/// ([`count_word_matches`]).
+/// ([`count_word_matches`]; on a server, whose word sets rank only what the ranking index does
+/// not ([`run_on_server`]), from the ranking index: [`count_by_index`]).
 fn run(conn: &Connection, q: &Resolved, fts: &str) -> Result<(Vec<ConversationHits>, Option<Totals>, RankedBy), StoreError> {
     // On a server, FTS5 (in memory) reads the query first, so that one it refuses is refused
     // whichever way it is answered.
